@@ -1,0 +1,152 @@
+//! Postgres side of the benchmarks: the lookup schema (created and dropped by the bench), the
+//! raw tokio-postgres baseline's decode, and the raw insert baseline.
+
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls};
+
+use super::dataset::{self, BenchRow};
+use super::workloads::{INSERT_SCHEMA_POSTGRES, InsertRecord};
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::postgres::error::map_err;
+
+/// Connects a raw tokio-postgres client to `url`; its connection task runs on the current tokio
+/// runtime until the client is dropped.
+pub async fn connect_raw(url: &str) -> Result<Client> {
+    let (client, connection) = tokio_postgres::connect(url, NoTls).await.map_err(map_err)?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            eprintln!("[bench] raw Postgres connection ended: {e}");
+        }
+    });
+    Ok(client)
+}
+
+fn check_ident(schema: &str) -> Result<()> {
+    if !schema.is_empty()
+        && schema
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        Ok(())
+    } else {
+        Err(SqlMiddlewareDbError::new(
+            ErrorKind::InvalidInput,
+            format!("schema name {schema:?} must be lower-case ASCII letters, digits and _"),
+        ))
+    }
+}
+
+/// Drops `schema` (and everything in it) if it exists.
+pub async fn drop_schema(client: &Client, schema: &str) -> Result<()> {
+    check_ident(schema)?;
+    client
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        .await
+        .map_err(map_err)
+}
+
+/// Recreates `schema` holding the lookup table [`dataset::LOOKUP_SCHEMA`] with rows `1..=n`
+/// (the same rows as every other harness; `active` stored as the integer 0 or 1), analysed.
+pub async fn create_lookup_schema(client: &mut Client, schema: &str, n: usize) -> Result<()> {
+    drop_schema(client, schema).await?;
+    client
+        .batch_execute(&format!(
+            "CREATE SCHEMA {schema}; SET search_path TO {schema}; {}",
+            dataset::LOOKUP_SCHEMA
+        ))
+        .await
+        .map_err(map_err)?;
+    let tx = client.transaction().await.map_err(map_err)?;
+    let st = tx
+        .prepare(dataset::LOOKUP_INSERT_DOLLAR)
+        .await
+        .map_err(map_err)?;
+    for id in 1..=n as i64 {
+        let r = dataset::row(id);
+        let id32 = i32::try_from(r.id).map_err(|_| {
+            SqlMiddlewareDbError::new(ErrorKind::InvalidInput, "the lookup table's ids are int4")
+        })?;
+        tx.execute(
+            &st,
+            &[&id32, &r.name, &(r.score as f32), &i32::from(r.active)],
+        )
+        .await
+        .map_err(map_err)?;
+    }
+    tx.commit().await.map_err(map_err)?;
+    client
+        .batch_execute(&format!("ANALYZE {schema}.test; RESET search_path"))
+        .await
+        .map_err(map_err)
+}
+
+/// The raw baseline's decode of a lookup row, by position and by the table's declared types
+/// (`INTEGER` is int4 and `REAL` is float4 on Postgres).
+pub fn decode_row(
+    row: &tokio_postgres::Row,
+) -> std::result::Result<BenchRow, tokio_postgres::Error> {
+    Ok(BenchRow {
+        id: i64::from(row.try_get::<_, i32>(0)?),
+        name: row.try_get(1)?,
+        score: f64::from(row.try_get::<_, f32>(2)?),
+        active: row.try_get::<_, i32>(3)? != 0,
+    })
+}
+
+/// Recreates `schema` with an empty insert table.
+pub async fn create_insert_schema(client: &Client, schema: &str) -> Result<()> {
+    drop_schema(client, schema).await?;
+    client
+        .batch_execute(&format!(
+            "CREATE SCHEMA {schema}; SET search_path TO {schema}; {INSERT_SCHEMA_POSTGRES}; RESET search_path"
+        ))
+        .await
+        .map_err(map_err)
+}
+
+/// Empties the insert table (outside the timer). `TRUNCATE` keeps the table, so prepared
+/// statements stay valid.
+pub async fn reset_insert_table(client: &Client) -> Result<()> {
+    client
+        .batch_execute("TRUNCATE bench_insert")
+        .await
+        .map_err(map_err)
+}
+
+/// The raw insert baseline: a tokio-postgres transaction, the statement prepared beforehand,
+/// every field bound natively (chrono, uuid, rust_decimal, serde_json, `Option::None`), commit.
+pub async fn raw_insert(
+    client: &mut Client,
+    st: &tokio_postgres::Statement,
+    records: &[InsertRecord],
+) -> std::result::Result<(), tokio_postgres::Error> {
+    let tx = client.transaction().await?;
+    for r in records {
+        let params: [&(dyn ToSql + Sync); 13] = [
+            &r.id,
+            &r.int,
+            &r.float,
+            &r.text,
+            &r.flag,
+            &r.ts,
+            &r.tstz,
+            &r.date,
+            &r.uuid,
+            &r.numeric,
+            &r.blob,
+            &r.json,
+            &None::<&str>,
+        ];
+        tx.execute(st, &params).await?;
+    }
+    tx.commit().await
+}
+
+/// Number of rows in the insert table (to check a run).
+pub async fn insert_count(client: &Client) -> Result<i64> {
+    client
+        .query_one("SELECT COUNT(*) FROM bench_insert", &[])
+        .await
+        .map(|r| r.get(0))
+        .map_err(map_err)
+}

@@ -1,0 +1,231 @@
+//! SQLite (rusqlite) side of the benchmarks: the lookup file, the raw baseline's connection and
+//! decode, the insert baseline, and the micro-bench hooks that run the backend's own code.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use super::dataset::{self, BenchRow};
+use super::workloads::{INSERT_SCHEMA_SQLITE, INSERT_SQL_QMARK, InsertRecord};
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::sqlite::error::map_err;
+use crate::value::RowValues;
+
+/// The flags the middleware opens every pooled SQLite connection with (`src/sqlite/config.rs`).
+pub const OPEN_FLAGS: OpenFlags = OpenFlags::SQLITE_OPEN_READ_WRITE
+    .union(OpenFlags::SQLITE_OPEN_CREATE)
+    .union(OpenFlags::SQLITE_OPEN_URI)
+    .union(OpenFlags::SQLITE_OPEN_NO_MUTEX);
+
+/// The middleware's default busy timeout, statement cache capacity (`PoolBuilder` defaults).
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// See [`BUSY_TIMEOUT`].
+pub const STATEMENT_CACHE_CAPACITY: usize = 128;
+
+/// Opens a raw rusqlite connection with the settings the middleware applies to its pooled
+/// connections: the same open flags, WAL, `foreign_keys=ON`, a 5 s busy timeout and a statement
+/// cache of 128. (The middleware's progress handler and busy callback are part of its own
+/// machinery, not settings, so the raw baseline does without them.)
+pub fn open_raw(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(path, OPEN_FLAGS)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+    debug_assert!(mode.eq_ignore_ascii_case("wal"), "journal_mode is {mode}");
+    conn.execute_batch("PRAGMA foreign_keys=ON")?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
+    Ok(conn)
+}
+
+fn io_err(what: &str, path: &Path, e: std::io::Error) -> SqlMiddlewareDbError {
+    SqlMiddlewareDbError::new(ErrorKind::Other, format!("{what} {}: {e}", path.display()))
+}
+
+fn lookup_is_ready(path: &Path, n: usize) -> bool {
+    let Ok(conn) = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY) else {
+        return false;
+    };
+    let wal = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
+        .is_ok_and(|m| m.eq_ignore_ascii_case("wal"));
+    let counts = conn.query_row(dataset::LOOKUP_CHECK_SQL, [], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
+    });
+    wal && counts.is_ok_and(|c| c == (n as i64, 1, n as i64))
+}
+
+fn remove_db_files(path: &Path) {
+    for p in [
+        path.to_path_buf(),
+        dataset::with_suffix(path, "-wal"),
+        dataset::with_suffix(path, "-shm"),
+    ] {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+/// Builds the SQLite lookup file of `n` rows at `path`, or reuses it when it already holds them
+/// (the recipe shared with the SQLx harness is documented at [`dataset::LOOKUP_CHECK_SQL`]).
+/// Returns whether it was (re)built.
+pub fn ensure_lookup_db(path: &Path, n: usize) -> Result<bool> {
+    if path.exists() && lookup_is_ready(path, n) {
+        return Ok(false);
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, e))?;
+    }
+    let tmp = dataset::build_tmp_path(path);
+    remove_db_files(&tmp);
+    {
+        let mut conn = Connection::open(&tmp).map_err(map_err)?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(map_err)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(SqlMiddlewareDbError::new(
+                ErrorKind::Config,
+                format!("could not build the lookup file in WAL mode (journal_mode is {mode})"),
+            ));
+        }
+        conn.execute_batch(dataset::LOOKUP_SCHEMA)
+            .map_err(map_err)?;
+        let tx = conn.transaction().map_err(map_err)?;
+        {
+            let mut st = tx.prepare(dataset::LOOKUP_INSERT_QMARK).map_err(map_err)?;
+            for id in 1..=n as i64 {
+                let r = dataset::row(id);
+                st.execute(rusqlite::params![
+                    r.id,
+                    r.name,
+                    r.score,
+                    i64::from(r.active)
+                ])
+                .map_err(map_err)?;
+            }
+        }
+        tx.commit().map_err(map_err)?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(map_err)?;
+    }
+    remove_db_files(path);
+    std::fs::rename(&tmp, path)
+        .map_err(|e| io_err("cannot rename the new lookup file to", path, e))?;
+    remove_db_files(&tmp);
+    if lookup_is_ready(path, n) {
+        Ok(true)
+    } else {
+        Err(SqlMiddlewareDbError::new(
+            ErrorKind::Other,
+            format!(
+                "the freshly built lookup file {} does not check out",
+                path.display()
+            ),
+        ))
+    }
+}
+
+/// The raw baseline's decode of a lookup row, by position.
+pub fn decode_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<BenchRow> {
+    Ok(BenchRow {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        score: row.get(2)?,
+        active: row.get(3)?,
+    })
+}
+
+/// One raw point lookup: `prepare_cached` (a cache hit after the first call), `query_row`, decode.
+pub fn raw_lookup(conn: &Connection, id: i64) -> rusqlite::Result<BenchRow> {
+    let mut st = conn.prepare_cached(dataset::LOOKUP_SQL_QMARK)?;
+    st.query_row([id], decode_row)
+}
+
+/// Hook of `middleware_marshalling`: `iters` rounds over `ids`, each lookup bound with rusqlite
+/// directly, executed, and materialised into a `ResultSet` by the backend's own
+/// `sqlite::rows::collect` (columns computed once by `sqlite::rows::columns_of`, re-prepare
+/// count taken once, as the backend does at prepare time). Returns the time of the whole loop.
+pub fn marshal_loop(conn: &mut Connection, ids: &[i64], iters: u64) -> Result<Duration> {
+    let mut st = conn
+        .prepare_cached(dataset::LOOKUP_SQL_QMARK)
+        .map_err(map_err)?;
+    let columns = Arc::new(crate::sqlite::rows::columns_of(&st));
+    let reprepares = st.get_status(rusqlite::StatementStatus::RePrepare);
+    let start = Instant::now();
+    for _ in 0..iters {
+        for &id in ids {
+            st.raw_bind_parameter(1, id).map_err(map_err)?;
+            let mut rows = st.raw_query();
+            let rs = crate::sqlite::rows::collect(&mut rows, &columns, reprepares)?;
+            black_box(rs);
+        }
+    }
+    Ok(start.elapsed())
+}
+
+/// Hook of `middleware_param_convert`: `iters` rounds over `ids`, each id written into a reused
+/// `[RowValues; 1]` and bound by the backend's own `sqlite::params::bind_all` (count check, NaN
+/// check, `SqliteParam` → `ToSqlOutput` → `sqlite3_bind_*`). Returns the time of the whole loop.
+pub fn param_convert_loop(conn: &mut Connection, ids: &[i64], iters: u64) -> Result<Duration> {
+    let mut st = conn
+        .prepare_cached(dataset::LOOKUP_SQL_QMARK)
+        .map_err(map_err)?;
+    let mut buf = [RowValues::Int(0)];
+    let start = Instant::now();
+    for _ in 0..iters {
+        for &id in ids {
+            buf[0] = RowValues::Int(id);
+            crate::sqlite::params::bind_all(&mut st, black_box(&buf))?;
+        }
+    }
+    let elapsed = start.elapsed();
+    st.clear_bindings();
+    Ok(elapsed)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inserts
+// ---------------------------------------------------------------------------------------------
+
+/// Creates the insert table if needed and empties it (outside the timer).
+pub fn reset_insert_table(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(INSERT_SCHEMA_SQLITE)?;
+    conn.execute_batch("DELETE FROM bench_insert")
+}
+
+/// The raw insert baseline: `BEGIN IMMEDIATE` (as the middleware's `begin`), the cached
+/// prepared insert, each record bound natively (text forms identical to the middleware's), commit.
+pub fn raw_insert(conn: &mut Connection, records: &[InsertRecord]) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    {
+        let mut st = tx.prepare_cached(INSERT_SQL_QMARK)?;
+        for r in records {
+            st.execute(rusqlite::params![
+                r.id,
+                r.int,
+                r.float,
+                r.text,
+                r.flag,
+                r.ts.format("%Y-%m-%d %H:%M:%S%.f").to_string(),
+                r.tstz.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false),
+                r.date.format("%Y-%m-%d").to_string(),
+                r.uuid.hyphenated().to_string(),
+                r.numeric.to_string(),
+                r.blob,
+                r.json.to_string(),
+                None::<&str>,
+            ])?;
+        }
+    }
+    tx.commit()
+}
+
+/// Number of rows in the insert table (to check a run).
+pub fn insert_count(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("SELECT COUNT(*) FROM bench_insert", [], |r| r.get(0))
+}

@@ -1,0 +1,213 @@
+//! Turso side of the benchmarks: the lookup database, the raw baseline, the insert baseline and
+//! the micro-bench hooks that run the backend's own code.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use turso::{Connection, Value};
+
+use super::dataset::{self, BenchRow};
+use super::workloads::{INSERT_SCHEMA_SQLITE, INSERT_SQL_QMARK, InsertRecord};
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::results::ResultSet;
+use crate::turso::error::map_err;
+use crate::value::RowValues;
+
+/// The middleware's default Turso busy timeout (`PoolBuilder` default).
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Opens a raw Turso database and one connection with the middleware's settings (busy timeout).
+/// Keep the `Database` alive as long as the connection.
+pub async fn open_raw(path: &Path) -> Result<(turso::Database, Connection)> {
+    let path = path.to_str().ok_or_else(|| {
+        SqlMiddlewareDbError::new(ErrorKind::Config, "the Turso path is not valid UTF-8")
+    })?;
+    let db = turso::Builder::new_local(path)
+        .build()
+        .await
+        .map_err(map_err)?;
+    let conn = db.connect().map_err(map_err)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(map_err)?;
+    Ok((db, conn))
+}
+
+async fn lookup_is_ready(conn: &Connection, n: usize) -> bool {
+    let Ok(mut st) = conn.prepare(dataset::LOOKUP_CHECK_SQL).await else {
+        return false;
+    };
+    let Ok(row) = st.query_row(()).await else {
+        return false;
+    };
+    let get = |i| row.get::<i64>(i).ok();
+    (get(0), get(1), get(2)) == (Some(n as i64), Some(1), Some(n as i64))
+}
+
+/// Builds the Turso lookup database of `n` rows at `path` with Turso itself (same rows as the
+/// SQLite file, inserted in ascending id order in one transaction), or reuses it when it already
+/// holds them. Returns whether it was (re)built.
+pub async fn ensure_lookup_db(path: &Path, n: usize) -> Result<bool> {
+    if path.exists() {
+        let (_db, conn) = open_raw(path).await?;
+        if lookup_is_ready(&conn, n).await {
+            return Ok(false);
+        }
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            SqlMiddlewareDbError::new(
+                ErrorKind::Other,
+                format!("cannot create {}: {e}", dir.display()),
+            )
+        })?;
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(dataset::with_suffix(path, suffix));
+    }
+    let (_db, conn) = open_raw(path).await?;
+    conn.execute(dataset::LOOKUP_SCHEMA, ())
+        .await
+        .map_err(map_err)?;
+    conn.execute("BEGIN", ()).await.map_err(map_err)?;
+    let mut st = conn
+        .prepare(dataset::LOOKUP_INSERT_QMARK)
+        .await
+        .map_err(map_err)?;
+    for id in 1..=n as i64 {
+        let r = dataset::row(id);
+        st.execute((r.id, r.name, r.score, i64::from(r.active)))
+            .await
+            .map_err(map_err)?;
+    }
+    conn.execute("COMMIT", ()).await.map_err(map_err)?;
+    if lookup_is_ready(&conn, n).await {
+        Ok(true)
+    } else {
+        Err(SqlMiddlewareDbError::new(
+            ErrorKind::Other,
+            format!(
+                "the freshly built Turso lookup database {} does not check out",
+                path.display()
+            ),
+        ))
+    }
+}
+
+/// The raw baseline's decode of a lookup row, by position.
+pub fn decode_row(row: &turso::Row) -> turso::Result<BenchRow> {
+    Ok(BenchRow {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        score: row.get(2)?,
+        active: row.get(3)?,
+    })
+}
+
+/// One raw point lookup on a statement prepared once: `query_row` (runs it to completion), decode.
+pub async fn raw_lookup(st: &mut turso::Statement, id: i64) -> turso::Result<BenchRow> {
+    let row = st.query_row((id,)).await?;
+    decode_row(&row)
+}
+
+/// Hook of `middleware_marshalling`: `iters` rounds over `ids` on `conn` (the pooled
+/// connection's raw handle), each lookup bound natively, executed, and materialised into a
+/// `ResultSet` with the backend's own `turso::rows::row_values` (columns computed once by
+/// `turso::rows::columns_of`), exactly as the backend's `select` does. Returns the loop's time.
+pub async fn marshal_loop(conn: &Connection, ids: &[i64], iters: u64) -> Result<Duration> {
+    let mut st = conn
+        .prepare(dataset::LOOKUP_SQL_QMARK)
+        .await
+        .map_err(map_err)?;
+    let columns = Arc::new(crate::turso::rows::columns_of(&st));
+    let start = Instant::now();
+    for _ in 0..iters {
+        for &id in ids {
+            let mut rows = st.query((id,)).await.map_err(map_err)?;
+            let mut rs = ResultSet::with_capacity(Arc::clone(&columns), 1);
+            while let Some(row) = rows.next().await.map_err(map_err)? {
+                rs.push_values(crate::turso::rows::row_values(&row, &columns)?);
+            }
+            drop(rows);
+            black_box(rs);
+        }
+    }
+    Ok(start.elapsed())
+}
+
+/// Hook of `middleware_param_convert`: `iters` rounds over `ids`, each id written into a reused
+/// `[RowValues; 1]` and converted by the backend's own `turso::params::to_values` (Turso's API
+/// takes owned values, so this is the whole conversion). Returns the loop's time.
+pub fn param_convert_loop(ids: &[i64], iters: u64) -> Result<Duration> {
+    let mut buf = [RowValues::Int(0)];
+    let start = Instant::now();
+    for _ in 0..iters {
+        for &id in ids {
+            buf[0] = RowValues::Int(id);
+            black_box(crate::turso::params::to_values(black_box(&buf))?);
+        }
+    }
+    Ok(start.elapsed())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inserts
+// ---------------------------------------------------------------------------------------------
+
+/// Creates the insert table if needed and empties it (outside the timer).
+pub async fn reset_insert_table(conn: &Connection) -> Result<()> {
+    conn.execute(INSERT_SCHEMA_SQLITE, ())
+        .await
+        .map_err(map_err)?;
+    conn.execute("DELETE FROM bench_insert", ())
+        .await
+        .map_err(map_err)?;
+    Ok(())
+}
+
+/// Prepares the raw insert statement (once, outside the timer).
+pub async fn prepare_insert(conn: &Connection) -> Result<turso::Statement> {
+    conn.prepare(INSERT_SQL_QMARK).await.map_err(map_err)
+}
+
+/// The raw insert baseline: `BEGIN IMMEDIATE` (as the middleware's `begin`), the prepared insert
+/// with each record converted to Turso's owned values (text forms identical to the middleware's),
+/// `COMMIT`.
+pub async fn raw_insert(
+    conn: &mut Connection,
+    st: &mut turso::Statement,
+    records: &[InsertRecord],
+) -> turso::Result<()> {
+    let tx = conn
+        .transaction_with_behavior(turso::transaction::TransactionBehavior::Immediate)
+        .await?;
+    for r in records {
+        st.execute(vec![
+            Value::Integer(r.id),
+            Value::Integer(r.int),
+            Value::Real(r.float),
+            Value::Text(r.text.clone()),
+            Value::Integer(i64::from(r.flag)),
+            Value::Text(r.ts.format("%Y-%m-%d %H:%M:%S%.f").to_string()),
+            Value::Text(r.tstz.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)),
+            Value::Text(r.date.format("%Y-%m-%d").to_string()),
+            Value::Text(r.uuid.hyphenated().to_string()),
+            Value::Text(r.numeric.to_string()),
+            Value::Blob(r.blob.clone()),
+            Value::Text(r.json.to_string()),
+            Value::Null,
+        ])
+        .await?;
+    }
+    tx.commit().await
+}
+
+/// Number of rows in the insert table (to check a run).
+pub async fn insert_count(conn: &Connection) -> Result<i64> {
+    let mut st = conn
+        .prepare("SELECT COUNT(*) FROM bench_insert")
+        .await
+        .map_err(map_err)?;
+    let row = st.query_row(()).await.map_err(map_err)?;
+    row.get(0).map_err(map_err)
+}

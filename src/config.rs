@@ -1,0 +1,318 @@
+//! [`ConfigAndPool`] and its builder: one entry point per backend, one set of pool settings.
+
+use std::time::Duration;
+
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::pool::{MiddlewarePool, MiddlewarePoolConnection, PoolStatus};
+use crate::translation::TranslationMode;
+
+/// Which engine a pool talks to.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DatabaseType {
+    /// SQLite through rusqlite.
+    Sqlite,
+    /// PostgreSQL through tokio-postgres.
+    Postgres,
+    /// Turso through the `turso` crate.
+    Turso,
+}
+
+/// Pool settings shared by every backend.
+#[derive(Debug, Clone)]
+pub(crate) struct PoolOptions {
+    pub(crate) max_size: usize,
+    pub(crate) wait_timeout: Duration,
+    pub(crate) create_timeout: Duration,
+    pub(crate) recycle_timeout: Duration,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        let cpus = std::thread::available_parallelism().map_or(2, usize::from);
+        Self {
+            max_size: (cpus * 2).max(4),
+            wait_timeout: Duration::from_secs(10),
+            create_timeout: Duration::from_secs(10),
+            recycle_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Target {
+    #[cfg(feature = "sqlite")]
+    Sqlite(crate::sqlite::config::SqliteTarget),
+    #[cfg(feature = "postgres")]
+    Postgres(Box<tokio_postgres::Config>),
+    #[cfg(feature = "turso")]
+    Turso(crate::turso::config::TursoTarget),
+}
+
+/// A pool and the settings it was built with. Cheap to clone; clones share the pool.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), sql_middleware::SqlMiddlewareDbError> {
+/// use sql_middleware::prelude::*;
+///
+/// let db = ConfigAndPool::sqlite_memory().max_size(2).build().await?;
+/// let mut conn = db.get_connection().await?;
+/// let n: (i64,) = conn.query("SELECT 40 + $1").params(&[2.into()]).one().await?;
+/// assert_eq!(n.0, 42);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct ConfigAndPool {
+    pool: MiddlewarePool,
+}
+
+impl ConfigAndPool {
+    /// A SQLite database in the file at `path` (created if missing), in WAL mode.
+    #[cfg(feature = "sqlite")]
+    pub fn sqlite(path: impl AsRef<std::path::Path>) -> PoolBuilder {
+        PoolBuilder::new(Target::Sqlite(crate::sqlite::config::SqliteTarget::File(
+            path.as_ref().to_path_buf(),
+        )))
+    }
+
+    /// A private in-memory SQLite database that every connection of this pool shares.
+    /// It lives as long as the pool.
+    #[cfg(feature = "sqlite")]
+    pub fn sqlite_memory() -> PoolBuilder {
+        PoolBuilder::new(Target::Sqlite(crate::sqlite::config::SqliteTarget::Memory))
+    }
+
+    /// A PostgreSQL server, from a `postgres://user@host:port/db?options` URL or a
+    /// `key=value` connection string.
+    #[cfg(feature = "postgres")]
+    pub fn postgres(url: &str) -> PoolBuilder {
+        match url.parse::<tokio_postgres::Config>() {
+            Ok(cfg) => Self::postgres_config(cfg),
+            Err(e) => {
+                let mut b = Self::postgres_config(tokio_postgres::Config::new());
+                b.error = Some(SqlMiddlewareDbError::from_driver(
+                    crate::error::Backend::Postgres,
+                    ErrorKind::Config,
+                    None,
+                    "the Postgres connection string is invalid",
+                    e,
+                ));
+                b
+            }
+        }
+    }
+
+    /// A PostgreSQL server described by a `tokio_postgres::Config`.
+    #[cfg(feature = "postgres")]
+    pub fn postgres_config(config: tokio_postgres::Config) -> PoolBuilder {
+        PoolBuilder::new(Target::Postgres(Box::new(config)))
+    }
+
+    /// A Turso database in the file at `path`.
+    #[cfg(feature = "turso")]
+    pub fn turso(path: impl AsRef<std::path::Path>) -> PoolBuilder {
+        PoolBuilder::new(Target::Turso(crate::turso::config::TursoTarget::File(
+            path.as_ref().to_path_buf(),
+        )))
+    }
+
+    /// A private in-memory Turso database shared by every connection of this pool.
+    #[cfg(feature = "turso")]
+    pub fn turso_memory() -> PoolBuilder {
+        PoolBuilder::new(Target::Turso(crate::turso::config::TursoTarget::Memory))
+    }
+
+    /// Checks out a connection. Waits at most the pool's wait timeout, then fails with
+    /// [`ErrorKind::PoolTimeout`].
+    pub async fn get_connection(&self) -> Result<MiddlewarePoolConnection> {
+        self.pool.get().await
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &MiddlewarePool {
+        &self.pool
+    }
+
+    /// The engine behind this pool.
+    pub fn database_type(&self) -> DatabaseType {
+        self.pool.database_type()
+    }
+
+    /// Pool size and availability.
+    pub fn status(&self) -> PoolStatus {
+        self.pool.status()
+    }
+
+    /// Closes the pool: waiting and later checkouts fail with [`ErrorKind::PoolClosed`].
+    pub fn close(&self) {
+        self.pool.close();
+    }
+}
+
+/// Builds a [`ConfigAndPool`]. Settings that do not apply to the chosen backend make
+/// [`PoolBuilder::build`] fail with [`ErrorKind::Config`] rather than being ignored.
+#[derive(Debug)]
+#[must_use = "call .build().await to create the pool"]
+pub struct PoolBuilder {
+    pub(crate) target: Target,
+    pub(crate) pool: PoolOptions,
+    pub(crate) translation: TranslationMode,
+    #[cfg(feature = "sqlite")]
+    pub(crate) sqlite: crate::sqlite::config::SqliteOptions,
+    #[cfg(feature = "postgres")]
+    pub(crate) postgres: crate::postgres::config::PgOptions,
+    #[cfg(feature = "turso")]
+    pub(crate) turso: crate::turso::config::TursoOptions,
+    pub(crate) error: Option<SqlMiddlewareDbError>,
+}
+
+impl PoolBuilder {
+    fn new(target: Target) -> Self {
+        Self {
+            target,
+            pool: PoolOptions::default(),
+            translation: TranslationMode::On,
+            #[cfg(feature = "sqlite")]
+            sqlite: Default::default(),
+            #[cfg(feature = "postgres")]
+            postgres: Default::default(),
+            #[cfg(feature = "turso")]
+            turso: Default::default(),
+            error: None,
+        }
+    }
+
+    fn reject(mut self, what: &str) -> Self {
+        if self.error.is_none() {
+            self.error = Some(SqlMiddlewareDbError::new(
+                ErrorKind::Config,
+                format!("{what} does not apply to this backend"),
+            ));
+        }
+        self
+    }
+
+    /// The largest number of open connections (default: twice the CPU count, at least 4).
+    pub fn max_size(mut self, n: usize) -> Self {
+        if n == 0 {
+            self.error.get_or_insert_with(|| {
+                SqlMiddlewareDbError::new(ErrorKind::Config, "max_size must be at least 1")
+            });
+        }
+        self.pool.max_size = n;
+        self
+    }
+
+    /// How long a checkout waits for a free connection before [`ErrorKind::PoolTimeout`] (default 10 s).
+    pub fn wait_timeout(mut self, d: Duration) -> Self {
+        self.pool.wait_timeout = d;
+        self
+    }
+
+    /// How long opening a new connection may take (default 10 s).
+    pub fn create_timeout(mut self, d: Duration) -> Self {
+        self.pool.create_timeout = d;
+        self
+    }
+
+    /// How long the health check of a returned connection may take (default 5 s).
+    pub fn recycle_timeout(mut self, d: Duration) -> Self {
+        self.pool.recycle_timeout = d;
+        self
+    }
+
+    /// Default placeholder translation for this pool's connections (default on); each query can override it.
+    pub fn translation(mut self, mode: TranslationMode) -> Self {
+        self.translation = mode;
+        self
+    }
+
+    /// How long SQLite or Turso waits for another connection's lock before [`ErrorKind::Busy`] (default 5 s).
+    pub fn busy_timeout(self, d: Duration) -> Self {
+        #[allow(unused_mut)]
+        let mut b = self;
+        match &b.target {
+            #[cfg(feature = "sqlite")]
+            Target::Sqlite(_) => b.sqlite.busy_timeout = d,
+            #[cfg(feature = "turso")]
+            Target::Turso(_) => b.turso.busy_timeout = d,
+            #[allow(unreachable_patterns)]
+            _ => {
+                let _ = d;
+                return b.reject("busy_timeout");
+            }
+        }
+        #[allow(unreachable_code)]
+        b
+    }
+
+    /// How many prepared statements each connection keeps (default 128).
+    pub fn statement_cache_capacity(mut self, n: usize) -> Self {
+        match &self.target {
+            #[cfg(feature = "sqlite")]
+            Target::Sqlite(_) => self.sqlite.statement_cache_capacity = n,
+            #[cfg(feature = "turso")]
+            Target::Turso(_) => self.turso.statement_cache_capacity = n,
+            #[cfg(feature = "postgres")]
+            Target::Postgres(_) => self.postgres.statement_cache_capacity = n,
+        }
+        self
+    }
+
+    /// The SQLite execution model (default: [`crate::SqliteExecModel::Adaptive`]).
+    #[cfg(feature = "sqlite")]
+    pub fn sqlite_exec_model(mut self, model: crate::SqliteExecModel) -> Self {
+        match &self.target {
+            Target::Sqlite(_) => self.sqlite.exec_model = model,
+            #[allow(unreachable_patterns)]
+            _ => return self.reject("sqlite_exec_model"),
+        }
+        self
+    }
+
+    /// Whether SQLite files use WAL (default true). Ignored for in-memory databases.
+    #[cfg(feature = "sqlite")]
+    pub fn wal(mut self, on: bool) -> Self {
+        match &self.target {
+            Target::Sqlite(_) => self.sqlite.wal = on,
+            #[allow(unreachable_patterns)]
+            _ => return self.reject("wal"),
+        }
+        self
+    }
+
+    /// Whether SQLite enforces foreign keys (default true).
+    #[cfg(feature = "sqlite")]
+    pub fn foreign_keys(mut self, on: bool) -> Self {
+        match &self.target {
+            Target::Sqlite(_) => self.sqlite.foreign_keys = on,
+            #[allow(unreachable_patterns)]
+            _ => return self.reject("foreign_keys"),
+        }
+        self
+    }
+
+    /// The Postgres `application_name` of every connection.
+    #[cfg(feature = "postgres")]
+    pub fn application_name(mut self, name: &str) -> Self {
+        match &mut self.target {
+            Target::Postgres(cfg) => {
+                cfg.application_name(name);
+            }
+            #[allow(unreachable_patterns)]
+            _ => return self.reject("application_name"),
+        }
+        self
+    }
+
+    /// Creates the pool. Connections are opened lazily, on first checkout.
+    pub async fn build(self) -> Result<ConfigAndPool> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        Ok(ConfigAndPool {
+            pool: MiddlewarePool::build(self).await?,
+        })
+    }
+}

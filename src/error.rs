@@ -1,0 +1,352 @@
+//! The crate's one error type and its classification.
+
+use std::borrow::Cow;
+use std::error::Error as StdError;
+use std::fmt;
+
+/// What went wrong, in terms an application can act on.
+///
+/// Match on this (with a wildcard arm: more kinds may be added) instead of parsing messages.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// A `UNIQUE` or primary-key constraint rejected the row.
+    UniqueViolation,
+    /// A foreign-key constraint rejected the change (also at `COMMIT` for deferred keys).
+    ForeignKeyViolation,
+    /// A `NOT NULL` constraint rejected the row.
+    NotNullViolation,
+    /// A `CHECK` constraint rejected the row.
+    CheckViolation,
+    /// Another constraint (the engine did not say which kind).
+    ConstraintViolation,
+    /// The database stayed locked by another connection for longer than the busy timeout.
+    Busy,
+    /// The transaction could not be serialized (Postgres `40001`, a stale Turso snapshot): retry it.
+    SerializationFailure,
+    /// The server detected a deadlock and aborted this transaction (Postgres `40P01`): retry it.
+    Deadlock,
+    /// The connection to the server was lost; the pool replaces it.
+    ConnectionLost,
+    /// No pooled connection became free within the pool's wait timeout.
+    PoolTimeout,
+    /// The pool was closed.
+    PoolClosed,
+    /// The number of parameters does not match the statement's placeholders.
+    ParameterCount,
+    /// A parameter value cannot be bound to the parameter's declared type without loss.
+    ParameterType,
+    /// A column value could not be decoded into the requested Rust type (or was NULL for a non-`Option`).
+    TypeMismatch,
+    /// A row has no column of the requested name or index.
+    ColumnNotFound,
+    /// A query that must return a row returned none.
+    NoRows,
+    /// The SQL text could not be parsed.
+    Syntax,
+    /// The statement names a table, column or function that does not exist.
+    UndefinedObject,
+    /// The input was rejected before it reached the engine (e.g. a NUL byte in SQL text).
+    InvalidInput,
+    /// The transaction was already aborted by an earlier error and can only be rolled back.
+    TransactionAborted,
+    /// The transaction state does not allow this operation (e.g. nested `BEGIN`).
+    TransactionState,
+    /// The statement was interrupted or timed out and was cancelled.
+    Interrupted,
+    /// The operation does not exist on this connection's backend (e.g. raw SQLite access on Postgres).
+    Unsupported,
+    /// The connection or pool configuration is invalid.
+    Config,
+    /// Anything else; see the message and [`SqlMiddlewareDbError::driver_code`].
+    Other,
+}
+
+/// Which engine produced an error.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// SQLite through rusqlite.
+    Sqlite,
+    /// PostgreSQL through tokio-postgres.
+    Postgres,
+    /// Turso through the `turso` crate.
+    Turso,
+    /// Raised by the middleware itself, before any engine was involved.
+    Middleware,
+}
+
+/// The error type of every fallible call in this crate.
+///
+/// It is one pointer wide, so `Result<T, SqlMiddlewareDbError>` stays small on hot paths.
+/// The driver's own error, when there is one, is kept as [`std::error::Error::source`].
+pub struct SqlMiddlewareDbError {
+    inner: Box<Inner>,
+}
+
+struct Inner {
+    kind: ErrorKind,
+    backend: Backend,
+    message: Cow<'static, str>,
+    code: Option<String>,
+    source: Option<Box<dyn StdError + Send + Sync + 'static>>,
+}
+
+/// Shorthand for `Result<T, SqlMiddlewareDbError>`.
+pub type Result<T, E = SqlMiddlewareDbError> = std::result::Result<T, E>;
+
+impl SqlMiddlewareDbError {
+    /// Builds an error raised by the middleware itself.
+    pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            inner: Box::new(Inner {
+                kind,
+                backend: Backend::Middleware,
+                message: message.into(),
+                code: None,
+                source: None,
+            }),
+        }
+    }
+
+    /// Builds an error that wraps a driver error.
+    pub fn from_driver(
+        backend: Backend,
+        kind: ErrorKind,
+        code: Option<String>,
+        message: impl Into<Cow<'static, str>>,
+        source: impl StdError + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            inner: Box::new(Inner {
+                kind,
+                backend,
+                message: message.into(),
+                code,
+                source: Some(Box::new(source)),
+            }),
+        }
+    }
+
+    /// The classification of this error.
+    pub fn kind(&self) -> ErrorKind {
+        self.inner.kind
+    }
+
+    /// The engine that raised the error ([`Backend::Middleware`] when the middleware did).
+    pub fn backend(&self) -> Backend {
+        self.inner.backend
+    }
+
+    /// The driver's own code: a Postgres SQLSTATE (`"23505"`), a SQLite extended result code
+    /// (`"2067"`), or `None` when the driver gave none.
+    pub fn driver_code(&self) -> Option<&str> {
+        self.inner.code.as_deref()
+    }
+
+    /// The human-readable message, without the source chain.
+    pub fn message(&self) -> &str {
+        &self.inner.message
+    }
+
+    /// True when retrying the whole transaction may succeed (busy, serialization failure, deadlock).
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self.inner.kind,
+            ErrorKind::Busy | ErrorKind::SerializationFailure | ErrorKind::Deadlock
+        )
+    }
+
+    #[allow(dead_code)]
+    pub(crate) fn with_kind(mut self, kind: ErrorKind) -> Self {
+        self.inner.kind = kind;
+        self
+    }
+
+    pub(crate) fn parameter_count(expected: usize, got: usize) -> Self {
+        Self::new(
+            ErrorKind::ParameterCount,
+            format!(
+                "the statement expects {expected} parameter(s) but {got} were given; pass one RowValues per placeholder"
+            ),
+        )
+    }
+
+    pub(crate) fn no_rows() -> Self {
+        Self::new(
+            ErrorKind::NoRows,
+            "the query returned no rows; use `optional()` when a missing row is expected",
+        )
+    }
+
+    pub(crate) fn blank_sql() -> Self {
+        Self::new(
+            ErrorKind::InvalidInput,
+            "the SQL text holds no statement (only whitespace or comments)",
+        )
+    }
+
+    #[cfg(feature = "turso")]
+    pub(crate) fn multiple_statements() -> Self {
+        Self::new(
+            ErrorKind::InvalidInput,
+            "the SQL text holds more than one statement; run scripts with execute_batch",
+        )
+    }
+
+    pub(crate) fn nul_in_sql() -> Self {
+        Self::new(
+            ErrorKind::InvalidInput,
+            "the SQL text contains a NUL byte; SQLite would silently ignore everything after it, so it is rejected",
+        )
+    }
+}
+
+impl fmt::Debug for SqlMiddlewareDbError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("SqlMiddlewareDbError");
+        d.field("kind", &self.inner.kind)
+            .field("backend", &self.inner.backend)
+            .field("message", &self.inner.message);
+        if let Some(code) = &self.inner.code {
+            d.field("code", code);
+        }
+        if let Some(source) = &self.inner.source {
+            d.field("source", source);
+        }
+        d.finish()
+    }
+}
+
+impl fmt::Display for SqlMiddlewareDbError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} ", self.inner.kind)?;
+        if let Some(code) = &self.inner.code {
+            write!(f, "[{code}] ")?;
+        }
+        f.write_str(&self.inner.message)
+    }
+}
+
+impl StdError for SqlMiddlewareDbError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.inner
+            .source
+            .as_deref()
+            .map(|e| e as &(dyn StdError + 'static))
+    }
+}
+
+/// Errors from decoding one value, before the column is known. Wrapped into
+/// [`ErrorKind::TypeMismatch`] with the column name by the row accessors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    pub(crate) expected: &'static str,
+    pub(crate) found: &'static str,
+}
+
+impl DecodeError {
+    /// A value of kind `found` cannot become an `expected`.
+    pub fn new(expected: &'static str, found: &'static str) -> Self {
+        Self { expected, found }
+    }
+
+    pub(crate) fn at_column(self, column: &str) -> SqlMiddlewareDbError {
+        SqlMiddlewareDbError::new(
+            ErrorKind::TypeMismatch,
+            format!(
+                "column `{column}`: cannot decode {} as {}{}",
+                self.found,
+                self.expected,
+                if self.found == "NULL" {
+                    "; decode into Option<_> when the column may be NULL"
+                } else {
+                    ""
+                }
+            ),
+        )
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot decode {} as {}", self.found, self.expected)
+    }
+}
+
+impl StdError for DecodeError {}
+
+/// SQLite and Turso report these only as a generic error with a message.
+#[cfg_attr(not(any(feature = "sqlite", feature = "turso")), allow(dead_code))]
+pub(crate) fn classify_sqlite_message(msg: &str) -> ErrorKind {
+    let m = msg.to_ascii_lowercase();
+    if m.contains("no such table")
+        || m.contains("no such column")
+        || m.contains("no such function")
+        || m.contains("no such index")
+        || m.contains("no such view")
+        || m.contains("no such trigger")
+    {
+        ErrorKind::UndefinedObject
+    } else if m.contains("variable number must be between")
+        || m.contains("too many sql variables")
+        || m.contains("column index out of range")
+    {
+        ErrorKind::ParameterCount
+    } else if m.contains("syntax error")
+        || m.contains("non-terminated")
+        || m.contains("unterminated")
+        || m.contains("incomplete input")
+        || m.contains("unrecognized token")
+        || m.contains("parse error")
+    {
+        ErrorKind::Syntax
+    } else if m.contains("within a transaction")
+        || m.contains("no transaction is active")
+        || m.contains("cannot rollback")
+        || m.contains("cannot commit")
+    {
+        ErrorKind::TransactionState
+    } else if m.contains("database is locked") || m.contains("busy") {
+        ErrorKind::Busy
+    } else if m.contains("interrupt") {
+        ErrorKind::Interrupted
+    } else if m.contains("foreign key") {
+        ErrorKind::ForeignKeyViolation
+    } else if m.contains("unique constraint") {
+        ErrorKind::UniqueViolation
+    } else if m.contains("not null constraint") {
+        ErrorKind::NotNullViolation
+    } else if m.contains("check constraint") {
+        ErrorKind::CheckViolation
+    } else {
+        ErrorKind::Other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_is_one_pointer() {
+        assert_eq!(
+            std::mem::size_of::<SqlMiddlewareDbError>(),
+            std::mem::size_of::<usize>()
+        );
+    }
+
+    #[test]
+    fn display_names_kind_and_code() {
+        let e = SqlMiddlewareDbError::from_driver(
+            Backend::Postgres,
+            ErrorKind::UniqueViolation,
+            Some("23505".into()),
+            "duplicate key",
+            std::io::Error::other("x"),
+        );
+        assert_eq!(e.to_string(), "UniqueViolation [23505] duplicate key");
+        assert!(e.source().is_some());
+        assert_eq!(e.driver_code(), Some("23505"));
+    }
+}

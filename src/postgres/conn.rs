@@ -1,0 +1,538 @@
+//! PostgreSQL connection operations. Every backend folder has a `conn.rs` with the same functions.
+
+use std::sync::Arc;
+
+use futures_util::{TryStreamExt, pin_mut};
+use tokio_postgres::NoTls;
+
+use super::error::map_err;
+use super::params::PgParam;
+use super::rows::{PgRow, collect, columns_of};
+use crate::decode::FromRow;
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::results::{Columns, ResultSet};
+use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
+use crate::value::RowValues;
+
+/// The most parameters one Postgres statement can take (the protocol counts them in 16 bits).
+const MAX_PARAMS: usize = 65_535;
+
+/// A server-side prepared statement and its columns.
+#[derive(Debug)]
+pub(crate) struct PgStmt {
+    /// The SQL as sent to the server (after translation).
+    sql: Box<str>,
+    stmt: tokio_postgres::Statement,
+    columns: Arc<Columns>,
+    dml: bool,
+}
+
+impl PgStmt {
+    pub(crate) fn columns(&self) -> &Arc<Columns> {
+        &self.columns
+    }
+}
+
+/// A checked-out Postgres connection and what the middleware knows about its state.
+///
+/// tokio-postgres does not expose the server's transaction status, so the middleware keeps it:
+/// a dropped transaction, an abandoned query, or raw access mark the connection, and a marked
+/// connection is cleaned (cancel + `ROLLBACK`) before reuse or discarded.
+pub(crate) struct PgConnection {
+    /// The pool, to replace a connection whose abandoned statement may still be running.
+    pool: super::Pool,
+    obj: Option<deadpool_postgres::Object>,
+    needs_rollback: bool,
+    in_flight: bool,
+    unknown: bool,
+    /// Inside a transaction begun through the middleware.
+    in_tx: bool,
+}
+
+fn params_ok(stmt: &PgStmt, p: &[RowValues]) -> Result<()> {
+    if p.len() > MAX_PARAMS {
+        return Err(SqlMiddlewareDbError::new(
+            ErrorKind::ParameterCount,
+            format!(
+                "{} parameters were given; Postgres accepts at most {MAX_PARAMS} per statement (split the statement or use UNNEST with arrays)",
+                p.len()
+            ),
+        ));
+    }
+    let expected = stmt.stmt.params().len();
+    if expected != p.len() {
+        return Err(SqlMiddlewareDbError::parameter_count(expected, p.len()));
+    }
+    Ok(())
+}
+
+/// A statement with more than 65,535 placeholders cannot be prepared (the protocol counts
+/// parameter types in 16 bits; the server's answer is unreadable). Only long SQL can hold that
+/// many, so short statements are not scanned.
+fn too_many_placeholders(sql: &str) -> Result<()> {
+    if sql.len() <= 2 * MAX_PARAMS {
+        return Ok(());
+    }
+    let b = sql.as_bytes();
+    let mut max = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        if (b[i] == b'$' || b[i] == b'?') && i + 1 < b.len() && b[i + 1].is_ascii_digit() {
+            let start = i + 1;
+            let mut end = start;
+            while end < b.len() && b[end].is_ascii_digit() {
+                end += 1;
+            }
+            max = max.max(sql[start..end].parse().unwrap_or(usize::MAX));
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    if max > MAX_PARAMS {
+        return Err(SqlMiddlewareDbError::new(
+            ErrorKind::ParameterCount,
+            format!(
+                "the statement has placeholders up to ${max}; Postgres accepts at most {MAX_PARAMS} per statement"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl PgConnection {
+    pub(crate) fn new(pool: super::Pool, obj: deadpool_postgres::Object) -> Self {
+        Self {
+            pool,
+            obj: Some(obj),
+            needs_rollback: false,
+            in_flight: false,
+            unknown: false,
+            in_tx: false,
+        }
+    }
+
+    fn client(&self) -> Result<&deadpool_postgres::Object> {
+        self.obj.as_ref().ok_or_else(|| {
+            SqlMiddlewareDbError::new(
+                ErrorKind::ConnectionLost,
+                "this connection was discarded after a cancelled statement and no replacement could be checked out",
+            )
+        })
+    }
+
+    fn is_closed(&self) -> bool {
+        self.obj.as_ref().is_none_or(|o| o.is_closed())
+    }
+
+    /// Makes the connection usable again after an abandoned transaction or query.
+    ///
+    /// A dropped query future may have left its statement running on the server. A cancel
+    /// request is sent, but Postgres acts on it asynchronously: it could land on a later,
+    /// unrelated statement. So the connection is not reused at all: it is detached from the
+    /// pool and closed, and a fresh one is checked out in its place.
+    async fn repair(&mut self) -> Result<()> {
+        if self.in_flight {
+            if let Some(old) = self.obj.take() {
+                let token = old.cancel_token();
+                drop(deadpool_postgres::Object::take(old));
+                let _ = token.cancel_query(NoTls).await;
+            }
+            self.in_flight = false;
+            self.needs_rollback = false;
+            self.unknown = false;
+            self.in_tx = false;
+            let fresh = self
+                .pool
+                .get()
+                .await
+                .map_err(|e| crate::pool::pool_error!(e, deadpool_postgres))?;
+            self.obj = Some(fresh);
+        }
+        if self.needs_rollback {
+            self.client()?
+                .batch_execute("ROLLBACK")
+                .await
+                .map_err(map_err)?;
+            self.needs_rollback = false;
+        }
+        Ok(())
+    }
+
+    /// After an operation of the middleware was cancelled outside a transaction: whatever it
+    /// left (a running statement, an open `BEGIN`) is cleaned before the next one.
+    pub(crate) async fn recover(&mut self) -> Result<()> {
+        let replaced = self.in_flight;
+        self.repair().await?;
+        if !replaced {
+            self.simple("ROLLBACK").await?;
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn prepare(
+        &mut self,
+        sql: &str,
+        mode: TranslationMode,
+    ) -> Result<Arc<PgStmt>> {
+        if self.needs_rollback || self.in_flight {
+            self.repair().await?;
+        }
+        crate::batch::reject_nul(sql)?;
+        too_many_placeholders(sql)?;
+        let sql = match mode {
+            TranslationMode::On => translate_placeholders(sql, PlaceholderStyle::Postgres),
+            TranslationMode::Off => std::borrow::Cow::Borrowed(sql),
+        };
+        self.in_flight = true;
+        let r = self.client()?.prepare_cached(&sql).await;
+        self.in_flight = false;
+        let stmt = r.map_err(map_err)?;
+        Ok(Arc::new(PgStmt {
+            columns: Arc::new(columns_of(&stmt)),
+            dml: crate::batch::is_dml(&sql),
+            sql: sql.into(),
+            stmt,
+        }))
+    }
+
+    async fn select_once(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<ResultSet> {
+        params_ok(s, p)?;
+        self.in_flight = true;
+        let r = async {
+            let stream = self
+                .client()?
+                .query_raw(&s.stmt, p.iter().map(PgParam))
+                .await
+                .map_err(map_err)?;
+            pin_mut!(stream);
+            let mut rows = Vec::new();
+            while let Some(row) = stream.try_next().await.map_err(map_err)? {
+                rows.push(row);
+            }
+            let mut rs = collect(&rows, &s.columns)?;
+            if s.dml {
+                rs.rows_affected =
+                    usize::try_from(stream.rows_affected().unwrap_or(0)).unwrap_or(usize::MAX);
+            }
+            Ok(rs)
+        }
+        .await;
+        self.in_flight = false;
+        r
+    }
+
+    async fn execute_once(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<usize> {
+        params_ok(s, p)?;
+        self.in_flight = true;
+        let r = self
+            .client()?
+            .execute_raw(&s.stmt, p.iter().map(PgParam))
+            .await;
+        self.in_flight = false;
+        let n = r.map_err(map_err)?;
+        Ok(if s.dml {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        } else {
+            0
+        })
+    }
+
+    async fn fetch_first_once<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<PgStmt>,
+        p: &[RowValues],
+    ) -> Result<Option<T>> {
+        params_ok(s, p)?;
+        self.in_flight = true;
+        let r = async {
+            let stream = self
+                .client()?
+                .query_raw(&s.stmt, p.iter().map(PgParam))
+                .await
+                .map_err(map_err)?;
+            pin_mut!(stream);
+            let first = stream.try_next().await.map_err(map_err)?;
+            if first.is_some() {
+                // Drain the rest so the request is complete before the connection is reused
+                // (a finished stream must not be polled again).
+                while stream.try_next().await.map_err(map_err)?.is_some() {}
+            }
+            match first {
+                Some(row) => T::from_row(&PgRow {
+                    row: &row,
+                    columns: &s.columns,
+                })
+                .map(Some),
+                None => Ok(None),
+            }
+        }
+        .await;
+        self.in_flight = false;
+        r
+    }
+
+    async fn fetch_all_once<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<PgStmt>,
+        p: &[RowValues],
+    ) -> Result<Vec<T>> {
+        params_ok(s, p)?;
+        self.in_flight = true;
+        let r = async {
+            let stream = self
+                .client()?
+                .query_raw(&s.stmt, p.iter().map(PgParam))
+                .await
+                .map_err(map_err)?;
+            pin_mut!(stream);
+            let mut out = Vec::new();
+            while let Some(row) = stream.try_next().await.map_err(map_err)? {
+                out.push(T::from_row(&PgRow {
+                    row: &row,
+                    columns: &s.columns,
+                })?);
+            }
+            Ok(out)
+        }
+        .await;
+        self.in_flight = false;
+        r
+    }
+
+    /// After a schema change the server refuses a cached statement whose result type changed
+    /// (`0A000 cached plan must not change result type`). Outside a transaction the statement is
+    /// prepared again and the call retried once; inside one the error stands (the transaction is
+    /// aborted on the server).
+    fn replannable(&self, e: &SqlMiddlewareDbError) -> bool {
+        !self.in_tx && e.driver_code() == Some("0A000") && e.message().contains("cached plan")
+    }
+
+    async fn replan(&mut self, s: &PgStmt) -> Result<Arc<PgStmt>> {
+        let client = self.client()?;
+        client.statement_cache.remove(&s.sql, &[]);
+        self.prepare(&s.sql, TranslationMode::Off).await
+    }
+
+    pub(crate) async fn select(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<ResultSet> {
+        match self.select_once(s, p).await {
+            Err(e) if self.replannable(&e) => {
+                let s = self.replan(s).await?;
+                self.select_once(&s, p).await
+            }
+            r => r,
+        }
+    }
+
+    pub(crate) async fn execute(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<usize> {
+        match self.execute_once(s, p).await {
+            Err(e) if self.replannable(&e) => {
+                let s = self.replan(s).await?;
+                self.execute_once(&s, p).await
+            }
+            r => r,
+        }
+    }
+
+    pub(crate) async fn fetch_first<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<PgStmt>,
+        p: &[RowValues],
+    ) -> Result<Option<T>> {
+        match self.fetch_first_once::<T>(s, p).await {
+            Err(e) if self.replannable(&e) => {
+                let s = self.replan(s).await?;
+                self.fetch_first_once::<T>(&s, p).await
+            }
+            r => r,
+        }
+    }
+
+    pub(crate) async fn fetch_all<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<PgStmt>,
+        p: &[RowValues],
+    ) -> Result<Vec<T>> {
+        match self.fetch_all_once::<T>(s, p).await {
+            Err(e) if self.replannable(&e) => {
+                let s = self.replan(s).await?;
+                self.fetch_all_once::<T>(&s, p).await
+            }
+            r => r,
+        }
+    }
+
+    /// Sends every execution before awaiting any answer; tokio-postgres pipelines them.
+    pub(crate) async fn pipeline(
+        &mut self,
+        s: &Arc<PgStmt>,
+        sets: &[&[RowValues]],
+    ) -> Result<Vec<ResultSet>> {
+        for p in sets {
+            params_ok(s, p)?;
+        }
+        self.in_flight = true;
+        let client = self.client()?;
+        let r = futures_util::future::try_join_all(sets.iter().map(|p| async move {
+            let rows: Vec<tokio_postgres::Row> = client
+                .query_raw(&s.stmt, p.iter().map(PgParam))
+                .await
+                .map_err(map_err)?
+                .try_collect()
+                .await
+                .map_err(map_err)?;
+            collect(&rows, &s.columns)
+        }))
+        .await;
+        self.in_flight = false;
+        r
+    }
+
+    /// Runs a script with the simple-query protocol. Postgres runs a multi-statement script as
+    /// one implicit transaction unless it contains its own transaction control.
+    pub(crate) async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+        if self.needs_rollback || self.in_flight {
+            self.repair().await?;
+        }
+        crate::batch::reject_nul(sql)?;
+        let own_tx = !in_tx && crate::batch::has_transaction_control(sql);
+        if own_tx {
+            self.unknown = true;
+        }
+        let r = self.simple(sql).await;
+        if r.is_err() && own_tx && !self.is_closed() {
+            // A failed script must not leave its own (now aborted) transaction open.
+            let _ = self.simple("ROLLBACK").await;
+        }
+        r
+    }
+
+    async fn simple(&mut self, sql: &str) -> Result<()> {
+        self.in_flight = true;
+        let r = self.client()?.batch_execute(sql).await;
+        self.in_flight = false;
+        r.map_err(map_err)
+    }
+
+    pub(crate) async fn begin(&mut self) -> Result<()> {
+        if self.needs_rollback || self.in_flight {
+            self.repair().await?;
+        }
+        if self.unknown {
+            // Raw SQL may have opened a transaction: in one, now() is the transaction's start.
+            // (Simple protocol: with the extended one, each message moves statement_timestamp.)
+            let msgs = self
+                .client()?
+                .simple_query("SELECT now() = statement_timestamp()")
+                .await
+                .map_err(map_err)?;
+            let idle = msgs.iter().any(|m| {
+                matches!(m, tokio_postgres::SimpleQueryMessage::Row(r) if r.get(0) == Some("t"))
+            });
+            if !idle {
+                return Err(SqlMiddlewareDbError::new(
+                    ErrorKind::TransactionState,
+                    "a transaction begun by raw SQL is still open on this connection; commit or roll it back first",
+                ));
+            }
+        }
+        // If this future is dropped after BEGIN went out, the flag makes the next user roll back.
+        self.needs_rollback = true;
+        self.simple("BEGIN").await?;
+        self.needs_rollback = false;
+        self.in_tx = true;
+        Ok(())
+    }
+
+    /// Commits. A `COMMIT` that the server turns into a rollback (the transaction had failed)
+    /// is reported as an error: the middleware checks, when it cannot know, with a probe.
+    pub(crate) async fn commit(&mut self) -> Result<()> {
+        self.in_tx = false;
+        if self.unknown {
+            // Raw access happened inside this transaction: make sure it is not aborted.
+            if let Err(e) = self.simple("SELECT 1").await {
+                let _ = self.simple("ROLLBACK").await;
+                return Err(e.with_kind(ErrorKind::TransactionAborted));
+            }
+        }
+        match self.simple("COMMIT").await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                if !self.is_closed() {
+                    let _ = self.simple("ROLLBACK").await;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    pub(crate) async fn rollback(&mut self) -> Result<()> {
+        self.needs_rollback = false;
+        self.in_tx = false;
+        self.simple("ROLLBACK").await
+    }
+
+    pub(crate) fn abandon_tx(&mut self) {
+        self.needs_rollback = true;
+        self.in_tx = false;
+    }
+
+    pub(crate) fn raw_client(&mut self) -> Result<&tokio_postgres::Client> {
+        self.unknown = true;
+        self.client().map(|c| &***c)
+    }
+}
+
+/// Holds a connection while it is cleaned; if cleaning does not finish (error, cancelled task,
+/// runtime shutdown), the connection is detached from the pool and closed instead of returned.
+struct Cleaning(Option<deadpool_postgres::Object>, bool);
+
+impl Cleaning {
+    fn cleaned(&mut self, ok: bool) {
+        self.1 = ok;
+    }
+}
+
+impl Drop for Cleaning {
+    fn drop(&mut self) {
+        if let Some(obj) = self.0.take()
+            && !self.1
+        {
+            drop(deadpool_postgres::Object::take(obj));
+        }
+    }
+}
+
+impl Drop for PgConnection {
+    fn drop(&mut self) {
+        let Some(obj) = self.obj.take() else { return };
+        if self.in_flight {
+            // A statement may still run: cancel it and close the connection (never reuse it,
+            // since a late cancel could hit the next user's statement).
+            let token = obj.cancel_token();
+            drop(deadpool_postgres::Object::take(obj));
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                handle.spawn(async move {
+                    let _ = token.cancel_query(NoTls).await;
+                });
+            }
+            return;
+        }
+        if !(self.needs_rollback || self.unknown) {
+            return;
+        }
+        let mut guard = Cleaning(Some(obj), false);
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(async move {
+                    let Some(client) = guard.0.as_ref() else {
+                        return;
+                    };
+                    let ok = client.batch_execute("ROLLBACK").await.is_ok();
+                    guard.cleaned(ok);
+                });
+            }
+            Err(_) => drop(guard),
+        }
+    }
+}

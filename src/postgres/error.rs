@@ -1,0 +1,110 @@
+//! tokio-postgres errors mapped to [`SqlMiddlewareDbError`] by SQLSTATE.
+
+use std::error::Error as _;
+
+use crate::error::{Backend, ErrorKind, SqlMiddlewareDbError};
+
+/// A value could not be bound to the parameter's declared type without loss.
+#[derive(Debug)]
+pub(crate) struct BindError(pub(crate) String);
+
+impl std::fmt::Display for BindError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BindError {}
+
+fn kind_of_sqlstate(code: &str) -> ErrorKind {
+    match code {
+        "23505" => ErrorKind::UniqueViolation,
+        "23503" => ErrorKind::ForeignKeyViolation,
+        "23502" => ErrorKind::NotNullViolation,
+        "23514" => ErrorKind::CheckViolation,
+        "40001" => ErrorKind::SerializationFailure,
+        "40P01" => ErrorKind::Deadlock,
+        "42601" => ErrorKind::Syntax,
+        "42P01" | "42703" | "42883" | "42704" | "3F000" | "42P02" => ErrorKind::UndefinedObject,
+        "25P02" => ErrorKind::TransactionAborted,
+        "25001" | "25P01" | "0B000" => ErrorKind::TransactionState,
+        "57014" => ErrorKind::Interrupted,
+        "55P03" => ErrorKind::Busy,
+        "57P01" | "57P02" | "57P03" => ErrorKind::ConnectionLost,
+        "22P02" | "22003" | "42804" | "22007" | "22008" | "42P18" | "22021" | "22P05" => {
+            ErrorKind::ParameterType
+        }
+        "08P01" => ErrorKind::ParameterCount,
+        "54000" | "54001" | "22001" => ErrorKind::InvalidInput,
+        c if c.starts_with("23") => ErrorKind::ConstraintViolation,
+        c if c.starts_with("08") => ErrorKind::ConnectionLost,
+        c if c.starts_with("28") || c.starts_with("3D") => ErrorKind::Config,
+        _ => ErrorKind::Other,
+    }
+}
+
+pub(crate) fn map_err(err: tokio_postgres::Error) -> SqlMiddlewareDbError {
+    if let Some(db) = err.as_db_error() {
+        let code = db.code().code().to_owned();
+        let mut kind = kind_of_sqlstate(&code);
+        if code == "42601" && db.message().contains("multiple commands") {
+            kind = ErrorKind::InvalidInput;
+        }
+        let mut message = db.message().to_owned();
+        if let Some(detail) = db.detail() {
+            message.push_str(": ");
+            message.push_str(detail);
+        }
+        if kind == ErrorKind::TransactionAborted {
+            message.push_str("; roll the transaction back and start again");
+        }
+        if code == "0A000" && db.message().contains("cached plan") {
+            message.push_str(
+                "; the table changed shape since the statement was prepared: prepare it again",
+            );
+        }
+        return SqlMiddlewareDbError::from_driver(
+            Backend::Postgres,
+            kind,
+            Some(code),
+            message,
+            err,
+        );
+    }
+    let mut src = err.source();
+    while let Some(s) = src {
+        if let Some(b) = s.downcast_ref::<BindError>() {
+            let message = format!("{err}: {b}");
+            return SqlMiddlewareDbError::from_driver(
+                Backend::Postgres,
+                ErrorKind::ParameterType,
+                None,
+                message,
+                err,
+            );
+        }
+        src = s.source();
+    }
+    let text = err.to_string();
+    let kind = if err.is_closed()
+        || text.contains("connection closed")
+        || text.contains("error communicating")
+    {
+        ErrorKind::ConnectionLost
+    } else if text.contains("deserializing column") {
+        ErrorKind::TypeMismatch
+    } else if text.contains("serializing parameter") {
+        ErrorKind::ParameterType
+    } else if text.contains("expected") && text.contains("parameters") {
+        ErrorKind::ParameterCount
+    } else {
+        ErrorKind::Other
+    };
+    SqlMiddlewareDbError::from_driver(Backend::Postgres, kind, None, text, err)
+}
+
+impl From<tokio_postgres::Error> for SqlMiddlewareDbError {
+    fn from(err: tokio_postgres::Error) -> Self {
+        map_err(err)
+    }
+}

@@ -1,0 +1,167 @@
+//! Binding [`RowValues`] to the type the server declared for each parameter.
+//!
+//! A conversion happens only when it is lossless; otherwise binding fails with a
+//! [`BindError`] that becomes [`crate::ErrorKind::ParameterType`], naming the parameter.
+
+use std::error::Error;
+
+use bytes::BytesMut;
+use chrono::{NaiveDate, NaiveTime};
+use postgres_types::{IsNull, ToSql, Type, to_sql_checked};
+use rust_decimal::Decimal;
+use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
+
+use super::error::BindError;
+use crate::value::RowValues;
+
+/// A borrowed [`RowValues`] bound to a Postgres parameter.
+#[derive(Debug)]
+pub(crate) struct PgParam<'a>(pub(crate) &'a RowValues);
+
+type BoxErr = Box<dyn Error + Sync + Send>;
+
+fn lossy(v: &RowValues, ty: &Type) -> BoxErr {
+    Box::new(BindError(format!(
+        "cannot bind {} value {} to a parameter of type {} without loss; cast in SQL or pass another RowValues kind",
+        v.kind_name(),
+        short(v),
+        ty.name()
+    )))
+}
+
+fn short(v: &RowValues) -> String {
+    let s = match v {
+        RowValues::Text(t) => format!("{t:?}"),
+        RowValues::Blob(b) => format!("<{} bytes>", b.len()),
+        other => format!("{other:?}"),
+    };
+    if s.len() > 60 {
+        format!("{}…", &s[..s.floor_char_boundary(60)])
+    } else {
+        s
+    }
+}
+
+fn is_midnight(t: &chrono::NaiveDateTime) -> bool {
+    t.time() == NaiveTime::MIN
+}
+
+impl ToSql for PgParam<'_> {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxErr> {
+        let v = self.0;
+        let bad = || lossy(v, ty);
+        match v {
+            RowValues::Null => Ok(IsNull::Yes),
+            RowValues::Int(i) => match *ty {
+                Type::INT8 => i.to_sql(ty, out),
+                Type::INT4 => i32::try_from(*i).map_err(|_| bad())?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(*i).map_err(|_| bad())?.to_sql(ty, out),
+                Type::OID => u32::try_from(*i).map_err(|_| bad())?.to_sql(ty, out),
+                Type::FLOAT8 if i.unsigned_abs() <= 1 << 53 => (*i as f64).to_sql(ty, out),
+                Type::FLOAT4 if i.unsigned_abs() <= 1 << 24 => (*i as f32).to_sql(ty, out),
+                Type::NUMERIC => Decimal::from(*i).to_sql(ty, out),
+                Type::BOOL if *i == 0 || *i == 1 => (*i == 1).to_sql(ty, out),
+                _ => Err(bad()),
+            },
+            RowValues::Float(f) => match *ty {
+                Type::FLOAT8 => f.to_sql(ty, out),
+                Type::FLOAT4 if !f.is_finite() || f64::from(*f as f32) == *f => {
+                    (*f as f32).to_sql(ty, out)
+                }
+                Type::NUMERIC => {
+                    let d = Decimal::from_f64_retain(*f).ok_or_else(bad)?;
+                    if d.to_f64() == Some(*f) {
+                        d.to_sql(ty, out)
+                    } else {
+                        Err(bad())
+                    }
+                }
+                Type::INT8 | Type::INT4 | Type::INT2 if f.fract() == 0.0 && f.abs() < 9.0e15 => {
+                    PgParam(&RowValues::Int(*f as i64)).to_sql(ty, out)
+                }
+                _ => Err(bad()),
+            },
+            RowValues::Text(s) => match *ty {
+                Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => {
+                    s.as_str().to_sql(ty, out)
+                }
+                Type::JSON | Type::JSONB => serde_json::from_str::<serde_json::Value>(s)
+                    .map_err(|_| bad())?
+                    .to_sql(ty, out),
+                Type::UUID => uuid::Uuid::parse_str(s).map_err(|_| bad())?.to_sql(ty, out),
+                Type::NUMERIC => s.parse::<Decimal>().map_err(|_| bad())?.to_sql(ty, out),
+                Type::DATE => NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                    .map_err(|_| bad())?
+                    .to_sql(ty, out),
+                Type::TIMESTAMP => crate::value::parse_timestamp(s)
+                    .ok_or_else(bad)?
+                    .to_sql(ty, out),
+                Type::TIMESTAMPTZ => crate::value::parse_timestamptz(s)
+                    .ok_or_else(bad)?
+                    .to_sql(ty, out),
+                _ => Err(bad()),
+            },
+            RowValues::Bool(b) => match *ty {
+                Type::BOOL => b.to_sql(ty, out),
+                Type::INT2 | Type::INT4 | Type::INT8 => {
+                    PgParam(&RowValues::Int(i64::from(*b))).to_sql(ty, out)
+                }
+                _ => Err(bad()),
+            },
+            RowValues::Timestamp(t) => match *ty {
+                Type::TIMESTAMP => t.to_sql(ty, out),
+                Type::TIMESTAMPTZ => t.and_utc().to_sql(ty, out),
+                Type::DATE if is_midnight(t) => t.date().to_sql(ty, out),
+                _ => Err(bad()),
+            },
+            RowValues::TimestampTz(t) => match *ty {
+                Type::TIMESTAMPTZ => t.to_sql(ty, out),
+                Type::TIMESTAMP => t.naive_utc().to_sql(ty, out),
+                Type::DATE if is_midnight(&t.naive_utc()) => t.date_naive().to_sql(ty, out),
+                _ => Err(bad()),
+            },
+            RowValues::Date(d) => match *ty {
+                Type::DATE => d.to_sql(ty, out),
+                Type::TIMESTAMP => d.and_time(NaiveTime::MIN).to_sql(ty, out),
+                Type::TIMESTAMPTZ => d.and_time(NaiveTime::MIN).and_utc().to_sql(ty, out),
+                _ => Err(bad()),
+            },
+            RowValues::Uuid(u) => match *ty {
+                Type::UUID => u.to_sql(ty, out),
+                Type::TEXT | Type::VARCHAR => u.hyphenated().to_string().to_sql(ty, out),
+                _ => Err(bad()),
+            },
+            RowValues::Numeric(d) => match *ty {
+                Type::NUMERIC => d.to_sql(ty, out),
+                Type::FLOAT8 => {
+                    let f = d.to_f64().ok_or_else(bad)?;
+                    if Decimal::from_f64(f) == Some(*d) {
+                        f.to_sql(ty, out)
+                    } else {
+                        Err(bad())
+                    }
+                }
+                Type::INT8 | Type::INT4 | Type::INT2 if d.fract().is_zero() => {
+                    PgParam(&RowValues::Int(d.to_i64().ok_or_else(bad)?)).to_sql(ty, out)
+                }
+                Type::TEXT | Type::VARCHAR => d.to_string().to_sql(ty, out),
+                _ => Err(bad()),
+            },
+            RowValues::Blob(b) => match *ty {
+                Type::BYTEA => b.as_slice().to_sql(ty, out),
+                _ => Err(bad()),
+            },
+            RowValues::JSON(j) => match *ty {
+                Type::JSON | Type::JSONB => j.to_sql(ty, out),
+                Type::TEXT | Type::VARCHAR => j.to_string().to_sql(ty, out),
+                _ => Err(bad()),
+            },
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}

@@ -1,0 +1,116 @@
+//! Reading tokio-postgres rows by each column's declared [`Type`], never by its name.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use postgres_types::{FromSql, Type};
+use rust_decimal::Decimal;
+use tokio_postgres::Row;
+
+use crate::decode::SqlRow;
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::results::Columns;
+use crate::value::{RowValues, ValueRef};
+
+pub(crate) fn columns_of(stmt: &tokio_postgres::Statement) -> Columns {
+    Columns::plain(stmt.columns().iter().map(|c| c.name().to_owned()).collect())
+}
+
+fn get<'a, T: FromSql<'a>>(row: &'a Row, idx: usize, columns: &Columns) -> Result<Option<T>> {
+    row.try_get::<_, Option<T>>(idx).map_err(|e| {
+        SqlMiddlewareDbError::from_driver(
+            crate::error::Backend::Postgres,
+            ErrorKind::TypeMismatch,
+            None,
+            format!(
+                "column `{}` could not be read: {e}",
+                columns.name(idx).unwrap_or("?")
+            ),
+            e,
+        )
+    })
+}
+
+/// A borrowed view of column `idx` of `row`, chosen by the column's type.
+pub(crate) fn value_ref<'a>(row: &'a Row, idx: usize, columns: &Columns) -> Result<ValueRef<'a>> {
+    let ty = row.columns()[idx].type_();
+    macro_rules! v {
+        ($t:ty, $variant:ident) => {
+            get::<$t>(row, idx, columns)?.map_or(ValueRef::Null, |x| ValueRef::$variant(x.into()))
+        };
+    }
+    Ok(match *ty {
+        Type::BOOL => v!(bool, Bool),
+        Type::INT2 => v!(i16, Int),
+        Type::INT4 => v!(i32, Int),
+        Type::INT8 => v!(i64, Int),
+        Type::OID => v!(u32, Int),
+        Type::CHAR => v!(i8, Int),
+        Type::FLOAT4 => v!(f32, Float),
+        Type::FLOAT8 => v!(f64, Float),
+        Type::NUMERIC => v!(Decimal, Numeric),
+        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => v!(&str, Text),
+        Type::BYTEA => v!(&[u8], Blob),
+        Type::JSON | Type::JSONB => get::<serde_json::Value>(row, idx, columns)?
+            .map_or(ValueRef::Null, |j| ValueRef::JSON(Cow::Owned(j))),
+        Type::DATE => v!(NaiveDate, Date),
+        Type::TIMESTAMP => v!(NaiveDateTime, Timestamp),
+        Type::TIMESTAMPTZ => v!(DateTime<Utc>, TimestampTz),
+        Type::UUID => v!(uuid::Uuid, Uuid),
+        ref other => {
+            return Err(SqlMiddlewareDbError::new(
+                ErrorKind::TypeMismatch,
+                format!(
+                    "column `{}` has type {} which has no RowValues kind; cast it in SQL (e.g. col::text)",
+                    columns.name(idx).unwrap_or("?"),
+                    other.name()
+                ),
+            ));
+        }
+    })
+}
+
+/// A tokio-postgres row seen through [`SqlRow`].
+pub(crate) struct PgRow<'r> {
+    pub(crate) row: &'r Row,
+    pub(crate) columns: &'r Columns,
+}
+
+impl SqlRow for PgRow<'_> {
+    fn column_count(&self) -> usize {
+        self.columns.len()
+    }
+
+    fn column_name(&self, idx: usize) -> Option<&str> {
+        self.columns.name(idx)
+    }
+
+    fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.index_of(name)
+    }
+
+    fn value_ref(&self, idx: usize) -> Result<ValueRef<'_>> {
+        if idx >= self.columns.len() {
+            return Err(crate::decode::column_out_of_range(idx, self.columns.len()));
+        }
+        value_ref(self.row, idx, self.columns)
+    }
+}
+
+/// Materialises rows into a [`crate::ResultSet`].
+pub(crate) fn collect(rows: &[Row], columns: &Arc<Columns>) -> Result<crate::ResultSet> {
+    let mut out = crate::ResultSet::with_capacity(Arc::clone(columns), rows.len());
+    let n = columns.len();
+    for row in rows {
+        let mut values = Vec::with_capacity(n);
+        for idx in 0..n {
+            values.push(match value_ref(row, idx, columns)? {
+                ValueRef::JSON(Cow::Owned(j)) => RowValues::JSON(j),
+                other => other.to_owned_value(),
+            });
+        }
+        out.push_values(values);
+    }
+    Ok(out)
+}

@@ -1,0 +1,114 @@
+//! The query builder and [`QueryAndParams`].
+
+use crate::decode::FromRow;
+use crate::error::{Result, SqlMiddlewareDbError};
+use crate::pool::MiddlewarePoolConnection;
+use crate::results::ResultSet;
+use crate::translation::TranslationMode;
+use crate::value::RowValues;
+
+/// A query being set up on a connection or transaction; finish it with one of the async runners.
+///
+/// The statement is prepared through the connection's statement cache, so running the same SQL
+/// again re-uses the engine's prepared statement.
+#[must_use = "a query does nothing until .select(), .dml(), .one(), .optional() or .all() is awaited"]
+pub struct QueryBuilder<'c, 'q> {
+    conn: &'c mut MiddlewarePoolConnection,
+    sql: &'q str,
+    params: &'q [RowValues],
+    translation: TranslationMode,
+}
+
+impl std::fmt::Debug for QueryBuilder<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryBuilder")
+            .field("sql", &self.sql)
+            .field("params", &self.params)
+            .field("translation", &self.translation)
+            .finish()
+    }
+}
+
+impl<'c, 'q> QueryBuilder<'c, 'q> {
+    pub(crate) fn new(conn: &'c mut MiddlewarePoolConnection, sql: &'q str) -> Self {
+        let translation = conn.translation;
+        Self {
+            conn,
+            sql,
+            params: &[],
+            translation,
+        }
+    }
+
+    /// The parameters, one per placeholder (`$1` is `params[0]`).
+    pub fn params(mut self, params: &'q [RowValues]) -> Self {
+        self.params = params;
+        self
+    }
+
+    /// Overrides placeholder translation for this call.
+    pub fn translation(mut self, mode: TranslationMode) -> Self {
+        self.translation = mode;
+        self
+    }
+
+    /// Runs the query and materialises every row.
+    pub async fn select(self) -> Result<ResultSet> {
+        let h = self.conn.prepare_handle(self.sql, self.translation).await?;
+        self.conn.run_select(&h, self.params).await
+    }
+
+    /// Runs a data-changing statement and returns the number of rows it changed.
+    pub async fn dml(self) -> Result<usize> {
+        let h = self.conn.prepare_handle(self.sql, self.translation).await?;
+        self.conn.run_execute(&h, self.params).await
+    }
+
+    /// Decodes the first row into `T`; no row is an [`crate::ErrorKind::NoRows`] error.
+    pub async fn one<T: FromRow + Send + 'static>(self) -> Result<T> {
+        self.optional::<T>()
+            .await?
+            .ok_or_else(SqlMiddlewareDbError::no_rows)
+    }
+
+    /// Decodes the first row into `T`, or `None` when there is none.
+    pub async fn optional<T: FromRow + Send + 'static>(self) -> Result<Option<T>> {
+        let h = self.conn.prepare_handle(self.sql, self.translation).await?;
+        self.conn.run_first::<T>(&h, self.params).await
+    }
+
+    /// Decodes every row into `T`.
+    pub async fn all<T: FromRow + Send + 'static>(self) -> Result<Vec<T>> {
+        let h = self.conn.prepare_handle(self.sql, self.translation).await?;
+        self.conn.run_all::<T>(&h, self.params).await
+    }
+}
+
+/// An owned SQL text with its parameters, for code that builds queries before running them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryAndParams {
+    /// The SQL text, with `$N` placeholders.
+    pub query: String,
+    /// One value per placeholder.
+    pub params: Vec<RowValues>,
+}
+
+impl QueryAndParams {
+    /// Pairs `query` with `params`.
+    pub fn new(query: impl Into<String>, params: Vec<RowValues>) -> Self {
+        Self {
+            query: query.into(),
+            params,
+        }
+    }
+
+    /// Runs it as a select on `conn`.
+    pub async fn select(&self, conn: &mut MiddlewarePoolConnection) -> Result<ResultSet> {
+        conn.query(&self.query).params(&self.params).select().await
+    }
+
+    /// Runs it as DML on `conn`.
+    pub async fn dml(&self, conn: &mut MiddlewarePoolConnection) -> Result<usize> {
+        conn.query(&self.query).params(&self.params).dml().await
+    }
+}

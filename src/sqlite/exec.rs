@@ -1,0 +1,319 @@
+//! The SQLite execution model: the one seam that decides whether a call runs on the calling task
+//! or on tokio's blocking pool (see [`SqliteExecModel`](super::SqliteExecModel)).
+
+use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+
+use super::config::SqliteExecModel;
+use super::conn::SqliteConn;
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+
+thread_local! {
+    /// How long the busy handler may wait on this thread; 0 = fail at once.
+    static BUSY_TIMEOUT_MS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Sets this thread's busy-wait allowance for the scope's lifetime.
+pub(crate) struct BusyScope(u64);
+
+impl BusyScope {
+    pub(crate) fn set(ms: u64) -> Self {
+        BusyScope(BUSY_TIMEOUT_MS.with(|c| c.replace(ms)))
+    }
+}
+
+impl Drop for BusyScope {
+    fn drop(&mut self) {
+        BUSY_TIMEOUT_MS.with(|c| c.set(self.0));
+    }
+}
+
+/// SQLite's own back-off schedule, driven by this thread's allowance, so that a lock wait never
+/// sleeps on an async worker thread: inline calls fail fast and are retried on the blocking pool.
+fn busy_callback(count: i32) -> bool {
+    const DELAYS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+    let timeout = BUSY_TIMEOUT_MS.with(Cell::get);
+    if timeout == 0 {
+        return false;
+    }
+    let count = usize::try_from(count).unwrap_or(0);
+    let (delay, prior) = if count < DELAYS.len() {
+        (DELAYS[count], DELAYS[..count].iter().sum::<u64>())
+    } else {
+        let head: u64 = DELAYS.iter().sum();
+        (100, head + 100 * (count - DELAYS.len()) as u64)
+    };
+    if prior >= timeout {
+        return false;
+    }
+    std::thread::sleep(Duration::from_millis(delay.min(timeout - prior)));
+    true
+}
+
+pub(crate) fn install_busy_handler(conn: &Connection) -> Result<()> {
+    conn.busy_handler(Some(busy_callback))
+        .map_err(super::error::map_err)
+}
+
+fn now_nanos() -> u64 {
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    let base = *BASE.get_or_init(Instant::now);
+    u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX) + 1
+}
+
+/// Shared with the connection's progress handler: the deadline of the statement running inline.
+#[derive(Debug, Default)]
+pub(crate) struct ProgressState {
+    deadline: AtomicU64,
+    may_interrupt: AtomicBool,
+    exceeded: AtomicBool,
+    interrupted: AtomicBool,
+}
+
+/// SQLite calls the handler every this many virtual-machine steps.
+const PROGRESS_OPS: i32 = 1000;
+
+impl ProgressState {
+    pub(crate) fn install(conn: &Connection) -> Result<Arc<Self>> {
+        let state = Arc::new(ProgressState::default());
+        let st = Arc::clone(&state);
+        conn.progress_handler(
+            PROGRESS_OPS,
+            Some(move || {
+                let deadline = st.deadline.load(Ordering::Relaxed);
+                if deadline == 0 || now_nanos() < deadline {
+                    return false;
+                }
+                st.exceeded.store(true, Ordering::Relaxed);
+                if st.may_interrupt.load(Ordering::Relaxed) {
+                    st.interrupted.store(true, Ordering::Relaxed);
+                    return true;
+                }
+                false
+            }),
+        )
+        .map_err(super::error::map_err)?;
+        Ok(state)
+    }
+
+    fn arm(&self, budget: Duration, may_interrupt: bool) {
+        let budget = u64::try_from(budget.as_nanos()).unwrap_or(u64::MAX);
+        self.exceeded.store(false, Ordering::Relaxed);
+        self.interrupted.store(false, Ordering::Relaxed);
+        self.may_interrupt.store(may_interrupt, Ordering::Relaxed);
+        self.deadline
+            .store(now_nanos().saturating_add(budget), Ordering::Relaxed);
+    }
+
+    /// Returns (ran past the budget, was interrupted for it). The clock is read again here:
+    /// the progress handler never runs while SQLite waits in the VFS (a COMMIT's fsync).
+    fn disarm(&self) -> (bool, bool) {
+        let deadline = self.deadline.swap(0, Ordering::Relaxed);
+        let late = deadline != 0 && now_nanos() > deadline;
+        (
+            late || self.exceeded.load(Ordering::Relaxed),
+            self.interrupted.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Interrupts the statement still running on the blocking pool when its future is dropped.
+struct InterruptOnDrop(Option<Arc<rusqlite::InterruptHandle>>);
+
+impl Drop for InterruptOnDrop {
+    fn drop(&mut self) {
+        if let Some(h) = self.0.take() {
+            h.interrupt();
+        }
+    }
+}
+
+fn panicked(what: &str) -> SqlMiddlewareDbError {
+    SqlMiddlewareDbError::new(
+        ErrorKind::Other,
+        format!("{what} panicked; the connection is discarded"),
+    )
+}
+
+enum Inline<R> {
+    Done(Result<R>),
+    Restart,
+}
+
+impl SqliteConn {
+    fn busy_ms(&self) -> u64 {
+        u64::try_from(self.opts.busy_timeout.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Runs one unit of work under the configured model.
+    ///
+    /// `inline` borrows the caller's data; `offload` builds the owned `'static` twin only when the
+    /// work has to move to the blocking pool. `slow` remembers, per statement, that it ran long.
+    /// `syncs` says the work commits to a database whose commits wait for an fsync: its time is
+    /// the disk's, unknowable in advance and often many milliseconds, so under the adaptive
+    /// model it goes to the blocking pool without an inline attempt.
+    pub(crate) async fn dispatch<R, I, O, MO>(
+        &mut self,
+        restartable: bool,
+        syncs: bool,
+        slow: Option<&AtomicBool>,
+        inline: I,
+        offload: MO,
+    ) -> Result<R>
+    where
+        R: Send + 'static,
+        I: FnOnce(&mut Connection) -> Result<R>,
+        MO: FnOnce() -> O,
+        O: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
+    {
+        match self.opts.exec_model {
+            SqliteExecModel::Inline => return self.inline_blocking(inline),
+            SqliteExecModel::Offload => {}
+            SqliteExecModel::Adaptive { inline_budget } => {
+                if !syncs && !slow.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                    match self.inline_budgeted(inline_budget, restartable, slow, inline)? {
+                        Inline::Done(r) => return r,
+                        Inline::Restart => {}
+                    }
+                }
+            }
+        }
+        let started = Instant::now();
+        let r = self.offload(offload()).await?;
+        if let (Some(s), SqliteExecModel::Adaptive { inline_budget }) = (slow, self.opts.exec_model)
+        {
+            // A statement that has become quick again goes back inline.
+            if started.elapsed() < inline_budget / 2 {
+                s.store(false, Ordering::Relaxed);
+            }
+        }
+        r
+    }
+
+    /// Runs raw work: on the blocking pool unless the model is `Inline`.
+    pub(crate) async fn dispatch_blocking<R, F>(&mut self, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
+    {
+        match self.opts.exec_model {
+            SqliteExecModel::Inline => self.inline_blocking(f),
+            _ => self.offload(f).await?,
+        }
+    }
+
+    fn inline_blocking<R>(&mut self, f: impl FnOnce(&mut Connection) -> Result<R>) -> Result<R> {
+        let busy = self.busy_ms();
+        let conn = self.conn_mut()?;
+        let _scope = BusyScope::set(busy);
+        match catch_unwind(AssertUnwindSafe(|| f(conn))) {
+            Ok(r) => r,
+            Err(_) => {
+                // Release the write lock now; the connection is discarded when returned.
+                self.rollback_if_open();
+                self.broken = true;
+                Err(panicked("the SQLite call"))
+            }
+        }
+    }
+
+    fn inline_budgeted<R>(
+        &mut self,
+        budget: Duration,
+        restartable: bool,
+        slow: Option<&AtomicBool>,
+        f: impl FnOnce(&mut Connection) -> Result<R>,
+    ) -> Result<Inline<R>> {
+        let progress = Arc::clone(&self.progress);
+        let conn = self.conn_mut()?;
+        let was_autocommit = conn.is_autocommit();
+        // Only read-only work may be interrupted and re-run: SQLite consults the progress
+        // handler once more after a statement halts, so an "interrupted" write may already
+        // have committed (in autocommit mode) and would run twice.
+        progress.arm(budget, restartable);
+        let r = {
+            let _scope = BusyScope::set(0);
+            f(conn)
+        };
+        let (exceeded, interrupted) = progress.disarm();
+        if let Err(e) = &r {
+            let tx_intact = was_autocommit || !conn.is_autocommit();
+            if interrupted && e.kind() == ErrorKind::Interrupted && tx_intact {
+                if let Some(s) = slow {
+                    s.store(true, Ordering::Relaxed);
+                }
+                return Ok(Inline::Restart);
+            }
+            if e.kind() == ErrorKind::Busy && tx_intact && self.busy_ms() > 0 {
+                return Ok(Inline::Restart);
+            }
+        }
+        if exceeded && let Some(s) = slow {
+            s.store(true, Ordering::Relaxed);
+        }
+        Ok(Inline::Done(r))
+    }
+
+    /// Moves the connection to tokio's blocking pool for `f`, and back.
+    ///
+    /// If the future is dropped meanwhile, the running statement is interrupted and the
+    /// connection stays with the blocking task; this checkout is then marked broken and the
+    /// pool discards it.
+    async fn offload<R, F>(&mut self, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection) -> R + Send + 'static,
+    {
+        if self.broken {
+            return Err(broken());
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            let busy = self.busy_ms();
+            let conn = self.conn_mut()?;
+            let _scope = BusyScope::set(busy);
+            return Ok(f(conn));
+        };
+        let busy = self.busy_ms();
+        let mut conn = self.conn.take().ok_or_else(broken)?;
+        let mut guard = InterruptOnDrop(Some(Arc::clone(&self.interrupt)));
+        let joined = handle
+            .spawn_blocking(move || {
+                let _scope = BusyScope::set(busy);
+                let r = catch_unwind(AssertUnwindSafe(|| f(&mut conn)));
+                (conn, r)
+            })
+            .await;
+        guard.0 = None;
+        match joined {
+            Ok((conn, Ok(r))) => {
+                self.conn = Some(conn);
+                Ok(r)
+            }
+            Ok((conn, Err(_))) => {
+                self.conn = Some(conn);
+                self.rollback_if_open();
+                self.broken = true;
+                Err(panicked("the SQLite call"))
+            }
+            Err(e) => {
+                self.broken = true;
+                Err(SqlMiddlewareDbError::new(
+                    ErrorKind::Other,
+                    format!("the blocking SQLite task failed: {e}"),
+                ))
+            }
+        }
+    }
+}
+
+pub(crate) fn broken() -> SqlMiddlewareDbError {
+    SqlMiddlewareDbError::new(
+        ErrorKind::ConnectionLost,
+        "this SQLite connection was lost by a cancelled or panicked call; check out a new one",
+    )
+}

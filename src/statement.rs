@@ -1,0 +1,69 @@
+//! [`PreparedStatement`]: a backend-neutral handle on a real prepared statement.
+
+use std::sync::Arc;
+
+use crate::decode::FromRow;
+use crate::error::{Result, SqlMiddlewareDbError};
+use crate::pool::{MiddlewarePoolConnection, StmtHandle};
+use crate::results::{Columns, ResultSet};
+use crate::value::RowValues;
+
+/// A statement prepared on one connection. Each run binds new parameters to the same engine
+/// statement: rusqlite's statement cache, a server-side Postgres statement, or the connection's
+/// Turso statement cache. Column names are computed once, at prepare time.
+pub struct PreparedStatement<'c> {
+    conn: &'c mut MiddlewarePoolConnection,
+    handle: StmtHandle,
+}
+
+impl std::fmt::Debug for PreparedStatement<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedStatement")
+            .field("columns", self.handle.columns())
+            .finish()
+    }
+}
+
+impl<'c> PreparedStatement<'c> {
+    pub(crate) fn new(conn: &'c mut MiddlewarePoolConnection, handle: StmtHandle) -> Self {
+        Self { conn, handle }
+    }
+
+    /// The columns this statement returns (empty for DML without `RETURNING`).
+    pub fn columns(&self) -> &Arc<Columns> {
+        self.handle.columns()
+    }
+
+    /// Runs it and materialises every row.
+    pub async fn query(&mut self, params: &[RowValues]) -> Result<ResultSet> {
+        self.conn.run_select(&self.handle, params).await
+    }
+
+    /// Runs it and returns the number of rows changed.
+    pub async fn execute(&mut self, params: &[RowValues]) -> Result<usize> {
+        self.conn.run_execute(&self.handle, params).await
+    }
+
+    /// Runs it and decodes the first row; no row is an [`crate::ErrorKind::NoRows`] error.
+    pub async fn one<T: FromRow + Send + 'static>(&mut self, params: &[RowValues]) -> Result<T> {
+        self.optional::<T>(params)
+            .await?
+            .ok_or_else(SqlMiddlewareDbError::no_rows)
+    }
+
+    /// Runs it and decodes the first row, if any.
+    pub async fn optional<T: FromRow + Send + 'static>(
+        &mut self,
+        params: &[RowValues],
+    ) -> Result<Option<T>> {
+        self.conn.run_first::<T>(&self.handle, params).await
+    }
+
+    /// Runs it and decodes every row.
+    pub async fn all<T: FromRow + Send + 'static>(
+        &mut self,
+        params: &[RowValues],
+    ) -> Result<Vec<T>> {
+        self.conn.run_all::<T>(&self.handle, params).await
+    }
+}

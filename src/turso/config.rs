@@ -1,0 +1,104 @@
+//! Turso settings and the pool manager: one `turso::Database` per pool, connections pooled by
+//! deadpool, so a connection is only ever used by the task that checked it out.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool::managed::{Manager, Metrics, RecycleError, RecycleResult};
+
+use super::conn::TursoConn;
+use crate::config::PoolOptions;
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+
+/// Turso-specific settings.
+#[derive(Debug, Clone)]
+pub(crate) struct TursoOptions {
+    pub(crate) busy_timeout: Duration,
+    pub(crate) statement_cache_capacity: usize,
+}
+
+impl Default for TursoOptions {
+    fn default() -> Self {
+        Self {
+            busy_timeout: Duration::from_secs(5),
+            statement_cache_capacity: 128,
+        }
+    }
+}
+
+/// Where the database lives.
+#[derive(Debug, Clone)]
+pub(crate) enum TursoTarget {
+    File(PathBuf),
+    Memory,
+}
+
+pub(crate) struct TursoManager {
+    db: turso::Database,
+    opts: Arc<TursoOptions>,
+}
+
+impl std::fmt::Debug for TursoManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TursoManager").finish()
+    }
+}
+
+impl Manager for TursoManager {
+    type Type = TursoConn;
+    type Error = SqlMiddlewareDbError;
+
+    async fn create(&self) -> Result<TursoConn> {
+        let conn = self.db.connect().map_err(super::error::map_err)?;
+        // Turso's own busy handler spins an executor thread while it waits; the middleware
+        // waits for locks itself, on the runtime's timer (see `exec.rs`), so it stays off.
+        conn.busy_timeout(std::time::Duration::ZERO)
+            .map_err(super::error::map_err)?;
+        // Off by default in Turso, as in SQLite; the SQLite backend turns it on too.
+        conn.execute("PRAGMA foreign_keys = ON", ())
+            .await
+            .map_err(super::error::map_err)?;
+        Ok(TursoConn::new(conn, Arc::clone(&self.opts)))
+    }
+
+    async fn recycle(
+        &self,
+        conn: &mut TursoConn,
+        _: &Metrics,
+    ) -> RecycleResult<SqlMiddlewareDbError> {
+        conn.make_clean().await.map_err(RecycleError::Backend)
+    }
+}
+
+pub(crate) async fn build_pool(
+    target: TursoTarget,
+    opts: TursoOptions,
+    pool: &PoolOptions,
+) -> Result<super::Pool> {
+    let path = match &target {
+        TursoTarget::File(p) => p
+            .to_str()
+            .ok_or_else(|| {
+                SqlMiddlewareDbError::new(ErrorKind::Config, "the Turso path is not valid UTF-8")
+            })?
+            .to_owned(),
+        TursoTarget::Memory => ":memory:".to_owned(),
+    };
+    let db = turso::Builder::new_local(&path)
+        .build()
+        .await
+        .map_err(super::error::map_err)?;
+    let manager = TursoManager {
+        db,
+        opts: Arc::new(opts),
+    };
+    super::Pool::builder(manager)
+        .max_size(pool.max_size)
+        .wait_timeout(Some(pool.wait_timeout))
+        .create_timeout(Some(pool.create_timeout))
+        .recycle_timeout(Some(pool.recycle_timeout))
+        .runtime(deadpool::Runtime::Tokio1)
+        .build()
+        .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Config, e.to_string()))
+}

@@ -1,0 +1,57 @@
+//! Turso errors mapped to [`SqlMiddlewareDbError`].
+//!
+//! Turso reports constraint failures as one `Constraint` variant with SQLite's message text, so
+//! the kind (unique, not-null, check, foreign key) is read from that message. Its errors carry
+//! no numeric codes; [`SqlMiddlewareDbError::driver_code`] gives the variant name instead.
+
+use crate::error::{Backend, ErrorKind, SqlMiddlewareDbError, classify_sqlite_message};
+
+pub(crate) fn map_err(err: turso::Error) -> SqlMiddlewareDbError {
+    use turso::Error as E;
+    let (kind, code) = match &err {
+        E::Busy(_) => (ErrorKind::Busy, "Busy"),
+        E::BusySnapshot(_) => (ErrorKind::SerializationFailure, "BusySnapshot"),
+        E::Interrupt(_) => (ErrorKind::Interrupted, "Interrupt"),
+        E::Constraint(m) => {
+            let k = match classify_sqlite_message(m) {
+                k @ (ErrorKind::UniqueViolation
+                | ErrorKind::NotNullViolation
+                | ErrorKind::CheckViolation
+                | ErrorKind::ForeignKeyViolation) => k,
+                _ if m.to_ascii_lowercase().contains("primary key") => ErrorKind::UniqueViolation,
+                _ => ErrorKind::ConstraintViolation,
+            };
+            (k, "Constraint")
+        }
+        E::Error(m) => (classify_sqlite_message(m), "Error"),
+        E::Misuse(m) => {
+            let lower = m.to_ascii_lowercase();
+            let k = if lower.contains("parameter") || lower.contains("bind") {
+                ErrorKind::ParameterCount
+            } else {
+                classify_sqlite_message(m)
+            };
+            (k, "Misuse")
+        }
+        E::QueryReturnedNoRows => (ErrorKind::NoRows, "QueryReturnedNoRows"),
+        E::ConversionFailure(_) => (ErrorKind::TypeMismatch, "ConversionFailure"),
+        E::ToSqlConversionFailure(_) => (ErrorKind::ParameterType, "ToSqlConversionFailure"),
+        E::Readonly(_) => (ErrorKind::Config, "Readonly"),
+        E::NotAdb(_) => (ErrorKind::Config, "NotAdb"),
+        E::Corrupt(_) => (ErrorKind::Other, "Corrupt"),
+        E::DatabaseFull(_) => (ErrorKind::Other, "DatabaseFull"),
+        E::IoError(..) => (ErrorKind::Other, "IoError"),
+        _ => (ErrorKind::Other, "Other"),
+    };
+    let mut message = err.to_string();
+    if kind == ErrorKind::Busy {
+        message.push_str(": another connection held the lock for longer than the busy timeout; retry, or raise busy_timeout");
+    }
+    SqlMiddlewareDbError::from_driver(Backend::Turso, kind, Some(code.to_owned()), message, err)
+}
+
+impl From<turso::Error> for SqlMiddlewareDbError {
+    fn from(err: turso::Error) -> Self {
+        map_err(err)
+    }
+}

@@ -1,0 +1,32 @@
+//! Converting [`RowValues`] to Turso values. Turso stores SQLite's five storage classes, so
+//! every kind maps exactly as on the SQLite backend (see [`RowValues`]).
+
+use turso::Value;
+
+use crate::error::Result;
+use crate::value::{RowValues, timestamp_text, timestamptz_text};
+
+/// Converts every parameter (Turso's API takes owned values).
+pub(crate) fn to_values(params: &[RowValues]) -> Result<Vec<Value>> {
+    params
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            crate::value::check_storable(i, v)?;
+            Ok(match v {
+                RowValues::Null => Value::Null,
+                RowValues::Int(i) => Value::Integer(*i),
+                RowValues::Float(f) => Value::Real(*f),
+                RowValues::Text(s) => Value::Text(s.clone()),
+                RowValues::Bool(b) => Value::Integer(i64::from(*b)),
+                RowValues::Timestamp(t) => Value::Text(timestamp_text(t)),
+                RowValues::TimestampTz(t) => Value::Text(timestamptz_text(t)),
+                RowValues::Date(d) => Value::Text(d.format("%Y-%m-%d").to_string()),
+                RowValues::Uuid(u) => Value::Text(u.hyphenated().to_string()),
+                RowValues::Numeric(d) => Value::Text(d.to_string()),
+                RowValues::Blob(b) => Value::Blob(b.clone()),
+                RowValues::JSON(j) => Value::Text(j.to_string()),
+            })
+        })
+        .collect()
+}

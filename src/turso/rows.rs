@@ -1,0 +1,65 @@
+//! Reading Turso rows: values are widened by the declared column type, as on SQLite.
+
+use crate::decode::SqlRow;
+use crate::error::Result;
+use crate::results::{ColumnHint, Columns};
+use crate::value::{RowValues, ValueRef};
+
+pub(crate) fn columns_of(stmt: &turso::Statement) -> Columns {
+    let cols = stmt.columns();
+    let names = cols.iter().map(|c| c.name().to_owned()).collect();
+    let hints = cols
+        .iter()
+        .map(|c| ColumnHint::from_decltype(c.decl_type()))
+        .collect();
+    Columns::new(names, hints)
+}
+
+/// Converts one Turso row into owned values (Turso hands out owned values anyway).
+pub(crate) fn row_values(row: &turso::Row, columns: &Columns) -> Result<Vec<RowValues>> {
+    let n = columns.len().min(row.column_count());
+    let mut values = Vec::with_capacity(n);
+    for idx in 0..n {
+        let v = row.get_value(idx).map_err(super::error::map_err)?;
+        let hint = columns.hint(idx);
+        values.push(match v {
+            turso::Value::Null => RowValues::Null,
+            turso::Value::Integer(i) => hint.widen_int(i).to_owned_value(),
+            turso::Value::Real(f) => hint.widen_real(f).to_owned_value(),
+            turso::Value::Text(s) => match hint.widen_text(&s) {
+                ValueRef::Text(_) => RowValues::Text(s),
+                ValueRef::JSON(std::borrow::Cow::Owned(j)) => RowValues::JSON(j),
+                other => other.to_owned_value(),
+            },
+            turso::Value::Blob(b) => RowValues::Blob(b),
+        });
+    }
+    Ok(values)
+}
+
+/// A decoded Turso row seen through [`SqlRow`].
+pub(crate) struct TursoRow<'c> {
+    pub(crate) values: Vec<RowValues>,
+    pub(crate) columns: &'c Columns,
+}
+
+impl SqlRow for TursoRow<'_> {
+    fn column_count(&self) -> usize {
+        self.values.len()
+    }
+
+    fn column_name(&self, idx: usize) -> Option<&str> {
+        self.columns.name(idx)
+    }
+
+    fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.index_of(name)
+    }
+
+    fn value_ref(&self, idx: usize) -> Result<ValueRef<'_>> {
+        self.values
+            .get(idx)
+            .map(RowValues::as_value_ref)
+            .ok_or_else(|| crate::decode::column_out_of_range(idx, self.values.len()))
+    }
+}

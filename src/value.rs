@@ -1,0 +1,365 @@
+//! [`RowValues`], the one value type for parameters and results, and its borrowed view [`ValueRef`].
+
+use std::borrow::Cow;
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use rust_decimal::Decimal;
+use uuid::Uuid;
+
+/// A parameter or a result cell, the same on every backend.
+///
+/// How each kind is stored and read back:
+///
+/// | kind | PostgreSQL | SQLite / Turso storage | read back from SQLite / Turso as |
+/// |---|---|---|---|
+/// | `Null` | `NULL` of the parameter's type | `NULL` | `Null` |
+/// | `Int` | `int2`/`int4`/`int8` (range-checked), or `float4`/`float8`/`numeric` when declared so | `INTEGER` | `Int` (`Bool` if the column is declared `BOOL`/`BOOLEAN`) |
+/// | `Float` | `float8`, `float4` when exactly representable, `numeric` | `REAL` (NaN is rejected: SQLite would store NULL) | `Float` |
+/// | `Text` | `text`, `varchar`, `char`, `name`, `json`/`jsonb` (parsed), `uuid`/`numeric`/dates (parsed) | `TEXT` | `Text` |
+/// | `Bool` | `bool` | `INTEGER` 0/1 | `Bool` when declared `BOOL`/`BOOLEAN`, else `Int` |
+/// | `Timestamp` | `timestamp`, `date` when the time is midnight | `TEXT` `YYYY-MM-DD HH:MM:SS[.f]` | `Timestamp` when declared `TIMESTAMP`/`DATETIME`, else `Text` |
+/// | `TimestampTz` | `timestamptz` | `TEXT` RFC 3339 with `+00:00` | `TimestampTz` when declared `TIMESTAMPTZ`, else `Text` |
+/// | `Date` | `date`, `timestamp`/`timestamptz` at midnight | `TEXT` `YYYY-MM-DD` | `Date` when declared `DATE`, else `Text` |
+/// | `Uuid` | `uuid` | `TEXT` hyphenated | `Uuid` when declared `UUID`, else `Text` |
+/// | `Numeric` | `numeric` | `TEXT` exact decimal | `Numeric` when the declared type starts with `NUMERIC`/`DECIMAL` (see below) |
+/// | `Blob` | `bytea` | `BLOB` | `Blob` |
+/// | `JSON` | `json`, `jsonb` | `TEXT` (serialised) | `JSON` when declared `JSON`/`JSONB`, else `Text` |
+///
+/// SQLite has no exact decimal type. A column declared `NUMERIC` or `DECIMAL` has *numeric
+/// affinity*: SQLite stores number-like text as INTEGER or REAL, keeping 15 significant digits
+/// and dropping trailing zeros; it reads back as `Numeric`, but only that precise. To keep every
+/// digit and the scale, declare the column with TEXT affinity and a decimal prefix, e.g.
+/// `amount DECIMAL_TEXT`: the text is stored as written and read back as an exact `Numeric`.
+/// `JSON` columns have numeric affinity too; a JSON number reads back as the same `JSON` number.
+///
+/// Typed decoding ([`crate::FromValue`]) accepts the stored form too: a `NaiveDateTime` decodes
+/// from a timestamp text, a `Uuid` from text or a 16-byte blob, and so on, whatever the declared type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RowValues {
+    /// SQL `NULL`.
+    Null,
+    /// A 64-bit signed integer.
+    Int(i64),
+    /// A 64-bit float.
+    Float(f64),
+    /// UTF-8 text.
+    Text(String),
+    /// A boolean.
+    Bool(bool),
+    /// A timestamp without time zone.
+    Timestamp(NaiveDateTime),
+    /// A timestamp with time zone, normalised to UTC.
+    TimestampTz(DateTime<Utc>),
+    /// A calendar date.
+    Date(NaiveDate),
+    /// A UUID.
+    Uuid(Uuid),
+    /// An exact decimal number.
+    Numeric(Decimal),
+    /// Raw bytes.
+    Blob(Vec<u8>),
+    /// A JSON document.
+    JSON(serde_json::Value),
+}
+
+/// A borrowed view of one value, used by decoding so that reading a row does not copy text or bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ValueRef<'a> {
+    /// SQL `NULL`.
+    Null,
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// Borrowed text.
+    Text(&'a str),
+    /// A boolean.
+    Bool(bool),
+    /// A timestamp without time zone.
+    Timestamp(NaiveDateTime),
+    /// A timestamp with time zone.
+    TimestampTz(DateTime<Utc>),
+    /// A date.
+    Date(NaiveDate),
+    /// A UUID.
+    Uuid(Uuid),
+    /// An exact decimal.
+    Numeric(Decimal),
+    /// Borrowed bytes.
+    Blob(&'a [u8]),
+    /// A JSON document (borrowed from a [`RowValues`], or owned when decoded from the wire).
+    JSON(Cow<'a, serde_json::Value>),
+}
+
+impl RowValues {
+    /// A borrowed view of this value.
+    pub fn as_value_ref(&self) -> ValueRef<'_> {
+        match self {
+            RowValues::Null => ValueRef::Null,
+            RowValues::Int(v) => ValueRef::Int(*v),
+            RowValues::Float(v) => ValueRef::Float(*v),
+            RowValues::Text(v) => ValueRef::Text(v),
+            RowValues::Bool(v) => ValueRef::Bool(*v),
+            RowValues::Timestamp(v) => ValueRef::Timestamp(*v),
+            RowValues::TimestampTz(v) => ValueRef::TimestampTz(*v),
+            RowValues::Date(v) => ValueRef::Date(*v),
+            RowValues::Uuid(v) => ValueRef::Uuid(*v),
+            RowValues::Numeric(v) => ValueRef::Numeric(*v),
+            RowValues::Blob(v) => ValueRef::Blob(v),
+            RowValues::JSON(v) => ValueRef::JSON(Cow::Borrowed(v)),
+        }
+    }
+
+    /// True for [`RowValues::Null`].
+    pub fn is_null(&self) -> bool {
+        matches!(self, RowValues::Null)
+    }
+
+    /// The integer, if this is an `Int`.
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            RowValues::Int(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The float, if this is a `Float` (or an `Int`, widened).
+    pub fn as_float(&self) -> Option<f64> {
+        match self {
+            RowValues::Float(v) => Some(*v),
+            RowValues::Int(v) => Some(*v as f64),
+            _ => None,
+        }
+    }
+
+    /// The text, if this is a `Text`.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            RowValues::Text(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The boolean, if this is a `Bool` (or an `Int` 0/1, as SQLite stores booleans).
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            RowValues::Bool(v) => Some(*v),
+            RowValues::Int(0) => Some(false),
+            RowValues::Int(1) => Some(true),
+            _ => None,
+        }
+    }
+
+    /// The bytes, if this is a `Blob`.
+    pub fn as_blob(&self) -> Option<&[u8]> {
+        match self {
+            RowValues::Blob(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The timestamp, if this is a `Timestamp`.
+    pub fn as_timestamp(&self) -> Option<NaiveDateTime> {
+        match self {
+            RowValues::Timestamp(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The JSON document, if this is `JSON`.
+    pub fn as_json(&self) -> Option<&serde_json::Value> {
+        match self {
+            RowValues::JSON(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// A short name of this value's kind, used in error messages.
+    pub fn kind_name(&self) -> &'static str {
+        self.as_value_ref().kind_name()
+    }
+}
+
+impl ValueRef<'_> {
+    /// A short name of this value's kind, used in error messages.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            ValueRef::Null => "NULL",
+            ValueRef::Int(_) => "Int",
+            ValueRef::Float(_) => "Float",
+            ValueRef::Text(_) => "Text",
+            ValueRef::Bool(_) => "Bool",
+            ValueRef::Timestamp(_) => "Timestamp",
+            ValueRef::TimestampTz(_) => "TimestampTz",
+            ValueRef::Date(_) => "Date",
+            ValueRef::Uuid(_) => "Uuid",
+            ValueRef::Numeric(_) => "Numeric",
+            ValueRef::Blob(_) => "Blob",
+            ValueRef::JSON(_) => "JSON",
+        }
+    }
+
+    /// Copies this view into an owned [`RowValues`].
+    pub fn to_owned_value(&self) -> RowValues {
+        match self {
+            ValueRef::Null => RowValues::Null,
+            ValueRef::Int(v) => RowValues::Int(*v),
+            ValueRef::Float(v) => RowValues::Float(*v),
+            ValueRef::Text(v) => RowValues::Text((*v).to_owned()),
+            ValueRef::Bool(v) => RowValues::Bool(*v),
+            ValueRef::Timestamp(v) => RowValues::Timestamp(*v),
+            ValueRef::TimestampTz(v) => RowValues::TimestampTz(*v),
+            ValueRef::Date(v) => RowValues::Date(*v),
+            ValueRef::Uuid(v) => RowValues::Uuid(*v),
+            ValueRef::Numeric(v) => RowValues::Numeric(*v),
+            ValueRef::Blob(v) => RowValues::Blob(v.to_vec()),
+            ValueRef::JSON(v) => RowValues::JSON(v.as_ref().clone()),
+        }
+    }
+}
+
+/// Rejects values SQLite and Turso would silently change: NaN would be stored as NULL.
+#[cfg_attr(not(any(feature = "sqlite", feature = "turso")), allow(dead_code))]
+pub(crate) fn check_storable(idx: usize, value: &RowValues) -> crate::error::Result<()> {
+    match value {
+        RowValues::Float(f) if f.is_nan() => Err(crate::error::SqlMiddlewareDbError::new(
+            crate::error::ErrorKind::ParameterType,
+            format!(
+                "parameter ${}: NaN cannot be stored in SQLite or Turso (it would become NULL); bind RowValues::Null instead",
+                idx + 1
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The text form used to store a timestamp in SQLite and Turso.
+#[cfg_attr(not(any(feature = "sqlite", feature = "turso")), allow(dead_code))]
+pub(crate) fn timestamp_text(ts: &NaiveDateTime) -> String {
+    ts.format("%Y-%m-%d %H:%M:%S%.f").to_string()
+}
+
+/// The text form used to store a UTC timestamp in SQLite and Turso.
+#[cfg_attr(not(any(feature = "sqlite", feature = "turso")), allow(dead_code))]
+pub(crate) fn timestamptz_text(ts: &DateTime<Utc>) -> String {
+    // RFC 3339 for years 0000-9999; chrono's %Y adds a sign outside them, which parses back.
+    ts.format("%Y-%m-%dT%H:%M:%S%.f%:z").to_string()
+}
+
+/// Parses the stored text forms of timestamps (space or `T` separator, optional fraction).
+pub(crate) fn parse_timestamp(s: &str) -> Option<NaiveDateTime> {
+    const FORMATS: [&str; 4] = [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M",
+    ];
+    FORMATS
+        .iter()
+        .find_map(|f| NaiveDateTime::parse_from_str(s, f).ok())
+        .or_else(|| {
+            NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                .ok()
+                .and_then(|d| d.and_hms_opt(0, 0, 0))
+        })
+}
+
+/// Parses RFC 3339 (or a zone-less timestamp, taken as UTC).
+pub(crate) fn parse_timestamptz(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f%:z")
+        .or_else(|_| DateTime::parse_from_rfc3339(s))
+        .map(|d| d.with_timezone(&Utc))
+        .ok()
+        .or_else(|| {
+            DateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f%#z")
+                .ok()
+                .map(|d| d.with_timezone(&Utc))
+        })
+        .or_else(|| parse_timestamp(s).map(|t| t.and_utc()))
+}
+
+macro_rules! from_impls {
+    ($($t:ty => $variant:ident $(as $cast:ty)?),* $(,)?) => {
+        $(impl From<$t> for RowValues {
+            fn from(v: $t) -> Self {
+                RowValues::$variant(v $(as $cast)?)
+            }
+        })*
+    };
+}
+
+from_impls!(
+    i64 => Int,
+    i32 => Int as i64,
+    i16 => Int as i64,
+    i8 => Int as i64,
+    u32 => Int as i64,
+    u16 => Int as i64,
+    u8 => Int as i64,
+    f64 => Float,
+    f32 => Float as f64,
+    bool => Bool,
+    String => Text,
+    NaiveDateTime => Timestamp,
+    DateTime<Utc> => TimestampTz,
+    NaiveDate => Date,
+    Uuid => Uuid,
+    Decimal => Numeric,
+    Vec<u8> => Blob,
+    serde_json::Value => JSON,
+);
+
+impl From<&str> for RowValues {
+    fn from(v: &str) -> Self {
+        RowValues::Text(v.to_owned())
+    }
+}
+
+impl From<&String> for RowValues {
+    fn from(v: &String) -> Self {
+        RowValues::Text(v.clone())
+    }
+}
+
+impl From<&[u8]> for RowValues {
+    fn from(v: &[u8]) -> Self {
+        RowValues::Blob(v.to_vec())
+    }
+}
+
+impl<T: Into<RowValues>> From<Option<T>> for RowValues {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(RowValues::Null, Into::into)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_impls_pick_the_right_kind() {
+        assert_eq!(RowValues::from(5_i32), RowValues::Int(5));
+        assert_eq!(RowValues::from("a"), RowValues::Text("a".into()));
+        assert_eq!(RowValues::from(None::<i64>), RowValues::Null);
+        assert_eq!(RowValues::from(Some(1.5_f64)), RowValues::Float(1.5));
+        assert_eq!(RowValues::from(true).as_bool(), Some(true));
+    }
+
+    #[test]
+    fn timestamp_text_round_trips() {
+        let ts = NaiveDate::from_ymd_opt(2024, 2, 29)
+            .unwrap()
+            .and_hms_nano_opt(23, 59, 58, 123_456_789)
+            .unwrap();
+        assert_eq!(parse_timestamp(&timestamp_text(&ts)), Some(ts));
+        let tz = ts.and_utc();
+        assert_eq!(parse_timestamptz(&timestamptz_text(&tz)), Some(tz));
+        assert_eq!(
+            parse_timestamp("2024-01-02"),
+            NaiveDate::from_ymd_opt(2024, 1, 2)
+                .unwrap()
+                .and_hms_opt(0, 0, 0)
+        );
+    }
+}
