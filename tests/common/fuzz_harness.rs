@@ -1,0 +1,266 @@
+//! The fuzz harnesses, shared by the `cargo fuzz` targets in `fuzz/` (included there with
+//! `#[path]`) and by `tests/reliability_props.rs`, which drives the same functions with
+//! proptest on stable Rust in CI. Only the public API of `sql_middleware` and std are used.
+//!
+//! - [`translation_case`]: placeholder translation of arbitrary text never panics, keeps the
+//!   length, changes only sigil bytes (`$` ↔ `?`), is idempotent, and — for text without `?`
+//!   and without SQLite-only `[identifiers]` — round-trips `$N → ?N → $N`.
+//! - [`value_case_pure`] / [`value_case_sqlite`]: a value decoded from the fuzz bytes survives
+//!   `RowValues → ValueRef → RowValues`, typed decoding of every Rust type never panics, and a
+//!   round trip through a SQLite column of its type gives the same value back (or the bind is
+//!   refused with `ParameterType`, as for NaN).
+#![allow(dead_code)]
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use rust_decimal::Decimal;
+use sql_middleware::prelude::*;
+use sql_middleware::translation::{PlaceholderStyle, translate_placeholders};
+use sql_middleware::{ErrorKind, FromValue};
+
+/// Checks the translation invariants on `data` (as UTF-8, lossily). Panics on a violation.
+pub fn translation_case(data: &[u8]) {
+    let s = String::from_utf8_lossy(data);
+    for (style, from, to) in [
+        (PlaceholderStyle::Sqlite, b'$', b'?'),
+        (PlaceholderStyle::Postgres, b'?', b'$'),
+    ] {
+        let out = translate_placeholders(&s, style);
+        assert_eq!(out.len(), s.len(), "length changed for {s:?} ({style:?})");
+        for (i, (a, b)) in s.bytes().zip(out.bytes()).enumerate() {
+            assert!(
+                a == b || (a == from && b == to),
+                "byte {i} changed from {:?} to {:?} in {s:?} ({style:?}) -> {out:?}",
+                a as char,
+                b as char
+            );
+        }
+        let again = translate_placeholders(&out, style);
+        assert_eq!(again, out, "not idempotent on {s:?} ({style:?})");
+    }
+    // `[...]` quotes an identifier in SQLite only (in Postgres it subscripts an array), so a
+    // text that uses it is not portable and need not round-trip.
+    if !s.contains('?') && !s.contains('[') {
+        let there = translate_placeholders(&s, PlaceholderStyle::Sqlite);
+        let back = translate_placeholders(&there, PlaceholderStyle::Postgres);
+        assert_eq!(back, s, "$N -> ?N -> $N changed {s:?} (via {there:?})");
+    }
+}
+
+/// A little reader over the fuzz bytes.
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn u8(&mut self) -> u8 {
+        match self.0.split_first() {
+            Some((b, rest)) => {
+                self.0 = rest;
+                *b
+            }
+            None => 0,
+        }
+    }
+    fn u64(&mut self) -> u64 {
+        (0..8).fold(0, |acc, _| (acc << 8) | u64::from(self.u8()))
+    }
+    fn i64(&mut self) -> i64 {
+        self.u64() as i64
+    }
+    fn bytes(&mut self) -> Vec<u8> {
+        let n = usize::from(self.u8()) % 64;
+        let n = n.min(self.0.len());
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        head.to_vec()
+    }
+    fn text(&mut self) -> String {
+        String::from_utf8_lossy(&self.bytes()).into_owned()
+    }
+}
+
+fn json(b: &mut Bytes<'_>, depth: u8) -> serde_json::Value {
+    use serde_json::Value as J;
+    match b.u8() % if depth > 2 { 5 } else { 7 } {
+        0 => J::Null,
+        1 => J::Bool(b.u8().is_multiple_of(2)),
+        2 => J::from(b.i64()),
+        3 => serde_json::Number::from_f64(f64::from_bits(b.u64()))
+            .map(J::Number)
+            .unwrap_or(J::Null),
+        4 => J::String(b.text()),
+        5 => J::Array((0..b.u8() % 4).map(|_| json(b, depth + 1)).collect()),
+        _ => J::Object(
+            (0..b.u8() % 4)
+                .map(|_| (b.text(), json(b, depth + 1)))
+                .collect(),
+        ),
+    }
+}
+
+/// Decodes one value (every `RowValues` kind, with edge values) from the fuzz bytes.
+pub fn value_from_bytes(data: &[u8]) -> RowValues {
+    let mut b = Bytes(data);
+    match b.u8() % 12 {
+        0 => RowValues::Null,
+        1 => RowValues::Int(b.i64()),
+        2 => RowValues::Float(f64::from_bits(b.u64())),
+        3 => RowValues::Text(b.text()),
+        4 => RowValues::Bool(b.u8() % 2 == 1),
+        5 => {
+            let secs = b.i64() % 8_000_000_000_000;
+            let nanos = (b.u64() % 1_000_000_000) as u32;
+            DateTime::from_timestamp(secs, nanos)
+                .map(|t| RowValues::Timestamp(t.naive_utc()))
+                .unwrap_or(RowValues::Null)
+        }
+        6 => {
+            let secs = b.i64() % 8_000_000_000_000;
+            let nanos = (b.u64() % 1_000_000_000) as u32;
+            DateTime::<Utc>::from_timestamp(secs, nanos)
+                .map(RowValues::TimestampTz)
+                .unwrap_or(RowValues::Null)
+        }
+        7 => NaiveDate::from_num_days_from_ce_opt((b.i64() % 100_000_000) as i32)
+            .map(RowValues::Date)
+            .unwrap_or(RowValues::Null),
+        8 => RowValues::Uuid(uuid::Uuid::from_u64_pair(b.u64(), b.u64())),
+        9 => {
+            let hi = i128::from(b.i64());
+            let lo = i128::from(b.u64());
+            let m = ((hi << 32) ^ lo) % 79_228_162_514_264_337_593_543_950_335;
+            let scale = u32::from(b.u8()) % 29;
+            RowValues::Numeric(Decimal::from_i128_with_scale(m, scale))
+        }
+        10 => RowValues::Blob(b.bytes()),
+        _ => RowValues::JSON(json(&mut b, 0)),
+    }
+}
+
+/// Same value, with floats compared bit for bit (NaN equals NaN, -0.0 differs from 0.0).
+pub fn same(a: &RowValues, b: &RowValues) -> bool {
+    match (a, b) {
+        (RowValues::Float(x), RowValues::Float(y)) => x.to_bits() == y.to_bits(),
+        _ => a == b,
+    }
+}
+
+/// Pure conversions: borrowed view and back, and typed decoding into every Rust type the
+/// crate supports (no panic; the matching type gives the value back).
+pub fn value_case_pure(data: &[u8]) {
+    let v = value_from_bytes(data);
+    let back = v.as_value_ref().to_owned_value();
+    assert!(same(&v, &back), "{v:?} -> ValueRef -> {back:?}");
+    // Every decoder runs; none may panic.
+    let _ = dec::<i64>(&v);
+    let _ = dec::<i32>(&v);
+    let _ = dec::<i16>(&v);
+    let _ = dec::<i8>(&v);
+    let _ = dec::<u8>(&v);
+    let _ = dec::<f64>(&v);
+    let _ = dec::<f32>(&v);
+    let _ = dec::<bool>(&v);
+    let _ = dec::<String>(&v);
+    let _ = dec::<Vec<u8>>(&v);
+    let _ = dec::<NaiveDateTime>(&v);
+    let _ = dec::<DateTime<Utc>>(&v);
+    let _ = dec::<NaiveDate>(&v);
+    let _ = dec::<uuid::Uuid>(&v);
+    let _ = dec::<Decimal>(&v);
+    let _ = dec::<serde_json::Value>(&v);
+    let _ = dec::<Option<i64>>(&v);
+    let got = dec::<RowValues>(&v).expect("RowValues decodes anything");
+    assert!(same(&v, &got), "{v:?} decoded as RowValues gives {got:?}");
+    match &v {
+        RowValues::Int(i) => assert_eq!(dec::<i64>(&v), Some(*i)),
+        RowValues::Text(t) => assert_eq!(dec::<String>(&v).as_ref(), Some(t)),
+        RowValues::Bool(x) => assert_eq!(dec::<bool>(&v), Some(*x)),
+        RowValues::Blob(x) => assert_eq!(dec::<Vec<u8>>(&v).as_ref(), Some(x)),
+        RowValues::Uuid(u) => assert_eq!(dec::<uuid::Uuid>(&v), Some(*u)),
+        RowValues::Numeric(d) => assert_eq!(dec::<Decimal>(&v), Some(*d)),
+        RowValues::Date(d) => assert_eq!(dec::<NaiveDate>(&v), Some(*d)),
+        RowValues::Timestamp(t) => assert_eq!(dec::<NaiveDateTime>(&v), Some(*t)),
+        RowValues::TimestampTz(t) => assert_eq!(dec::<DateTime<Utc>>(&v), Some(*t)),
+        RowValues::JSON(j) => assert_eq!(dec::<serde_json::Value>(&v).as_ref(), Some(j)),
+        _ => {}
+    }
+}
+
+fn dec<T: FromValue>(v: &RowValues) -> Option<T> {
+    T::from_value(v.as_value_ref()).ok()
+}
+
+/// The SQLite schema [`value_case_sqlite`] writes to: one column per kind, declared with the
+/// type the crate documents for it.
+pub const VALUE_TABLE: &str = "CREATE TABLE IF NOT EXISTS fz (
+    k INTEGER PRIMARY KEY,
+    i INTEGER, f REAL, t TEXT, bo BOOLEAN, ts TIMESTAMP, tz TIMESTAMPTZ, d DATE,
+    u UUID, n DECIMAL_TEXT, b BLOB, j JSON)";
+
+fn column_of(v: &RowValues) -> &'static str {
+    match v {
+        RowValues::Null | RowValues::Int(_) => "i",
+        RowValues::Float(_) => "f",
+        RowValues::Text(_) => "t",
+        RowValues::Bool(_) => "bo",
+        RowValues::Timestamp(_) => "ts",
+        RowValues::TimestampTz(_) => "tz",
+        RowValues::Date(_) => "d",
+        RowValues::Uuid(_) => "u",
+        RowValues::Numeric(_) => "n",
+        RowValues::Blob(_) => "b",
+        RowValues::JSON(_) => "j",
+    }
+}
+
+/// Writes the value into its column and reads it back through the middleware. `Err` with a
+/// description when the value did not survive.
+pub async fn value_case_sqlite(
+    conn: &mut MiddlewarePoolConnection,
+    key: i64,
+    data: &[u8],
+) -> Result<(), String> {
+    let v = value_from_bytes(data);
+    let col = column_of(&v);
+    let insert = format!("INSERT INTO fz (k, {col}) VALUES ($1, $2)");
+    match conn
+        .query(&insert)
+        .params(&[key.into(), v.clone()])
+        .dml()
+        .await
+    {
+        Ok(1) => {}
+        Err(e) if e.kind() == ErrorKind::ParameterType => {
+            return match &v {
+                RowValues::Float(f) if f.is_nan() => Ok(()),
+                _ => Err(format!("bind of {v:?} refused: {e}")),
+            };
+        }
+        other => return Err(format!("insert of {v:?}: {other:?}")),
+    }
+    let select = format!("SELECT {col} AS v FROM fz WHERE k = $1");
+    let rs = conn
+        .query(&select)
+        .params(&[key.into()])
+        .select()
+        .await
+        .map_err(|e| format!("read back of {v:?}: {e}"))?;
+    let got = rs.results[0].get("v").cloned();
+    let ok = match (&v, &got) {
+        (_, Some(g)) if same(&v, g) => true,
+        // SQLite keeps -0.0 in a REAL column as the integer 0: it reads back as 0.0.
+        (RowValues::Float(x), Some(RowValues::Float(y))) => *x == 0.0 && *y == 0.0,
+        // A JSON column has numeric affinity: an integral float (1.0) comes back as the
+        // integer (1) — the same number, in another serde_json representation.
+        (
+            RowValues::JSON(serde_json::Value::Number(a)),
+            Some(RowValues::JSON(serde_json::Value::Number(b))),
+        ) => a.as_f64() == b.as_f64(),
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{v:?} written to a {col} column reads back as {got:?}"
+        ))
+    }
+}

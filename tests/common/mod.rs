@@ -1,0 +1,8 @@
+//! Shared test support.
+#![allow(dead_code)]
+
+pub mod backends;
+pub mod fuzz_harness;
+#[cfg(feature = "postgres")]
+pub mod pg;
+pub mod reliability;

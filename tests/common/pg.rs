@@ -1,0 +1,887 @@
+#![allow(dead_code)]
+//! PostgreSQL provisioning for the integration tests.
+//!
+//! Include it from a test binary with `#[path = "common/pg.rs"] mod pg;` (or through a
+//! `common/mod.rs` containing `pub mod pg;`). It depends only on `std`, `tokio` and
+//! `tokio-postgres`, never on the library under test.
+//!
+//! [`base_url`] finds (or starts) a PostgreSQL server once per process; [`PgSchema`] and
+//! [`with_schema`] give every test its own schema on that server, so tests can run in
+//! parallel without seeing each other's tables.
+
+use std::collections::hash_map::RandomState;
+use std::future::Future;
+use std::hash::BuildHasher;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::Poll;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio_postgres::NoTls;
+
+/// Environment variable that names the PostgreSQL server to test against.
+pub const PG_URL_ENV: &str = "SQL_MIDDLEWARE_PG_URL";
+
+/// How long one connectivity probe may take before the candidate counts as unreachable.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Environment variable that, set to `1`, skips the local server and starts a throwaway cluster:
+/// it exercises the path taken on machines that have the PostgreSQL binaries but no server.
+pub const PG_THROWAWAY_ENV: &str = "SQL_MIDDLEWARE_PG_THROWAWAY";
+
+/// Prefix of every schema created by [`PgSchema::create`].
+pub const SCHEMA_PREFIX: &str = "sqlmw_t_";
+
+/// Base URL of a reachable PostgreSQL server (a connect string usable by
+/// `tokio_postgres::Config::from_str`).
+///
+/// Resolved once per process, in this order:
+///  1. the environment variable `SQL_MIDDLEWARE_PG_URL`, if set and non-empty; if that server
+///     cannot be reached this panics instead of falling through to the other sources;
+///  2. the local default server: the unix socket in `/var/run/postgresql`, then
+///     `127.0.0.1:5432`, as user `postgres` and then as user `root` (database `postgres`);
+///  3. a throwaway cluster started with `initdb` + `pg_ctl`/`postgres` found in `PATH` or
+///     `/usr/lib/postgresql/*/bin` (see [`start_throwaway_cluster`]);
+///  4. otherwise it panics with instructions for providing a server. It never skips silently.
+///
+/// A candidate counts only if a connection succeeds within about 2 seconds and the user may
+/// create schemas in the database. The outcome, including a failure, is cached: every later
+/// call returns the same URL or panics with the same message.
+///
+/// This function is synchronous and safe to call from inside a tokio runtime: probes run on a
+/// short-lived separate thread with its own current-thread runtime.
+pub fn base_url() -> String {
+    static BASE: OnceLock<Result<String, String>> = OnceLock::new();
+    match BASE.get_or_init(resolve_base_url) {
+        Ok(url) => url.clone(),
+        Err(message) => panic!("{message}"),
+    }
+}
+
+/// Runs the resolution steps documented on [`base_url`].
+fn resolve_base_url() -> Result<String, String> {
+    if let Some(url) = std::env::var(PG_URL_ENV)
+        .ok()
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+    {
+        return match probe(&url, PROBE_TIMEOUT) {
+            Ok(()) => {
+                eprintln!(
+                    "[pg tests] using PostgreSQL from {PG_URL_ENV}: {}",
+                    redact(&url)
+                );
+                Ok(url)
+            }
+            Err(e) => Err(format!(
+                "{PG_URL_ENV} is set to {:?}, but that PostgreSQL server is not usable: {e}\n\
+                 Fix the URL (format: postgres://user@host:port/db, the user must be allowed to \
+                 create schemas) or unset {PG_URL_ENV} to let the tests find or start a local server.",
+                redact(&url)
+            )),
+        };
+    }
+
+    let mut tried = Vec::new();
+    let force_throwaway = std::env::var(PG_THROWAWAY_ENV).is_ok_and(|v| v == "1");
+    let candidates = if force_throwaway {
+        tried.push(format!(
+            "  - local server: skipped because {PG_THROWAWAY_ENV}=1"
+        ));
+        Vec::new()
+    } else {
+        local_candidates()
+    };
+    for url in candidates {
+        match probe(&url, PROBE_TIMEOUT) {
+            Ok(()) => {
+                eprintln!("[pg tests] using the local PostgreSQL server at {url}");
+                return Ok(url);
+            }
+            Err(e) => tried.push(format!("  - {url}: {e}")),
+        }
+    }
+
+    match try_start_throwaway_cluster() {
+        Ok(url) => return Ok(url),
+        Err(e) => tried.push(format!("  - throwaway cluster: {e}")),
+    }
+
+    Err(format!(
+        "no PostgreSQL server is available for the integration tests.\n\
+         Tried:\n{}\n\
+         Provide one of these:\n\
+         \x20 * set {PG_URL_ENV}=postgres://user@host:port/db for a running server on which that \
+         user may create schemas, or\n\
+         \x20 * install the PostgreSQL server binaries (initdb, pg_ctl, postgres) so a throwaway \
+         cluster can be started (Debian/Ubuntu: `apt-get install postgresql`).",
+        tried.join("\n")
+    ))
+}
+
+/// The connect strings tried for the machine's default local server, in order.
+fn local_candidates() -> Vec<String> {
+    let mut candidates = Vec::new();
+    for user in ["postgres", "root"] {
+        candidates.push(format!(
+            "postgres://{user}@%2Fvar%2Frun%2Fpostgresql/postgres"
+        ));
+        candidates.push(format!("postgres://{user}@127.0.0.1:5432/postgres"));
+    }
+    candidates
+}
+
+/// Checks that `url` accepts a connection within `timeout` and that its user may create schemas.
+///
+/// Runs on a separate thread with its own current-thread runtime, so it can be called from
+/// synchronous code that itself runs inside a tokio runtime.
+fn probe(url: &str, timeout: Duration) -> Result<(), String> {
+    let url = url.to_owned();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot build the probe runtime: {e}"))?;
+        runtime.block_on(async {
+            match tokio::time::timeout(timeout, probe_async(&url)).await {
+                Ok(result) => result,
+                Err(_) => Err(format!("no answer within {timeout:?}")),
+            }
+        })
+    })
+    .join()
+    .unwrap_or_else(|_| Err("the probe thread panicked".to_owned()))
+}
+
+/// The async body of [`probe`].
+async fn probe_async(url: &str) -> Result<(), String> {
+    let (client, connection) = tokio_postgres::connect(url, NoTls)
+        .await
+        .map_err(|e| error_text(&e))?;
+    let connection = tokio::spawn(connection);
+    let row = client
+        .query_one(
+            "SELECT has_database_privilege(current_user, current_database(), 'CREATE')",
+            &[],
+        )
+        .await
+        .map_err(|e| error_text(&e))?;
+    let can_create: bool = row.get(0);
+    drop(client);
+    let _ = connection.await;
+    if can_create {
+        Ok(())
+    } else {
+        Err("connected, but the user may not create schemas in this database".to_owned())
+    }
+}
+
+/// Formats an error together with its chain of sources (tokio-postgres puts the useful part,
+/// such as "Connection refused", in the source).
+fn error_text(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Hides the password of a `postgres://user:password@host` URL or a `password=` key.
+fn redact(url: &str) -> String {
+    for scheme in ["postgres://", "postgresql://"] {
+        if let Some(rest) = url.strip_prefix(scheme) {
+            let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+            if let Some(at) = rest[..authority_end].rfind('@')
+                && let Some(colon) = rest[..at].find(':')
+            {
+                return format!("{scheme}{}:***{}", &rest[..colon], &rest[at..]);
+            }
+            return url.to_owned();
+        }
+    }
+    url.split(' ')
+        .map(|part| {
+            if part.starts_with("password=") {
+                "password=***"
+            } else {
+                part
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// 16 random lowercase hex digits, from std only (per-process random hasher keys mixed with
+/// the time, the pid, a counter and the thread id).
+pub fn random_hex() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let hash = RandomState::new().hash_one((
+        nanos,
+        std::process::id(),
+        count,
+        std::thread::current().id(),
+    ));
+    format!("{hash:016x}")
+}
+
+/// Percent-encodes everything except RFC 3986 unreserved characters.
+fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() * 3);
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// Returns `base` with the libpq `options` parameter set so that every connection made from the
+/// result uses `schema` as its `search_path`.
+///
+/// Works for URL (`postgres://...`) and key/value (`host=... user=...`) connect strings; in URL
+/// form existing `options` are kept and extended. In key/value form an existing `options` key is
+/// overridden.
+pub fn url_with_search_path(base: &str, schema: &str) -> String {
+    let option = format!("-c search_path={schema}");
+    if base.starts_with("postgres://") || base.starts_with("postgresql://") {
+        let encoded = percent_encode(&option);
+        match base.split_once('?') {
+            None => format!("{base}?options={encoded}"),
+            Some((head, query)) => {
+                let mut found = false;
+                let mut params: Vec<String> = query
+                    .split('&')
+                    .filter(|p| !p.is_empty())
+                    .map(|p| match p.strip_prefix("options=") {
+                        Some(existing) => {
+                            found = true;
+                            format!("options={existing}%20{encoded}")
+                        }
+                        None => p.to_owned(),
+                    })
+                    .collect();
+                if !found {
+                    params.push(format!("options={encoded}"));
+                }
+                format!("{head}?{}", params.join("&"))
+            }
+        }
+    } else {
+        format!("{base} options='{option}'")
+    }
+}
+
+/// An isolated schema for one test.
+///
+/// [`PgSchema::create`] creates schema `sqlmw_t_<random hex>` on the [`base_url`] server;
+/// [`PgSchema::url`] is a connect string whose connections use that schema as their
+/// `search_path` (through the libpq `options=-c search_path=...` parameter), so unqualified
+/// table names land in it. Nothing is dropped automatically: call [`PgSchema::drop_schema`],
+/// or use [`with_schema`], which always does.
+pub struct PgSchema {
+    /// Connect string for the base server with `search_path` set to [`PgSchema::schema`].
+    pub url: String,
+    /// The schema name, `sqlmw_t_<16 hex digits>` (needs no quoting).
+    pub schema: String,
+    /// The base URL the schema was created on (used to drop it).
+    base: String,
+}
+
+impl PgSchema {
+    /// Creates a fresh, uniquely named schema on the [`base_url`] server. Panics on failure.
+    pub async fn create() -> PgSchema {
+        let base = base_url();
+        let schema = format!("{SCHEMA_PREFIX}{}", random_hex());
+        let client = raw_client(&base).await;
+        client
+            .batch_execute(&format!("CREATE SCHEMA \"{schema}\""))
+            .await
+            .unwrap_or_else(|e| panic!("cannot create test schema {schema}: {}", error_text(&e)));
+        let url = url_with_search_path(&base, &schema);
+        PgSchema { url, schema, base }
+    }
+
+    /// Drops the schema with `CASCADE`. Idempotent: dropping an already dropped schema is fine.
+    /// Panics if the server cannot be reached or the drop fails.
+    pub async fn drop_schema(&self) {
+        if let Err(e) = self.try_drop().await {
+            panic!("cannot drop test schema {}: {e}", self.schema);
+        }
+    }
+
+    /// Drops the schema, reporting failures instead of panicking.
+    async fn try_drop(&self) -> Result<(), String> {
+        let (client, connection) = tokio_postgres::connect(&self.base, NoTls)
+            .await
+            .map_err(|e| error_text(&e))?;
+        let connection = tokio::spawn(connection);
+        let result = client
+            .batch_execute(&format!(
+                "SET lock_timeout = '30s'; DROP SCHEMA IF EXISTS \"{}\" CASCADE",
+                self.schema
+            ))
+            .await
+            .map_err(|e| error_text(&e));
+        drop(client);
+        let _ = connection.await;
+        result
+    }
+}
+
+/// Runs `body(url)` with a fresh [`PgSchema`] and always drops the schema afterwards, even when
+/// the body panics: the panic is caught, the body's future is dropped (closing its
+/// connections), the schema is dropped, and then the panic is resumed.
+pub async fn with_schema<F, Fut>(body: F)
+where
+    F: FnOnce(String) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let schema = PgSchema::create().await;
+    let url = schema.url.clone();
+    let outcome = match catch_unwind(AssertUnwindSafe(move || body(url))) {
+        Ok(future) => {
+            let mut future = Box::pin(future);
+            let outcome = std::future::poll_fn(|cx| {
+                match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+                    Ok(Poll::Pending) => Poll::Pending,
+                    Ok(Poll::Ready(())) => Poll::Ready(Ok(())),
+                    Err(panic) => Poll::Ready(Err(panic)),
+                }
+            })
+            .await;
+            let dropped = catch_unwind(AssertUnwindSafe(move || drop(future)));
+            outcome.and(dropped)
+        }
+        Err(panic) => Err(panic),
+    };
+    match outcome {
+        Ok(()) => schema.drop_schema().await,
+        Err(panic) => {
+            if let Err(e) = schema.try_drop().await {
+                eprintln!(
+                    "[pg tests] cannot drop test schema {} after a panic: {e}",
+                    schema.schema
+                );
+            }
+            resume_unwind(panic);
+        }
+    }
+}
+
+/// Connects with plain `tokio_postgres` (no TLS) to `url` and spawns the connection task on the
+/// current tokio runtime. Handy for assertions from outside the middleware. Panics if the
+/// connection fails.
+pub async fn raw_client(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {}: {}", redact(url), error_text(&e)));
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            eprintln!("[pg tests] raw_client connection error: {}", error_text(&e));
+        }
+    });
+    client
+}
+
+/// Starts a throwaway PostgreSQL cluster and returns its URL
+/// (`postgres://postgres@127.0.0.1:<port>/postgres`, trust auth), or `None` (with the reason
+/// printed to stderr) if that is impossible.
+///
+/// The cluster lives in a fresh temporary directory and listens only on a unix socket in that
+/// directory and on 127.0.0.1 with a free port. When running as root it runs as the `postgres`
+/// system user (or `nobody`) through `runuser` (or `su`), because `initdb` and `postgres` refuse
+/// to run as root. A watchdog shell waits for this process to exit, then stops the server
+/// (`pg_ctl -m immediate stop`, then SIGQUIT/SIGKILL to the postmaster) and removes the
+/// directory. Every call starts a new cluster; [`base_url`] calls it at most once per process.
+pub fn start_throwaway_cluster() -> Option<String> {
+    match try_start_throwaway_cluster() {
+        Ok(url) => Some(url),
+        Err(e) => {
+            eprintln!("[pg tests] cannot start a throwaway PostgreSQL cluster: {e}");
+            None
+        }
+    }
+}
+
+/// [`start_throwaway_cluster`] is only implemented on unix.
+#[cfg(not(unix))]
+fn try_start_throwaway_cluster() -> Result<String, String> {
+    Err("throwaway clusters are only supported on unix".to_owned())
+}
+
+/// [`start_throwaway_cluster`], reporting why it failed.
+#[cfg(unix)]
+fn try_start_throwaway_cluster() -> Result<String, String> {
+    cluster::start()
+}
+
+/// The unix-only machinery behind [`start_throwaway_cluster`].
+#[cfg(unix)]
+mod cluster {
+    use std::fs;
+    use std::net::TcpListener;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    /// How long the server may take to accept connections after being started.
+    const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+    /// Shell script run by the watchdog (`$1` = pid to wait for, or `now`; `$2` = directory to
+    /// remove, or empty; `$3` = data directory; the rest = optional stop command).
+    const STOP_SCRIPT: &str = r#"
+parent=$1; base=$2; data=$3; shift 3
+alive() {
+  kill -0 "$1" 2>/dev/null || return 1
+  if [ -r "/proc/$1/stat" ]; then
+    read -r _pid _comm state _rest < "/proc/$1/stat" || return 0
+    [ "$state" != Z ] || return 1
+  fi
+  return 0
+}
+if [ "$parent" != now ]; then
+  while alive "$parent"; do sleep 1; done
+fi
+pid=
+if [ -f "$data/postmaster.pid" ]; then read -r pid < "$data/postmaster.pid"; fi
+if [ -n "$pid" ] && alive "$pid"; then
+  if [ $# -gt 0 ]; then "$@" >/dev/null 2>&1; fi
+  kill -QUIT "$pid" 2>/dev/null
+  i=0
+  while alive "$pid" && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+  kill -KILL "$pid" 2>/dev/null
+fi
+if [ -n "$base" ]; then rm -rf "$base"; fi
+"#;
+
+    /// The server programs to use, all from one directory.
+    struct PgBins {
+        initdb: PathBuf,
+        pg_ctl: Option<PathBuf>,
+        postgres: Option<PathBuf>,
+    }
+
+    /// Who runs the server programs.
+    enum RunAs {
+        /// The current (non-root) user.
+        Current,
+        /// Another user, through `runuser -u NAME --`.
+        Runuser { runuser: PathBuf, user: String },
+        /// Another user, through `su -s /bin/sh -c CMD NAME`.
+        Su { su: PathBuf, user: String },
+    }
+
+    impl RunAs {
+        /// The argument vector that runs `program args...` as this user.
+        fn argv(&self, program: &Path, args: &[&str]) -> Vec<String> {
+            let program = program.to_string_lossy().into_owned();
+            let mut argv = Vec::new();
+            match self {
+                RunAs::Current => {
+                    argv.push(program);
+                    argv.extend(args.iter().map(|a| (*a).to_owned()));
+                }
+                RunAs::Runuser { runuser, user } => {
+                    argv.push(runuser.to_string_lossy().into_owned());
+                    argv.extend(["-u".to_owned(), user.clone(), "--".to_owned(), program]);
+                    argv.extend(args.iter().map(|a| (*a).to_owned()));
+                }
+                RunAs::Su { su, user } => {
+                    let mut line = shell_quote(&program);
+                    for arg in args {
+                        line.push(' ');
+                        line.push_str(&shell_quote(arg));
+                    }
+                    argv.push(su.to_string_lossy().into_owned());
+                    argv.extend([
+                        "-s".to_owned(),
+                        "/bin/sh".to_owned(),
+                        "-c".to_owned(),
+                        line,
+                        user.clone(),
+                    ]);
+                }
+            }
+            argv
+        }
+
+        /// A `Command` that runs `program args...` as this user.
+        fn command(&self, program: &Path, args: &[&str]) -> Command {
+            let argv = self.argv(program, args);
+            let mut command = Command::new(&argv[0]);
+            command.args(&argv[1..]);
+            command
+        }
+    }
+
+    /// Single-quotes `s` for `/bin/sh`.
+    fn shell_quote(s: &str) -> String {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+
+    /// Whether `path` is an executable regular file.
+    fn is_executable(path: &Path) -> bool {
+        fs::metadata(path)
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    }
+
+    /// `/usr/lib/postgresql/<version>/bin`, newest version first.
+    fn versioned_bin_dirs() -> Vec<PathBuf> {
+        let mut versions: Vec<(Vec<u32>, PathBuf)> = fs::read_dir("/usr/lib/postgresql")
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter_map(|entry| {
+                        let name = entry.file_name().to_string_lossy().into_owned();
+                        let version: Option<Vec<u32>> =
+                            name.split('.').map(|part| part.parse().ok()).collect();
+                        version.map(|v| (v, entry.path().join("bin")))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        versions.sort_by(|a, b| b.0.cmp(&a.0));
+        versions.into_iter().map(|(_, dir)| dir).collect()
+    }
+
+    /// The first directory (`PATH`, then `/usr/lib/postgresql/*/bin`) holding `initdb` and
+    /// `pg_ctl` or `postgres`.
+    fn find_pg_bins() -> Option<PgBins> {
+        let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+            .map(|path| std::env::split_paths(&path).collect())
+            .unwrap_or_default();
+        dirs.extend(versioned_bin_dirs());
+        dirs.into_iter().find_map(|dir| {
+            let initdb = dir.join("initdb");
+            if !is_executable(&initdb) {
+                return None;
+            }
+            let pg_ctl = Some(dir.join("pg_ctl")).filter(|p| is_executable(p));
+            let postgres = Some(dir.join("postgres")).filter(|p| is_executable(p));
+            (pg_ctl.is_some() || postgres.is_some()).then_some(PgBins {
+                initdb,
+                pg_ctl,
+                postgres,
+            })
+        })
+    }
+
+    /// Finds an executable by name in `PATH` and the usual system directories.
+    fn find_program(name: &str) -> Option<PathBuf> {
+        let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+            .map(|path| std::env::split_paths(&path).collect())
+            .unwrap_or_default();
+        dirs.extend(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from));
+        dirs.into_iter()
+            .map(|dir| dir.join(name))
+            .find(|p| is_executable(p))
+    }
+
+    /// Uid and gid of a system user, from `/etc/passwd` or else `id`.
+    fn lookup_user(name: &str) -> Option<(u32, u32)> {
+        if let Ok(passwd) = fs::read_to_string("/etc/passwd") {
+            for line in passwd.lines() {
+                let fields: Vec<&str> = line.split(':').collect();
+                if fields.len() >= 4
+                    && fields[0] == name
+                    && let (Ok(uid), Ok(gid)) = (fields[2].parse(), fields[3].parse())
+                {
+                    return Some((uid, gid));
+                }
+            }
+        }
+        let id = |flag: &str| -> Option<u32> {
+            let out = Command::new("id").arg(flag).arg(name).output().ok()?;
+            if !out.status.success() {
+                return None;
+            }
+            String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+        };
+        Some((id("-u")?, id("-g")?))
+    }
+
+    /// Decides who runs the server; when we are root, hands `base` to an unprivileged user.
+    fn run_as_for(base: &Path) -> Result<RunAs, String> {
+        let meta =
+            fs::metadata(base).map_err(|e| format!("cannot stat {}: {e}", base.display()))?;
+        if meta.uid() != 0 {
+            return Ok(RunAs::Current);
+        }
+        let (user, uid, gid) = ["postgres", "nobody"]
+            .into_iter()
+            .find_map(|name| lookup_user(name).map(|(uid, gid)| (name.to_owned(), uid, gid)))
+            .ok_or("running as root, but neither a `postgres` nor a `nobody` user exists")?;
+        std::os::unix::fs::chown(base, Some(uid), Some(gid))
+            .map_err(|e| format!("cannot chown {} to {user}: {e}", base.display()))?;
+        if let Some(runuser) = find_program("runuser") {
+            Ok(RunAs::Runuser { runuser, user })
+        } else if let Some(su) = find_program("su") {
+            Ok(RunAs::Su { su, user })
+        } else {
+            Err("running as root, but neither `runuser` nor `su` was found".to_owned())
+        }
+    }
+
+    /// Runs [`STOP_SCRIPT`] in a new shell; `wait_for` is a pid or `now`.
+    fn stop_script(wait_for: &str, base: &str, data: &str, stop_cmd: &[String]) -> Command {
+        let mut command = Command::new("/bin/sh");
+        command
+            .arg("-c")
+            .arg(STOP_SCRIPT)
+            .arg("sqlmw-pg-watchdog")
+            .arg(wait_for)
+            .arg(base)
+            .arg(data)
+            .args(stop_cmd)
+            .current_dir("/")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0);
+        command
+    }
+
+    /// Stops the server in `data` (if running) right now, and removes `base` if non-empty.
+    fn stop_now(base: &str, data: &str, stop_cmd: &[String]) {
+        let _ = stop_script("now", base, data, stop_cmd).status();
+    }
+
+    /// The last lines of the server log, for error messages.
+    fn log_tail(log: &str) -> String {
+        let text = fs::read_to_string(log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let start = lines.len().saturating_sub(15);
+        lines[start..].join("\n")
+    }
+
+    /// A TCP port on 127.0.0.1 that was free a moment ago.
+    fn free_port() -> Result<u16, String> {
+        TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .map(|addr| addr.port())
+            .map_err(|e| format!("cannot find a free port: {e}"))
+    }
+
+    /// Polls `url` until it accepts connections, the deadline passes, or `exited` reports that
+    /// the server died.
+    fn wait_ready(url: &str, mut exited: impl FnMut() -> Option<String>) -> Result<(), String> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Some(why) = exited() {
+                return Err(why);
+            }
+            let err = match super::probe(url, super::PROBE_TIMEOUT) {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "server did not accept connections within {START_TIMEOUT:?}: {err}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// See [`super::start_throwaway_cluster`].
+    pub(super) fn start() -> Result<String, String> {
+        let bins = find_pg_bins().ok_or(
+            "no PostgreSQL server binaries (initdb plus pg_ctl or postgres) in PATH or \
+             /usr/lib/postgresql/*/bin",
+        )?;
+        let base = std::env::temp_dir().join(format!(
+            "sqlmw_pg_{}_{}",
+            std::process::id(),
+            super::random_hex()
+        ));
+        let base_str = base
+            .to_str()
+            .ok_or("the temporary directory path is not UTF-8")?
+            .to_owned();
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&base)
+            .map_err(|e| format!("cannot create {base_str}: {e}"))?;
+        let run_as = match run_as_for(&base) {
+            Ok(run_as) => run_as,
+            Err(e) => {
+                let _ = fs::remove_dir_all(&base);
+                return Err(e);
+            }
+        };
+        let data = format!("{base_str}/data");
+        let stop_cmd = bins
+            .pg_ctl
+            .as_ref()
+            .map(|pg_ctl| run_as.argv(pg_ctl, &["-D", &data, "-m", "immediate", "-w", "stop"]))
+            .unwrap_or_default();
+
+        // The watchdog exists before the server does, so no exit path can leak a server.
+        let parent = std::process::id().to_string();
+        if let Err(e) = stop_script(&parent, &base_str, &data, &stop_cmd).spawn() {
+            let _ = fs::remove_dir_all(&base);
+            return Err(format!("cannot spawn the watchdog shell /bin/sh: {e}"));
+        }
+
+        let result = init_and_start(&bins, &run_as, &base_str, &data, &stop_cmd);
+        match &result {
+            Ok(url) => eprintln!(
+                "[pg tests] started a throwaway PostgreSQL cluster at {url} (data in {base_str}); \
+                 it is removed when process {parent} exits"
+            ),
+            Err(_) => stop_now(&base_str, &data, &stop_cmd),
+        }
+        result
+    }
+
+    /// Runs `initdb`, then starts the server, retrying with another port if the start fails.
+    fn init_and_start(
+        bins: &PgBins,
+        run_as: &RunAs,
+        base: &str,
+        data: &str,
+        stop_cmd: &[String],
+    ) -> Result<String, String> {
+        let out = run_as
+            .command(
+                &bins.initdb,
+                &[
+                    "-D",
+                    data,
+                    "-U",
+                    "postgres",
+                    "-A",
+                    "trust",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                    "--no-sync",
+                ],
+            )
+            .current_dir(base)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", bins.initdb.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{} failed ({}): {}",
+                bins.initdb.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+
+        let mut last_error = String::new();
+        for _ in 0..3 {
+            let port = free_port()?;
+            match start_server(bins, run_as, base, data, port) {
+                Ok(url) => return Ok(url),
+                Err(e) => {
+                    last_error = e;
+                    stop_now("", data, stop_cmd);
+                }
+            }
+        }
+        Err(last_error)
+    }
+
+    /// Starts the server on `port` and waits until it accepts connections.
+    fn start_server(
+        bins: &PgBins,
+        run_as: &RunAs,
+        base: &str,
+        data: &str,
+        port: u16,
+    ) -> Result<String, String> {
+        let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+        let log = format!("{base}/server.log");
+        let port = port.to_string();
+        let settings = [
+            ("listen_addresses", "127.0.0.1"),
+            ("port", port.as_str()),
+            ("unix_socket_directories", base),
+            ("fsync", "off"),
+            ("synchronous_commit", "off"),
+            ("full_page_writes", "off"),
+            ("max_connections", "200"),
+        ];
+
+        if let Some(pg_ctl) = &bins.pg_ctl {
+            // pg_ctl hands -o to /bin/sh, hence the quoting.
+            let options = settings
+                .iter()
+                .map(|(key, value)| format!("-c {}", shell_quote(&format!("{key}={value}"))))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let out = run_as
+                .command(
+                    pg_ctl,
+                    &[
+                        "-D", data, "-l", &log, "-w", "-t", "60", "-o", &options, "start",
+                    ],
+                )
+                .current_dir(base)
+                .stdin(Stdio::null())
+                .process_group(0)
+                .output()
+                .map_err(|e| format!("cannot run {}: {e}", pg_ctl.display()))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "{} start failed ({}): {}\nserver log:\n{}",
+                    pg_ctl.display(),
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr).trim(),
+                    log_tail(&log)
+                ));
+            }
+            wait_ready(&url, || None)?;
+        } else if let Some(postgres) = &bins.postgres {
+            let log_file =
+                fs::File::create(&log).map_err(|e| format!("cannot create {log}: {e}"))?;
+            let log_err = log_file
+                .try_clone()
+                .map_err(|e| format!("cannot clone the log file handle: {e}"))?;
+            let mut args = vec!["-D".to_owned(), data.to_owned()];
+            for (key, value) in settings {
+                args.push("-c".to_owned());
+                args.push(format!("{key}={value}"));
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let mut child = run_as
+                .command(postgres, &args)
+                .current_dir(base)
+                .stdin(Stdio::null())
+                .stdout(log_file)
+                .stderr(log_err)
+                .process_group(0)
+                .spawn()
+                .map_err(|e| format!("cannot run {}: {e}", postgres.display()))?;
+            wait_ready(&url, || match child.try_wait() {
+                Ok(Some(status)) => Some(format!(
+                    "{} exited ({status}); server log:\n{}",
+                    postgres.display(),
+                    log_tail(&log)
+                )),
+                _ => None,
+            })?;
+        }
+        Ok(url)
+    }
+}

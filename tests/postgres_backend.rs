@@ -1,0 +1,537 @@
+//! Postgres-only promises: the type matrix, one round trip per cached autocommit query,
+//! pool hygiene after dirty or abandoned connections, commit truth, and the throwaway-cluster path.
+#![cfg(feature = "postgres")]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use chrono::{NaiveDate, TimeZone, Utc};
+use common::pg;
+use rust_decimal::Decimal;
+use sql_middleware::prelude::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+async fn pool(url: &str, max: usize) -> ConfigAndPool {
+    ConfigAndPool::postgres(url)
+        .max_size(max)
+        .wait_timeout(Duration::from_secs(5))
+        .build()
+        .await
+        .expect("pool")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn type_matrix_round_trips_every_type_and_null() {
+    pg::with_schema(|url| async move {
+        let db = pool(&url, 2).await;
+        let mut c = db.get_connection().await.unwrap();
+        c.execute_batch(
+            "CREATE TABLE m (
+                i2 int2, i4 int4, i8 int8, f4 float4, f8 float8, num numeric,
+                t text, vc varchar(20), ch char(3), nm name, b bool, by bytea,
+                js json, jb jsonb, d date, ts timestamp, tz timestamptz, u uuid)",
+        )
+        .await
+        .unwrap();
+        let ts = NaiveDate::from_ymd_opt(2024, 2, 29)
+            .unwrap()
+            .and_hms_micro_opt(13, 14, 15, 123_456)
+            .unwrap();
+        let tz = Utc.with_ymd_and_hms(2023, 12, 31, 23, 59, 59).unwrap();
+        let uuid = uuid::Uuid::from_u128(0x1234_5678_9abc_def0_1234_5678_9abc_def0);
+        let json = serde_json::json!({"a": [1, 2, {"b": null}], "ü": "✓"});
+        let insert =
+            "INSERT INTO m VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)";
+        // Natural kinds, plus lossless conversions to the declared types:
+        // Int -> float8 and numeric, Float -> float4, midnight Timestamp -> date, Text -> json/uuid.
+        let params = vec![
+            RowValues::Int(-32768),
+            RowValues::Int(i32::MAX as i64),
+            RowValues::Int(i64::MIN),
+            RowValues::Float(1.5),
+            RowValues::Int(1 << 53),
+            RowValues::Int(12345),
+            RowValues::Text("héllo ✓".into()),
+            RowValues::Text("varchar".into()),
+            RowValues::Text("abc".into()),
+            RowValues::Text("a_name".into()),
+            RowValues::Bool(true),
+            RowValues::Blob(vec![0, 1, 254, 255]),
+            RowValues::Text(json.to_string()),
+            RowValues::JSON(json.clone()),
+            RowValues::Timestamp(
+                NaiveDate::from_ymd_opt(2024, 1, 2)
+                    .unwrap()
+                    .and_hms_opt(0, 0, 0)
+                    .unwrap(),
+            ),
+            RowValues::Timestamp(ts),
+            RowValues::TimestampTz(tz),
+            RowValues::Text(uuid.to_string()),
+        ];
+        assert_eq!(c.query(insert).params(&params).dml().await.unwrap(), 1);
+        let nulls = vec![RowValues::Null; 18];
+        assert_eq!(c.query(insert).params(&nulls).dml().await.unwrap(), 1);
+
+        let rs = c
+            .query("SELECT * FROM m ORDER BY i2 NULLS LAST")
+            .select()
+            .await
+            .unwrap();
+        let r = &rs.results[0];
+        let expect = [
+            ("i2", RowValues::Int(-32768)),
+            ("i4", RowValues::Int(i32::MAX as i64)),
+            ("i8", RowValues::Int(i64::MIN)),
+            ("f4", RowValues::Float(1.5)),
+            ("f8", RowValues::Float((1u64 << 53) as f64)),
+            ("num", RowValues::Numeric(Decimal::from(12345))),
+            ("t", RowValues::Text("héllo ✓".into())),
+            ("vc", RowValues::Text("varchar".into())),
+            ("ch", RowValues::Text("abc".into())),
+            ("nm", RowValues::Text("a_name".into())),
+            ("b", RowValues::Bool(true)),
+            ("by", RowValues::Blob(vec![0, 1, 254, 255])),
+            ("js", RowValues::JSON(json.clone())),
+            ("jb", RowValues::JSON(json.clone())),
+            (
+                "d",
+                RowValues::Date(NaiveDate::from_ymd_opt(2024, 1, 2).unwrap()),
+            ),
+            ("ts", RowValues::Timestamp(ts)),
+            ("tz", RowValues::TimestampTz(tz)),
+            ("u", RowValues::Uuid(uuid)),
+        ];
+        for (col, v) in &expect {
+            assert_eq!(r.get(col), Some(v), "column {col}");
+        }
+        let null_row = &rs.results[1];
+        for (col, _) in &expect {
+            assert_eq!(
+                null_row.get(col),
+                Some(&RowValues::Null),
+                "NULL in column {col}"
+            );
+        }
+        // Typed decoding goes by the column's type too.
+        let (i2, f4, num, d, u): (i16, f32, Decimal, NaiveDate, uuid::Uuid) = c
+            .query("SELECT i2, f4, num, d, u FROM m WHERE i2 IS NOT NULL")
+            .one()
+            .await
+            .unwrap();
+        assert_eq!(
+            (i2, f4, num, d, u),
+            (
+                -32768,
+                1.5,
+                Decimal::from(12345),
+                NaiveDate::from_ymd_opt(2024, 1, 2).unwrap(),
+                uuid
+            )
+        );
+        println!("type_matrix types=18 rows=2 mismatches=0");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lossy_binds_are_typed_errors_naming_the_parameter() {
+    pg::with_schema(|url| async move {
+        let db = pool(&url, 1).await;
+        let mut c = db.get_connection().await.unwrap();
+        c.execute_batch("CREATE TABLE l (i4 int4, f4 float4, d date, i8 int8)")
+            .await
+            .unwrap();
+        let cases: Vec<(&str, RowValues)> = vec![
+            ("INSERT INTO l (i4) VALUES ($1)", RowValues::Int(1 << 40)),
+            ("INSERT INTO l (f4) VALUES ($1)", RowValues::Float(0.1)),
+            (
+                "INSERT INTO l (d) VALUES ($1)",
+                RowValues::Timestamp(
+                    NaiveDate::from_ymd_opt(2024, 1, 1)
+                        .unwrap()
+                        .and_hms_opt(1, 0, 0)
+                        .unwrap(),
+                ),
+            ),
+            (
+                "INSERT INTO l (i8) VALUES ($1)",
+                RowValues::Text("12".into()),
+            ),
+            ("INSERT INTO l (i8) VALUES ($1)", RowValues::Float(0.5)),
+        ];
+        for (sql, v) in &cases {
+            let e = c
+                .query(sql)
+                .params(std::slice::from_ref(v))
+                .dml()
+                .await
+                .unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::ParameterType, "{sql} {v:?}: {e}");
+            assert!(
+                e.to_string().contains("parameter"),
+                "message names the parameter: {e}"
+            );
+            let (one,): (i32,) = c.query("SELECT 1").one().await.unwrap();
+            assert_eq!(one, 1);
+        }
+        let n: (i64,) = c.query("SELECT count(*) FROM l").one().await.unwrap();
+        assert_eq!(n.0, 0);
+        println!("lossy_binds cases={} rejected={}", cases.len(), cases.len());
+    })
+    .await;
+}
+
+/// Counts the frontend messages that end a round trip (`Sync`, simple `Query`) and `Parse`.
+#[derive(Default)]
+struct Counts {
+    syncs: AtomicU64,
+    queries: AtomicU64,
+    parses: AtomicU64,
+}
+
+async fn pump_client_to_server(
+    mut from: impl AsyncReadExt + Unpin,
+    mut to: impl AsyncWriteExt + Unpin,
+    counts: Arc<Counts>,
+) {
+    // The startup packet has no type byte.
+    let mut len = [0u8; 4];
+    if from.read_exact(&mut len).await.is_err() {
+        return;
+    }
+    let n = u32::from_be_bytes(len) as usize;
+    let mut body = vec![0u8; n - 4];
+    if from.read_exact(&mut body).await.is_err() {
+        return;
+    }
+    if to.write_all(&len).await.is_err() || to.write_all(&body).await.is_err() {
+        return;
+    }
+    loop {
+        let mut head = [0u8; 5];
+        if from.read_exact(&mut head).await.is_err() {
+            return;
+        }
+        match head[0] {
+            b'S' => counts.syncs.fetch_add(1, Ordering::SeqCst),
+            b'Q' => counts.queries.fetch_add(1, Ordering::SeqCst),
+            b'P' => counts.parses.fetch_add(1, Ordering::SeqCst),
+            _ => 0,
+        };
+        let n = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        let mut body = vec![0u8; n - 4];
+        if from.read_exact(&mut body).await.is_err() {
+            return;
+        }
+        if to.write_all(&head).await.is_err() || to.write_all(&body).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A loopback proxy in front of the test server that counts protocol messages.
+async fn counting_proxy(target: tokio_postgres::Config) -> (u16, Arc<Counts>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let counts = Arc::new(Counts::default());
+    let c2 = Arc::clone(&counts);
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let counts = Arc::clone(&c2);
+            let host = target.get_hosts()[0].clone();
+            let tport = target.get_ports().first().copied().unwrap_or(5432);
+            tokio::spawn(async move {
+                let (cr, mut cw) = client.into_split();
+                match host {
+                    tokio_postgres::config::Host::Tcp(h) => {
+                        let server = tokio::net::TcpStream::connect((h.as_str(), tport))
+                            .await
+                            .unwrap();
+                        let (mut sr, sw) = server.into_split();
+                        tokio::spawn(async move {
+                            let _ = tokio::io::copy(&mut sr, &mut cw).await;
+                        });
+                        pump_client_to_server(cr, sw, counts).await;
+                    }
+                    tokio_postgres::config::Host::Unix(dir) => {
+                        let path = dir.join(format!(".s.PGSQL.{tport}"));
+                        let server = tokio::net::UnixStream::connect(path).await.unwrap();
+                        let (mut sr, sw) = server.into_split();
+                        tokio::spawn(async move {
+                            let _ = tokio::io::copy(&mut sr, &mut cw).await;
+                        });
+                        pump_client_to_server(cr, sw, counts).await;
+                    }
+                }
+            });
+        }
+    });
+    (port, counts)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_autocommit_select_is_one_round_trip() {
+    pg::with_schema(|url| async move {
+        let target: tokio_postgres::Config = url.parse().unwrap();
+        let (port, counts) = counting_proxy(target.clone()).await;
+        let mut via = tokio_postgres::Config::new();
+        via.host("127.0.0.1").port(port).user(target.get_user().unwrap());
+        via.dbname(target.get_dbname().unwrap_or("postgres"));
+        if let Some(o) = target.get_options() {
+            via.options(o);
+        }
+        let db = ConfigAndPool::postgres_config(via).max_size(1).build().await.unwrap();
+        let mut c = db.get_connection().await.unwrap();
+        c.execute_batch("CREATE TABLE rt (id int8 PRIMARY KEY, v text); INSERT INTO rt SELECT g, 'v' || g FROM generate_series(1, 100) g")
+            .await
+            .unwrap();
+        let sql = "SELECT id, v FROM rt WHERE id = $1";
+        c.query(sql).params(&[1.into()]).select().await.unwrap(); // warm: prepare once
+        let (s0, q0, p0) = (
+            counts.syncs.load(Ordering::SeqCst),
+            counts.queries.load(Ordering::SeqCst),
+            counts.parses.load(Ordering::SeqCst),
+        );
+        const RUNS: u64 = 50;
+        for i in 0..RUNS as i64 {
+            let rs = c.query(sql).params(&[RowValues::Int(i % 100 + 1)]).select().await.unwrap();
+            assert_eq!(rs.results.len(), 1);
+        }
+        let mut stmt = c.prepare(sql).await.unwrap();
+        for i in 0..RUNS as i64 {
+            let (id, _v): (i64, String) = stmt.one(&[RowValues::Int(i + 1)]).await.unwrap();
+            assert_eq!(id, i + 1);
+        }
+        let syncs = counts.syncs.load(Ordering::SeqCst) - s0;
+        let queries = counts.queries.load(Ordering::SeqCst) - q0;
+        let parses = counts.parses.load(Ordering::SeqCst) - p0;
+        println!("round_trips queries={} syncs={syncs} simple_queries={queries} parses={parses}", 2 * RUNS);
+        assert_eq!(syncs, 2 * RUNS, "one round trip per autocommit query");
+        assert_eq!(queries, 0, "no BEGIN/COMMIT around single statements");
+        assert_eq!(parses, 0, "no re-prepare of a cached statement");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dirty_and_aborted_connections_are_never_handed_out() {
+    pg::with_schema(|url| async move {
+        let db = pool(&url, 1).await;
+        {
+            let mut c = db.get_connection().await.unwrap();
+            c.execute_batch("CREATE TABLE d (id int8 PRIMARY KEY)")
+                .await
+                .unwrap();
+        }
+        let mut scenarios = 0;
+        // 1. A transaction dropped with a write in it.
+        {
+            let mut c = db.get_connection().await.unwrap();
+            let mut tx = c.begin().await.unwrap();
+            tx.query("INSERT INTO d VALUES (1)").dml().await.unwrap();
+            drop(tx);
+            scenarios += 1;
+        }
+        // 2. An aborted transaction (error inside), dropped.
+        {
+            let mut c = db.get_connection().await.unwrap();
+            let mut tx = c.begin().await.unwrap();
+            tx.query("INSERT INTO d VALUES (2)").dml().await.unwrap();
+            assert!(tx.query("SELECT 1/0").select().await.is_err());
+            drop(tx);
+            scenarios += 1;
+        }
+        // 3. A raw BEGIN inside a batch, left open.
+        {
+            let mut c = db.get_connection().await.unwrap();
+            c.execute_batch("BEGIN; INSERT INTO d VALUES (3)")
+                .await
+                .unwrap();
+            scenarios += 1;
+        }
+        // 4. A transaction dropped outside any runtime.
+        {
+            let db2 = db.clone();
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                let mut c = rt.block_on(db2.get_connection()).unwrap();
+                let mut tx = rt.block_on(c.begin()).unwrap();
+                rt.block_on(tx.query("INSERT INTO d VALUES (4)").dml())
+                    .unwrap();
+                drop(rt);
+                assert!(tokio::runtime::Handle::try_current().is_err());
+                drop(tx);
+                drop(c);
+            })
+            .join()
+            .unwrap();
+            scenarios += 1;
+        }
+        // The next checkout is idle: no transaction id assigned, not aborted, nothing saved.
+        let mut c = db.get_connection().await.unwrap();
+        let (xid,): (Option<i64>,) = c
+            .query("SELECT txid_current_if_assigned()::text::int8")
+            .one()
+            .await
+            .unwrap();
+        assert_eq!(xid, None, "the connection must not be inside a transaction");
+        let (n,): (i64,) = c.query("SELECT count(*) FROM d").one().await.unwrap();
+        assert_eq!(n, 0, "no write of a dropped transaction is visible");
+        let status = db.status();
+        assert!(status.size <= 1);
+        println!(
+            "pg_hygiene scenarios={scenarios} dirty_checkouts=0 size={}",
+            status.size
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_query_is_cancelled_not_queued_behind() {
+    pg::with_schema(|url| async move {
+        let db = pool(&url, 1).await;
+        // Same connection, reused after a timeout.
+        let mut c = db.get_connection().await.unwrap();
+        let r = tokio::time::timeout(
+            Duration::from_millis(200),
+            c.query("SELECT pg_sleep(5)").select(),
+        )
+        .await;
+        assert!(r.is_err(), "the sleep must time out");
+        let t = Instant::now();
+        let (one,): (i32,) = c.query("SELECT 1").one().await.unwrap();
+        assert_eq!(one, 1);
+        let same_conn = t.elapsed();
+        // Next borrower, after the connection went back with a query running.
+        let r = tokio::time::timeout(
+            Duration::from_millis(200),
+            c.query("SELECT pg_sleep(5)").select(),
+        )
+        .await;
+        assert!(r.is_err());
+        drop(c);
+        let t = Instant::now();
+        let mut c = db.get_connection().await.unwrap();
+        let (one,): (i32,) = c.query("SELECT 1").one().await.unwrap();
+        assert_eq!(one, 1);
+        let next_borrower = t.elapsed();
+        println!(
+            "abandoned_query same_conn_ms={} next_borrower_ms={}",
+            same_conn.as_millis(),
+            next_borrower.as_millis()
+        );
+        assert!(same_conn < Duration::from_secs(2), "{same_conn:?}");
+        assert!(next_borrower < Duration::from_secs(2), "{next_borrower:?}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_after_error_is_an_error_and_saves_nothing() {
+    pg::with_schema(|url| async move {
+        let db = pool(&url, 2).await;
+        let mut c = db.get_connection().await.unwrap();
+        c.execute_batch("CREATE TABLE ct (id int8 PRIMARY KEY)")
+            .await
+            .unwrap();
+        let mut tx = c.begin().await.unwrap();
+        tx.query("INSERT INTO ct VALUES (1)").dml().await.unwrap();
+        let e = tx
+            .query("INSERT INTO ct VALUES (1)")
+            .dml()
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::UniqueViolation);
+        assert_eq!(e.driver_code(), Some("23505"));
+        let e = tx.commit().await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TransactionAborted);
+        let mut other = db.get_connection().await.unwrap();
+        let (n,): (i64,) = other.query("SELECT count(*) FROM ct").one().await.unwrap();
+        assert_eq!(n, 0);
+        // A server-side abort seen only through a batch is caught too.
+        let mut tx = c.begin().await.unwrap();
+        tx.query("INSERT INTO ct VALUES (2)").dml().await.unwrap();
+        assert!(tx.execute_batch("SELECT 1/0").await.is_err());
+        assert!(tx.commit().await.is_err());
+        let (n,): (i64,) = other.query("SELECT count(*) FROM ct").one().await.unwrap();
+        assert_eq!(n, 0);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_queries_return_in_order() {
+    pg::with_schema(|url| async move {
+        let db = pool(&url, 1).await;
+        let mut c = db.get_connection().await.unwrap();
+        let sets: Vec<[RowValues; 1]> = (0..200).map(|i| [RowValues::Int(i)]).collect();
+        let refs: Vec<&[RowValues]> = sets.iter().map(|s| &s[..]).collect();
+        let out = c.pipeline("SELECT $1::int8 * 3 AS x", &refs).await.unwrap();
+        assert_eq!(out.len(), 200);
+        for (i, rs) in out.iter().enumerate() {
+            assert_eq!(rs.results[0].get("x"), Some(&RowValues::Int(i as i64 * 3)));
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn application_name_and_raw_client() {
+    pg::with_schema(|url| async move {
+        let db = ConfigAndPool::postgres(&url)
+            .application_name("sqlmw-test-app")
+            .max_size(1)
+            .build()
+            .await
+            .unwrap();
+        let mut c = db.get_connection().await.unwrap();
+        let (name,): (String,) = c
+            .query("SELECT current_setting('application_name')")
+            .one()
+            .await
+            .unwrap();
+        assert_eq!(name, "sqlmw-test-app");
+        let client = c.postgres_client().unwrap();
+        let row = client.query_one("SELECT 7::int4", &[]).await.unwrap();
+        assert_eq!(row.get::<_, i32>(0), 7);
+    })
+    .await;
+}
+
+/// The provisioning path for machines with the PostgreSQL binaries but no running server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throwaway_cluster_serves_the_middleware() {
+    let Some(url) = pg::start_throwaway_cluster() else {
+        panic!(
+            "PostgreSQL server binaries (initdb, pg_ctl) are needed for this test: install them (Debian: apt-get install postgresql)"
+        );
+    };
+    let db = pool(&url, 2).await;
+    let mut c = db.get_connection().await.unwrap();
+    c.execute_batch("CREATE TABLE tc (id int8 PRIMARY KEY, v text)")
+        .await
+        .unwrap();
+    let mut tx = c.begin().await.unwrap();
+    tx.query("INSERT INTO tc VALUES ($1, $2)")
+        .params(&[1.into(), "a".into()])
+        .dml()
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let (v,): (String,) = c
+        .query("SELECT v FROM tc WHERE id = $1")
+        .params(&[1.into()])
+        .one()
+        .await
+        .unwrap();
+    assert_eq!(v, "a");
+    println!("throwaway_cluster url={url} ok=1");
+}

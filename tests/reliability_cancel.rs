@@ -1,0 +1,659 @@
+//! Reliability 1: cancellation at every await point.
+//!
+//! Each scenario drops one future — `begin`, a query or a script inside a transaction,
+//! `commit`, `rollback`, an autocommit query or script, and a lock wait — after 0, 1, 2 …
+//! polls (driven by a counting waker, up to completion), either right after the last poll or
+//! after the engine had a moment to finish the work ("settled"). Then, on a pool of size 1:
+//!
+//! - an acknowledged write made on the same checkout right after the drop is kept;
+//! - the next checkout is idle (not inside an open or aborted transaction);
+//! - no acknowledged write is lost, and no unacknowledged write is visible, except that a
+//!   future that may already have reached the engine's commit (a dropped `commit()`, or an
+//!   autocommit statement or script) is *indeterminate*: all of its rows or none.
+//!
+//! A second test keeps the transaction after a statement future was dropped inside it and
+//! commits: the dropped statement was never acknowledged, so it must not become visible
+//! through that commit (the commit must fail, or the statement must not have run).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use sql_middleware::prelude::*;
+use sql_middleware::{ErrorKind, PoolBuilder};
+
+use common::backends::{Kind, Logical, TestDb};
+use common::reliability::{
+    Audit, DropAt, Fate, Ledger, Polled, SeedGuard, check_idle, conn_identity, poll_at_most,
+};
+
+type Conn = MiddlewarePoolConnection;
+
+const INS: &str = "INSERT INTO cx (id, grp) VALUES ($1, $2)";
+/// Polls are tried up to this many; every operation here completes well before.
+const MAX_POLLS: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Begin,
+    TxQuery,
+    TxBatch,
+    Commit,
+    Rollback,
+    AutoQuery,
+    AutoBatch,
+    /// SQLite/Turso: `begin` while another connection holds the write lock (released 20 ms
+    /// later). Postgres: an UPDATE inside a transaction waiting for a row lock.
+    LockWait,
+}
+
+const TARGETS: [Target; 8] = [
+    Target::Begin,
+    Target::TxQuery,
+    Target::TxBatch,
+    Target::Commit,
+    Target::Rollback,
+    Target::AutoQuery,
+    Target::AutoBatch,
+    Target::LockWait,
+];
+
+impl Target {
+    fn name(self) -> &'static str {
+        match self {
+            Target::Begin => "begin",
+            Target::TxQuery => "tx_query",
+            Target::TxBatch => "tx_batch",
+            Target::Commit => "commit",
+            Target::Rollback => "rollback",
+            Target::AutoQuery => "auto_query",
+            Target::AutoBatch => "auto_batch",
+            Target::LockWait => "lock_wait",
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Stats {
+    scenarios: usize,
+    dropped: usize,
+    completed: usize,
+    same_checkout_lost: usize,
+    evicted: usize,
+    dirty: Vec<String>,
+    max_polls: usize,
+}
+
+fn row(group: i64, j: i64) -> i64 {
+    group * 10 + j
+}
+
+async fn ins(conn: &mut Conn, id: i64, grp: i64) -> Result<usize, SqlMiddlewareDbError> {
+    conn.query(INS).params(&[id.into(), grp.into()]).dml().await
+}
+
+fn fail<T: std::fmt::Debug>(what: &str, r: T) -> String {
+    format!("{what}: unexpected {r:?}")
+}
+
+/// Runs one scenario on a fresh checkout of `pool` (size 1). Returns whether the target
+/// future completed within `budget` polls.
+#[allow(clippy::too_many_arguments)]
+async fn scenario(
+    kind: Kind,
+    pool: &ConfigAndPool,
+    holder_pool: &ConfigAndPool,
+    target: Target,
+    budget: usize,
+    at: DropAt,
+    grp: i64,
+    ledger: &mut Ledger,
+    stats: &mut Stats,
+) -> Result<bool, String> {
+    let mut conn = tokio::time::timeout(Duration::from_secs(10), pool.get_connection())
+        .await
+        .map_err(|_| "checkout before the scenario hangs".to_string())?
+        .map_err(|e| fail("checkout", e))?;
+    let before = conn_identity(&mut conn, kind).await;
+    let (a, b) = (row(grp, 1), row(grp, 2));
+    let completed;
+    match target {
+        Target::Begin => match poll_at_most(conn.begin(), budget, at).await {
+            Polled::Done(Ok(mut tx), n) => {
+                stats.max_polls = stats.max_polls.max(n);
+                let r = tx
+                    .query(INS)
+                    .params(&[a.into(), grp.into()])
+                    .dml()
+                    .await
+                    .map_err(|e| fail("insert after begin", e))?;
+                assert_eq!(r, 1);
+                tx.commit().await.map_err(|e| fail("commit", e))?;
+                ledger.record(grp, Fate::Acked, vec![a]);
+                completed = true;
+            }
+            Polled::Done(Err(e), _) => return Err(fail("begin", e)),
+            Polled::Dropped(_) => {
+                ledger.record(grp, Fate::Unacked, vec![a]);
+                completed = false;
+            }
+        },
+        Target::TxQuery | Target::TxBatch => {
+            let mut tx = conn.begin().await.map_err(|e| fail("begin", e))?;
+            tx.query(INS)
+                .params(&[a.into(), grp.into()])
+                .dml()
+                .await
+                .map_err(|e| fail("first insert", e))?;
+            let script = format!("INSERT INTO cx (id, grp) VALUES ({b}, {grp})");
+            let polled = if target == Target::TxQuery {
+                match poll_at_most(
+                    tx.query(INS).params(&[b.into(), grp.into()]).dml(),
+                    budget,
+                    at,
+                )
+                .await
+                {
+                    Polled::Done(r, n) => Polled::Done(r.map(drop), n),
+                    Polled::Dropped(n) => Polled::Dropped(n),
+                }
+            } else {
+                poll_at_most(tx.execute_batch(&script), budget, at).await
+            };
+            match polled {
+                Polled::Done(Ok(()), n) => {
+                    stats.max_polls = stats.max_polls.max(n);
+                    tx.commit().await.map_err(|e| fail("commit", e))?;
+                    ledger.record(grp, Fate::Acked, vec![a, b]);
+                    completed = true;
+                }
+                Polled::Done(Err(e), _) => return Err(fail("statement in tx", e)),
+                Polled::Dropped(_) => {
+                    drop(tx);
+                    ledger.record(grp, Fate::Unacked, vec![a, b]);
+                    completed = false;
+                }
+            }
+        }
+        Target::Commit => {
+            let mut tx = conn.begin().await.map_err(|e| fail("begin", e))?;
+            for id in [a, b] {
+                tx.query(INS)
+                    .params(&[id.into(), grp.into()])
+                    .dml()
+                    .await
+                    .map_err(|e| fail("insert", e))?;
+            }
+            match poll_at_most(tx.commit(), budget, at).await {
+                Polled::Done(Ok(()), n) => {
+                    stats.max_polls = stats.max_polls.max(n);
+                    ledger.record(grp, Fate::Acked, vec![a, b]);
+                    completed = true;
+                }
+                Polled::Done(Err(e), _) => return Err(fail("commit", e)),
+                Polled::Dropped(0) => {
+                    ledger.record(grp, Fate::Unacked, vec![a, b]);
+                    completed = false;
+                }
+                Polled::Dropped(_) => {
+                    ledger.record(grp, Fate::Indeterminate, vec![a, b]);
+                    completed = false;
+                }
+            }
+        }
+        Target::Rollback => {
+            let mut tx = conn.begin().await.map_err(|e| fail("begin", e))?;
+            tx.query(INS)
+                .params(&[a.into(), grp.into()])
+                .dml()
+                .await
+                .map_err(|e| fail("insert", e))?;
+            match poll_at_most(tx.rollback(), budget, at).await {
+                Polled::Done(Ok(()), n) => {
+                    stats.max_polls = stats.max_polls.max(n);
+                    completed = true;
+                }
+                Polled::Done(Err(e), _) => return Err(fail("rollback", e)),
+                Polled::Dropped(_) => completed = false,
+            }
+            ledger.record(grp, Fate::Unacked, vec![a]);
+        }
+        Target::AutoQuery | Target::AutoBatch => {
+            let sql2 = "INSERT INTO cx (id, grp) VALUES ($1, $3), ($2, $3)";
+            let params: [RowValues; 3] = [a.into(), b.into(), grp.into()];
+            let script = format!(
+                "INSERT INTO cx (id, grp) VALUES ({a}, {grp}); INSERT INTO cx (id, grp) VALUES ({b}, {grp})"
+            );
+            let polled = if target == Target::AutoQuery {
+                match poll_at_most(conn.query(sql2).params(&params).dml(), budget, at).await {
+                    Polled::Done(r, n) => Polled::Done(
+                        r.and_then(|n| {
+                            if n == 2 {
+                                Ok(())
+                            } else {
+                                Err(SqlMiddlewareDbError::new(
+                                    ErrorKind::Other,
+                                    format!("{n} rows instead of 2"),
+                                ))
+                            }
+                        }),
+                        n,
+                    ),
+                    Polled::Dropped(n) => Polled::Dropped(n),
+                }
+            } else {
+                poll_at_most(conn.execute_batch(&script), budget, at).await
+            };
+            match polled {
+                Polled::Done(Ok(()), n) => {
+                    stats.max_polls = stats.max_polls.max(n);
+                    ledger.record(grp, Fate::Acked, vec![a, b]);
+                    completed = true;
+                }
+                Polled::Done(Err(e), _) => return Err(fail("autocommit write", e)),
+                Polled::Dropped(0) => {
+                    ledger.record(grp, Fate::Unacked, vec![a, b]);
+                    completed = false;
+                }
+                Polled::Dropped(_) => {
+                    ledger.record(grp, Fate::Indeterminate, vec![a, b]);
+                    completed = false;
+                }
+            }
+        }
+        Target::LockWait => {
+            // Someone else holds the lock; it lets go 20 ms after the target's first poll.
+            let mut holder = holder_pool
+                .get_connection()
+                .await
+                .map_err(|e| fail("holder checkout", e))?;
+            let release = std::sync::Arc::new(tokio::sync::Notify::new());
+            let (held_tx, held_rx) = tokio::sync::oneshot::channel::<()>();
+            let rel = std::sync::Arc::clone(&release);
+            let holder_task = tokio::spawn(async move {
+                let mut tx = holder.begin().await.map_err(|e| fail("holder begin", e))?;
+                tx.query("UPDATE lockrow SET v = v + 1 WHERE id = 1")
+                    .dml()
+                    .await
+                    .map_err(|e| fail("holder update", e))?;
+                let _ = held_tx.send(());
+                rel.notified().await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                tx.rollback()
+                    .await
+                    .map_err(|e| fail("holder rollback", e))?;
+                Ok::<_, String>(())
+            });
+            held_rx
+                .await
+                .map_err(|_| "the lock holder failed".to_string())?;
+            release.notify_one();
+            if kind == Kind::Postgres {
+                let mut tx = conn.begin().await.map_err(|e| fail("begin", e))?;
+                tx.query(INS)
+                    .params(&[a.into(), grp.into()])
+                    .dml()
+                    .await
+                    .map_err(|e| fail("insert", e))?;
+                match poll_at_most(
+                    tx.query("UPDATE lockrow SET v = v + 1 WHERE id = 1").dml(),
+                    budget,
+                    at,
+                )
+                .await
+                {
+                    Polled::Done(Ok(_), n) => {
+                        stats.max_polls = stats.max_polls.max(n);
+                        tx.commit().await.map_err(|e| fail("commit", e))?;
+                        ledger.record(grp, Fate::Acked, vec![a]);
+                        completed = true;
+                    }
+                    Polled::Done(Err(e), _) => return Err(fail("blocked update", e)),
+                    Polled::Dropped(_) => {
+                        drop(tx);
+                        ledger.record(grp, Fate::Unacked, vec![a]);
+                        completed = false;
+                    }
+                }
+            } else {
+                match poll_at_most(conn.begin(), budget, at).await {
+                    Polled::Done(Ok(mut tx), n) => {
+                        stats.max_polls = stats.max_polls.max(n);
+                        tx.query(INS)
+                            .params(&[a.into(), grp.into()])
+                            .dml()
+                            .await
+                            .map_err(|e| fail("insert after contended begin", e))?;
+                        tx.commit().await.map_err(|e| fail("commit", e))?;
+                        ledger.record(grp, Fate::Acked, vec![a]);
+                        completed = true;
+                    }
+                    Polled::Done(Err(e), _) => return Err(fail("contended begin", e)),
+                    Polled::Dropped(_) => {
+                        ledger.record(grp, Fate::Unacked, vec![a]);
+                        completed = false;
+                    }
+                }
+            }
+            holder_task
+                .await
+                .map_err(|e| format!("holder task: {e}"))??;
+        }
+    }
+    stats.scenarios += 1;
+    if completed {
+        stats.completed += 1;
+    } else {
+        stats.dropped += 1;
+    }
+
+    // An acknowledged write on the same checkout, right after the drop.
+    let z = row(grp + 1, 9);
+    match tokio::time::timeout(Duration::from_secs(10), ins(&mut conn, z, grp + 1)).await {
+        Err(_) => return Err("the write after the drop hangs".into()),
+        Ok(Ok(1)) => ledger.record(grp + 1, Fate::Acked, vec![z]),
+        // The cancelled call took the connection with it (SQLite's blocking pool): the
+        // checkout says so and is discarded. Nothing was written.
+        Ok(Err(e)) if e.kind() == ErrorKind::ConnectionLost && kind == Kind::Sqlite => {
+            stats.same_checkout_lost += 1;
+            ledger.record(grp + 1, Fate::Unacked, vec![z]);
+        }
+        Ok(other) => return Err(fail("write after the drop", other)),
+    }
+    drop(conn);
+
+    // The next checkout (the same connection, or its replacement) is idle.
+    let mut next = tokio::time::timeout(Duration::from_secs(10), pool.get_connection())
+        .await
+        .map_err(|_| "the next checkout hangs".to_string())?
+        .map_err(|e| fail("next checkout", e))?;
+    if let Err(e) = check_idle(&mut next, kind).await {
+        stats.dirty.push(format!(
+            "{} budget={budget} at={}: {e}",
+            target.name(),
+            at.name()
+        ));
+    }
+    let after = conn_identity(&mut next, kind).await;
+    if before.is_some() && before != after {
+        stats.evicted += 1;
+    }
+    Ok(completed)
+}
+
+async fn ids_between(pool: &ConfigAndPool, lo: i64, hi: i64) -> BTreeSet<i64> {
+    let mut c = pool.get_connection().await.expect("verifier checkout");
+    let ids: Vec<(i64,)> = c
+        .query("SELECT id FROM cx WHERE id >= $1 AND id < $2")
+        .params(&[lo.into(), hi.into()])
+        .all()
+        .await
+        .expect("verifier read");
+    ids.into_iter().map(|r| r.0).collect()
+}
+
+async fn all_ids(pool: &ConfigAndPool) -> BTreeSet<i64> {
+    let mut c = pool.get_connection().await.expect("verifier checkout");
+    let ids: Vec<(i64,)> = c
+        .query("SELECT id FROM cx")
+        .all()
+        .await
+        .expect("verifier read");
+    ids.into_iter().map(|r| r.0).collect()
+}
+
+async fn setup(db: &TestDb) {
+    let int = db.ty(Logical::Int);
+    let mut c = db.conn().await;
+    c.execute_batch(&format!(
+        "CREATE TABLE cx (id {int} PRIMARY KEY, grp {int} NOT NULL);
+         CREATE TABLE lockrow (id {int} PRIMARY KEY, v {int} NOT NULL);
+         INSERT INTO lockrow (id, v) VALUES (1, 0);"
+    ))
+    .await
+    .expect("setup");
+}
+
+fn report(label: &str, stats: &Stats, audit: &Audit) {
+    println!(
+        "cancel {label} scenarios={} dropped={} completed={} max_polls_to_complete={} \
+         acked_rows={} found={} lost={} phantom={} torn={} indeterminate={} \
+         (committed={} absent={}) same_checkout_lost={} evicted={} dirty_checkouts={}",
+        stats.scenarios,
+        stats.dropped,
+        stats.completed,
+        stats.max_polls,
+        audit.acked_rows,
+        audit.acked_found,
+        audit.lost.len(),
+        audit.phantom.len(),
+        audit.torn.len(),
+        audit.indeterminate,
+        audit.indeterminate_committed,
+        audit.indeterminate_absent,
+        stats.same_checkout_lost,
+        stats.evicted,
+        stats.dirty.len(),
+    );
+}
+
+async fn t_cancel_everywhere(db: &TestDb, builder: PoolBuilder, label: &str) {
+    let (_guard, _seed) = SeedGuard::new(&format!("cancel_everywhere/{label}"));
+    setup(db).await;
+    let pool = builder
+        .max_size(1)
+        .wait_timeout(Duration::from_secs(10))
+        .build()
+        .await
+        .expect("pool of one");
+    let holder_pool = db.builder().max_size(1).build().await.expect("holder pool");
+    let mut ledger = Ledger::default();
+    let mut stats = Stats::default();
+    let mut grp = 0_i64;
+    let mut errors = Vec::new();
+    for target in TARGETS {
+        for at in [DropAt::Immediately, DropAt::Settled] {
+            let first = usize::from(at == DropAt::Settled);
+            for step in first..=MAX_POLLS {
+                // A lock wait may be polled many times (Turso retries its busy handler by
+                // yielding): after a few budgets, the last run goes to completion.
+                let cap = if target == Target::LockWait {
+                    4
+                } else {
+                    MAX_POLLS
+                };
+                let budget = if step >= cap { usize::MAX } else { step };
+                grp += 2;
+                let mut local = Ledger::default();
+                let outcome = scenario(
+                    db.kind,
+                    &pool,
+                    &holder_pool,
+                    target,
+                    budget,
+                    at,
+                    grp,
+                    &mut local,
+                    &mut stats,
+                )
+                .await;
+                // Right away, through another connection: acknowledged means visible now.
+                let now = local.audit(&ids_between(&db.db, row(grp, 0), row(grp + 2, 0)).await);
+                if !now.ok() {
+                    errors.push(format!(
+                        "{} budget={budget} at={}: right after the scenario: lost {:?} phantom {:?} torn groups {:?}",
+                        target.name(),
+                        at.name(),
+                        now.lost,
+                        now.phantom,
+                        now.torn
+                    ));
+                }
+                ledger.absorb(local);
+                match outcome {
+                    Ok(true) => break,
+                    Ok(false) => {}
+                    Err(e) => {
+                        errors.push(format!(
+                            "{} budget={budget} at={}: {e}",
+                            target.name(),
+                            at.name()
+                        ));
+                        break;
+                    }
+                }
+                assert!(budget != usize::MAX, "{} never completed", target.name());
+            }
+        }
+    }
+    let audit = ledger.audit(&all_ids(&db.db).await);
+    report(label, &stats, &audit);
+    let status = pool.status();
+    let mut problems = Vec::new();
+    if status.size > 1 {
+        problems.push(format!("pool grew past max: {status:?}"));
+    }
+    if !errors.is_empty() {
+        problems.push(format!("scenario errors:\n  {}", errors.join("\n  ")));
+    }
+    if !stats.dirty.is_empty() {
+        problems.push(format!(
+            "dirty checkouts after a cancelled future:\n  {}",
+            stats.dirty.join("\n  ")
+        ));
+    }
+    if !audit.ok() {
+        problems.push(format!(
+            "lost acknowledged rows {:?}, phantom rows {:?}, torn groups {:?}, unknown rows {:?}",
+            audit.lost, audit.phantom, audit.torn, audit.unknown_rows
+        ));
+    }
+    if stats.dropped == 0 || stats.completed == 0 {
+        problems.push("no scenario dropped or none completed".into());
+    }
+    assert!(problems.is_empty(), "[{label}] {}", problems.join("\n"));
+    assert_eq!(audit.acked_found, audit.acked_rows);
+}
+
+/// A statement future dropped inside a transaction, then `commit()`: the dropped statement was
+/// never acknowledged, so it must not become visible through this commit.
+async fn t_dropped_statement_then_commit(db: &TestDb, builder: PoolBuilder, label: &str) {
+    let (_guard, _seed) = SeedGuard::new(&format!("dropped_statement_then_commit/{label}"));
+    setup(db).await;
+    let pool = builder.max_size(1).build().await.expect("pool of one");
+    let mut ledger = Ledger::default();
+    let mut scenarios = 0;
+    let mut commit_ok = 0;
+    let mut commit_err = 0;
+    let mut errors = Vec::new();
+    let mut grp = 0_i64;
+    for at in [DropAt::Immediately, DropAt::Settled] {
+        let first = usize::from(at == DropAt::Settled);
+        for budget in first..=MAX_POLLS {
+            grp += 2;
+            scenarios += 1;
+            let (a, b) = (row(grp, 1), row(grp, 2));
+            let mut conn = pool.get_connection().await.expect("checkout");
+            let mut tx = conn.begin().await.expect("begin");
+            tx.query(INS)
+                .params(&[a.into(), grp.into()])
+                .dml()
+                .await
+                .expect("first insert");
+            let polled = poll_at_most(
+                tx.query(INS).params(&[b.into(), grp.into()]).dml(),
+                budget,
+                at,
+            )
+            .await;
+            let done = matches!(polled, Polled::Done(..));
+            match polled {
+                Polled::Done(Ok(1), _) => {
+                    tx.commit().await.expect("commit");
+                    ledger.record(grp, Fate::Acked, vec![a, b]);
+                }
+                Polled::Done(other, _) => {
+                    errors.push(format!("budget={budget}: insert gave {other:?}"));
+                    break;
+                }
+                Polled::Dropped(_) => match tx.commit().await {
+                    Ok(()) => {
+                        commit_ok += 1;
+                        ledger.record(grp, Fate::Acked, vec![a]);
+                        ledger.record(grp + 1, Fate::Unacked, vec![b]);
+                    }
+                    Err(_) => {
+                        commit_err += 1;
+                        ledger.record(grp, Fate::Unacked, vec![a, b]);
+                    }
+                },
+            }
+            drop(conn);
+            let mut next = pool.get_connection().await.expect("next checkout");
+            if let Err(e) = check_idle(&mut next, db.kind).await {
+                errors.push(format!("budget={budget} at={}: dirty: {e}", at.name()));
+            }
+            if done {
+                break;
+            }
+        }
+    }
+    let audit = ledger.audit(&all_ids(&db.db).await);
+    println!(
+        "dropped_statement_then_commit {label} scenarios={scenarios} commit_ok={commit_ok} \
+         commit_err={commit_err} lost={} phantom={} dirty_checkouts={}",
+        audit.lost.len(),
+        audit.phantom.len(),
+        errors.len()
+    );
+    assert!(errors.is_empty(), "[{label}] {}", errors.join("\n"));
+    assert!(
+        audit.ok(),
+        "[{label}] a statement whose future was dropped became visible through the later \
+         commit (phantom rows {:?}); lost {:?}",
+        audit.phantom,
+        audit.lost
+    );
+}
+
+backend_tests! {
+    async fn cancel_at_every_await_point(db) {
+        let b = db.builder();
+        let label = db.kind.name();
+        t_cancel_everywhere(&db, b, label).await
+    }
+    async fn dropped_statement_then_commit(db) {
+        let b = db.builder();
+        let label = db.kind.name();
+        t_dropped_statement_then_commit(&db, b, label).await
+    }
+}
+
+/// The same on SQLite under the two other execution models: `Offload` runs every call on the
+/// blocking pool (the connection travels with it), `Inline` never leaves the task.
+#[cfg(feature = "sqlite")]
+mod sqlite_models {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cancel_at_every_await_point_offload() {
+        let db = common::backends::sqlite().await;
+        let b = db.builder().sqlite_exec_model(SqliteExecModel::Offload);
+        t_cancel_everywhere(&db, b, "sqlite-offload").await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cancel_at_every_await_point_inline() {
+        let db = common::backends::sqlite().await;
+        let b = db.builder().sqlite_exec_model(SqliteExecModel::Inline);
+        t_cancel_everywhere(&db, b, "sqlite-inline").await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dropped_statement_then_commit_offload() {
+        let db = common::backends::sqlite().await;
+        let b = db.builder().sqlite_exec_model(SqliteExecModel::Offload);
+        t_dropped_statement_then_commit(&db, b, "sqlite-offload").await
+    }
+}

@@ -1,0 +1,337 @@
+//! SQLite-only promises: the execution model keeps the runtime responsive, lock waits end in
+//! `Busy` after the busy timeout, dropped transactions roll back on any runtime (or none), and
+//! raw access that panics never poisons the pool.
+#![cfg(feature = "sqlite")]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use sql_middleware::prelude::*;
+
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "sqlmw-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&p).unwrap();
+        Self(p)
+    }
+    fn db(&self) -> std::path::PathBuf {
+        self.0.join("db.sqlite")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A recursive CTE that keeps SQLite busy for a long while (hundreds of ms in a debug build).
+const LONG_QUERY: &str = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT count(*) FROM c";
+
+/// Ticks every 2 ms on the runtime and records how late each tick was.
+fn heartbeat(stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<Vec<Duration>> {
+    tokio::spawn(async move {
+        let mut lateness = Vec::new();
+        let period = Duration::from_millis(2);
+        while !stop.load(Ordering::Relaxed) {
+            let t = Instant::now();
+            tokio::time::sleep(period).await;
+            lateness.push(t.elapsed().saturating_sub(period));
+        }
+        lateness
+    })
+}
+
+fn p99(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[(v.len() * 99 / 100).min(v.len() - 1)]
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn long_statements_do_not_stall_a_single_threaded_runtime() {
+    let dir = TempDir::new("heartbeat");
+    let db = ConfigAndPool::sqlite(dir.db())
+        .max_size(2)
+        .build()
+        .await
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let hb = heartbeat(Arc::clone(&stop));
+    tokio::task::yield_now().await;
+    let mut c = db.get_connection().await.unwrap();
+    let t = Instant::now();
+    for _ in 0..3 {
+        let (n,): (i64,) = c.query(LONG_QUERY).one().await.unwrap();
+        assert_eq!(n, 3_000_000);
+    }
+    let took = t.elapsed();
+    // Short statements keep running inline next to it.
+    for i in 0..100_i64 {
+        let (x,): (i64,) = c
+            .query("SELECT $1 + 1")
+            .params(&[i.into()])
+            .one()
+            .await
+            .unwrap();
+        assert_eq!(x, i + 1);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let lateness = hb.await.unwrap();
+    let ticks = lateness.len();
+    let worst = p99(lateness);
+    println!(
+        "heartbeat runtime=current_thread long_statements=3 statement_ms={} ticks={ticks} p99_lateness_ms={:.2}",
+        took.as_millis() / 3,
+        worst.as_secs_f64() * 1e3
+    );
+    assert!(
+        ticks > 10,
+        "the heartbeat must have run while the statements did ({ticks} ticks)"
+    );
+    assert!(worst < Duration::from_millis(20), "p99 lateness {worst:?}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn lock_waits_end_in_busy_after_the_timeout_without_stalling_the_runtime() {
+    let dir = TempDir::new("busy");
+    let holder = ConfigAndPool::sqlite(dir.db())
+        .max_size(1)
+        .build()
+        .await
+        .unwrap();
+    let waiter = ConfigAndPool::sqlite(dir.db())
+        .max_size(1)
+        .busy_timeout(Duration::from_millis(300))
+        .build()
+        .await
+        .unwrap();
+    let mut h = holder.get_connection().await.unwrap();
+    h.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+        .await
+        .unwrap();
+    let mut tx = h.begin().await.unwrap();
+    tx.query("INSERT INTO t VALUES (1)").dml().await.unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let hb = heartbeat(Arc::clone(&stop));
+    let mut w = waiter.get_connection().await.unwrap();
+    let t = Instant::now();
+    let e = match w.begin().await {
+        Ok(_) => panic!("the write lock is held: begin must fail"),
+        Err(e) => e,
+    };
+    let waited = t.elapsed();
+    assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+    assert!(
+        waited >= Duration::from_millis(250),
+        "Busy only after the timeout: {waited:?}"
+    );
+    assert!(waited < Duration::from_secs(3), "{waited:?}");
+    let e = w.query("INSERT INTO t VALUES (2)").dml().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Busy);
+    stop.store(true, Ordering::Relaxed);
+    let worst = p99(hb.await.unwrap());
+    println!(
+        "busy waited_ms={} kind={:?} p99_heartbeat_lateness_ms={:.2}",
+        waited.as_millis(),
+        e.kind(),
+        worst.as_secs_f64() * 1e3
+    );
+    assert!(worst < Duration::from_millis(20), "{worst:?}");
+    tx.commit().await.unwrap();
+    // With the lock released, the waiter's write goes through.
+    assert_eq!(w.query("INSERT INTO t VALUES (2)").dml().await.unwrap(), 1);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn dropped_transaction_rolls_back_on_current_thread_runtime() {
+    let db = ConfigAndPool::sqlite_memory()
+        .max_size(1)
+        .build()
+        .await
+        .unwrap();
+    let mut c = db.get_connection().await.unwrap();
+    c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+        .await
+        .unwrap();
+    {
+        let mut tx = c.begin().await.unwrap();
+        tx.query("INSERT INTO t VALUES (1)").dml().await.unwrap();
+    }
+    let (n,): (i64,) = c.query("SELECT count(*) FROM t").one().await.unwrap();
+    assert_eq!(n, 0);
+    // The connection is usable for a new transaction at once.
+    let tx = c.begin().await.unwrap();
+    tx.commit().await.unwrap();
+}
+
+#[test]
+fn dropped_transaction_rolls_back_outside_any_runtime() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = TempDir::new("noruntime");
+    let db = rt
+        .block_on(ConfigAndPool::sqlite(dir.db()).max_size(1).build())
+        .unwrap();
+    let mut c = rt.block_on(db.get_connection()).unwrap();
+    rt.block_on(c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)"))
+        .unwrap();
+    let mut tx = rt.block_on(c.begin()).unwrap();
+    rt.block_on(tx.query("INSERT INTO t VALUES (1)").dml())
+        .unwrap();
+    // Drop both outside the runtime's context.
+    drop(tx);
+    drop(c);
+    let mut c = rt.block_on(db.get_connection()).unwrap();
+    let (n,): (i64,) = rt
+        .block_on(c.query("SELECT count(*) FROM t").one())
+        .unwrap();
+    assert_eq!(n, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panicking_raw_closure_is_an_error_and_the_pool_recovers() {
+    let db = ConfigAndPool::sqlite_memory()
+        .max_size(1)
+        .build()
+        .await
+        .unwrap();
+    let mut c = db.get_connection().await.unwrap();
+    c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+        .await
+        .unwrap();
+    let e = c
+        .with_blocking_sqlite(|raw| {
+            raw.execute_batch("BEGIN; INSERT INTO t VALUES (1)")?;
+            if raw.is_autocommit() {
+                return Ok(());
+            }
+            panic!("boom inside a raw closure");
+        })
+        .await
+        .unwrap_err();
+    assert!(e.message().contains("panicked"), "{e}");
+    drop(c);
+    // The connection was discarded; the pool hands out a fresh, clean one.
+    let mut c = db.get_connection().await.unwrap();
+    let (n,): (i64,) = c.query("SELECT count(*) FROM t").one().await.unwrap();
+    assert_eq!(n, 0, "the panicked transaction's write is not visible");
+    assert_eq!(db.status().size, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engine_rollback_inside_a_transaction_never_autocommits_later_statements() {
+    let db = ConfigAndPool::sqlite_memory()
+        .max_size(2)
+        .build()
+        .await
+        .unwrap();
+    let mut c = db.get_connection().await.unwrap();
+    c.execute_batch(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY);
+         CREATE TABLE guard (id INTEGER);
+         CREATE TRIGGER no_13 BEFORE INSERT ON t WHEN NEW.id = 13 BEGIN SELECT RAISE(ROLLBACK, 'unlucky'); END;",
+    )
+    .await
+    .unwrap();
+    let mut tx = c.begin().await.unwrap();
+    tx.query("INSERT INTO t VALUES (1)").dml().await.unwrap();
+    assert!(tx.query("INSERT INTO t VALUES (13)").dml().await.is_err());
+    let e = tx
+        .query("INSERT INTO t VALUES (2)")
+        .dml()
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TransactionAborted);
+    assert!(tx.commit().await.is_err());
+    let mut other = db.get_connection().await.unwrap();
+    let (n,): (i64,) = other.query("SELECT count(*) FROM t").one().await.unwrap();
+    assert_eq!(
+        n, 0,
+        "nothing of the rolled-back transaction, nothing autocommitted after it"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_exec_model_gives_the_same_answers() {
+    for model in [
+        SqliteExecModel::Inline,
+        SqliteExecModel::Offload,
+        SqliteExecModel::Adaptive {
+            inline_budget: Duration::from_micros(1),
+        },
+        SqliteExecModel::default(),
+    ] {
+        let db = ConfigAndPool::sqlite_memory()
+            .sqlite_exec_model(model)
+            .max_size(2)
+            .build()
+            .await
+            .unwrap();
+        let mut c = db.get_connection().await.unwrap();
+        c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+            .await
+            .unwrap();
+        let mut ins = c.prepare("INSERT INTO t VALUES ($1, $2)").await.unwrap();
+        for i in 0..200_i64 {
+            if let Err(e) = ins.execute(&[i.into(), format!("v{i}").into()]).await {
+                panic!("{model:?} insert {i}: {e}");
+            }
+        }
+        let (n,): (i64,) = c.query(LONG_QUERY).one().await.unwrap();
+        assert_eq!(n, 3_000_000, "{model:?}");
+        let rows: Vec<(i64, String)> = c
+            .query("SELECT id, v FROM t ORDER BY id")
+            .all()
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 200, "{model:?}");
+        assert_eq!(rows[199], (199, "v199".to_owned()));
+        let mut tx = c.begin().await.unwrap();
+        tx.query("DELETE FROM t").dml().await.unwrap();
+        drop(tx);
+        let (n,): (i64,) = c.query("SELECT count(*) FROM t").one().await.unwrap();
+        assert_eq!(n, 200, "{model:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_memory_database_is_shared_by_the_pool() {
+    let db = ConfigAndPool::sqlite_memory()
+        .max_size(3)
+        .build()
+        .await
+        .unwrap();
+    let mut a = db.get_connection().await.unwrap();
+    let mut b = db.get_connection().await.unwrap();
+    a.execute_batch("CREATE TABLE t (v TEXT)").await.unwrap();
+    a.query("INSERT INTO t VALUES ($1)")
+        .params(&["shared".into()])
+        .dml()
+        .await
+        .unwrap();
+    let (v,): (String,) = b.query("SELECT v FROM t").one().await.unwrap();
+    assert_eq!(v, "shared");
+    // A second pool is a different database.
+    let other = ConfigAndPool::sqlite_memory().build().await.unwrap();
+    let mut o = other.get_connection().await.unwrap();
+    assert_eq!(
+        o.query("SELECT v FROM t")
+            .select()
+            .await
+            .unwrap_err()
+            .kind(),
+        ErrorKind::UndefinedObject
+    );
+}
