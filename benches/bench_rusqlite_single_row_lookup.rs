@@ -1,0 +1,202 @@
+//! `sqlite_single_row_lookup`: N point lookups per iteration, raw rusqlite against the
+//! middleware, plus micro-benches that each isolate one step of the middleware's lookup path.
+//! See docs/Benchmarks.md.
+
+mod common;
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput};
+use sql_middleware::bench_support::workloads::{self, Lookup};
+use sql_middleware::bench_support::{BenchRow, dataset, sqlite as bs};
+use sql_middleware::prelude::*;
+
+const GROUP: &str = "sqlite_single_row_lookup";
+
+fn sqlite_single_row_lookup(c: &mut Criterion) {
+    let Lookup { n, ids } = Lookup::from_env();
+    let ids = Arc::new(ids);
+    let path = dataset::sqlite_lookup_path(env!("CARGO_MANIFEST_DIR"), n);
+    let built = bs::ensure_lookup_db(&path, n).expect("build the SQLite lookup file");
+    let rt = common::runtime();
+    let db = rt
+        .block_on(ConfigAndPool::sqlite(&path).build())
+        .expect("build the middleware pool");
+    eprintln!(
+        "[{GROUP}] N = {n} lookups per iteration; {} {}; middleware pool max_size {} (one \
+         connection in use), default exec model; raw: one rusqlite connection",
+        if built { "built" } else { "reused" },
+        path.display(),
+        db.status().max_size,
+    );
+
+    // Every contender returns the dataset's rows (checked once, outside the timer).
+    {
+        let (db, ids) = (db.clone(), Arc::clone(&ids));
+        common::in_task(&rt, async move {
+            let mut conn = db.get_connection().await?;
+            workloads::verify_lookups(&mut conn, &ids).await
+        })
+        .expect("the middleware returns the dataset's rows");
+    }
+    let raw = bs::open_raw(&path).expect("open the raw rusqlite connection");
+    for &id in ids.iter() {
+        let row = bs::raw_lookup(&raw, id).expect("raw lookup");
+        workloads::check_row(id, &row).expect("rusqlite returns the dataset's rows");
+    }
+
+    if dataset::bench_trace() {
+        let (db, ids) = (db.clone(), Arc::clone(&ids));
+        let split = common::in_task(&rt, async move {
+            let mut conn = db.get_connection().await?;
+            workloads::trace_lookup_split(&mut conn, &ids, 3).await
+        })
+        .expect("BENCH_TRACE pass");
+        workloads::print_trace("sqlite middleware", &split);
+    }
+
+    // Rows for middleware_decode, materialised through the public API.
+    let rows: Vec<CustomDbRow> = {
+        let (db, ids) = (db.clone(), Arc::clone(&ids));
+        common::in_task(&rt, async move {
+            let mut conn = db.get_connection().await?;
+            let mut stmt = conn.prepare(dataset::LOOKUP_SQL_DOLLAR).await?;
+            let mut out = Vec::with_capacity(ids.len());
+            for &id in ids.iter() {
+                let rs = stmt.query(&[RowValues::Int(id)]).await?;
+                out.extend(rs.results);
+            }
+            Ok::<_, SqlMiddlewareDbError>(out)
+        })
+        .expect("materialise the decode rows")
+    };
+
+    let mut g = c.benchmark_group(GROUP);
+    g.throughput(Throughput::Elements(n as u64));
+
+    g.bench_function(BenchmarkId::new("rusqlite", n), |b| {
+        b.iter(|| {
+            for &id in ids.iter() {
+                black_box(bs::raw_lookup(&raw, black_box(id)).expect("lookup"));
+            }
+        });
+    });
+
+    g.bench_function(BenchmarkId::new("middleware", n), |b| {
+        b.iter_custom(|iters| {
+            let (db, ids) = (db.clone(), Arc::clone(&ids));
+            common::in_task(&rt, async move {
+                let mut conn = db.get_connection().await.expect("checkout");
+                let mut stmt = conn
+                    .prepare(dataset::LOOKUP_SQL_DOLLAR)
+                    .await
+                    .expect("prepare");
+                let mut buf = [RowValues::Int(0)];
+                let start = Instant::now();
+                for _ in 0..iters {
+                    for &id in ids.iter() {
+                        buf[0] = RowValues::Int(id);
+                        let row: BenchRow = stmt.one(&buf).await.expect("lookup");
+                        black_box(row);
+                    }
+                }
+                start.elapsed()
+            })
+        });
+    });
+
+    g.bench_function(BenchmarkId::new("pool_acquire", n), |b| {
+        b.iter_custom(|iters| {
+            let db = db.clone();
+            common::in_task(&rt, async move {
+                let start = Instant::now();
+                for _ in 0..iters * n as u64 {
+                    let conn = db.get_connection().await.expect("checkout");
+                    drop(black_box(conn));
+                }
+                start.elapsed()
+            })
+        });
+    });
+
+    g.bench_function(BenchmarkId::new("middleware_prepare", n), |b| {
+        b.iter_custom(|iters| {
+            let db = db.clone();
+            common::in_task(&rt, async move {
+                let mut conn = db.get_connection().await.expect("checkout");
+                let start = Instant::now();
+                for _ in 0..iters * n as u64 {
+                    let stmt = conn
+                        .prepare(black_box(dataset::LOOKUP_SQL_DOLLAR))
+                        .await
+                        .expect("prepare");
+                    drop(black_box(stmt));
+                }
+                start.elapsed()
+            })
+        });
+    });
+
+    g.bench_function(BenchmarkId::new("middleware_interact", n), |b| {
+        b.iter_custom(|iters| {
+            let db = db.clone();
+            common::in_task(&rt, async move {
+                let mut conn = db.get_connection().await.expect("checkout");
+                let start = Instant::now();
+                for _ in 0..iters * n as u64 {
+                    conn.with_blocking_sqlite(|_| Ok(()))
+                        .await
+                        .expect("interact");
+                }
+                start.elapsed()
+            })
+        });
+    });
+
+    g.bench_function(BenchmarkId::new("middleware_marshalling", n), |b| {
+        b.iter_custom(|iters| {
+            let (db, ids) = (db.clone(), Arc::clone(&ids));
+            in_blocking_loop(&rt, db, move |c| bs::marshal_loop(c, &ids, iters))
+        });
+    });
+
+    g.bench_function(BenchmarkId::new("middleware_decode", n), |b| {
+        b.iter(|| {
+            for row in &rows {
+                black_box(BenchRow::from_row(black_box(row)).expect("decode"));
+            }
+        });
+    });
+
+    g.bench_function(BenchmarkId::new("middleware_param_convert", n), |b| {
+        b.iter_custom(|iters| {
+            let (db, ids) = (db.clone(), Arc::clone(&ids));
+            in_blocking_loop(&rt, db, move |c| bs::param_convert_loop(c, &ids, iters))
+        });
+    });
+
+    g.finish();
+}
+
+/// Runs a hook on a pooled connection's raw rusqlite handle (one `with_blocking_sqlite` per
+/// sample, outside the hook's own timer) and returns the time the hook measured.
+fn in_blocking_loop<F>(rt: &tokio::runtime::Runtime, db: ConfigAndPool, hook: F) -> Duration
+where
+    F: FnOnce(
+            &mut sql_middleware::drivers::rusqlite::Connection,
+        ) -> Result<Duration, SqlMiddlewareDbError>
+        + Send
+        + 'static,
+{
+    common::in_task(rt, async move {
+        let mut conn = db.get_connection().await.expect("checkout");
+        conn.with_blocking_sqlite(move |c| Ok(hook(c)))
+            .await
+            .expect("with_blocking_sqlite")
+            .expect("micro-bench hook")
+    })
+}
+
+bench_main!(sqlite_single_row_lookup);
