@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Instructions per SQLite point lookup, middleware against raw rusqlite (P8 in docs/Benchmarks.md).
+#
+#   scripts/callgrind-lookup.sh [SHORT_COUNT] [LONG_COUNT]     (defaults 2000 and 12000)
+#
+# Builds examples/callgrind_lookup.rs in release mode, runs it under `valgrind --tool=callgrind`
+# for two lookup counts on each side, and reports (Ir(long) - Ir(short)) / (long - short): the
+# instructions of one lookup, with setup, warm-up and teardown cancelled out. Instruction counts
+# do not depend on what else the machine is doing, so the ratio is the stable gate for the
+# middleware's own overhead.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+short=${1:-2000}
+long=${2:-12000}
+command -v valgrind >/dev/null || { echo "valgrind is not installed (Debian: apt-get install valgrind)" >&2; exit 2; }
+
+target_dir=${CARGO_TARGET_DIR:-target}
+cargo build --quiet --release --example callgrind_lookup
+bin="$target_dir/release/examples/callgrind_lookup"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+db="$work/lookup.db"
+# Build the file once, outside the measured runs.
+"$bin" raw 1 "$db"
+
+# Total instructions ("Collected") of one run under callgrind.
+ir() {
+  valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$bin" "$1" "$2" "$db" 2>&1 |
+    awk '/Collected :/ {print $NF}'
+}
+
+printf '%-11s %14s %14s %12s\n' side "Ir($short)" "Ir($long)" "Ir/lookup"
+declare -A per
+for side in raw middleware; do
+  a=$(ir "$side" "$short")
+  b=$(ir "$side" "$long")
+  per[$side]=$(( (b - a) / (long - short) ))
+  printf '%-11s %14d %14d %12d\n' "$side" "$a" "$b" "${per[$side]}"
+done
+awk -v m="${per[middleware]}" -v r="${per[raw]}" \
+  'BEGIN { printf "middleware / raw instructions per lookup: %.3f\n", m / r }'

@@ -1,0 +1,405 @@
+//! The parsing, ratio and verdict logic, on the hand-made Criterion folders in `fixtures/`:
+//!
+//! - `report/`: a complete `sqlite_single_row_lookup` group and its SQLx twin, plus
+//!   `alloc_per_op.json`; nothing else ran.
+//! - `partial/`: the lookup group with ids missing and one `estimates.json` gone.
+//! - `nightly/`: two nightly baselines of a few ids, built so each verdict occurs once.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use xtask::criterion::{baselines, load_measurement, scan_group};
+use xtask::environment::Environment;
+use xtask::nightly::{self, History, Verdict};
+use xtask::report::{self, ReportOptions, Results};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn env() -> Environment {
+    Environment {
+        cpu: "Test CPU".into(),
+        cores: 2,
+        crates: vec![("rusqlite".into(), "0.40.2".into())],
+        commit: "abcdef012345".into(),
+        date: "2026-01-01 00:00 UTC".into(),
+    }
+}
+
+fn build(home: &Path, allow_partial: bool) -> xtask::util::Result<report::Files> {
+    report::build(&ReportOptions {
+        home: home.to_path_buf(),
+        out: PathBuf::from("/out"),
+        allow_partial,
+        environment: Some(env()),
+    })
+}
+
+#[test]
+fn parses_one_measurement_per_operation() {
+    let dir = fixture("report/sqlite_single_row_lookup/middleware/1000/new");
+    let m = load_measurement(&dir).expect("readable");
+    assert_eq!(m.group, "sqlite_single_row_lookup");
+    assert_eq!(m.function, "middleware");
+    assert_eq!(m.param, "1000");
+    assert_eq!(m.elements, 1000);
+    let p = m.per_op();
+    assert!((p.point - 2_600.0).abs() < 1e-9, "{p:?}");
+    assert!((p.lo - 2_548.0).abs() < 1e-9 && (p.hi - 2_652.0).abs() < 1e-9);
+}
+
+#[test]
+fn a_missing_file_is_an_error_naming_it() {
+    let dir = fixture("partial/sqlite_single_row_lookup/middleware/1000/new");
+    let e = load_measurement(&dir).expect_err("estimates.json is gone");
+    assert!(
+        e.0.contains("missing") && e.0.contains("estimates.json"),
+        "{e}"
+    );
+}
+
+#[test]
+fn report_tables_ratios_and_not_run() {
+    let files = build(&fixture("report"), false).expect("complete groups report");
+    let index = &files[Path::new("/out/index.md")];
+    // rusqlite 2.00 µs, middleware 2.60 µs, SQLx 25.0 µs per lookup.
+    assert!(
+        index.contains("| sql-middleware | `sqlite_single_row_lookup/middleware/1000` | 1000 | **2.60 µs** | 2.55 µs – 2.65 µs | 1.30× | 0.10× |"),
+        "{index}"
+    );
+    assert!(index.contains("| rusqlite (raw) | `sqlite_single_row_lookup/rusqlite/1000` | 1000 | **2.00 µs** | 1.96 µs – 2.04 µs | 1.00× | 0.080× |"));
+    assert!(index.contains("| SQLx | `sqlite_single_row_lookup_sqlx/sqlx/1000` | 1000 | **25.0 µs** | 24.5 µs – 25.5 µs | 12.5× | 1.00× |"));
+    // Workloads that never ran say so, with the command, and show no numbers.
+    assert!(index.contains("### Inserts (R rows in one transaction)\n\nOne operation: one row inserted with a prepared statement, R rows per transaction.\n\n**Not run.** Run it with `cargo xtask bench inserts`"));
+    assert!(
+        index.contains("**Not run.** Run it with `cargo xtask bench sqlite-fanout sqlx-fanout`")
+    );
+    assert!(index.contains("**Not run.** Run it with `cargo xtask bench --sweep sweeps`"));
+    // Micro pairs: middleware_decode 50 ns against sqlx_decode 250 ns.
+    assert!(index.contains("| Decode into `BenchRow` | `middleware_decode` | 50.0 ns | `sqlx_decode` | 250 ns | 0.20× | [decode](micro/decode.md) |"), "{index}");
+    assert!(index.contains("| Pool checkout under fan-out | `middleware_pool_checkout` | not run | `sqlx_pool_checkout` | not run | — |"));
+    // Allocation figures from alloc_per_op.json; no resources.json yet.
+    assert!(
+        index.contains("| `prepared_one` | 2.00 | 58 |")
+            || index.contains("| `prepared_one` | 2.00 | 57 |")
+    );
+    assert!(index.contains("Not recorded. `cargo xtask bench` records them"));
+    assert!(index.contains("Test CPU × 2 logical CPUs"));
+    // Pages and charts.
+    let decode = &files[Path::new("/out/micro/decode.md")];
+    assert!(decode.contains("![Decode into `BenchRow` chart](../micro_decode.svg)"));
+    assert!(files.contains_key(Path::new("/out/micro_decode.svg")));
+    assert!(files.contains_key(Path::new("/out/sqlite_lookup.svg")));
+    assert!(
+        !files.contains_key(Path::new("/out/inserts.svg")),
+        "no chart of zeros"
+    );
+}
+
+#[test]
+fn a_partial_group_fails_and_names_what_is_missing() {
+    let e = build(&fixture("partial"), false).expect_err("partial group");
+    for needle in [
+        "estimates.json",
+        "group `sqlite_single_row_lookup` is partial",
+        "`middleware`",
+        "`pool_acquire`",
+        "`middleware_param_convert`",
+        "cargo xtask bench sqlite-lookup",
+    ] {
+        assert!(e.0.contains(needle), "`{needle}` not in: {e}");
+    }
+    // With --allow-partial it renders, marks the gap and still prints no zero.
+    let files = build(&fixture("partial"), true).expect("allowed");
+    let index = &files[Path::new("/out/index.md")];
+    assert!(index.contains("Partial results rendered with `--allow-partial`"));
+    assert!(index.contains(
+        "| sql-middleware | `sqlite_single_row_lookup/middleware` | — | missing from `sqlite_single_row_lookup` |"
+    ));
+    assert!(!index.contains("0 ns"));
+}
+
+#[test]
+fn an_invalid_alloc_file_fails() {
+    let dir = tempdir("alloc");
+    copy_tree(&fixture("report"), &dir);
+    std::fs::write(dir.join("alloc_per_op.json"), "{\"lookups\": 1}").unwrap();
+    let e = build(&dir, false).expect_err("invalid");
+    assert!(e.0.contains("alloc_per_op.json"), "{e}");
+}
+
+#[test]
+fn the_newest_parameter_wins() {
+    let dir = tempdir("newest");
+    copy_tree(&fixture("report"), &dir);
+    // An older run with N = 200 sits beside the N = 1000 one.
+    let old = dir.join("sqlite_single_row_lookup/middleware/200/new");
+    copy_tree(
+        &dir.join("sqlite_single_row_lookup/middleware/1000/new"),
+        &old,
+    );
+    let text = std::fs::read_to_string(old.join("benchmark.json")).unwrap();
+    std::fs::write(
+        old.join("benchmark.json"),
+        text.replace("\"1000\"", "\"200\"")
+            .replace("{\"Elements\": 1000}", "{\"Elements\": 200}"),
+    )
+    .unwrap();
+    let set = |p: &Path, t: SystemTime| {
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    };
+    let now = SystemTime::now();
+    set(&old.join("estimates.json"), now - Duration::from_secs(3600));
+    set(
+        &dir.join("sqlite_single_row_lookup/middleware/1000/new/estimates.json"),
+        now,
+    );
+    let r = Results::load(&dir);
+    assert_eq!(
+        r.newest("sqlite_single_row_lookup", "middleware")
+            .unwrap()
+            .param,
+        "1000"
+    );
+    assert_eq!(r.all("sqlite_single_row_lookup", "middleware").len(), 2);
+    // The other way round, the N = 200 run is the one reported, and the mismatch is flagged.
+    set(&old.join("estimates.json"), now + Duration::from_secs(3600));
+    let index = &build(&dir, false).unwrap()[Path::new("/out/index.md")];
+    assert!(index.contains("`sqlite_single_row_lookup/middleware/200` | 200 |"));
+    assert!(index.contains("different numbers of operations per iteration (1000, 200, 1000)"));
+}
+
+#[test]
+fn scanning_sees_baselines() {
+    let home = fixture("nightly");
+    let names: Vec<String> = baselines(&home).into_keys().collect();
+    assert_eq!(names, vec!["nightly-2026-01-01", "nightly-2026-01-02"]);
+    assert!(scan_group(&home, "sqlite_single_row_lookup", "new").is_empty());
+    assert_eq!(
+        nightly::previous_baseline(&home, "nightly-2026-01-02")
+            .unwrap()
+            .as_deref(),
+        Some("nightly-2026-01-01")
+    );
+}
+
+#[test]
+fn nightly_verdicts() {
+    let rows = nightly::compare_baselines(
+        &fixture("nightly"),
+        "nightly-2026-01-01",
+        "nightly-2026-01-02",
+        0.15,
+        &History::new(),
+    )
+    .expect("comparable");
+    let verdict = |f: &str| {
+        rows.iter()
+            .find(|r| r.key.function == f)
+            .unwrap_or_else(|| panic!("{f}"))
+            .verdict
+    };
+    assert_eq!(verdict("rusqlite"), Verdict::Noise);
+    assert_eq!(verdict("middleware"), Verdict::Regressed);
+    assert_eq!(verdict("pool_acquire"), Verdict::Improved);
+    assert_eq!(verdict("middleware_decode"), Verdict::Noise);
+    assert_eq!(verdict("middleware_prepare"), Verdict::New);
+    assert_eq!(verdict("middleware_interact"), Verdict::NotRun);
+    let mw = rows
+        .iter()
+        .find(|r| r.key.function == "middleware")
+        .unwrap();
+    let c = mw.change.unwrap();
+    assert!((c.change - 0.20).abs() < 1e-9);
+    assert!(c.lo > 0.0 && c.hi > c.change);
+    // A threshold above the change turns the regression into noise.
+    let lax = nightly::compare_baselines(
+        &fixture("nightly"),
+        "nightly-2026-01-01",
+        "nightly-2026-01-02",
+        0.25,
+        &History::new(),
+    )
+    .unwrap();
+    assert!(lax.iter().all(|r| r.verdict != Verdict::Regressed));
+    // The page lists the regression first and every id in the table.
+    let page = nightly::render(
+        &nightly::RunInfo {
+            current: "nightly-2026-01-02".into(),
+            previous: Some("nightly-2026-01-01".into()),
+            threshold: 0.15,
+            ..Default::default()
+        },
+        &rows,
+    );
+    assert!(page.contains(
+        "**Summary:** 1 regressed, 1 improved, 2 noise, 1 new, 1 not run tonight (6 ids)."
+    ));
+    assert!(page.contains("- `sqlite_single_row_lookup/middleware/1000`: +20.0%"));
+    assert!(page.contains(
+        "| `sqlite_single_row_lookup/middleware/1000` | 1000 | 2.50 µs | 3.00 µs | +20.0% |"
+    ));
+}
+
+#[test]
+fn history_and_experiments() {
+    let dir = tempdir("history");
+    copy_tree(&fixture("nightly"), &dir);
+    // The history holds only 2026-01-02's figures: tonight (the same figures) is level with it,
+    // so the +20% against 2026-01-01 is not called a regression.
+    let history = nightly::load_history(&dir, &["nightly-2026-01-02".to_string()]);
+    let rows = nightly::compare_baselines(
+        &dir,
+        "nightly-2026-01-01",
+        "nightly-2026-01-02",
+        0.15,
+        &history,
+    )
+    .unwrap();
+    assert!(rows.iter().all(|r| r.verdict != Verdict::Regressed));
+    let mw = rows
+        .iter()
+        .find(|r| r.key.function == "middleware")
+        .unwrap();
+    assert_eq!(mw.change.unwrap().vs_history, Some(0.0));
+    // A baseline made with extra features is an experiment: never a reference.
+    nightly::record_run(
+        &dir,
+        "nightly-2026-01-01",
+        nightly::RunRecord {
+            features: vec!["bench-slowdown".into()],
+            criterion_args: vec![],
+            suites: vec![],
+            unix: 0,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        nightly::previous_baseline(&dir, "nightly-2026-01-02").unwrap(),
+        None
+    );
+    assert_eq!(
+        nightly::reference_candidates(&dir, "nightly-2099-01-01").unwrap(),
+        vec!["nightly-2026-01-02".to_string()]
+    );
+    // Scratch baselines can be removed.
+    assert_eq!(nightly::remove_baseline(&dir, "nightly-2026-01-01"), 5);
+    assert!(!nightly::baselines(&dir).contains_key("nightly-2026-01-01"));
+}
+
+#[test]
+fn confirmation_reruns() {
+    let home = fixture("nightly");
+    let (a, _) = xtask::criterion::load_all(&home, "nightly-2026-01-01");
+    let (b, _) = xtask::criterion::load_all(&home, "nightly-2026-01-02");
+    let none = History::new();
+    let first = nightly::compare(&a, &b, 0.15, &none);
+    // A rerun that measures the same figures again confirms both flags.
+    let mut rows = first.clone();
+    nightly::apply_rerun(&mut rows, &nightly::compare(&a, &b, 0.15, &none), 0.15);
+    let v =
+        |rows: &[nightly::Row], f: &str| rows.iter().find(|r| r.key.function == f).unwrap().verdict;
+    assert_eq!(v(&rows, "middleware"), Verdict::Regressed);
+    assert_eq!(v(&rows, "pool_acquire"), Verdict::Improved);
+    assert_eq!(
+        rows.iter()
+            .find(|r| r.key.function == "middleware")
+            .unwrap()
+            .reruns
+            .len(),
+        1
+    );
+    // A rerun back at the old figures (no change) clears them; unflagged ids are untouched.
+    let mut rows = first.clone();
+    nightly::apply_rerun(&mut rows, &nightly::compare(&a, &a, 0.15, &none), 0.15);
+    assert_eq!(v(&rows, "middleware"), Verdict::Noise);
+    assert_eq!(v(&rows, "pool_acquire"), Verdict::Noise);
+    assert_eq!(v(&rows, "middleware_prepare"), Verdict::New);
+    assert!(
+        rows.iter()
+            .find(|r| r.key.function == "rusqlite")
+            .unwrap()
+            .reruns
+            .is_empty()
+    );
+    // A rerun that measured nothing keeps the flags.
+    let mut rows = first.clone();
+    nightly::apply_rerun(&mut rows, &[], 0.15);
+    assert_eq!(v(&rows, "middleware"), Verdict::Regressed);
+    // Agreement asks for the threshold against the reference and the history, not the intervals.
+    let c = nightly::judge(
+        xtask::criterion::Interval {
+            point: 100.0,
+            lo: 90.0,
+            hi: 110.0,
+        },
+        xtask::criterion::Interval {
+            point: 114.0,
+            lo: 100.0,
+            hi: 130.0,
+        },
+        0.10,
+        Some(100.0),
+    );
+    assert_eq!(c.verdict, Verdict::Noise);
+    assert!(nightly::rerun_agrees(&c, Verdict::Regressed, 0.10));
+    let c = nightly::judge(
+        xtask::criterion::Interval {
+            point: 100.0,
+            lo: 99.0,
+            hi: 101.0,
+        },
+        xtask::criterion::Interval {
+            point: 114.0,
+            lo: 113.0,
+            hi: 115.0,
+        },
+        0.10,
+        Some(110.0),
+    );
+    assert!(
+        !nightly::rerun_agrees(&c, Verdict::Regressed, 0.10),
+        "level with history"
+    );
+}
+
+#[test]
+fn a_missing_baseline_is_an_error() {
+    let e = nightly::compare_baselines(
+        &fixture("nightly"),
+        "nightly-1999-01-01",
+        "nightly-2026-01-02",
+        0.15,
+        &History::new(),
+    )
+    .expect_err("no such baseline");
+    assert!(e.0.contains("nightly-1999-01-01"), "{e}");
+}
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("xtask-test-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), dst).unwrap();
+        }
+    }
+}
