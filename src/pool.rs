@@ -525,6 +525,16 @@ impl MiddlewarePoolConnection {
     }
 }
 
+/// A connection goes back to the pool outside any transaction: SQLite and Turso roll back what a
+/// raw `BEGIN` (or a cancelled call) left open, here, in process, so an idle pooled connection
+/// never holds the write lock; Postgres connections clean themselves on drop (a spawned
+/// `ROLLBACK`, or the connection is detached). Recycling checks the engine's state again.
+impl Drop for MiddlewarePoolConnection {
+    fn drop(&mut self) {
+        on_conn!(&mut self.inner, c => c.on_return());
+    }
+}
+
 fn tx_control_in_tx() -> SqlMiddlewareDbError {
     SqlMiddlewareDbError::new(
         ErrorKind::TransactionState,

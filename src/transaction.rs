@@ -59,6 +59,33 @@ impl<'c> Tx<'c> {
         self.conn.pipeline(sql, param_sets).await
     }
 
+    /// Runs `f` with the raw rusqlite connection, inside this transaction (see
+    /// [`MiddlewarePoolConnection::with_blocking_sqlite`]). An error from `f` aborts the
+    /// transaction like any failed statement. Leave the transaction open: end it with
+    /// [`Tx::commit`] or [`Tx::rollback`].
+    #[cfg(feature = "sqlite")]
+    pub async fn with_blocking_sqlite<R, F>(&mut self, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut rusqlite::Connection) -> rusqlite::Result<R> + Send + 'static,
+    {
+        self.conn.with_blocking_sqlite(f).await
+    }
+
+    /// The raw tokio-postgres client, inside this transaction (see
+    /// [`MiddlewarePoolConnection::postgres_client`]).
+    #[cfg(feature = "postgres")]
+    pub fn postgres_client(&mut self) -> Result<&tokio_postgres::Client> {
+        self.conn.postgres_client()
+    }
+
+    /// The raw Turso connection, inside this transaction (see
+    /// [`MiddlewarePoolConnection::turso_connection`]).
+    #[cfg(feature = "turso")]
+    pub fn turso_connection(&mut self) -> Result<&turso::Connection> {
+        self.conn.turso_connection()
+    }
+
     /// Commits. Returns `Ok` only if the engine committed everything.
     pub async fn commit(mut self) -> Result<()> {
         let r = self.conn.tx_commit().await;

@@ -2168,6 +2168,56 @@ async fn t_pipeline(db: &TestDb) {
     );
 }
 
+/// A connection goes back to the pool outside any transaction: a script that began one and
+/// never ended it is rolled back on return, so the idle connection holds no lock and its write
+/// is gone. Another connection then writes the same row at once (SQLite and Turso would report
+/// `Busy` after the 200 ms busy timeout; Postgres would wait on the row lock forever).
+async fn t_return_rolls_back_open_tx(db: &TestDb) {
+    let k = db.kind.name();
+    let mut builder = db.builder().max_size(2);
+    if db.kind != Kind::Postgres {
+        builder = builder.busy_timeout(Duration::from_millis(200));
+    }
+    let pool = builder.build().await.unwrap();
+    let mut a = pool.get_connection().await.unwrap();
+    let mut b = pool.get_connection().await.unwrap();
+    batch(
+        &mut a,
+        "CREATE TABLE ret (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)",
+    )
+    .await;
+    for round in 0..3_i64 {
+        batch(
+            &mut a,
+            &format!("BEGIN; INSERT INTO ret (id, v) VALUES ({round}, 1)"),
+        )
+        .await;
+        drop(a);
+        let r = tokio::time::timeout(
+            Duration::from_secs(5),
+            b.query("INSERT INTO ret (id, v) VALUES ($1, 2)")
+                .params(&[round.into()])
+                .dml(),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            panic!("[{k}] round {round}: the returned connection still holds its lock")
+        });
+        assert_eq!(
+            r.unwrap_or_else(|e| panic!("[{k}] round {round}: write after return failed: {e:?}")),
+            1
+        );
+        a = pool.get_connection().await.unwrap();
+    }
+    let rows = select(&mut a, "SELECT v FROM ret ORDER BY id", &[]).await;
+    let vs: Vec<Option<&RowValues>> = rows.results.iter().map(|r| r.get("v")).collect();
+    assert_eq!(
+        vs,
+        [Some(&RowValues::Int(2)); 3],
+        "[{k}] only the second writer's rows exist"
+    );
+}
+
 backend_tests! {
     async fn round_trip_values(db) { t_round_trip_values(&db).await }
     async fn round_trip_nulls(db) { t_round_trip_nulls(&db).await }
@@ -2191,6 +2241,7 @@ backend_tests! {
     async fn error_kinds(db) { t_error_kinds(&db).await }
     async fn from_row(db) { t_from_row(&db).await }
     async fn pool_timeout(db) { t_pool_timeout(&db).await }
+    async fn return_rolls_back_open_tx(db) { t_return_rolls_back_open_tx(&db).await }
     async fn pipeline(db) { t_pipeline(&db).await }
     async fn params_convert_to_column_type(db) { t_params_convert_to_column_type(&db).await }
     async fn long_statements(db) { t_long_statements(&db).await }

@@ -178,7 +178,8 @@ async fn slot_task(mut conn: MiddlewarePoolConnection, kind: Kind, mut rx: Inbox
                                 }
                             }
                         }
-                        // Raw access is not available inside a Tx: a bad statement instead.
+                        // Inside a Tx the other faults are a bad statement (the raw-access
+                        // panic is exercised outside transactions).
                         Cmd::Fault(_, _) => {
                             out(tx.query("SELEC 1").select().await, |_| Out::Done(0))
                         }

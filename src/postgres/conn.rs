@@ -477,6 +477,10 @@ impl PgConnection {
         self.in_tx = false;
     }
 
+    /// The connection goes back to the pool. Nothing to do here: cleaning a Postgres connection
+    /// needs a round trip, so [`PgConnection`]'s `Drop` spawns it (or detaches the connection).
+    pub(crate) fn on_return(&mut self) {}
+
     pub(crate) fn raw_client(&mut self) -> Result<&tokio_postgres::Client> {
         self.unknown = true;
         self.client().map(|c| &***c)

@@ -385,6 +385,12 @@ impl SqliteConn {
         self.rollback_if_open();
     }
 
+    /// The connection goes back to the pool: roll back whatever transaction is still open (a raw
+    /// `BEGIN`, or one left by a cancelled call). In process, and it never waits for a lock.
+    pub(crate) fn on_return(&mut self) {
+        self.rollback_if_open();
+    }
+
     pub(super) fn rollback_if_open(&mut self) {
         if let Some(c) = self.conn.as_mut()
             && !c.is_autocommit()

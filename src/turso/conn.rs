@@ -427,6 +427,15 @@ impl TursoConn {
         }
     }
 
+    /// The connection goes back to the pool: reset statements left mid-way and roll back
+    /// whatever transaction is still open, so an idle pooled connection holds no lock. A
+    /// connection whose call was abandoned mid-way is still discarded at the next checkout.
+    pub(crate) fn on_return(&mut self) {
+        let abandoned = self.in_flight;
+        self.abandon_tx();
+        self.in_flight |= abandoned;
+    }
+
     /// Recycle check: outside any transaction, no statement left mid-way.
     pub(crate) async fn make_clean(&mut self) -> Result<()> {
         if self.in_flight {
