@@ -87,8 +87,9 @@ fn sqlite_multithread_pool_checkout(c: &mut Criterion) {
         .expect("the middleware returns the dataset's rows");
         let pool = raw_pool.lock().expect("raw pool");
         for conn in pool.iter() {
+            let mut st = bs::lookup_stmt(conn).expect("prepare the raw lookup");
             for &id in ids.iter().take(64) {
-                let row = bs::raw_lookup(conn, id).expect("raw lookup");
+                let row = bs::raw_lookup(&mut st, id).expect("raw lookup");
                 workloads::check_row(id, &row).expect("rusqlite returns the dataset's rows");
             }
         }
@@ -158,9 +159,12 @@ fn sqlite_multithread_pool_checkout(c: &mut Criterion) {
                             .expect("raw pool")
                             .pop()
                             .expect("one raw connection per task");
+                        // Prepared once per share, as a raw caller would.
+                        let mut st = bs::lookup_stmt(&conn).expect("prepare");
                         for &id in &ids[r] {
-                            black_box(bs::raw_lookup(&conn, id).expect("lookup"));
+                            black_box(bs::raw_lookup(&mut st, id).expect("lookup"));
                         }
+                        drop(st);
                         pool.lock().expect("raw pool").push(conn);
                     })
                     .await

@@ -42,8 +42,9 @@ fn sqlite_single_row_lookup(c: &mut Criterion) {
         .expect("the middleware returns the dataset's rows");
     }
     let raw = bs::open_raw(&path).expect("open the raw rusqlite connection");
+    let mut raw_stmt = bs::lookup_stmt(&raw).expect("prepare the raw lookup");
     for &id in ids.iter() {
-        let row = bs::raw_lookup(&raw, id).expect("raw lookup");
+        let row = bs::raw_lookup(&mut raw_stmt, id).expect("raw lookup");
         workloads::check_row(id, &row).expect("rusqlite returns the dataset's rows");
     }
 
@@ -79,7 +80,7 @@ fn sqlite_single_row_lookup(c: &mut Criterion) {
     g.bench_function(BenchmarkId::new("rusqlite", n), |b| {
         b.iter(|| {
             for &id in ids.iter() {
-                black_box(bs::raw_lookup(&raw, black_box(id)).expect("lookup"));
+                black_box(bs::raw_lookup(&mut raw_stmt, black_box(id)).expect("lookup"));
             }
         });
     });

@@ -80,8 +80,9 @@ fn sweep_lookup_rows(c: &mut Criterion) {
         let ids = ids_over(n, l);
         g.throughput(Throughput::Elements(ids.len() as u64));
         let raw = bs::open_raw(&path).expect("open rusqlite");
+        let mut raw_stmt = bs::lookup_stmt(&raw).expect("prepare the raw lookup");
         for &id in ids.iter().take(16) {
-            let row = bs::raw_lookup(&raw, id).expect("raw lookup");
+            let row = bs::raw_lookup(&mut raw_stmt, id).expect("raw lookup");
             workloads::check_row(id, &row).expect("rusqlite returns the dataset's rows");
         }
         let db = rt
@@ -95,7 +96,7 @@ fn sweep_lookup_rows(c: &mut Criterion) {
         g.bench_function(BenchmarkId::new("rusqlite", n), |b| {
             b.iter(|| {
                 for &id in ids.iter() {
-                    black_box(bs::raw_lookup(&raw, black_box(id)).expect("lookup"));
+                    black_box(bs::raw_lookup(&mut raw_stmt, black_box(id)).expect("lookup"));
                 }
             });
         });
@@ -162,9 +163,11 @@ fn sweep_fanout_concurrency(c: &mut Criterion) {
                                 .expect("raw pool")
                                 .pop()
                                 .expect("one raw connection per task");
+                            let mut st = bs::lookup_stmt(&conn).expect("prepare");
                             for &id in &ids[r] {
-                                black_box(bs::raw_lookup(&conn, id).expect("lookup"));
+                                black_box(bs::raw_lookup(&mut st, id).expect("lookup"));
                             }
+                            drop(st);
                             pool.lock().expect("raw pool").push(conn);
                         })
                         .await
@@ -278,8 +281,10 @@ fn sweep_text_payload(c: &mut Criterion) {
     for &bytes in PAYLOAD_BYTES {
         let path = ensure_payload_db(n, bytes).expect("build the payload file");
         let raw = bs::open_raw(&path).expect("open rusqlite");
-        let raw_lookup = |id: i64| -> rusqlite::Result<PayloadRow> {
-            let mut st = raw.prepare_cached(PAYLOAD_SQL_QMARK)?;
+        let mut st = raw
+            .prepare(PAYLOAD_SQL_QMARK)
+            .expect("prepare the raw lookup");
+        let mut raw_lookup = |id: i64| -> rusqlite::Result<PayloadRow> {
             st.query_row([id], |r| {
                 Ok(PayloadRow {
                     id: r.get(0)?,

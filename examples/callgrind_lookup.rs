@@ -28,7 +28,7 @@ fn main() -> Result<(), SqlMiddlewareDbError> {
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| usage());
     let path = PathBuf::from(args.next().unwrap_or_else(|| usage()));
-    let n = dataset::bench_rows();
+    let n = dataset::bench_lookups();
     bs::ensure_lookup_db(&path, n)?;
     let ids = dataset::shuffled_ids(n);
     let id_at = |i: usize| ids[i % ids.len()];
@@ -37,8 +37,11 @@ fn main() -> Result<(), SqlMiddlewareDbError> {
         "raw" => {
             let conn = bs::open_raw(&path)
                 .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, format!("open: {e}")))?;
-            let lookup = |id| {
-                bs::raw_lookup(&conn, id)
+            let mut st = bs::lookup_stmt(&conn).map_err(|e| {
+                SqlMiddlewareDbError::new(ErrorKind::Other, format!("prepare: {e}"))
+            })?;
+            let mut lookup = |id| {
+                bs::raw_lookup(&mut st, id)
                     .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, format!("{e}")))
             };
             black_box(lookup(id_at(0))?);

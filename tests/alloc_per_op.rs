@@ -147,6 +147,32 @@ fn get(out: &Paths, name: &str) -> f64 {
         .unwrap()
 }
 
+/// A database file in the temp dir, removed (with its WAL and shared-memory files) on drop.
+struct SqliteFile(std::path::PathBuf);
+
+impl SqliteFile {
+    fn new() -> Self {
+        let path = std::env::temp_dir().join(format!("sqlmw-alloc-{}.db", std::process::id()));
+        let file = SqliteFile(path);
+        file.remove();
+        file
+    }
+
+    fn remove(&self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut p = self.0.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl Drop for SqliteFile {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
 #[test]
 fn allocations_per_lookup() {
     let _profiler = dhat::Profiler::builder().testing().build();
@@ -156,9 +182,10 @@ fn allocations_per_lookup() {
         .unwrap();
     let mut out: Paths = Vec::new();
     rt.block_on(async {
-        // SQLite: the raw rusqlite lookup (the baseline's own code, `prepare_cached` + decode),
-        // then the middleware's paths, on the same in-memory database.
-        let db = ConfigAndPool::sqlite_memory()
+        // SQLite: the raw rusqlite lookup (a statement prepared once, `query_row`, decode),
+        // then the middleware's paths, on the same WAL file, as in the benchmark.
+        let file = SqliteFile::new();
+        let db = ConfigAndPool::sqlite(&file.0)
             .max_size(1)
             .build()
             .await
@@ -168,11 +195,11 @@ fn allocations_per_lookup() {
         let raw = conn
             .with_blocking_sqlite(|c| {
                 use sql_middleware::bench_support::sqlite::decode_row;
-                let lookup = |id: i64| {
-                    c.prepare_cached("SELECT id, name, score, active FROM test WHERE id = ?1")
-                        .and_then(|mut st| st.query_row([id], decode_row))
-                        .unwrap()
-                };
+                // The raw driver's best practice: one statement, prepared outside the loop.
+                let mut st = c
+                    .prepare("SELECT id, name, score, active FROM test WHERE id = ?1")
+                    .unwrap();
+                let mut lookup = |id: i64| st.query_row([id], decode_row).unwrap();
                 let _ = lookup(1);
                 Ok(per_op!({
                     for i in 0..N {
@@ -239,8 +266,10 @@ fn allocations_per_lookup() {
     }
 
     // P7: at most 3 heap allocations per single-row lookup of 4 columns through the API.
-    // Today: the decoded String, plus one copy of the SQL text that rusqlite's
-    // `prepare_cached` makes on every call (its cache key) - the raw baseline pays it too.
+    // Today: the decoded String, plus the cache key (`Arc<str>` of the SQL text) that rusqlite's
+    // `prepare_cached` allocates on every call. The raw baseline holds one prepared statement
+    // and pays only the String; the middleware cannot hold a rusqlite `Statement` across calls
+    // (it borrows the connection, which moves to the blocking pool when a call is offloaded).
     let typed = get(&out, "sqlite/prepared_one");
     let ad_hoc = get(&out, "sqlite/query_builder_one");
     let result_set = get(&out, "sqlite/prepared_result_set");
@@ -257,8 +286,8 @@ fn allocations_per_lookup() {
         result_set <= 4.0,
         "prepared query(): {result_set} allocations per lookup"
     );
-    // The middleware adds no allocation to what the raw driver's own lookup makes.
-    assert!(typed <= get(&out, "sqlite/rusqlite_raw"), "{out:?}");
+    // The middleware adds nothing to the raw lookup but that cache key.
+    assert!(typed <= get(&out, "sqlite/rusqlite_raw") + 1.0, "{out:?}");
     for backend in ["sqlite", "turso"] {
         if let Some((_, (c, _))) = out
             .iter()

@@ -140,9 +140,15 @@ pub fn decode_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<BenchRow> {
     })
 }
 
-/// One raw point lookup: `prepare_cached` (a cache hit after the first call), `query_row`, decode.
-pub fn raw_lookup(conn: &Connection, id: i64) -> rusqlite::Result<BenchRow> {
-    let mut st = conn.prepare_cached(dataset::LOOKUP_SQL_QMARK)?;
+/// Prepares the lookup statement for the raw baseline, once, outside any timed loop: the raw
+/// driver's best practice (a `prepare_cached` per call would add a cache-key copy and an LRU
+/// round trip to every lookup).
+pub fn lookup_stmt(conn: &Connection) -> rusqlite::Result<rusqlite::Statement<'_>> {
+    conn.prepare(dataset::LOOKUP_SQL_QMARK)
+}
+
+/// One raw point lookup on a statement prepared by [`lookup_stmt`]: bind, `query_row`, decode.
+pub fn raw_lookup(st: &mut rusqlite::Statement<'_>, id: i64) -> rusqlite::Result<BenchRow> {
     st.query_row([id], decode_row)
 }
 
