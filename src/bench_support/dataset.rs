@@ -126,11 +126,15 @@ pub fn repo_root(manifest_dir: &str) -> PathBuf {
     }
 }
 
-/// Where Criterion writes: `$CRITERION_HOME`, else `<repo>/bench_results`.
+/// Where Criterion writes: `$CRITERION_HOME`, else `<repo>/bench_results`. A relative
+/// `$CRITERION_HOME` is taken from the repository root: cargo runs each crate's benches in that
+/// crate's own folder, so the current directory would split the results of the main crate and
+/// the SQLx harness.
 pub fn criterion_home(manifest_dir: &str) -> PathBuf {
+    let root = repo_root(manifest_dir);
     match std::env::var_os("CRITERION_HOME") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => repo_root(manifest_dir).join("bench_results"),
+        Some(p) if !p.is_empty() => root.join(p),
+        _ => root.join("bench_results"),
     }
 }
 

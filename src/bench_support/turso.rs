@@ -18,8 +18,8 @@ use crate::value::RowValues;
 /// The middleware's default Turso busy timeout (`PoolBuilder` default).
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Opens a raw Turso database and one connection with the middleware's settings (busy timeout).
-/// Keep the `Database` alive as long as the connection.
+/// Opens a raw Turso database and one connection with the middleware's settings (a busy
+/// timeout, `foreign_keys = ON`). Keep the `Database` alive as long as the connection.
 pub async fn open_raw(path: &Path) -> Result<(turso::Database, Connection)> {
     let path = path.to_str().ok_or_else(|| {
         SqlMiddlewareDbError::new(ErrorKind::Config, "the Turso path is not valid UTF-8")
@@ -30,6 +30,9 @@ pub async fn open_raw(path: &Path) -> Result<(turso::Database, Connection)> {
         .map_err(map_err)?;
     let conn = db.connect().map_err(map_err)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(map_err)?;
+    conn.execute("PRAGMA foreign_keys = ON", ())
+        .await
+        .map_err(map_err)?;
     Ok((db, conn))
 }
 

@@ -18,7 +18,7 @@ commands:
       Regenerate bench_results/index.md, bench_results/micro/*.md and the SVG charts from
       the Criterion results in CRITERION_HOME ($CRITERION_HOME, else <repo>/bench_results).
 
-  bench [--quick] [--sweep] [--features F,..] [--no-report] [SUITE...] [-- CRITERION_ARGS...]
+  bench [--quick] [--sweep] [--features F,..] [--slowdown] [--no-report] [SUITE...] [-- CRITERION_ARGS...]
       Build and run suites (default: every suite but `sweeps`, then `alloc`), recording each
       suite's peak RSS and CPU seconds in <CRITERION_HOME>/resources.json; then bench-report.
       --quick   = -- --warm-up-time 1 --measurement-time 2 --sample-size 10
@@ -26,7 +26,7 @@ commands:
 
   nightly [--against NAME] [--threshold PCT] [--confirm N] [--history K] [--quick]
           [--suite SUITE]...
-          [--tag TAG] [--date YYYY-MM-DD] [--features F,..] [--compare-only] [--out DIR]
+          [--tag TAG] [--date YYYY-MM-DD] [--features F,..] [--slowdown] [--compare-only] [--out DIR]
           [-- CRITERION_ARGS...]
       Run the suites (default: all but sweeps, the SQLx harness included) with
       --save-baseline nightly-<YYYY-MM-DD>[-TAG], compare with the previous nightly baseline
@@ -34,6 +34,8 @@ commands:
       flagged id N times (default 2) in fresh processes to confirm it, write
       bench_results/nightly/<YYYY-MM-DD>[-TAG].md; exit 1 on a confirmed regression.
       --threshold defaults to 10 (percent). --compare-only skips the main run.
+      --slowdown builds with --cfg sqlmw_bench_slowdown (every fifth SQLite lookup runs its
+      query twice, ~20% slower): an experiment, never used as a reference.
 
 suites: ";
 
@@ -136,15 +138,20 @@ fn parse_suites(
     Ok((v, alloc))
 }
 
+/// `--features F,..` plus `--slowdown` (the build variant [`runner::SLOWDOWN`]).
 fn features(args: &mut Args) -> Result<Vec<String>> {
-    Ok(args
+    let mut out: Vec<String> = args
         .values("--features")?
         .iter()
         .flat_map(|f| f.split(','))
         .map(str::trim)
         .filter(|f| !f.is_empty())
         .map(String::from)
-        .collect())
+        .collect();
+    if args.flag("--slowdown") {
+        out.push(runner::SLOWDOWN.to_string());
+    }
+    Ok(out)
 }
 
 fn criterion_args(quick: bool, passthrough: &[String]) -> Vec<String> {

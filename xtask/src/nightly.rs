@@ -265,7 +265,7 @@ pub struct RunsFile {
 /// How one nightly baseline was made.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRecord {
-    /// Extra cargo features (non-empty: an experiment, never a reference).
+    /// Extra cargo features and `cfg:` build flags (non-empty: an experiment, never a reference).
     pub features: Vec<String>,
     /// Criterion arguments.
     pub criterion_args: Vec<String>,
@@ -287,7 +287,7 @@ pub fn record_run(home: &Path, name: &str, record: RunRecord) -> Result<()> {
 
 /// The nightly baselines that may serve as references, newest first: every `nightly-*`
 /// baseline on disk except `current` and except those made with extra cargo features
-/// (experiments such as `--features bench-slowdown`).
+/// (experiments such as `--slowdown`).
 pub fn reference_candidates(home: &Path, current: &str) -> Result<Vec<String>> {
     let runs: RunsFile =
         crate::report::read_optional_json(&home.join("nightly-runs.json"))?.unwrap_or_default();
@@ -343,7 +343,7 @@ pub struct RunInfo {
     pub suites: Vec<String>,
     /// Criterion arguments.
     pub criterion_args: Vec<String>,
-    /// Extra cargo features.
+    /// Extra cargo features and `cfg:` build flags.
     pub features: Vec<String>,
     /// Suites that failed to build or run.
     pub failures: Vec<String>,
@@ -400,7 +400,7 @@ pub fn render(info: &RunInfo, rows: &[Row]) -> String {
     let _ = writeln!(s, "{}\n", info.environment);
     let _ = writeln!(
         s,
-        "- Suites: {}\n- Criterion arguments: `{}`\n- Extra cargo features: {}\n- Threshold: ±{:.0}% on the median per operation, and the two 95% intervals must not overlap",
+        "- Suites: {}\n- Criterion arguments: `{}`\n- Build variant (extra features, `cfg:` flags): {}\n- Threshold: ±{:.0}% on the median per operation, and the two 95% intervals must not overlap",
         if info.suites.is_empty() {
             "—".into()
         } else {

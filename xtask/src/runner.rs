@@ -50,7 +50,7 @@ pub struct RunOptions {
     pub suites: Vec<&'static Suite>,
     /// Arguments after `--bench` for every bench binary.
     pub criterion_args: Vec<String>,
-    /// Extra features of the main crate (e.g. `bench-slowdown`).
+    /// Extra features of the main crate, and `cfg:NAME` build flags (e.g. [`SLOWDOWN`]).
     pub features: Vec<String>,
     /// Per suite name, a Criterion filter (a regex over `group/function/param`).
     pub filters: BTreeMap<String, String>,
@@ -101,6 +101,12 @@ struct CargoTarget {
     kind: Vec<String>,
 }
 
+/// An entry of [`RunOptions::features`] that is a `--cfg` flag rather than a cargo feature.
+pub const CFG_PREFIX: &str = "cfg:";
+
+/// The build variant of `--slowdown`: the deliberate ~20% slowdown of the SQLite lookup path.
+pub const SLOWDOWN: &str = "cfg:sqlmw_bench_slowdown";
+
 /// Builds the bench targets of one crate and returns target name → executable.
 fn build(
     root: &Path,
@@ -116,9 +122,25 @@ fn build(
     ]);
     match krate {
         Crate::Main => {
+            let (cfgs, extra): (Vec<&String>, Vec<&String>) =
+                features.iter().partition(|f| f.starts_with(CFG_PREFIX));
             let mut f = vec![MAIN_FEATURES.to_string()];
-            f.extend(features.iter().cloned());
+            f.extend(extra.into_iter().cloned());
             cmd.args(["--features", &f.join(",")]);
+            if !cfgs.is_empty() {
+                // A build variant (`--cfg NAME`): its own target dir, so the normal build's
+                // cache survives the experiment.
+                let mut flags = std::env::var("RUSTFLAGS").unwrap_or_default();
+                for c in &cfgs {
+                    flags.push_str(" --cfg ");
+                    flags.push_str(&c[CFG_PREFIX.len()..]);
+                }
+                let base = std::env::var_os("CARGO_TARGET_DIR")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| root.join("target"));
+                cmd.env("RUSTFLAGS", flags.trim_start())
+                    .env("CARGO_TARGET_DIR", base.join("cfg-variant"));
+            }
         }
         Crate::Sqlx => {
             cmd.args(["--manifest-path", SQLX_MANIFEST]);

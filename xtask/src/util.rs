@@ -136,17 +136,15 @@ pub fn repo_root() -> PathBuf {
         .map_or_else(|| here.to_path_buf(), Path::to_path_buf)
 }
 
-/// CRITERION_HOME: `$CRITERION_HOME`, else `<repo>/bench_results`, made absolute.
+/// CRITERION_HOME: `$CRITERION_HOME` (a relative path is taken from the repository root), else
+/// `<repo>/bench_results`.
 pub fn criterion_home(root: &Path) -> PathBuf {
     let p = match std::env::var_os("CRITERION_HOME") {
         Some(p) if !p.is_empty() => PathBuf::from(p),
         _ => root.join("bench_results"),
     };
-    if p.is_absolute() {
-        p
-    } else {
-        std::env::current_dir().map_or(p.clone(), |d| d.join(p))
-    }
+    // Relative to the repository root, as the benches resolve it (bench_support::dataset).
+    root.join(p)
 }
 
 /// A relative link from the folder `from` to the file `to` (both under one root), with `/`.

@@ -275,7 +275,7 @@ fn history_and_experiments() {
         &dir,
         "nightly-2026-01-01",
         nightly::RunRecord {
-            features: vec!["bench-slowdown".into()],
+            features: vec!["cfg:sqlmw_bench_slowdown".into()],
             criterion_args: vec![],
             suites: vec![],
             unix: 0,
