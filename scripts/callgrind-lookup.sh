@@ -7,7 +7,7 @@
 # for two lookup counts on each side, and reports (Ir(long) - Ir(short)) / (long - short): the
 # instructions of one lookup, with setup, warm-up and teardown cancelled out. Instruction counts
 # do not depend on what else the machine is doing, so the ratio is the stable gate for the
-# middleware's own overhead.
+# middleware's own overhead. The figures also go to <CRITERION_HOME>/callgrind_lookup.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 short=${1:-2000}
@@ -39,3 +39,11 @@ for side in raw middleware; do
 done
 awk -v m="${per[middleware]}" -v r="${per[raw]}" \
   'BEGIN { printf "middleware / raw instructions per lookup: %.3f\n", m / r }'
+
+# For `cargo xtask bench-report` (the P8 row): CRITERION_HOME, relative to the repository root.
+home=${CRITERION_HOME:-bench_results}
+case "$home" in /*) ;; *) home="$PWD/$home" ;; esac
+mkdir -p "$home"
+printf '{"raw_per_lookup": %d, "middleware_per_lookup": %d, "short": %d, "long": %d}\n' \
+  "${per[raw]}" "${per[middleware]}" "$short" "$long" > "$home/callgrind_lookup.json"
+echo "wrote $home/callgrind_lookup.json"

@@ -13,3 +13,4 @@ pub mod nightly;
 pub mod report;
 pub mod runner;
 pub mod svg;
+pub mod targets;

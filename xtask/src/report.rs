@@ -377,6 +377,8 @@ pub fn build(opts: &ReportOptions) -> Result<Files> {
     }
     let alloc: Option<AllocFile> = read_optional_json(&opts.home.join("alloc_per_op.json"))?;
     let resources: Option<ResourcesFile> = read_optional_json(&opts.home.join("resources.json"))?;
+    let callgrind: Option<crate::targets::CallgrindFile> =
+        read_optional_json(&opts.home.join("callgrind_lookup.json"))?;
     let env = opts
         .environment
         .clone()
@@ -396,6 +398,12 @@ pub fn build(opts: &ReportOptions) -> Result<Files> {
         }
         s.push('\n');
     }
+
+    s.push_str(&crate::targets::render(
+        &results,
+        alloc.as_ref(),
+        callgrind.as_ref(),
+    ));
 
     s.push_str("## Side by side\n\n");
     for w in WORKLOADS {

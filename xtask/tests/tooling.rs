@@ -83,10 +83,20 @@ fn report_tables_ratios_and_not_run() {
     assert!(index.contains("| Pool checkout under fan-out | `middleware_pool_checkout` | not run | `sqlx_pool_checkout` | not run | — |"));
     // Allocation figures from alloc_per_op.json; no resources.json yet.
     assert!(
-        index.contains("| `prepared_one` | 2.00 | 58 |")
-            || index.contains("| `prepared_one` | 2.00 | 57 |")
+        index.contains("| `sqlite/prepared_one` | 2.00 | 58 |")
+            || index.contains("| `sqlite/prepared_one` | 2.00 | 57 |")
     );
     assert!(index.contains("Not recorded. `cargo xtask bench` records them"));
+    // The targets section: figures from the same results, verdicts, and what was not run.
+    assert!(
+        index.contains("| P2 | SQLite lookup: SQLx ÷ middleware | 9.62× | ≥ 5 | met |"),
+        "{index}"
+    );
+    assert!(index.contains("| P7 | Heap allocations per SQLite lookup through the API (prepared `one`) | 2.00 | ≤ 3 | met |"));
+    assert!(index.contains(
+        "| P4a | Postgres lookup: middleware ÷ tokio_postgres_raw | — | ≤ 1.05 | not measured: `postgres_single_row_lookup/middleware` not run |"
+    ));
+    assert!(index.contains("| P8 | Instructions per SQLite lookup: middleware ÷ rusqlite (callgrind) | — | ≤ 1.5 | not measured: run `scripts/callgrind-lookup.sh` |"));
     assert!(index.contains("Test CPU × 2 logical CPUs"));
     // Pages and charts.
     let decode = &files[Path::new("/out/micro/decode.md")];

@@ -1,0 +1,386 @@
+//! The performance targets (P1–P9 in docs/Benchmarks.md), evaluated from the same results the
+//! report prints: each is met, or missed by a stated amount, or not measured.
+
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+
+use crate::criterion::Measurement;
+use crate::report::{AllocFile, Results};
+use crate::util::fmt_ratio;
+
+/// Which side of the bound a figure must stay on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Bound {
+    /// The figure must be at most this.
+    AtMost(f64),
+    /// The figure must be at least this.
+    AtLeast(f64),
+}
+
+impl Bound {
+    fn text(self) -> String {
+        match self {
+            Bound::AtMost(b) => format!("≤ {}", fmt_bound(b)),
+            Bound::AtLeast(b) => format!("≥ {}", fmt_bound(b)),
+        }
+    }
+
+    /// `None` when met; otherwise how far the figure is past the bound, as a fraction of it.
+    pub fn miss(self, value: f64) -> Option<f64> {
+        match self {
+            Bound::AtMost(b) if value > b => Some(value / b - 1.0),
+            Bound::AtLeast(b) if value < b => Some(1.0 - value / b),
+            _ => None,
+        }
+    }
+}
+
+fn fmt_bound(b: f64) -> String {
+    if b.fract() == 0.0 {
+        format!("{b:.0}")
+    } else {
+        format!("{b}")
+    }
+}
+
+/// `group`, `function`, and the parameter the target is stated for (`None`: any).
+type IdRef = (&'static str, &'static str, Option<&'static str>);
+
+/// Where a target's figure comes from.
+#[derive(Debug, Clone, Copy)]
+pub enum Source {
+    /// The ratio of two medians per operation.
+    Ratio {
+        /// Numerator.
+        num: IdRef,
+        /// Denominator.
+        den: IdRef,
+    },
+    /// Allocations per operation of a path in `alloc_per_op.json`.
+    Allocs(&'static str),
+    /// Middleware ÷ raw instructions per lookup from `callgrind_lookup.json`.
+    Instructions,
+}
+
+/// One target.
+#[derive(Debug, Clone, Copy)]
+pub struct Target {
+    /// `P1` … `P9` (with a letter where one target has two parts).
+    pub id: &'static str,
+    /// What is measured.
+    pub what: &'static str,
+    /// Where the figure comes from.
+    pub source: Source,
+    /// The bound.
+    pub bound: Bound,
+}
+
+const fn ratio(num: IdRef, den: IdRef) -> Source {
+    Source::Ratio { num, den }
+}
+
+/// The targets, in the order of docs/Benchmarks.md.
+pub const TARGETS: &[Target] = &[
+    Target {
+        id: "P1",
+        what: "SQLite lookup: middleware ÷ rusqlite",
+        source: ratio(
+            ("sqlite_single_row_lookup", "middleware", None),
+            ("sqlite_single_row_lookup", "rusqlite", None),
+        ),
+        bound: Bound::AtMost(1.3),
+    },
+    Target {
+        id: "P2",
+        what: "SQLite lookup: SQLx ÷ middleware",
+        source: ratio(
+            ("sqlite_single_row_lookup_sqlx", "sqlx", None),
+            ("sqlite_single_row_lookup", "middleware", None),
+        ),
+        bound: Bound::AtLeast(5.0),
+    },
+    Target {
+        id: "P3",
+        what: "Turso lookup: middleware ÷ turso_raw",
+        source: ratio(
+            ("turso_single_row_lookup", "middleware", None),
+            ("turso_single_row_lookup", "turso_raw", None),
+        ),
+        bound: Bound::AtMost(1.10),
+    },
+    Target {
+        id: "P4a",
+        what: "Postgres lookup: middleware ÷ tokio_postgres_raw",
+        source: ratio(
+            ("postgres_single_row_lookup", "middleware", None),
+            ("postgres_single_row_lookup", "tokio_postgres_raw", None),
+        ),
+        bound: Bound::AtMost(1.05),
+    },
+    Target {
+        id: "P4b",
+        what: "Postgres lookup: sequential middleware ÷ middleware_pipelined",
+        source: ratio(
+            ("postgres_single_row_lookup", "middleware", None),
+            ("postgres_single_row_lookup", "middleware_pipelined", None),
+        ),
+        bound: Bound::AtLeast(4.0),
+    },
+    Target {
+        id: "P5a",
+        what: "Fan-out (C = 8): middleware_parallel_select ÷ rusqlite_blocking",
+        source: ratio(
+            (
+                "sqlite_multithread_pool_checkout",
+                "middleware_parallel_select",
+                Some("8"),
+            ),
+            (
+                "sqlite_multithread_pool_checkout",
+                "rusqlite_blocking",
+                Some("8"),
+            ),
+        ),
+        bound: Bound::AtMost(1.5),
+    },
+    Target {
+        id: "P5b",
+        what: "Fan-out (C = 8): sqlx_parallel_select ÷ middleware_parallel_select",
+        source: ratio(
+            (
+                "sqlite_multithread_pool_checkout_sqlx",
+                "sqlx_parallel_select",
+                Some("8"),
+            ),
+            (
+                "sqlite_multithread_pool_checkout",
+                "middleware_parallel_select",
+                Some("8"),
+            ),
+        ),
+        bound: Bound::AtLeast(3.0),
+    },
+    Target {
+        id: "P6 SQLite",
+        what: "Inserts (R = 1000): sqlite_middleware ÷ sqlite_raw",
+        source: ratio(
+            ("database_inserts", "sqlite_middleware", Some("1000")),
+            ("database_inserts", "sqlite_raw", Some("1000")),
+        ),
+        bound: Bound::AtMost(1.10),
+    },
+    Target {
+        id: "P6 Postgres",
+        what: "Inserts (R = 1000): postgres_middleware ÷ postgres_raw",
+        source: ratio(
+            ("database_inserts", "postgres_middleware", Some("1000")),
+            ("database_inserts", "postgres_raw", Some("1000")),
+        ),
+        bound: Bound::AtMost(1.10),
+    },
+    Target {
+        id: "P6 Turso",
+        what: "Inserts (R = 1000): turso_middleware ÷ turso_raw",
+        source: ratio(
+            ("database_inserts", "turso_middleware", Some("1000")),
+            ("database_inserts", "turso_raw", Some("1000")),
+        ),
+        bound: Bound::AtMost(1.10),
+    },
+    Target {
+        id: "P7",
+        what: "Heap allocations per SQLite lookup through the API (prepared `one`)",
+        source: Source::Allocs("sqlite/prepared_one"),
+        bound: Bound::AtMost(3.0),
+    },
+    Target {
+        id: "P8",
+        what: "Instructions per SQLite lookup: middleware ÷ rusqlite (callgrind)",
+        source: Source::Instructions,
+        bound: Bound::AtMost(1.5),
+    },
+    Target {
+        id: "P9",
+        what: "pool_acquire ÷ one raw rusqlite lookup",
+        source: ratio(
+            ("sqlite_single_row_lookup", "pool_acquire", None),
+            ("sqlite_single_row_lookup", "rusqlite", None),
+        ),
+        bound: Bound::AtMost(1.0),
+    },
+];
+
+/// `<CRITERION_HOME>/callgrind_lookup.json`, written by `scripts/callgrind-lookup.sh`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CallgrindFile {
+    /// Instructions per raw rusqlite lookup.
+    pub raw_per_lookup: f64,
+    /// Instructions per middleware lookup.
+    pub middleware_per_lookup: f64,
+    /// The two run lengths whose difference was taken.
+    pub short: u64,
+    /// See `short`.
+    pub long: u64,
+}
+
+/// A target's evaluated figure.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The figure, and a note (e.g. measured at another parameter).
+    Measured(f64, Option<String>),
+    /// Why there is no figure.
+    NotMeasured(String),
+}
+
+fn pick(results: &Results, (g, f, want): IdRef) -> Result<&Measurement, String> {
+    let all = results.all(g, f);
+    if let Some(p) = want
+        && let Some(m) = all.iter().find(|m| m.param == p)
+    {
+        return Ok(m);
+    }
+    results
+        .newest(g, f)
+        .ok_or_else(|| format!("`{g}/{f}` not run"))
+}
+
+/// Evaluates one target.
+pub fn evaluate(
+    t: &Target,
+    results: &Results,
+    alloc: Option<&AllocFile>,
+    callgrind: Option<&CallgrindFile>,
+) -> Outcome {
+    match t.source {
+        Source::Ratio { num, den } => {
+            let (n, d) = match (pick(results, num), pick(results, den)) {
+                (Ok(n), Ok(d)) => (n, d),
+                (Err(e), _) | (_, Err(e)) => return Outcome::NotMeasured(e),
+            };
+            let (np, dp) = (n.per_op().point, d.per_op().point);
+            if dp <= 0.0 {
+                return Outcome::NotMeasured("zero denominator".into());
+            }
+            let mut notes = Vec::new();
+            for (m, (_, _, want)) in [(n, num), (d, den)] {
+                if let Some(w) = want
+                    && m.param != w
+                {
+                    notes.push(format!(
+                        "`{}` measured at {} (the target is stated for {w})",
+                        m.function, m.param
+                    ));
+                }
+            }
+            Outcome::Measured(np / dp, (!notes.is_empty()).then(|| notes.join("; ")))
+        }
+        Source::Allocs(path) => match alloc.and_then(|a| a.paths.get(path)) {
+            Some(p) => Outcome::Measured(p.allocs_per_op, None),
+            None => Outcome::NotMeasured("run `cargo xtask bench alloc`".into()),
+        },
+        Source::Instructions => match callgrind {
+            Some(c) if c.raw_per_lookup > 0.0 => Outcome::Measured(
+                c.middleware_per_lookup / c.raw_per_lookup,
+                Some(format!(
+                    "{:.0} vs {:.0} instructions per lookup, runs of {} and {} lookups",
+                    c.middleware_per_lookup, c.raw_per_lookup, c.short, c.long
+                )),
+            ),
+            _ => Outcome::NotMeasured("run `scripts/callgrind-lookup.sh`".into()),
+        },
+    }
+}
+
+fn figure_text(t: &Target, v: f64) -> String {
+    match t.source {
+        Source::Allocs(_) => format!("{v:.2}"),
+        _ => fmt_ratio(v),
+    }
+}
+
+/// The "Targets" section of `index.md`.
+pub fn render(
+    results: &Results,
+    alloc: Option<&AllocFile>,
+    callgrind: Option<&CallgrindFile>,
+) -> String {
+    let mut s = String::from("## Performance targets\n\n");
+    s.push_str("Each target is evaluated from the figures on this page (ratios of medians per operation from one run; allocations from `alloc_per_op.json`; instructions from `callgrind_lookup.json`). What each one means: [docs/Benchmarks.md](../docs/Benchmarks.md#performance-targets).\n\n");
+    s.push_str("| target | measure | figure | bound | verdict |\n|---|---|---:|---:|---|\n");
+    for t in TARGETS {
+        let (fig, verdict) = match evaluate(t, results, alloc, callgrind) {
+            Outcome::Measured(v, note) => {
+                let verdict = match t.bound.miss(v) {
+                    None => "met".to_string(),
+                    Some(m) => format!("**missed** by {:.0}%", m * 100.0),
+                };
+                let verdict = match note {
+                    Some(n) => format!("{verdict} ({n})"),
+                    None => verdict,
+                };
+                (figure_text(t, v), verdict)
+            }
+            Outcome::NotMeasured(why) => ("—".into(), format!("not measured: {why}")),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} |",
+            t.id,
+            t.what,
+            fig,
+            t.bound.text(),
+            verdict
+        );
+    }
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_say_how_far_they_missed() {
+        assert_eq!(Bound::AtMost(1.3).miss(1.2), None);
+        assert_eq!(Bound::AtMost(1.3).miss(1.3), None);
+        let m = Bound::AtMost(1.0).miss(1.25).unwrap();
+        assert!((m - 0.25).abs() < 1e-9, "{m}");
+        assert_eq!(Bound::AtLeast(5.0).miss(9.0), None);
+        let m = Bound::AtLeast(4.0).miss(3.0).unwrap();
+        assert!((m - 0.25).abs() < 1e-9, "{m}");
+        assert_eq!(Bound::AtMost(1.05).text(), "≤ 1.05");
+        assert_eq!(Bound::AtLeast(3.0).text(), "≥ 3");
+    }
+
+    #[test]
+    fn target_ids_are_unique() {
+        let mut ids: Vec<&str> = TARGETS.iter().map(|t| t.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), TARGETS.len());
+    }
+
+    #[test]
+    fn instructions_need_a_file() {
+        let t = TARGETS.iter().find(|t| t.id == "P8").unwrap();
+        let results = Results {
+            groups: Default::default(),
+        };
+        assert!(matches!(
+            evaluate(t, &results, None, None),
+            Outcome::NotMeasured(_)
+        ));
+        let c = CallgrindFile {
+            raw_per_lookup: 8000.0,
+            middleware_per_lookup: 10000.0,
+            short: 2000,
+            long: 12000,
+        };
+        match evaluate(t, &results, None, Some(&c)) {
+            Outcome::Measured(v, Some(_)) => assert!((v - 1.25).abs() < 1e-9),
+            other => panic!("{other:?}"),
+        }
+    }
+}
