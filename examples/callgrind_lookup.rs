@@ -2,7 +2,9 @@
 //! lookups of the benchmark's SQLite file, either through raw rusqlite or through the
 //! middleware, so that `valgrind --tool=callgrind` can count the instructions of each.
 //!
-//! `callgrind_lookup <raw|middleware> <COUNT> <DB_PATH>`
+//! `callgrind_lookup <raw|middleware> <COUNT> <DB_PATH>`: COUNT point lookups.
+//! `callgrind_lookup <insert_raw|insert_middleware> <COUNT> <DB_PATH>`: COUNT inserted rows of the
+//! insert dataset, in transactions of 1000, into a fresh file next to DB_PATH.
 //!
 //! Both sides open the file with the same settings (the middleware's pool defaults, reproduced
 //! by `bench_support::sqlite::open_raw`), prepare the lookup once, run one warm-up lookup, and
@@ -16,7 +18,9 @@ use sql_middleware::bench_support::{BenchRow, dataset, sqlite as bs};
 use sql_middleware::prelude::*;
 
 fn usage() -> ! {
-    eprintln!("usage: callgrind_lookup <raw|middleware> <COUNT> <DB_PATH>");
+    eprintln!(
+        "usage: callgrind_lookup <raw|middleware|insert_raw|insert_middleware> <COUNT> <DB_PATH>"
+    );
     std::process::exit(2)
 }
 
@@ -67,7 +71,55 @@ fn main() -> Result<(), SqlMiddlewareDbError> {
                 Ok::<_, SqlMiddlewareDbError>(())
             })?;
         }
+        "insert_raw" | "insert_middleware" => insert(&mode, count, &path)?,
         _ => usage(),
     }
     Ok(())
 }
+
+/// `COUNT` rows of the insert dataset, in transactions of [`INSERT_TX_ROWS`], into a fresh
+/// table in a file next to `path`: raw rusqlite (`bench_support::sqlite::raw_insert`) or the
+/// middleware (`begin`, `prepare`, `execute` per row, `commit`), as `database_inserts` does.
+fn insert(mode: &str, count: usize, path: &std::path::Path) -> Result<(), SqlMiddlewareDbError> {
+    use sql_middleware::bench_support::workloads::{self, INSERT_SQL_DOLLAR};
+    let file = path.with_file_name(format!("inserts-{mode}.sqlite"));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(dataset::with_suffix(&file, suffix));
+    }
+    let records = workloads::insert_records(count);
+    // Both sides build the middleware's rows (the bench builds them outside its timer), so that
+    // cost cancels out of the comparison.
+    let rows: Vec<Vec<RowValues>> = records.iter().map(|r| r.to_row_values()).collect();
+    let err = |e: rusqlite::Error| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string());
+    if mode == "insert_raw" {
+        black_box(&rows);
+        let mut conn = bs::open_raw(&file).map_err(err)?;
+        bs::reset_insert_table(&conn).map_err(err)?;
+        for chunk in records.chunks(INSERT_TX_ROWS) {
+            bs::raw_insert(&mut conn, chunk).map_err(err)?;
+        }
+        return Ok(());
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, format!("{e}")))?;
+    rt.block_on(async {
+        let db = ConfigAndPool::sqlite(&file).build().await?;
+        let mut conn = db.get_connection().await?;
+        conn.execute_batch(workloads::INSERT_SCHEMA_SQLITE).await?;
+        for chunk in rows.chunks(INSERT_TX_ROWS) {
+            let mut tx = conn.begin().await?;
+            let mut stmt = tx.prepare(INSERT_SQL_DOLLAR).await?;
+            for row in chunk {
+                stmt.execute(row).await?;
+            }
+            drop(stmt);
+            tx.commit().await?;
+        }
+        Ok(())
+    })
+}
+
+/// Rows per insert transaction (the `database_inserts` target's R).
+const INSERT_TX_ROWS: usize = 1000;

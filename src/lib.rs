@@ -15,6 +15,7 @@ pub mod prelude;
 pub mod query;
 pub mod results;
 pub mod statement;
+mod text_form;
 pub mod transaction;
 pub mod translation;
 pub mod value;

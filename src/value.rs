@@ -233,19 +233,6 @@ pub(crate) fn check_storable(idx: usize, value: &RowValues) -> crate::error::Res
     }
 }
 
-/// The text form used to store a timestamp in SQLite and Turso.
-#[cfg_attr(not(any(feature = "sqlite", feature = "turso")), allow(dead_code))]
-pub(crate) fn timestamp_text(ts: &NaiveDateTime) -> String {
-    ts.format("%Y-%m-%d %H:%M:%S%.f").to_string()
-}
-
-/// The text form used to store a UTC timestamp in SQLite and Turso.
-#[cfg_attr(not(any(feature = "sqlite", feature = "turso")), allow(dead_code))]
-pub(crate) fn timestamptz_text(ts: &DateTime<Utc>) -> String {
-    // RFC 3339 for years 0000-9999; chrono's %Y adds a sign outside them, which parses back.
-    ts.format("%Y-%m-%dT%H:%M:%S%.f%:z").to_string()
-}
-
 /// Parses the stored text forms of timestamps (space or `T` separator, optional fraction).
 pub(crate) fn parse_timestamp(s: &str) -> Option<NaiveDateTime> {
     const FORMATS: [&str; 4] = [
@@ -348,6 +335,7 @@ mod tests {
 
     #[test]
     fn timestamp_text_round_trips() {
+        use crate::text_form::{timestamp_text, timestamptz_text};
         let ts = NaiveDate::from_ymd_opt(2024, 2, 29)
             .unwrap()
             .and_hms_nano_opt(23, 59, 58, 123_456_789)

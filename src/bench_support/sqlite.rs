@@ -205,7 +205,8 @@ pub fn reset_insert_table(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 /// The raw insert baseline: `BEGIN IMMEDIATE` (as the middleware's `begin`), the cached
-/// prepared insert, each record bound natively (text forms identical to the middleware's), commit.
+/// prepared insert, each record bound natively, commit. Timestamps and dates are formatted by
+/// the middleware's own text-form functions, so both sides do the same formatting work.
 pub fn raw_insert(conn: &mut Connection, records: &[InsertRecord]) -> rusqlite::Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     {
@@ -217,9 +218,9 @@ pub fn raw_insert(conn: &mut Connection, records: &[InsertRecord]) -> rusqlite::
                 r.float,
                 r.text,
                 r.flag,
-                r.ts.format("%Y-%m-%d %H:%M:%S%.f").to_string(),
-                r.tstz.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false),
-                r.date.format("%Y-%m-%d").to_string(),
+                crate::text_form::timestamp_text(&r.ts),
+                crate::text_form::timestamptz_text(&r.tstz),
+                crate::text_form::date_text(&r.date),
                 r.uuid.hyphenated().to_string(),
                 r.numeric.to_string(),
                 r.blob,

@@ -4,7 +4,8 @@ use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Statement, ToSql};
 
 use crate::error::{Result, SqlMiddlewareDbError};
-use crate::value::{RowValues, timestamp_text, timestamptz_text};
+use crate::text_form::{date_text, timestamp_text, timestamptz_text};
+use crate::value::RowValues;
 
 /// A borrowed [`RowValues`] as a rusqlite parameter. Text and blobs are bound by reference.
 pub(crate) struct SqliteParam<'a>(pub(crate) &'a RowValues);
@@ -19,7 +20,7 @@ impl ToSql for SqliteParam<'_> {
             RowValues::Bool(b) => ToSqlOutput::Borrowed(ValueRef::Integer(i64::from(*b))),
             RowValues::Timestamp(t) => ToSqlOutput::Owned(Value::Text(timestamp_text(t))),
             RowValues::TimestampTz(t) => ToSqlOutput::Owned(Value::Text(timestamptz_text(t))),
-            RowValues::Date(d) => ToSqlOutput::Owned(Value::Text(d.format("%Y-%m-%d").to_string())),
+            RowValues::Date(d) => ToSqlOutput::Owned(Value::Text(date_text(d))),
             RowValues::Uuid(u) => ToSqlOutput::Owned(Value::Text(u.hyphenated().to_string())),
             RowValues::Numeric(d) => ToSqlOutput::Owned(Value::Text(d.to_string())),
             RowValues::Blob(b) => ToSqlOutput::Borrowed(ValueRef::Blob(b)),

@@ -4,7 +4,8 @@
 use turso::Value;
 
 use crate::error::Result;
-use crate::value::{RowValues, timestamp_text, timestamptz_text};
+use crate::text_form::{date_text, timestamp_text, timestamptz_text};
+use crate::value::RowValues;
 
 /// Converts every parameter (Turso's API takes owned values).
 pub(crate) fn to_values(params: &[RowValues]) -> Result<Vec<Value>> {
@@ -21,7 +22,7 @@ pub(crate) fn to_values(params: &[RowValues]) -> Result<Vec<Value>> {
                 RowValues::Bool(b) => Value::Integer(i64::from(*b)),
                 RowValues::Timestamp(t) => Value::Text(timestamp_text(t)),
                 RowValues::TimestampTz(t) => Value::Text(timestamptz_text(t)),
-                RowValues::Date(d) => Value::Text(d.format("%Y-%m-%d").to_string()),
+                RowValues::Date(d) => Value::Text(date_text(d)),
                 RowValues::Uuid(u) => Value::Text(u.hyphenated().to_string()),
                 RowValues::Numeric(d) => Value::Text(d.to_string()),
                 RowValues::Blob(b) => Value::Blob(b.clone()),
