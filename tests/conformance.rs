@@ -2218,6 +2218,53 @@ async fn t_return_rolls_back_open_tx(db: &TestDb) {
     );
 }
 
+/// A task that loops over calls lets the other tasks of its thread run: SQLite and Turso calls
+/// complete without waiting, so only the middleware's cooperative-budget yield (about every 512
+/// calls) gives the thread back. On a current-thread runtime, a counter task counts how often
+/// it ran while another task made 4096 calls; without the yields it would never run.
+async fn t_calls_yield_to_other_tasks(db: &TestDb) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    const CALLS: u64 = 4096;
+    let k = db.kind.name();
+    let builder = db.builder().max_size(1);
+    let ran = tokio::task::spawn_blocking(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let pool = builder.build().await.unwrap();
+            let mut conn = pool.get_connection().await.unwrap();
+            let mut stmt = conn.prepare("SELECT 1").await.unwrap();
+            let ticks = Arc::new(AtomicU64::new(0));
+            let counter = {
+                let ticks = Arc::clone(&ticks);
+                tokio::spawn(async move {
+                    loop {
+                        ticks.fetch_add(1, Ordering::Relaxed);
+                        tokio::task::yield_now().await;
+                    }
+                })
+            };
+            for _ in 0..CALLS {
+                let (one,): (i64,) = stmt.one(&[]).await.unwrap();
+                assert_eq!(one, 1);
+            }
+            let ran = ticks.load(Ordering::Relaxed);
+            counter.abort();
+            ran
+        })
+    })
+    .await
+    .unwrap();
+    println!("calls_yield backend={k} calls={CALLS} other_task_ran={ran}");
+    assert!(
+        ran >= CALLS / 1024,
+        "[{k}] another task ran only {ran} times during {CALLS} calls on its thread"
+    );
+}
+
 backend_tests! {
     async fn round_trip_values(db) { t_round_trip_values(&db).await }
     async fn round_trip_nulls(db) { t_round_trip_nulls(&db).await }
@@ -2242,6 +2289,7 @@ backend_tests! {
     async fn from_row(db) { t_from_row(&db).await }
     async fn pool_timeout(db) { t_pool_timeout(&db).await }
     async fn return_rolls_back_open_tx(db) { t_return_rolls_back_open_tx(&db).await }
+    async fn calls_yield_to_other_tasks(db) { t_calls_yield_to_other_tasks(&db).await }
     async fn pipeline(db) { t_pipeline(&db).await }
     async fn params_convert_to_column_type(db) { t_params_convert_to_column_type(&db).await }
     async fn long_statements(db) { t_long_statements(&db).await }
