@@ -305,8 +305,10 @@ fn allocations_per_lookup() {
             get(&out, "turso/prepared_one"),
             get(&out, "turso/turso_raw"),
         );
+        // Turso hands out owned rows; the middleware decodes them through a reused buffer and
+        // adds no allocation to the raw lookup's.
         assert!(
-            typed <= raw + 1.0,
+            typed <= raw,
             "Turso one(): {typed} allocations per lookup, raw {raw}"
         );
     }

@@ -7,7 +7,7 @@ use super::config::TursoOptions;
 use super::error::map_err;
 use super::exec::BusyWait;
 use super::params::to_values;
-use super::rows::{TursoRow, columns_of, row_values};
+use super::rows::{TursoRow, columns_of, fill_row_values, row_values};
 use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::{Columns, ResultSet};
@@ -83,6 +83,8 @@ pub(crate) struct TursoConn {
     /// Turso's own busy handler is on (the raw connection was handed out); the middleware's
     /// statements turn it off again and wait for locks themselves (see `exec.rs`).
     native_busy: bool,
+    /// The values of the row being decoded by `one`/`optional`/`all`, reused from call to call.
+    row_buf: Vec<RowValues>,
 }
 
 impl TursoConn {
@@ -93,6 +95,7 @@ impl TursoConn {
             stmts: [HashMap::new(), HashMap::new()],
             in_flight: false,
             native_busy: false,
+            row_buf: Vec::new(),
         }
     }
 
@@ -250,14 +253,16 @@ impl TursoConn {
         while rows.next().await.map_err(map_err)?.is_some() {}
         drop(rows);
         self.in_flight = false;
-        match first {
-            Some(row) => T::from_row(&TursoRow {
-                values: row_values(&row, &s.columns)?,
-                columns: &s.columns,
-            })
-            .map(Some),
-            None => Ok(None),
-        }
+        let Some(row) = first else {
+            return Ok(None);
+        };
+        fill_row_values(&row, &s.columns, &mut self.row_buf)?;
+        let decoded = T::from_row(&TursoRow {
+            values: &self.row_buf,
+            columns: &s.columns,
+        });
+        self.row_buf.clear();
+        decoded.map(Some)
     }
 
     pub(crate) async fn fetch_all<T: FromRow + Send + 'static>(
@@ -280,11 +285,13 @@ impl TursoConn {
         let mut rows = st.query(values).await.map_err(map_err)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().await.map_err(map_err)? {
+            fill_row_values(&row, &s.columns, &mut self.row_buf)?;
             out.push(T::from_row(&TursoRow {
-                values: row_values(&row, &s.columns)?,
+                values: &self.row_buf,
                 columns: &s.columns,
             })?);
         }
+        self.row_buf.clear();
         drop(rows);
         self.in_flight = false;
         Ok(out)

@@ -17,8 +17,20 @@ pub(crate) fn columns_of(stmt: &turso::Statement) -> Columns {
 
 /// Converts one Turso row into owned values (Turso hands out owned values anyway).
 pub(crate) fn row_values(row: &turso::Row, columns: &Columns) -> Result<Vec<RowValues>> {
+    let mut values = Vec::with_capacity(columns.len().min(row.column_count()));
+    fill_row_values(row, columns, &mut values)?;
+    Ok(values)
+}
+
+/// [`row_values`] into a reused buffer (cleared first): typed decoding needs the values only
+/// until the row is decoded, so it borrows them from a buffer of the connection's.
+pub(crate) fn fill_row_values(
+    row: &turso::Row,
+    columns: &Columns,
+    values: &mut Vec<RowValues>,
+) -> Result<()> {
+    values.clear();
     let n = columns.len().min(row.column_count());
-    let mut values = Vec::with_capacity(n);
     for idx in 0..n {
         let v = row.get_value(idx).map_err(super::error::map_err)?;
         let hint = columns.hint(idx);
@@ -34,12 +46,12 @@ pub(crate) fn row_values(row: &turso::Row, columns: &Columns) -> Result<Vec<RowV
             turso::Value::Blob(b) => RowValues::Blob(b),
         });
     }
-    Ok(values)
+    Ok(())
 }
 
 /// A decoded Turso row seen through [`SqlRow`].
 pub(crate) struct TursoRow<'c> {
-    pub(crate) values: Vec<RowValues>,
+    pub(crate) values: &'c [RowValues],
     pub(crate) columns: &'c Columns,
 }
 
