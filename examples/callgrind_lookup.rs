@@ -72,6 +72,8 @@ fn main() -> Result<(), SqlMiddlewareDbError> {
             })?;
         }
         "insert_raw" | "insert_middleware" => insert(&mode, count, &path)?,
+        #[cfg(feature = "turso")]
+        "turso_raw" | "turso_middleware" => turso_lookups(&mode, count, &path)?,
         _ => usage(),
     }
     Ok(())
@@ -116,6 +118,53 @@ fn insert(mode: &str, count: usize, path: &std::path::Path) -> Result<(), SqlMid
             }
             drop(stmt);
             tx.commit().await?;
+        }
+        Ok(())
+    })
+}
+
+/// `COUNT` Turso point lookups of the lookup dataset (a Turso file next to `path`): raw (a
+/// statement prepared once, `query_row`, decode) or the middleware (a prepared statement and
+/// `one::<BenchRow>`), as `turso_single_row_lookup` does. Needs `--features turso`.
+#[cfg(feature = "turso")]
+fn turso_lookups(
+    mode: &str,
+    count: usize,
+    path: &std::path::Path,
+) -> Result<(), SqlMiddlewareDbError> {
+    use sql_middleware::bench_support::turso as bt;
+    let n = dataset::bench_lookups();
+    let ids = dataset::shuffled_ids(n);
+    let file = path.with_file_name(format!("lookup_{n}.turso.db"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, format!("{e}")))?;
+    rt.block_on(async {
+        bt::ensure_lookup_db(&file, n).await?;
+        if mode == "turso_raw" {
+            let (_db, conn) = bt::open_raw(&file).await?;
+            let mut st = conn
+                .prepare(dataset::LOOKUP_SQL_QMARK)
+                .await
+                .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string()))?;
+            for i in 0..=count {
+                let id = ids[i % ids.len()];
+                black_box(
+                    bt::raw_lookup(&mut st, black_box(id))
+                        .await
+                        .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string()))?,
+                );
+            }
+            return Ok(());
+        }
+        let db = ConfigAndPool::turso(&file).build().await?;
+        let mut conn = db.get_connection().await?;
+        let mut stmt = conn.prepare(dataset::LOOKUP_SQL_DOLLAR).await?;
+        let mut buf = [RowValues::Int(0)];
+        for i in 0..=count {
+            buf[0] = RowValues::Int(black_box(ids[i % ids.len()]));
+            black_box(stmt.one::<BenchRow>(&buf).await?);
         }
         Ok(())
     })
