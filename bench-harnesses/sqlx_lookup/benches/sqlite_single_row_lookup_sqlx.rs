@@ -109,8 +109,9 @@ fn bench(c: &mut Criterion) {
         });
     });
 
-    // Check a connection out of the pool and drop it. With SQLx's default pool options that is a
-    // ping on acquire (`test_before_acquire`) plus a ping in the release task it spawns.
+    // Check a connection out of the pool and drop it. With `test_before_acquire` off (see
+    // `sqlite_pool`) the acquire itself does no I/O; the drop still spawns SQLx's release task,
+    // which pings the connection before it goes back to the pool.
     g.bench_function(BenchmarkId::new("sqlx_pool_acquire", n), |b| {
         b.iter_custom(|iters| {
             let pool = pool.clone();

@@ -94,12 +94,14 @@ pub fn sqlite_options(path: &Path) -> SqliteConnectOptions {
 }
 
 /// A SQLx pool on the SQLite lookup file with `max_connections` connections at most, all opened
-/// up front (`min_connections`), otherwise SQLx's default pool options (including
-/// `test_before_acquire`).
+/// up front (`min_connections`), without the ping before each acquire (`test_before_acquire =
+/// false`): a local file cannot lose its connection, and the middleware's SQLite pool does no I/O
+/// to check a connection either. Every other pool option is SQLx's default.
 pub async fn sqlite_pool(path: &Path, max_connections: u32) -> SqlitePool {
     SqlitePoolOptions::new()
         .max_connections(max_connections)
         .min_connections(max_connections)
+        .test_before_acquire(false)
         .connect_with(sqlite_options(path))
         .await
         .unwrap_or_else(|e| panic!("cannot open a SQLx pool on {}: {e}", path.display()))
