@@ -85,10 +85,15 @@ pub(crate) async fn build_pool(
             .to_owned(),
         TursoTarget::Memory => ":memory:".to_owned(),
     };
+    // A database that cannot be opened at all (a missing directory, no permission) is a
+    // configuration error, as SQLite's `CANTOPEN` is.
     let db = turso::Builder::new_local(&path)
         .build()
         .await
-        .map_err(super::error::map_err)?;
+        .map_err(|e| match e {
+            turso::Error::IoError(..) => super::error::map_err(e).with_kind(ErrorKind::Config),
+            e => super::error::map_err(e),
+        })?;
     let manager = TursoManager {
         db,
         opts: Arc::new(opts),
