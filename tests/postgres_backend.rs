@@ -5,7 +5,7 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::{NaiveDate, TimeZone, Utc};
@@ -186,11 +186,34 @@ async fn lossy_binds_are_typed_errors_naming_the_parameter() {
 }
 
 /// Counts the frontend messages that end a round trip (`Sync`, simple `Query`) and `Parse`.
+/// While `hold` is set, the proxy forwards nothing from the server to the client.
 #[derive(Default)]
 struct Counts {
     syncs: AtomicU64,
     queries: AtomicU64,
     parses: AtomicU64,
+    hold: AtomicBool,
+}
+
+/// Forwards the server's bytes to the client, pausing while `counts.hold` is set.
+async fn pump_server_to_client(
+    mut from: impl AsyncReadExt + Unpin,
+    mut to: impl AsyncWriteExt + Unpin,
+    counts: Arc<Counts>,
+) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        while counts.hold.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
 }
 
 async fn pump_client_to_server(
@@ -245,25 +268,21 @@ async fn counting_proxy(target: tokio_postgres::Config) -> (u16, Arc<Counts>) {
             let host = target.get_hosts()[0].clone();
             let tport = target.get_ports().first().copied().unwrap_or(5432);
             tokio::spawn(async move {
-                let (cr, mut cw) = client.into_split();
+                let (cr, cw) = client.into_split();
                 match host {
                     tokio_postgres::config::Host::Tcp(h) => {
                         let server = tokio::net::TcpStream::connect((h.as_str(), tport))
                             .await
                             .unwrap();
-                        let (mut sr, sw) = server.into_split();
-                        tokio::spawn(async move {
-                            let _ = tokio::io::copy(&mut sr, &mut cw).await;
-                        });
+                        let (sr, sw) = server.into_split();
+                        tokio::spawn(pump_server_to_client(sr, cw, Arc::clone(&counts)));
                         pump_client_to_server(cr, sw, counts).await;
                     }
                     tokio_postgres::config::Host::Unix(dir) => {
                         let path = dir.join(format!(".s.PGSQL.{tport}"));
                         let server = tokio::net::UnixStream::connect(path).await.unwrap();
-                        let (mut sr, sw) = server.into_split();
-                        tokio::spawn(async move {
-                            let _ = tokio::io::copy(&mut sr, &mut cw).await;
-                        });
+                        let (sr, sw) = server.into_split();
+                        tokio::spawn(pump_server_to_client(sr, cw, Arc::clone(&counts)));
                         pump_client_to_server(cr, sw, counts).await;
                     }
                 }
@@ -273,18 +292,30 @@ async fn counting_proxy(target: tokio_postgres::Config) -> (u16, Arc<Counts>) {
     (port, counts)
 }
 
+/// A one-connection pool that reaches the test server through [`counting_proxy`].
+async fn proxied_pool(url: &str) -> (ConfigAndPool, Arc<Counts>) {
+    let target: tokio_postgres::Config = url.parse().unwrap();
+    let (port, counts) = counting_proxy(target.clone()).await;
+    let mut via = tokio_postgres::Config::new();
+    via.host("127.0.0.1")
+        .port(port)
+        .user(target.get_user().unwrap());
+    via.dbname(target.get_dbname().unwrap_or("postgres"));
+    if let Some(o) = target.get_options() {
+        via.options(o);
+    }
+    let db = ConfigAndPool::postgres_config(via)
+        .max_size(1)
+        .build()
+        .await
+        .unwrap();
+    (db, counts)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cached_autocommit_select_is_one_round_trip() {
     pg::with_schema(|url| async move {
-        let target: tokio_postgres::Config = url.parse().unwrap();
-        let (port, counts) = counting_proxy(target.clone()).await;
-        let mut via = tokio_postgres::Config::new();
-        via.host("127.0.0.1").port(port).user(target.get_user().unwrap());
-        via.dbname(target.get_dbname().unwrap_or("postgres"));
-        if let Some(o) = target.get_options() {
-            via.options(o);
-        }
-        let db = ConfigAndPool::postgres_config(via).max_size(1).build().await.unwrap();
+        let (db, counts) = proxied_pool(&url).await;
         let mut c = db.get_connection().await.unwrap();
         c.execute_batch("CREATE TABLE rt (id int8 PRIMARY KEY, v text); INSERT INTO rt SELECT g, 'v' || g FROM generate_series(1, 100) g")
             .await
@@ -463,6 +494,111 @@ async fn commit_after_error_is_an_error_and_saves_nothing() {
         assert!(tx.commit().await.is_err());
         let (n,): (i64,) = other.query("SELECT count(*) FROM ct").one().await.unwrap();
         assert_eq!(n, 0);
+    })
+    .await;
+}
+
+/// `pipeline()` sends every request before it waits for the first answer: with the server's
+/// answers held back by the proxy, all the requests still reach the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipeline_sends_every_request_before_the_first_answer() {
+    pg::with_schema(|url| async move {
+        let (db, counts) = proxied_pool(&url).await;
+        let mut c = db.get_connection().await.unwrap();
+        let sql = "SELECT $1::int8 + 1 AS x";
+        c.query(sql).params(&[1.into()]).select().await.unwrap(); // warm: prepared and cached
+        const N: u64 = 50;
+        let s0 = counts.syncs.load(Ordering::SeqCst);
+        counts.hold.store(true, Ordering::SeqCst);
+        let run = tokio::spawn(async move {
+            let sets: Vec<[RowValues; 1]> = (0..N as i64).map(|i| [RowValues::Int(i)]).collect();
+            let refs: Vec<&[RowValues]> = sets.iter().map(|s| &s[..]).collect();
+            c.pipeline(sql, &refs).await
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut sent = 0;
+        while Instant::now() < deadline {
+            sent = counts.syncs.load(Ordering::SeqCst) - s0;
+            if sent >= N {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let answered_early = run.is_finished();
+        counts.hold.store(false, Ordering::SeqCst);
+        let out = run.await.unwrap().unwrap();
+        println!("pipeline requests={N} sent_before_any_answer={sent}");
+        assert!(
+            !answered_early,
+            "the pipeline finished while every answer was held back"
+        );
+        assert_eq!(sent, N, "requests sent before the first answer");
+        assert_eq!(out.len(), N as usize);
+        for (i, rs) in out.iter().enumerate() {
+            assert_eq!(rs.results[0].get("x"), Some(&RowValues::Int(i as i64 + 1)));
+        }
+    })
+    .await;
+}
+
+/// A serialization failure (40001) and a deadlock (40P01) come back as their own kinds, so a
+/// caller can tell "retry the transaction" from other errors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serialization_failures_and_deadlocks_are_typed() {
+    pg::with_schema(|url| async move {
+        let db = pool(&url, 2).await;
+        let mut a = db.get_connection().await.unwrap();
+        let mut b = db.get_connection().await.unwrap();
+        a.execute_batch(
+            "CREATE TABLE sf (id int8 PRIMARY KEY, v int8 NOT NULL); INSERT INTO sf VALUES (1, 0), (2, 0)",
+        )
+        .await
+        .unwrap();
+
+        // Repeatable read: the row changed after this transaction took its snapshot.
+        let mut tx = a.begin().await.unwrap();
+        tx.execute_batch("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            .await
+            .unwrap();
+        let (v,): (i64,) = tx.query("SELECT v FROM sf WHERE id = 1").one().await.unwrap();
+        assert_eq!(v, 0);
+        b.query("UPDATE sf SET v = 1 WHERE id = 1").dml().await.unwrap();
+        let e = tx
+            .query("UPDATE sf SET v = 2 WHERE id = 1")
+            .dml()
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::SerializationFailure, "{e}");
+        assert_eq!(e.driver_code(), Some("40001"));
+        tx.rollback().await.unwrap();
+
+        // Two transactions that each wait for the other's row lock.
+        let mut t1 = a.begin().await.unwrap();
+        let mut t2 = b.begin().await.unwrap();
+        t1.query("UPDATE sf SET v = 10 WHERE id = 1").dml().await.unwrap();
+        t2.query("UPDATE sf SET v = 20 WHERE id = 2").dml().await.unwrap();
+        let (r1, r2) = tokio::join!(
+            t1.query("UPDATE sf SET v = 11 WHERE id = 2").dml(),
+            t2.query("UPDATE sf SET v = 21 WHERE id = 1").dml(),
+        );
+        let kinds = [&r1, &r2].map(|r| r.as_ref().err().map(|e| e.kind()));
+        assert!(
+            matches!(
+                kinds,
+                [Some(ErrorKind::Deadlock), None] | [None, Some(ErrorKind::Deadlock)]
+            ),
+            "expected exactly one deadlock: {r1:?} {r2:?}"
+        );
+        let e = r1.as_ref().err().or(r2.as_ref().err()).unwrap();
+        assert_eq!(e.driver_code(), Some("40P01"));
+        t1.rollback().await.unwrap();
+        t2.rollback().await.unwrap();
+        let (n,): (i64,) = a
+            .query("SELECT count(*) FROM sf WHERE v <> 0 AND id = 2")
+            .one()
+            .await
+            .unwrap();
+        assert_eq!(n, 0, "rolled-back transactions left changes");
     })
     .await;
 }
