@@ -147,24 +147,7 @@ pub(crate) fn is_blank(sql: &str) -> bool {
 /// True when `sql` holds more than one statement (a significant byte after a top-level `;`).
 #[cfg_attr(not(feature = "turso"), allow(dead_code))]
 pub(crate) fn has_multiple_statements(sql: &str) -> bool {
-    let b = sql.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            q @ (b'\'' | b'"' | b'`') => {
-                i += 1;
-                while i < b.len() && b[i] != q {
-                    i += 1;
-                }
-                i += 1;
-            }
-            b'-' if b.get(i + 1) == Some(&b'-') => i = skip_blank(b, i),
-            b'/' if b.get(i + 1) == Some(&b'*') => i = skip_blank(b, i),
-            b';' => return !is_blank(&sql[i + 1..]),
-            _ => i += 1,
-        }
-    }
-    false
+    next_statement(sql).is_some_and(|rest| !is_blank(rest))
 }
 
 /// True when a statement of the script starts or ends a transaction (`BEGIN`, `START`,

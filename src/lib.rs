@@ -15,6 +15,8 @@ pub mod prelude;
 pub mod query;
 pub mod results;
 pub mod statement;
+#[cfg(any(feature = "sqlite", feature = "turso"))]
+mod stmt_cache;
 mod text_form;
 pub mod transaction;
 pub mod translation;

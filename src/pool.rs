@@ -122,6 +122,7 @@ macro_rules! pool_error {
         }
     }};
 }
+#[cfg(feature = "postgres")]
 pub(crate) use pool_error;
 
 impl MiddlewarePool {

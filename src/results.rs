@@ -68,6 +68,7 @@ impl ColumnHint {
         widened.unwrap_or(ValueRef::Float(f))
     }
 
+    #[cfg(any(feature = "sqlite", feature = "turso"))]
     pub(crate) fn widen_text(self, s: &str) -> ValueRef<'_> {
         let widened = match self {
             ColumnHint::Plain | ColumnHint::Bool => None,
@@ -197,6 +198,49 @@ impl CustomDbRow {
     }
 }
 
+/// Decoded values and their columns, borrowed: the [`SqlRow`] view of a [`CustomDbRow`] and of
+/// a backend row already decoded into a buffer (Turso's).
+pub(crate) struct ValuesRow<'a> {
+    pub(crate) values: &'a [RowValues],
+    pub(crate) columns: &'a Columns,
+}
+
+impl<'a> ValuesRow<'a> {
+    fn value_at(&self, idx: usize) -> Result<ValueRef<'a>> {
+        self.values
+            .get(idx)
+            .map(RowValues::as_value_ref)
+            .ok_or_else(|| crate::decode::column_out_of_range(idx, self.values.len()))
+    }
+}
+
+impl SqlRow for ValuesRow<'_> {
+    fn column_count(&self) -> usize {
+        self.values.len()
+    }
+
+    fn column_name(&self, idx: usize) -> Option<&str> {
+        self.columns.name(idx)
+    }
+
+    fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.index_of(name)
+    }
+
+    fn value_ref(&self, idx: usize) -> Result<ValueRef<'_>> {
+        self.value_at(idx)
+    }
+}
+
+impl CustomDbRow {
+    fn view(&self) -> ValuesRow<'_> {
+        ValuesRow {
+            values: &self.values,
+            columns: &self.columns,
+        }
+    }
+}
+
 impl SqlRow for CustomDbRow {
     fn column_count(&self) -> usize {
         self.values.len()
@@ -211,10 +255,7 @@ impl SqlRow for CustomDbRow {
     }
 
     fn value_ref(&self, idx: usize) -> Result<ValueRef<'_>> {
-        self.values
-            .get(idx)
-            .map(RowValues::as_value_ref)
-            .ok_or_else(|| crate::decode::column_out_of_range(idx, self.values.len()))
+        self.view().value_at(idx)
     }
 }
 

@@ -14,6 +14,22 @@ use crate::results::{Columns, ResultSet};
 use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
 use crate::value::RowValues;
 
+/// Runs `$call` with the statement `$s` bound to `$v`; when the server refused the cached plan
+/// (see `PgConn::replannable`), prepares the statement again and runs `$call` once more with it.
+macro_rules! replanned {
+    ($self:ident, $s:ident, |$v:ident| $call:expr) => {{
+        let $v = $s;
+        match $call.await {
+            Err(e) if $self.replannable(&e) => {
+                let fresh = $self.replan($s).await?;
+                let $v = &fresh;
+                $call.await
+            }
+            r => r,
+        }
+    }};
+}
+
 /// The most parameters one Postgres statement can take (the protocol counts them in 16 bits).
 const MAX_PARAMS: usize = 65_535;
 
@@ -315,23 +331,11 @@ impl PgConnection {
     }
 
     pub(crate) async fn select(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<ResultSet> {
-        match self.select_once(s, p).await {
-            Err(e) if self.replannable(&e) => {
-                let s = self.replan(s).await?;
-                self.select_once(&s, p).await
-            }
-            r => r,
-        }
+        replanned!(self, s, |s| self.select_once(s, p))
     }
 
     pub(crate) async fn execute(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<usize> {
-        match self.execute_once(s, p).await {
-            Err(e) if self.replannable(&e) => {
-                let s = self.replan(s).await?;
-                self.execute_once(&s, p).await
-            }
-            r => r,
-        }
+        replanned!(self, s, |s| self.execute_once(s, p))
     }
 
     pub(crate) async fn fetch_first<T: FromRow + Send + 'static>(
@@ -339,13 +343,7 @@ impl PgConnection {
         s: &Arc<PgStmt>,
         p: &[RowValues],
     ) -> Result<Option<T>> {
-        match self.fetch_first_once::<T>(s, p).await {
-            Err(e) if self.replannable(&e) => {
-                let s = self.replan(s).await?;
-                self.fetch_first_once::<T>(&s, p).await
-            }
-            r => r,
-        }
+        replanned!(self, s, |s| self.fetch_first_once::<T>(s, p))
     }
 
     pub(crate) async fn fetch_all<T: FromRow + Send + 'static>(
@@ -353,13 +351,7 @@ impl PgConnection {
         s: &Arc<PgStmt>,
         p: &[RowValues],
     ) -> Result<Vec<T>> {
-        match self.fetch_all_once::<T>(s, p).await {
-            Err(e) if self.replannable(&e) => {
-                let s = self.replan(s).await?;
-                self.fetch_all_once::<T>(&s, p).await
-            }
-            r => r,
-        }
+        replanned!(self, s, |s| self.fetch_all_once::<T>(s, p))
     }
 
     /// Sends every execution before awaiting any answer; tokio-postgres pipelines them.

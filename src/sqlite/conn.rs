@@ -1,6 +1,5 @@
 //! SQLite connection operations. Every backend folder has a `conn.rs` with the same functions.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -14,6 +13,7 @@ use super::rows::{SqliteRow, changed_columns, collect, columns_of};
 use crate::decode::FromRow;
 use crate::error::{Result, SqlMiddlewareDbError};
 use crate::results::{Columns, ResultSet};
+use crate::stmt_cache::StmtCache;
 use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
 use crate::value::RowValues;
 
@@ -45,7 +45,7 @@ pub(crate) struct SqliteConn {
     pub(super) progress: Arc<ProgressState>,
     pub(super) opts: Arc<SqliteOptions>,
     pub(super) broken: bool,
-    stmts: [HashMap<Box<str>, Arc<SqliteStmt>>; 2],
+    stmts: StmtCache<SqliteStmt>,
     simple_slow: Arc<[AtomicBool; 3]>,
     /// Every commit on this connection waits for an fsync (see `config::commits_sync`).
     syncing_commits: bool,
@@ -211,7 +211,7 @@ impl SqliteConn {
             progress,
             opts,
             broken: false,
-            stmts: [HashMap::new(), HashMap::new()],
+            stmts: StmtCache::new(),
             simple_slow: Arc::new(Default::default()),
             syncing_commits,
         }
@@ -230,8 +230,7 @@ impl SqliteConn {
         sql: &str,
         mode: TranslationMode,
     ) -> Result<Arc<SqliteStmt>> {
-        let slot = usize::from(mode == TranslationMode::Off);
-        if let Some(s) = self.stmts[slot].get(sql)
+        if let Some(s) = self.stmts.get(sql, mode)
             && !s.stale.load(Ordering::Relaxed)
         {
             return Ok(Arc::clone(s));
@@ -252,11 +251,12 @@ impl SqliteConn {
             )
             .await?;
         let stmt = Arc::new(stmt);
-        let cache = &mut self.stmts[slot];
-        if cache.len() >= self.opts.statement_cache_capacity.max(1) {
-            cache.clear();
-        }
-        cache.insert(sql.into(), Arc::clone(&stmt));
+        self.stmts.insert(
+            sql,
+            mode,
+            Arc::clone(&stmt),
+            self.opts.statement_cache_capacity,
+        );
         Ok(stmt)
     }
 

@@ -1,6 +1,5 @@
 //! Turso connection operations. Every backend folder has a `conn.rs` with the same functions.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::config::TursoOptions;
@@ -11,6 +10,7 @@ use super::rows::{TursoRow, columns_of, fill_row_values, row_values};
 use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::{Columns, ResultSet};
+use crate::stmt_cache::StmtCache;
 use crate::translation::{
     PlaceholderStyle, TranslationMode, sqlite_param_count, translate_placeholders,
 };
@@ -77,7 +77,7 @@ impl TursoStmt {
 pub(crate) struct TursoConn {
     conn: turso::Connection,
     opts: Arc<TursoOptions>,
-    stmts: [HashMap<Box<str>, Arc<TursoStmt>>; 2],
+    stmts: StmtCache<TursoStmt>,
     /// A future was dropped while a statement ran: its statement state is unknown.
     in_flight: bool,
     /// Turso's own busy handler is on (the raw connection was handed out); the middleware's
@@ -92,7 +92,7 @@ impl TursoConn {
         Self {
             conn,
             opts,
-            stmts: [HashMap::new(), HashMap::new()],
+            stmts: StmtCache::new(),
             in_flight: false,
             native_busy: false,
             row_buf: Vec::new(),
@@ -129,8 +129,7 @@ impl TursoConn {
         if self.in_flight {
             self.repair().await?;
         }
-        let slot = usize::from(mode == TranslationMode::Off);
-        if let Some(s) = self.stmts[slot].get(sql) {
+        if let Some(s) = self.stmts.get(sql, mode) {
             return Ok(Arc::clone(s));
         }
         crate::batch::reject_nul(sql)?;
@@ -150,11 +149,12 @@ impl TursoConn {
             ddl: crate::batch::changes_schema(&translated),
             stmt,
         });
-        let cache = &mut self.stmts[slot];
-        if cache.len() >= self.opts.statement_cache_capacity.max(1) {
-            cache.clear();
-        }
-        cache.insert(sql.into(), Arc::clone(&s));
+        self.stmts.insert(
+            sql,
+            mode,
+            Arc::clone(&s),
+            self.opts.statement_cache_capacity,
+        );
         Ok(s)
     }
 
@@ -188,12 +188,10 @@ impl TursoConn {
     /// state is unknown), and after a schema change made through this connection (Turso
     /// statements keep the columns they were prepared with).
     fn forget_statements(&mut self) {
-        for cache in &mut self.stmts {
-            for s in cache.values() {
-                let _ = s.stmt.reset();
-            }
-            cache.clear();
+        for s in self.stmts.values() {
+            let _ = s.stmt.reset();
         }
+        self.stmts.clear();
     }
 
     pub(crate) async fn execute(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<usize> {

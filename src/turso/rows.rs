@@ -1,6 +1,5 @@
 //! Reading Turso rows: values are widened by the declared column type, as on SQLite.
 
-use crate::decode::SqlRow;
 use crate::error::Result;
 use crate::results::{ColumnHint, Columns};
 use crate::value::{RowValues, ValueRef};
@@ -49,29 +48,5 @@ pub(crate) fn fill_row_values(
     Ok(())
 }
 
-/// A decoded Turso row seen through [`SqlRow`].
-pub(crate) struct TursoRow<'c> {
-    pub(crate) values: &'c [RowValues],
-    pub(crate) columns: &'c Columns,
-}
-
-impl SqlRow for TursoRow<'_> {
-    fn column_count(&self) -> usize {
-        self.values.len()
-    }
-
-    fn column_name(&self, idx: usize) -> Option<&str> {
-        self.columns.name(idx)
-    }
-
-    fn column_index(&self, name: &str) -> Option<usize> {
-        self.columns.index_of(name)
-    }
-
-    fn value_ref(&self, idx: usize) -> Result<ValueRef<'_>> {
-        self.values
-            .get(idx)
-            .map(RowValues::as_value_ref)
-            .ok_or_else(|| crate::decode::column_out_of_range(idx, self.values.len()))
-    }
-}
+/// A decoded Turso row seen through [`SqlRow`](crate::decode::SqlRow).
+pub(crate) use crate::results::ValuesRow as TursoRow;
