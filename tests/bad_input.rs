@@ -4,67 +4,13 @@
 
 mod common;
 
-use std::fmt::Debug;
-
+use sql_middleware::ErrorKind;
 use sql_middleware::prelude::*;
-use sql_middleware::{Backend, ErrorKind};
 
 use common::backends::{Kind, Logical, TestDb};
+use common::expect::{Code, check, still_works, verdict};
 
 type Conn = MiddlewarePoolConnection;
-
-/// What `driver_code()` must be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Code {
-    /// Raised by the engine: a driver code must be present.
-    Driver,
-    /// Raised by the middleware before any engine call: `backend()` is `Middleware`, no code.
-    Middleware,
-    /// Either is acceptable (e.g. a parameter count checked by the middleware or the driver).
-    Any,
-}
-
-/// Checks an expected error.
-fn check<T: Debug>(
-    r: Result<T, SqlMiddlewareDbError>,
-    kind: ErrorKind,
-    code: Code,
-) -> Result<SqlMiddlewareDbError, String> {
-    let e = match r {
-        Ok(v) => return Err(format!("expected {kind:?}, got Ok({v:?})")),
-        Err(e) => e,
-    };
-    if e.kind() != kind {
-        return Err(format!("expected {kind:?}, got {:?}: {e:?}", e.kind()));
-    }
-    match code {
-        Code::Driver if e.driver_code().is_none() => Err(format!(
-            "{kind:?} from the engine has no driver_code(): {e:?}"
-        )),
-        Code::Middleware if e.backend() != Backend::Middleware || e.driver_code().is_some() => Err(
-            format!("expected a middleware error without engine involvement: {e:?}"),
-        ),
-        _ => Ok(e),
-    }
-}
-
-fn verdict<T: Debug>(
-    r: Result<T, SqlMiddlewareDbError>,
-    kind: ErrorKind,
-    code: Code,
-) -> Result<(), String> {
-    check(r, kind, code).map(drop)
-}
-
-/// `SELECT 1` on `conn` must return 1.
-async fn still_works(conn: &mut Conn) -> Result<(), String> {
-    match conn.query("SELECT 1").one::<(i64,)>().await {
-        Ok((1,)) => Ok(()),
-        other => Err(format!(
-            "SELECT 1 on the same connection afterwards gave {other:?}"
-        )),
-    }
-}
 
 struct Report {
     backend: &'static str,

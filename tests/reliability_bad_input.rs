@@ -13,59 +13,13 @@
 
 mod common;
 
-use std::fmt::Debug;
-
+use sql_middleware::ErrorKind;
 use sql_middleware::prelude::*;
-use sql_middleware::{Backend, ErrorKind};
 
 use common::backends::{Kind, Logical, TestDb};
+use common::expect::{Code, check, verdict};
 
 type Conn = MiddlewarePoolConnection;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Code {
-    /// Raised by the engine: `driver_code()` is set.
-    Driver,
-    /// Raised by the middleware before the engine: `backend()` is Middleware, no code.
-    Middleware,
-    /// Either.
-    Any,
-}
-
-fn check<T: Debug>(
-    r: Result<T, SqlMiddlewareDbError>,
-    kind: ErrorKind,
-    code: Code,
-) -> Result<SqlMiddlewareDbError, String> {
-    let e = match r {
-        Ok(v) => {
-            let mut s = format!("{v:?}");
-            s.truncate(200);
-            return Err(format!("expected {kind:?}, got Ok({s})"));
-        }
-        Err(e) => e,
-    };
-    if e.kind() != kind {
-        return Err(format!("expected {kind:?}, got {:?}: {e}", e.kind()));
-    }
-    match code {
-        Code::Driver if e.driver_code().is_none() => Err(format!(
-            "{kind:?} from the engine lost its driver code: {e:?}"
-        )),
-        Code::Middleware if e.backend() != Backend::Middleware || e.driver_code().is_some() => {
-            Err(format!("expected a middleware error, got {e:?}"))
-        }
-        _ => Ok(e),
-    }
-}
-
-fn verdict<T: Debug>(
-    r: Result<T, SqlMiddlewareDbError>,
-    kind: ErrorKind,
-    code: Code,
-) -> Result<(), String> {
-    check(r, kind, code).map(drop)
-}
 
 struct Matrix {
     backend: &'static str,

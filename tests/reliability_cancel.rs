@@ -93,6 +93,31 @@ async fn ins(conn: &mut Conn, id: i64, grp: i64) -> Result<usize, SqlMiddlewareD
     conn.query(INS).params(&[id.into(), grp.into()]).dml().await
 }
 
+/// Records the fate of a write that commits (a `commit()` or an autocommit write) polled at
+/// most a few times: acknowledged when it finished, unacknowledged when dropped before its
+/// first poll, indeterminate when dropped after it reached the engine. Returns whether it
+/// completed.
+fn settle_write(
+    polled: Polled<Result<(), SqlMiddlewareDbError>>,
+    what: &str,
+    grp: i64,
+    rows: Vec<i64>,
+    stats: &mut Stats,
+    ledger: &mut Ledger,
+) -> Result<bool, String> {
+    let fate = match polled {
+        Polled::Done(Ok(()), n) => {
+            stats.max_polls = stats.max_polls.max(n);
+            Fate::Acked
+        }
+        Polled::Done(Err(e), _) => return Err(fail(what, e)),
+        Polled::Dropped(0) => Fate::Unacked,
+        Polled::Dropped(_) => Fate::Indeterminate,
+    };
+    ledger.record(grp, fate, rows);
+    Ok(fate == Fate::Acked)
+}
+
 fn fail<T: std::fmt::Debug>(what: &str, r: T) -> String {
     format!("{what}: unexpected {r:?}")
 }
@@ -185,22 +210,8 @@ async fn scenario(
                     .await
                     .map_err(|e| fail("insert", e))?;
             }
-            match poll_at_most(tx.commit(), budget, at).await {
-                Polled::Done(Ok(()), n) => {
-                    stats.max_polls = stats.max_polls.max(n);
-                    ledger.record(grp, Fate::Acked, vec![a, b]);
-                    completed = true;
-                }
-                Polled::Done(Err(e), _) => return Err(fail("commit", e)),
-                Polled::Dropped(0) => {
-                    ledger.record(grp, Fate::Unacked, vec![a, b]);
-                    completed = false;
-                }
-                Polled::Dropped(_) => {
-                    ledger.record(grp, Fate::Indeterminate, vec![a, b]);
-                    completed = false;
-                }
-            }
+            let polled = poll_at_most(tx.commit(), budget, at).await;
+            completed = settle_write(polled, "commit", grp, vec![a, b], stats, ledger)?;
         }
         Target::Rollback => {
             let mut tx = conn.begin().await.map_err(|e| fail("begin", e))?;
@@ -245,22 +256,7 @@ async fn scenario(
             } else {
                 poll_at_most(conn.execute_batch(&script), budget, at).await
             };
-            match polled {
-                Polled::Done(Ok(()), n) => {
-                    stats.max_polls = stats.max_polls.max(n);
-                    ledger.record(grp, Fate::Acked, vec![a, b]);
-                    completed = true;
-                }
-                Polled::Done(Err(e), _) => return Err(fail("autocommit write", e)),
-                Polled::Dropped(0) => {
-                    ledger.record(grp, Fate::Unacked, vec![a, b]);
-                    completed = false;
-                }
-                Polled::Dropped(_) => {
-                    ledger.record(grp, Fate::Indeterminate, vec![a, b]);
-                    completed = false;
-                }
-            }
+            completed = settle_write(polled, "autocommit write", grp, vec![a, b], stats, ledger)?;
         }
         Target::LockWait => {
             // Someone else holds the lock; it lets go 20 ms after the target's first poll.

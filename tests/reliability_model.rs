@@ -726,18 +726,10 @@ fn run_model(db: TestDb, handle: &tokio::runtime::Handle) {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 #[cfg(feature = "sqlite")]
 #[test]
 fn model_sqlite() {
-    let rt = runtime();
+    let rt = common::reliability::runtime();
     let db = rt.block_on(common::backends::sqlite());
     run_model(db, rt.handle());
 }
@@ -745,7 +737,7 @@ fn model_sqlite() {
 #[cfg(feature = "turso")]
 #[test]
 fn model_turso() {
-    let rt = runtime();
+    let rt = common::reliability::runtime();
     let db = rt.block_on(common::backends::turso());
     run_model(db, rt.handle());
 }
@@ -753,7 +745,7 @@ fn model_turso() {
 #[cfg(feature = "postgres")]
 #[test]
 fn model_postgres() {
-    let rt = runtime();
+    let rt = common::reliability::runtime();
     rt.block_on(async {
         common::pg::with_schema(|url| async move {
             let db = common::backends::postgres(&url).await;

@@ -223,18 +223,10 @@ fn run_columns(db: &TestDb, handle: &tokio::runtime::Handle) {
     r.unwrap();
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 #[cfg(feature = "sqlite")]
 #[test]
 fn get_by_name_returns_its_own_column_sqlite() {
-    let rt = runtime();
+    let rt = common::reliability::runtime();
     let db = rt.block_on(common::backends::sqlite());
     run_columns(&db, rt.handle());
 }
@@ -242,7 +234,7 @@ fn get_by_name_returns_its_own_column_sqlite() {
 #[cfg(feature = "turso")]
 #[test]
 fn get_by_name_returns_its_own_column_turso() {
-    let rt = runtime();
+    let rt = common::reliability::runtime();
     let db = rt.block_on(common::backends::turso());
     run_columns(&db, rt.handle());
 }
@@ -250,7 +242,7 @@ fn get_by_name_returns_its_own_column_turso() {
 #[cfg(feature = "postgres")]
 #[test]
 fn get_by_name_returns_its_own_column_postgres() {
-    let rt = runtime();
+    let rt = common::reliability::runtime();
     rt.block_on(common::pg::with_schema(|url| async move {
         let db = common::backends::postgres(&url).await;
         let handle = tokio::runtime::Handle::current();

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod backends;
+pub mod expect;
 pub mod fuzz_harness;
 #[cfg(feature = "postgres")]
 pub mod pg;

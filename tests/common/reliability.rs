@@ -460,3 +460,12 @@ impl Ledger {
         a
     }
 }
+
+/// A multi-thread runtime with two workers, for tests that drive async code from a `#[test]`.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
