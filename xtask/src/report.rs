@@ -104,17 +104,24 @@ impl Results {
         Results { groups }
     }
 
-    /// Every problem found, each with the command that reruns its suite.
+    /// Every problem found, each with the command that reruns its suite: partial groups, and
+    /// groups of the default suites that did not run at all (the sweeps are optional).
     pub fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
         for (name, state) in &self.groups {
-            if let GroupState::Partial(_, problems) = state {
-                let fix = catalog::suite_of_group(name)
-                    .map(|s| format!(" (rerun it: `{}`)", s.xtask_command()))
-                    .unwrap_or_default();
-                for p in problems {
-                    out.push(format!("{p}{fix}"));
+            let fix = catalog::suite_of_group(name)
+                .map(|s| format!(" (run it: `{}`)", s.xtask_command()))
+                .unwrap_or_default();
+            match state {
+                GroupState::Partial(_, problems) => {
+                    for p in problems {
+                        out.push(format!("{p}{fix}"));
+                    }
                 }
+                GroupState::NotRun if !SWEEPS.iter().any(|s| s.group == *name) => {
+                    out.push(format!("group `{name}` has no results{fix}"));
+                }
+                _ => {}
             }
         }
         out

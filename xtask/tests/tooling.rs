@@ -63,7 +63,20 @@ fn a_missing_file_is_an_error_naming_it() {
 
 #[test]
 fn report_tables_ratios_and_not_run() {
-    let files = build(&fixture("report"), false).expect("complete groups report");
+    // Only the SQLite lookup and its SQLx twin ran: without --allow-partial the report refuses,
+    // naming every group that has no results and the command that runs it.
+    let e = build(&fixture("report"), false).expect_err("groups missing");
+    assert!(
+        e.0.contains(
+            "group `database_inserts` has no results (run it: `cargo xtask bench inserts`)"
+        ),
+        "{e}"
+    );
+    assert!(
+        !e.0.contains("sweep_lookup_rows"),
+        "the sweeps are optional: {e}"
+    );
+    let files = build(&fixture("report"), true).expect("complete groups report");
     let index = &files[Path::new("/out/index.md")];
     // rusqlite 2.00 µs, middleware 2.60 µs, SQLx 25.0 µs per lookup.
     assert!(
@@ -137,7 +150,7 @@ fn an_invalid_alloc_file_fails() {
     let dir = tempdir("alloc");
     copy_tree(&fixture("report"), &dir);
     std::fs::write(dir.join("alloc_per_op.json"), "{\"lookups\": 1}").unwrap();
-    let e = build(&dir, false).expect_err("invalid");
+    let e = build(&dir, true).expect_err("invalid");
     assert!(e.0.contains("alloc_per_op.json"), "{e}");
 }
 
@@ -182,7 +195,7 @@ fn the_newest_parameter_wins() {
     assert_eq!(r.all("sqlite_single_row_lookup", "middleware").len(), 2);
     // The other way round, the N = 200 run is the one reported, and the mismatch is flagged.
     set(&old.join("estimates.json"), now + Duration::from_secs(3600));
-    let index = &build(&dir, false).unwrap()[Path::new("/out/index.md")];
+    let index = &build(&dir, true).unwrap()[Path::new("/out/index.md")];
     assert!(index.contains("`sqlite_single_row_lookup/middleware/200` | 200 |"));
     assert!(index.contains("different numbers of operations per iteration (1000, 200, 1000)"));
 }
