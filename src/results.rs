@@ -206,29 +206,18 @@ pub(crate) struct ValuesRow<'a> {
 }
 
 impl<'a> ValuesRow<'a> {
+    fn view(&self) -> ValuesRow<'a> {
+        ValuesRow {
+            values: self.values,
+            columns: self.columns,
+        }
+    }
+
     fn value_at(&self, idx: usize) -> Result<ValueRef<'a>> {
         self.values
             .get(idx)
             .map(RowValues::as_value_ref)
             .ok_or_else(|| crate::decode::column_out_of_range(idx, self.values.len()))
-    }
-}
-
-impl SqlRow for ValuesRow<'_> {
-    fn column_count(&self) -> usize {
-        self.values.len()
-    }
-
-    fn column_name(&self, idx: usize) -> Option<&str> {
-        self.columns.name(idx)
-    }
-
-    fn column_index(&self, name: &str) -> Option<usize> {
-        self.columns.index_of(name)
-    }
-
-    fn value_ref(&self, idx: usize) -> Result<ValueRef<'_>> {
-        self.value_at(idx)
     }
 }
 
@@ -241,23 +230,30 @@ impl CustomDbRow {
     }
 }
 
-impl SqlRow for CustomDbRow {
-    fn column_count(&self) -> usize {
-        self.values.len()
-    }
+/// [`SqlRow`] for types whose `view()` gives their [`ValuesRow`].
+macro_rules! sql_row_by_view {
+    ($($t:ty),*) => {$(
+        impl SqlRow for $t {
+            fn column_count(&self) -> usize {
+                self.view().values.len()
+            }
 
-    fn column_name(&self, idx: usize) -> Option<&str> {
-        self.columns.name(idx)
-    }
+            fn column_name(&self, idx: usize) -> Option<&str> {
+                self.view().columns.name(idx)
+            }
 
-    fn column_index(&self, name: &str) -> Option<usize> {
-        self.columns.index_of(name)
-    }
+            fn column_index(&self, name: &str) -> Option<usize> {
+                self.view().columns.index_of(name)
+            }
 
-    fn value_ref(&self, idx: usize) -> Result<ValueRef<'_>> {
-        self.view().value_at(idx)
-    }
+            fn value_ref(&self, idx: usize) -> Result<ValueRef<'_>> {
+                self.view().value_at(idx)
+            }
+        }
+    )*};
 }
+
+sql_row_by_view!(ValuesRow<'_>, CustomDbRow);
 
 /// The materialised result of a statement.
 #[derive(Debug, Clone, PartialEq)]
