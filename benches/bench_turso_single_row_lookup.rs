@@ -110,57 +110,22 @@ fn turso_single_row_lookup(c: &mut Criterion) {
 
     g.bench_function(BenchmarkId::new("middleware", n), |b| {
         b.iter_custom(|iters| {
-            let (db, ids) = (db.clone(), Arc::clone(&ids));
-            common::in_task(&rt, async move {
-                let mut conn = db.get_connection().await.expect("checkout");
-                let mut stmt = conn
-                    .prepare(dataset::LOOKUP_SQL_DOLLAR)
-                    .await
-                    .expect("prepare");
-                let mut buf = [RowValues::Int(0)];
-                let start = Instant::now();
-                for _ in 0..iters {
-                    for &id in ids.iter() {
-                        buf[0] = RowValues::Int(id);
-                        let row: BenchRow = stmt.one(&buf).await.expect("lookup");
-                        black_box(row);
-                    }
-                }
-                start.elapsed()
-            })
+            common::middleware_lookups::<BenchRow>(
+                &rt,
+                &db,
+                &ids,
+                dataset::LOOKUP_SQL_DOLLAR,
+                iters,
+            )
         });
     });
 
     g.bench_function(BenchmarkId::new("pool_acquire", n), |b| {
-        b.iter_custom(|iters| {
-            let db = db.clone();
-            common::in_task(&rt, async move {
-                let start = Instant::now();
-                for _ in 0..iters * n as u64 {
-                    let conn = db.get_connection().await.expect("checkout");
-                    drop(black_box(conn));
-                }
-                start.elapsed()
-            })
-        });
+        b.iter_custom(|iters| common::pool_acquires(&rt, &db, iters * n as u64));
     });
 
     g.bench_function(BenchmarkId::new("middleware_prepare", n), |b| {
-        b.iter_custom(|iters| {
-            let db = db.clone();
-            common::in_task(&rt, async move {
-                let mut conn = db.get_connection().await.expect("checkout");
-                let start = Instant::now();
-                for _ in 0..iters * n as u64 {
-                    let stmt = conn
-                        .prepare(black_box(dataset::LOOKUP_SQL_DOLLAR))
-                        .await
-                        .expect("prepare");
-                    drop(black_box(stmt));
-                }
-                start.elapsed()
-            })
-        });
+        b.iter_custom(|iters| common::cached_prepares(&rt, &db, iters * n as u64));
     });
 
     // Turso runs in process with an async API: the middleware has no blocking bridge for it.

@@ -45,28 +45,6 @@ fn ids_over(n: usize, l: usize) -> Arc<Vec<i64>> {
     Arc::new(ids)
 }
 
-/// The middleware lookup loop of the `middleware` ids, run as one task; returns its time.
-fn middleware_loop(rt: &Runtime, db: &ConfigAndPool, ids: &Arc<Vec<i64>>, iters: u64) -> Duration {
-    let (db, ids) = (db.clone(), Arc::clone(ids));
-    common::in_task(rt, async move {
-        let mut conn = db.get_connection().await.expect("checkout");
-        let mut stmt = conn
-            .prepare(dataset::LOOKUP_SQL_DOLLAR)
-            .await
-            .expect("prepare");
-        let mut buf = [RowValues::Int(0)];
-        let start = Instant::now();
-        for _ in 0..iters {
-            for &id in ids.iter() {
-                buf[0] = RowValues::Int(id);
-                let row: BenchRow = stmt.one(&buf).await.expect("lookup");
-                black_box(row);
-            }
-        }
-        start.elapsed()
-    })
-}
-
 fn sweep_lookup_rows(c: &mut Criterion) {
     if !enabled() {
         return;
@@ -101,7 +79,15 @@ fn sweep_lookup_rows(c: &mut Criterion) {
             });
         });
         g.bench_function(BenchmarkId::new("middleware", n), |b| {
-            b.iter_custom(|iters| middleware_loop(&rt, &db, &ids, iters));
+            b.iter_custom(|iters| {
+                common::middleware_lookups::<BenchRow>(
+                    &rt,
+                    &db,
+                    &ids,
+                    dataset::LOOKUP_SQL_DOLLAR,
+                    iters,
+                )
+            });
         });
     }
     g.finish();
@@ -310,21 +296,7 @@ fn sweep_text_payload(c: &mut Criterion) {
         });
         g.bench_function(BenchmarkId::new("middleware", bytes), |b| {
             b.iter_custom(|iters| {
-                let (db, ids) = (db.clone(), Arc::clone(&ids));
-                common::in_task(&rt, async move {
-                    let mut conn = db.get_connection().await.expect("checkout");
-                    let mut stmt = conn.prepare(PAYLOAD_SQL_DOLLAR).await.expect("prepare");
-                    let mut buf = [RowValues::Int(0)];
-                    let start = Instant::now();
-                    for _ in 0..iters {
-                        for &id in ids.iter() {
-                            buf[0] = RowValues::Int(id);
-                            let row: PayloadRow = stmt.one(&buf).await.expect("lookup");
-                            black_box(row);
-                        }
-                    }
-                    start.elapsed()
-                })
+                common::middleware_lookups::<PayloadRow>(&rt, &db, &ids, PAYLOAD_SQL_DOLLAR, iters)
             });
         });
     }

@@ -3,10 +3,13 @@
 #![allow(dead_code)]
 
 use std::future::Future;
-use std::time::Duration;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use sql_middleware::bench_support::dataset;
+use sql_middleware::prelude::*;
 use tokio::runtime::Runtime;
 
 /// Criterion writing into `$CRITERION_HOME`, else `<repo>/bench_results/`.
@@ -52,4 +55,62 @@ macro_rules! bench_main {
             c.final_summary();
         }
     };
+}
+
+/// The timed loop of every `middleware` lookup id: one task checks a connection out, prepares
+/// `sql` once, then runs `stmt.one::<T>` with a reused `[RowValues; 1]` for each id, `iters`
+/// times over. Returns the time of the loop alone.
+pub fn middleware_lookups<T: FromRow + Send + 'static>(
+    rt: &Runtime,
+    db: &ConfigAndPool,
+    ids: &Arc<Vec<i64>>,
+    sql: &'static str,
+    iters: u64,
+) -> Duration {
+    let (db, ids) = (db.clone(), Arc::clone(ids));
+    in_task(rt, async move {
+        let mut conn = db.get_connection().await.expect("checkout");
+        let mut stmt = conn.prepare(sql).await.expect("prepare");
+        let mut buf = [RowValues::Int(0)];
+        let start = Instant::now();
+        for _ in 0..iters {
+            for &id in ids.iter() {
+                buf[0] = RowValues::Int(id);
+                let row: T = stmt.one(&buf).await.expect("lookup");
+                black_box(row);
+            }
+        }
+        start.elapsed()
+    })
+}
+
+/// The timed loop of `pool_acquire`: `count` checkouts, each dropped at once (recycle included).
+pub fn pool_acquires(rt: &Runtime, db: &ConfigAndPool, count: u64) -> Duration {
+    let db = db.clone();
+    in_task(rt, async move {
+        let start = Instant::now();
+        for _ in 0..count {
+            let conn = db.get_connection().await.expect("checkout");
+            drop(black_box(conn));
+        }
+        start.elapsed()
+    })
+}
+
+/// The timed loop of `middleware_prepare`: `count` prepares of a statement this connection has
+/// already prepared (the statement-cache hit).
+pub fn cached_prepares(rt: &Runtime, db: &ConfigAndPool, count: u64) -> Duration {
+    let db = db.clone();
+    in_task(rt, async move {
+        let mut conn = db.get_connection().await.expect("checkout");
+        let start = Instant::now();
+        for _ in 0..count {
+            let stmt = conn
+                .prepare(black_box(dataset::LOOKUP_SQL_DOLLAR))
+                .await
+                .expect("prepare");
+            drop(black_box(stmt));
+        }
+        start.elapsed()
+    })
 }
