@@ -6,37 +6,14 @@ mod common;
 use std::hint::black_box;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use sql_middleware::bench_support::workloads::{self, Lookup};
 use sql_middleware::bench_support::{BenchRow, dataset, sqlite as bs};
 use sql_middleware::drivers::rusqlite::Connection;
 use sql_middleware::prelude::*;
-use tokio::runtime::Runtime;
 
 const GROUP: &str = "sqlite_multithread_pool_checkout";
-
-/// Spawns one task per range, awaits them all, `iters` times; returns the time of the whole loop.
-fn fan_out<F, Fut>(rt: &Runtime, iters: u64, ranges: &[Range<usize>], task: F) -> Duration
-where
-    F: Fn(Range<usize>) -> Fut,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    rt.block_on(async {
-        let start = Instant::now();
-        for _ in 0..iters {
-            let handles: Vec<_> = ranges
-                .iter()
-                .map(|r| tokio::spawn(task(r.clone())))
-                .collect();
-            for h in handles {
-                h.await.expect("a fan-out task panicked");
-            }
-        }
-        start.elapsed()
-    })
-}
 
 async fn middleware_share(db: ConfigAndPool, ids: Arc<Vec<i64>>, range: Range<usize>) {
     let mut conn = db.get_connection().await.expect("checkout");
@@ -127,7 +104,7 @@ fn sqlite_multithread_pool_checkout(c: &mut Criterion) {
 
     g.bench_function(BenchmarkId::new("middleware_parallel_select", conc), |b| {
         b.iter_custom(|iters| {
-            fan_out(&rt, iters, &ranges, |r| {
+            common::fan_out(&rt, iters, &ranges, |r| {
                 middleware_share(db.clone(), Arc::clone(&ids), r)
             })
         });
@@ -135,7 +112,7 @@ fn sqlite_multithread_pool_checkout(c: &mut Criterion) {
 
     g.bench_function(BenchmarkId::new("middleware_pool_checkout", conc), |b| {
         b.iter_custom(|iters| {
-            fan_out(&rt, iters, &ranges, |r| {
+            common::fan_out(&rt, iters, &ranges, |r| {
                 let db = db.clone();
                 async move {
                     for _ in r {
@@ -149,26 +126,13 @@ fn sqlite_multithread_pool_checkout(c: &mut Criterion) {
 
     g.bench_function(BenchmarkId::new("rusqlite_blocking", conc), |b| {
         b.iter_custom(|iters| {
-            fan_out(&rt, iters, &ranges, |r| {
+            common::fan_out(&rt, iters, &ranges, |r| {
                 let (pool, ids) = (Arc::clone(&raw_pool), Arc::clone(&ids));
                 async move {
                     // One hop per task: its whole share runs on one raw connection.
-                    tokio::task::spawn_blocking(move || {
-                        let conn = pool
-                            .lock()
-                            .expect("raw pool")
-                            .pop()
-                            .expect("one raw connection per task");
-                        // Prepared once per share, as a raw caller would.
-                        let mut st = bs::lookup_stmt(&conn).expect("prepare");
-                        for &id in &ids[r] {
-                            black_box(bs::raw_lookup(&mut st, id).expect("lookup"));
-                        }
-                        drop(st);
-                        pool.lock().expect("raw pool").push(conn);
-                    })
-                    .await
-                    .expect("the blocking share panicked");
+                    tokio::task::spawn_blocking(move || bs::raw_share(&pool, &ids[r]))
+                        .await
+                        .expect("the blocking share panicked");
                 }
             })
         });

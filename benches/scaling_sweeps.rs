@@ -14,17 +14,14 @@
 mod common;
 
 use std::hint::black_box;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use sql_middleware::bench_support::workloads;
 use sql_middleware::bench_support::{BenchRow, dataset, sqlite as bs};
 use sql_middleware::drivers::rusqlite::{self, Connection};
 use sql_middleware::prelude::*;
-use tokio::runtime::Runtime;
 
 const ROWS: &[usize] = &[1_000, 10_000, 100_000];
 const CONCURRENCY: &[usize] = &[1, 2, 4, 8, 16, 32];
@@ -93,27 +90,6 @@ fn sweep_lookup_rows(c: &mut Criterion) {
     g.finish();
 }
 
-/// Spawns one task per range, awaits them all, `iters` times; returns the time of the whole loop.
-fn fan_out<F, Fut>(rt: &Runtime, iters: u64, ranges: &[Range<usize>], task: F) -> Duration
-where
-    F: Fn(Range<usize>) -> Fut,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    rt.block_on(async {
-        let start = Instant::now();
-        for _ in 0..iters {
-            let handles: Vec<_> = ranges
-                .iter()
-                .map(|r| tokio::spawn(task(r.clone())))
-                .collect();
-            for h in handles {
-                h.await.expect("a fan-out task panicked");
-            }
-        }
-        start.elapsed()
-    })
-}
-
 fn sweep_fanout_concurrency(c: &mut Criterion) {
     if !enabled() {
         return;
@@ -140,31 +116,19 @@ fn sweep_fanout_concurrency(c: &mut Criterion) {
         );
         g.bench_function(BenchmarkId::new("rusqlite", conc), |b| {
             b.iter_custom(|iters| {
-                fan_out(&rt, iters, &ranges, |r| {
+                common::fan_out(&rt, iters, &ranges, |r| {
                     let (pool, ids) = (Arc::clone(&raw_pool), Arc::clone(&ids));
                     async move {
-                        tokio::task::spawn_blocking(move || {
-                            let conn = pool
-                                .lock()
-                                .expect("raw pool")
-                                .pop()
-                                .expect("one raw connection per task");
-                            let mut st = bs::lookup_stmt(&conn).expect("prepare");
-                            for &id in &ids[r] {
-                                black_box(bs::raw_lookup(&mut st, id).expect("lookup"));
-                            }
-                            drop(st);
-                            pool.lock().expect("raw pool").push(conn);
-                        })
-                        .await
-                        .expect("the blocking share panicked");
+                        tokio::task::spawn_blocking(move || bs::raw_share(&pool, &ids[r]))
+                            .await
+                            .expect("the blocking share panicked");
                     }
                 })
             });
         });
         g.bench_function(BenchmarkId::new("middleware", conc), |b| {
             b.iter_custom(|iters| {
-                fan_out(&rt, iters, &ranges, |r| {
+                common::fan_out(&rt, iters, &ranges, |r| {
                     let (db, ids) = (db.clone(), Arc::clone(&ids));
                     async move {
                         let mut conn = db.get_connection().await.expect("checkout");

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::hint::black_box;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -110,6 +111,28 @@ pub fn cached_prepares(rt: &Runtime, db: &ConfigAndPool, count: u64) -> Duration
                 .await
                 .expect("prepare");
             drop(black_box(stmt));
+        }
+        start.elapsed()
+    })
+}
+
+/// Runs `task` for each range of ids as its own spawned task, all at once, `iters` times over,
+/// and returns the wall time (the fan-out groups' timed loop).
+pub fn fan_out<F, Fut>(rt: &Runtime, iters: u64, ranges: &[Range<usize>], task: F) -> Duration
+where
+    F: Fn(Range<usize>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    rt.block_on(async {
+        let start = Instant::now();
+        for _ in 0..iters {
+            let handles: Vec<_> = ranges
+                .iter()
+                .map(|r| tokio::spawn(task(r.clone())))
+                .collect();
+            for h in handles {
+                h.await.expect("a fan-out task panicked");
+            }
         }
         start.elapsed()
     })

@@ -3,7 +3,7 @@
 
 use std::hint::black_box;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
@@ -150,6 +150,23 @@ pub fn lookup_stmt(conn: &Connection) -> rusqlite::Result<rusqlite::Statement<'_
 /// One raw point lookup on a statement prepared by [`lookup_stmt`]: bind, `query_row`, decode.
 pub fn raw_lookup(st: &mut rusqlite::Statement<'_>, id: i64) -> rusqlite::Result<BenchRow> {
     st.query_row([id], decode_row)
+}
+
+/// One task's share of the raw fan-out baseline, run on a blocking thread: takes a connection
+/// from `pool`, prepares the lookup once, looks up every id of `ids`, and puts the connection
+/// back. Panics when the pool is empty (the benches size it to the task count).
+pub fn raw_share(pool: &Mutex<Vec<Connection>>, ids: &[i64]) {
+    let conn = pool
+        .lock()
+        .expect("raw pool")
+        .pop()
+        .expect("one raw connection per task");
+    let mut st = lookup_stmt(&conn).expect("prepare");
+    for &id in ids {
+        black_box(raw_lookup(&mut st, id).expect("lookup"));
+    }
+    drop(st);
+    pool.lock().expect("raw pool").push(conn);
 }
 
 /// Hook of `middleware_marshalling`: `iters` rounds over `ids`, each lookup bound with rusqlite
