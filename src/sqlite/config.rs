@@ -142,6 +142,34 @@ impl SqliteManager {
         })
     }
 
+    /// [`Self::open`], tried again while the database is busy, until the busy timeout.
+    ///
+    /// SQLite does not always call the busy handler: a connection that opens while another one
+    /// closes the last handle on a WAL database (and checkpoints it), or while the WAL index is
+    /// being recovered, can get `SQLITE_BUSY` at once. A checkout must not fail for that, so the
+    /// whole open is retried on its blocking thread, with a short, growing sleep.
+    fn open_retrying(
+        path: &str,
+        flags: OpenFlags,
+        opts: &Arc<SqliteOptions>,
+    ) -> Result<SqliteConn> {
+        let deadline = std::time::Instant::now() + opts.busy_timeout;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match Self::open(path, flags, opts) {
+                Err(e) if e.kind() == ErrorKind::Busy => {
+                    let now = std::time::Instant::now();
+                    if now >= deadline {
+                        return Err(e);
+                    }
+                    std::thread::sleep(pause.min(deadline - now));
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                r => return r,
+            }
+        }
+    }
+
     fn open(path: &str, flags: OpenFlags, opts: &Arc<SqliteOptions>) -> Result<SqliteConn> {
         let conn = Connection::open_with_flags(path, flags).map_err(super::error::map_err)?;
         install_busy_handler(&conn)?;
@@ -205,7 +233,7 @@ impl Manager for SqliteManager {
         // Opening touches the file system (and may recover a WAL): keep it off the async thread.
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => handle
-                .spawn_blocking(move || Self::open(&path, flags, &opts))
+                .spawn_blocking(move || Self::open_retrying(&path, flags, &opts))
                 .await
                 .map_err(|e| {
                     SqlMiddlewareDbError::new(
@@ -213,7 +241,7 @@ impl Manager for SqliteManager {
                         format!("opening the SQLite connection failed: {e}"),
                     )
                 })?,
-            Err(_) => Self::open(&path, flags, &opts),
+            Err(_) => Self::open_retrying(&path, flags, &opts),
         }
     }
 
