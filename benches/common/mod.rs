@@ -2,9 +2,7 @@
 //! finish in minutes) and the runtime helpers. Included with `mod common;`.
 #![allow(dead_code)]
 
-use std::future::Future;
 use std::hint::black_box;
-use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,15 +34,9 @@ pub fn runtime() -> Runtime {
         .expect("build the tokio runtime")
 }
 
-/// Runs `fut` as one spawned task (as a request handler would run) and returns its output.
-/// The task measures its own timed loop and returns the elapsed time.
-pub fn in_task<T, Fut>(rt: &Runtime, fut: Fut) -> T
-where
-    T: Send + 'static,
-    Fut: Future<Output = T> + Send + 'static,
-{
-    rt.block_on(async move { tokio::spawn(fut).await.expect("the bench task panicked") })
-}
+// Not every bench target fans out.
+#[allow(unused_imports)]
+pub use sql_middleware::bench_support::tasks::{fan_out, in_task};
 
 /// `main` of a bench target: runs the given functions with [`criterion`], then the summary.
 #[macro_export]
@@ -111,28 +103,6 @@ pub fn cached_prepares(rt: &Runtime, db: &ConfigAndPool, count: u64) -> Duration
                 .await
                 .expect("prepare");
             drop(black_box(stmt));
-        }
-        start.elapsed()
-    })
-}
-
-/// Runs `task` for each range of ids as its own spawned task, all at once, `iters` times over,
-/// and returns the wall time (the fan-out groups' timed loop).
-pub fn fan_out<F, Fut>(rt: &Runtime, iters: u64, ranges: &[Range<usize>], task: F) -> Duration
-where
-    F: Fn(Range<usize>) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    rt.block_on(async {
-        let start = Instant::now();
-        for _ in 0..iters {
-            let handles: Vec<_> = ranges
-                .iter()
-                .map(|r| tokio::spawn(task(r.clone())))
-                .collect();
-            for h in handles {
-                h.await.expect("a fan-out task panicked");
-            }
         }
         start.elapsed()
     })

@@ -3,6 +3,8 @@
 //!
 //! - [`dataset`]: the lookup rows, ids, knobs and file locations (std only; the SQLx harness
 //!   includes that file by path).
+//! - [`tasks`]: the spawned-task and fan-out timing loops, and the fan-out chunking (std and
+//!   tokio only; the SQLx harness includes that file by path).
 //! - [`workloads`]: backend-neutral pieces: the insert dataset covering every [`RowValues`] kind,
 //!   the `BENCH_TRACE` split, the fan-out chunking.
 //! - `sqlite`, `turso`, `postgres` (one per backend feature): building the databases and the
@@ -11,6 +13,7 @@
 //! [`RowValues`]: crate::RowValues
 
 pub mod dataset;
+pub mod tasks;
 pub mod workloads;
 
 #[cfg(feature = "postgres")]

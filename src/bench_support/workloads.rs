@@ -1,7 +1,6 @@
 //! Backend-neutral workloads: the insert dataset (every [`RowValues`] kind), the fan-out
 //! chunking and the `BENCH_TRACE` query/decode split.
 
-use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
@@ -190,20 +189,7 @@ impl Lookup {
     }
 }
 
-/// Splits `0..n` into `c` contiguous ranges whose lengths differ by at most one.
-pub fn chunks(n: usize, c: usize) -> Vec<Range<usize>> {
-    let c = c.max(1);
-    let (q, r) = (n / c, n % c);
-    let mut start = 0;
-    (0..c)
-        .map(|i| {
-            let len = q + usize::from(i < r);
-            let range = start..start + len;
-            start += len;
-            range
-        })
-        .collect()
-}
+pub use super::tasks::chunks;
 
 /// Fails unless `row` is the dataset's row `id` (used once per contender, outside the timer).
 pub fn check_row(id: i64, row: &BenchRow) -> Result<()> {

@@ -4,8 +4,6 @@
 //!
 //! Everything here runs outside the timed loops.
 
-use std::future::Future;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -25,6 +23,13 @@ pub mod dataset;
 /// local default server, or a throwaway cluster).
 #[path = "../../../tests/common/pg.rs"]
 pub mod pg;
+
+/// The timed-loop helpers of the main crate's benches (std and tokio only), shared as source:
+/// both harnesses spawn, fan out and split the ids the same way.
+#[path = "../../../src/bench_support/tasks.rs"]
+pub mod tasks;
+
+pub use tasks::{chunks, fan_out, in_task};
 
 pub use dataset::BenchRow;
 
@@ -329,55 +334,6 @@ async fn pg_admin_pool(url: &str, schema: &str) -> PgPool {
         .connect_with(pg_options(url, schema))
         .await
         .unwrap_or_else(|e| panic!("SQLx cannot connect to Postgres: {e}"))
-}
-
-/// Splits `0..n` into `c` contiguous ranges whose lengths differ by at most one (the same split
-/// as the main crate's `workloads::chunks`).
-pub fn chunks(n: usize, c: usize) -> Vec<Range<usize>> {
-    let c = c.max(1);
-    let (q, r) = (n / c, n % c);
-    let mut start = 0;
-    (0..c)
-        .map(|i| {
-            let len = q + usize::from(i < r);
-            let range = start..start + len;
-            start += len;
-            range
-        })
-        .collect()
-}
-
-/// Runs `fut` as one spawned task (as a request handler would run) and returns its output; the
-/// same harness as the main crate's benches (`benches/common/mod.rs`). The task measures its own
-/// timed loop and returns the elapsed time.
-pub fn in_task<T, Fut>(rt: &Runtime, fut: Fut) -> T
-where
-    T: Send + 'static,
-    Fut: Future<Output = T> + Send + 'static,
-{
-    rt.block_on(async move { tokio::spawn(fut).await.expect("the bench task panicked") })
-}
-
-/// Spawns one task per range, awaits them all, `iters` times; returns the time of the whole
-/// loop (the main crate's `fan_out`).
-pub fn fan_out<F, Fut>(rt: &Runtime, iters: u64, ranges: &[Range<usize>], task: F) -> Duration
-where
-    F: Fn(Range<usize>) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    rt.block_on(async {
-        let start = Instant::now();
-        for _ in 0..iters {
-            let handles: Vec<_> = ranges
-                .iter()
-                .map(|r| tokio::spawn(task(r.clone())))
-                .collect();
-            for h in handles {
-                h.await.expect("a fan-out task panicked");
-            }
-        }
-        start.elapsed()
-    })
 }
 
 /// Per-row time statistics of a `BENCH_TRACE` pass (mean, median, 99th percentile).
