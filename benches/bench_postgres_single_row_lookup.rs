@@ -73,14 +73,8 @@ fn postgres_single_row_lookup(c: &mut Criterion) {
         .expect("every contender returns the dataset's rows");
     }
 
+    common::trace_lookups(&rt, &db, &ids, 1, "postgres middleware");
     if dataset::bench_trace() {
-        let (db2, ids2) = (db.clone(), Arc::clone(&ids));
-        let split = common::in_task(&rt, async move {
-            let mut conn = db2.get_connection().await?;
-            workloads::trace_lookup_split(&mut conn, &ids2, 1).await
-        })
-        .expect("BENCH_TRACE pass");
-        workloads::print_trace("postgres middleware", &split);
         let (db, ids) = (db.clone(), Arc::clone(&ids));
         let (pipe, decode) = common::in_task(&rt, async move {
             let mut conn = db.get_connection().await?;

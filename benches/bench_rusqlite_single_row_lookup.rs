@@ -48,31 +48,10 @@ fn sqlite_single_row_lookup(c: &mut Criterion) {
         workloads::check_row(id, &row).expect("rusqlite returns the dataset's rows");
     }
 
-    if dataset::bench_trace() {
-        let (db, ids) = (db.clone(), Arc::clone(&ids));
-        let split = common::in_task(&rt, async move {
-            let mut conn = db.get_connection().await?;
-            workloads::trace_lookup_split(&mut conn, &ids, 3).await
-        })
-        .expect("BENCH_TRACE pass");
-        workloads::print_trace("sqlite middleware", &split);
-    }
+    common::trace_lookups(&rt, &db, &ids, 3, "sqlite middleware");
 
     // Rows for middleware_decode, materialised through the public API.
-    let rows: Vec<CustomDbRow> = {
-        let (db, ids) = (db.clone(), Arc::clone(&ids));
-        common::in_task(&rt, async move {
-            let mut conn = db.get_connection().await?;
-            let mut stmt = conn.prepare(dataset::LOOKUP_SQL_DOLLAR).await?;
-            let mut out = Vec::with_capacity(ids.len());
-            for &id in ids.iter() {
-                let rs = stmt.query(&[RowValues::Int(id)]).await?;
-                out.extend(rs.results);
-            }
-            Ok::<_, SqlMiddlewareDbError>(out)
-        })
-        .expect("materialise the decode rows")
-    };
+    let rows = common::lookup_rows(&rt, &db, &ids);
 
     let mut g = c.benchmark_group(GROUP);
     g.throughput(Throughput::Elements(n as u64));

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use sql_middleware::bench_support::dataset;
+use sql_middleware::bench_support::{dataset, workloads};
 use sql_middleware::prelude::*;
 use tokio::runtime::Runtime;
 
@@ -106,4 +106,42 @@ pub fn cached_prepares(rt: &Runtime, db: &ConfigAndPool, count: u64) -> Duration
         }
         start.elapsed()
     })
+}
+
+/// The `BENCH_TRACE` pass of a lookup group (when `BENCH_TRACE` is set): `rounds` rounds over
+/// `ids` on one checkout, printed under `label`. Outside every timed loop.
+pub fn trace_lookups(
+    rt: &Runtime,
+    db: &ConfigAndPool,
+    ids: &Arc<Vec<i64>>,
+    rounds: usize,
+    label: &str,
+) {
+    if !dataset::bench_trace() {
+        return;
+    }
+    let (db, ids) = (db.clone(), Arc::clone(ids));
+    let split = in_task(rt, async move {
+        let mut conn = db.get_connection().await?;
+        workloads::trace_lookup_split(&mut conn, &ids, rounds).await
+    })
+    .expect("BENCH_TRACE pass");
+    workloads::print_trace(label, &split);
+}
+
+/// The rows of `ids` materialised through the public API (`stmt.query`), for the
+/// `middleware_decode` id. Outside every timed loop.
+pub fn lookup_rows(rt: &Runtime, db: &ConfigAndPool, ids: &Arc<Vec<i64>>) -> Vec<CustomDbRow> {
+    let (db, ids) = (db.clone(), Arc::clone(ids));
+    in_task(rt, async move {
+        let mut conn = db.get_connection().await?;
+        let mut stmt = conn.prepare(dataset::LOOKUP_SQL_DOLLAR).await?;
+        let mut out = Vec::with_capacity(ids.len());
+        for &id in ids.iter() {
+            let rs = stmt.query(&[RowValues::Int(id)]).await?;
+            out.extend(rs.results);
+        }
+        Ok::<_, SqlMiddlewareDbError>(out)
+    })
+    .expect("materialise the decode rows")
 }

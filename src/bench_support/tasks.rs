@@ -1,6 +1,7 @@
-//! How the benches run their timed loops on tokio: one spawned task per loop, and the fan-out
-//! of C tasks over contiguous shares of the ids. Depends on std and tokio only, so the SQLx
-//! harness includes this file by path and both harnesses time their loops the same way.
+//! How the benches run their timed loops on tokio (one spawned task per loop, and the fan-out
+//! of C tasks over contiguous shares of the ids) and the per-row statistics of `BENCH_TRACE`.
+//! Depends on std and tokio only, so the SQLx harness includes this file by path and both
+//! harnesses time and summarise their loops the same way.
 
 use std::future::Future;
 use std::ops::Range;
@@ -53,4 +54,44 @@ pub fn chunks(n: usize, c: usize) -> Vec<Range<usize>> {
             range
         })
         .collect()
+}
+
+/// Per-row time statistics of a `BENCH_TRACE` pass (mean, median, 99th percentile).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SplitStats {
+    /// Mean.
+    pub mean: Duration,
+    /// Median.
+    pub p50: Duration,
+    /// 99th percentile.
+    pub p99: Duration,
+}
+
+impl SplitStats {
+    /// Statistics of `samples`.
+    pub fn of(mut samples: Vec<Duration>) -> Self {
+        if samples.is_empty() {
+            return Self::default();
+        }
+        samples.sort_unstable();
+        let total: Duration = samples.iter().sum();
+        let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+        Self {
+            mean: total / samples.len() as u32,
+            p50: at(0.5),
+            p99: at(0.99),
+        }
+    }
+}
+
+impl std::fmt::Display for SplitStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "mean {:>7.0} ns  p50 {:>7.0} ns  p99 {:>7.0} ns",
+            self.mean.as_nanos() as f64,
+            self.p50.as_nanos() as f64,
+            self.p99.as_nanos() as f64
+        )
+    }
 }

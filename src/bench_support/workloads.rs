@@ -1,7 +1,7 @@
 //! Backend-neutral workloads: the insert dataset (every [`RowValues`] kind), the fan-out
 //! chunking and the `BENCH_TRACE` query/decode split.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use rust_decimal::Decimal;
@@ -216,44 +216,7 @@ pub async fn verify_lookups(conn: &mut MiddlewarePoolConnection, ids: &[i64]) ->
     Ok(())
 }
 
-/// Per-row time statistics of a `BENCH_TRACE` pass.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SplitStats {
-    /// Mean.
-    pub mean: Duration,
-    /// Median.
-    pub p50: Duration,
-    /// 99th percentile.
-    pub p99: Duration,
-}
-
-impl SplitStats {
-    fn of(mut samples: Vec<Duration>) -> Self {
-        if samples.is_empty() {
-            return Self::default();
-        }
-        samples.sort_unstable();
-        let total: Duration = samples.iter().sum();
-        let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-        Self {
-            mean: total / samples.len() as u32,
-            p50: at(0.5),
-            p99: at(0.99),
-        }
-    }
-}
-
-impl std::fmt::Display for SplitStats {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "mean {:>7.0} ns  p50 {:>7.0} ns  p99 {:>7.0} ns",
-            self.mean.as_nanos() as f64,
-            self.p50.as_nanos() as f64,
-            self.p99.as_nanos() as f64
-        )
-    }
-}
+pub use super::tasks::SplitStats;
 
 /// The `BENCH_TRACE` split of a lookup path, per row.
 #[derive(Debug, Clone, Copy, Default)]

@@ -29,7 +29,7 @@ pub mod pg;
 #[path = "../../../src/bench_support/tasks.rs"]
 pub mod tasks;
 
-pub use tasks::{chunks, fan_out, in_task};
+pub use tasks::{SplitStats, chunks, fan_out, in_task};
 
 pub use dataset::BenchRow;
 
@@ -334,46 +334,6 @@ async fn pg_admin_pool(url: &str, schema: &str) -> PgPool {
         .connect_with(pg_options(url, schema))
         .await
         .unwrap_or_else(|e| panic!("SQLx cannot connect to Postgres: {e}"))
-}
-
-/// Per-row time statistics of a `BENCH_TRACE` pass (mean, median, 99th percentile).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SplitStats {
-    /// Mean.
-    pub mean: Duration,
-    /// Median.
-    pub p50: Duration,
-    /// 99th percentile.
-    pub p99: Duration,
-}
-
-impl SplitStats {
-    /// Statistics of `samples`.
-    pub fn of(mut samples: Vec<Duration>) -> Self {
-        if samples.is_empty() {
-            return Self::default();
-        }
-        samples.sort_unstable();
-        let total: Duration = samples.iter().sum();
-        let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-        Self {
-            mean: total / samples.len() as u32,
-            p50: at(0.5),
-            p99: at(0.99),
-        }
-    }
-}
-
-impl std::fmt::Display for SplitStats {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "mean {:>7.0} ns  p50 {:>7.0} ns  p99 {:>7.0} ns",
-            self.mean.as_nanos() as f64,
-            self.p50.as_nanos() as f64,
-            self.p99.as_nanos() as f64
-        )
-    }
 }
 
 /// The `BENCH_TRACE` pass over a SQLite connection: `rounds` times over `ids`, times each
