@@ -9,28 +9,13 @@ use std::time::{Duration, Instant};
 
 use sql_middleware::prelude::*;
 
-struct TempDir(std::path::PathBuf);
+mod common;
 
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "sqlmw-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&p).unwrap();
-        Self(p)
-    }
-    fn db(&self) -> std::path::PathBuf {
-        self.0.join("db.sqlite")
-    }
-}
+use common::backends::{TempDir, one_connection_with_table};
 
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// The database file of a test directory.
+fn db_file(dir: &TempDir) -> std::path::PathBuf {
+    dir.path().join("db.sqlite")
 }
 
 /// A recursive CTE that keeps SQLite busy for a long while (hundreds of ms in a debug build).
@@ -58,7 +43,7 @@ fn p99(mut v: Vec<Duration>) -> Duration {
 #[tokio::test(flavor = "current_thread")]
 async fn long_statements_do_not_stall_a_single_threaded_runtime() {
     let dir = TempDir::new("heartbeat");
-    let db = ConfigAndPool::sqlite(dir.db())
+    let db = ConfigAndPool::sqlite(db_file(&dir))
         .max_size(2)
         .build()
         .await
@@ -102,12 +87,12 @@ async fn long_statements_do_not_stall_a_single_threaded_runtime() {
 #[tokio::test(flavor = "current_thread")]
 async fn lock_waits_end_in_busy_after_the_timeout_without_stalling_the_runtime() {
     let dir = TempDir::new("busy");
-    let holder = ConfigAndPool::sqlite(dir.db())
+    let holder = ConfigAndPool::sqlite(db_file(&dir))
         .max_size(1)
         .build()
         .await
         .unwrap();
-    let waiter = ConfigAndPool::sqlite(dir.db())
+    let waiter = ConfigAndPool::sqlite(db_file(&dir))
         .max_size(1)
         .busy_timeout(Duration::from_millis(300))
         .build()
@@ -153,15 +138,7 @@ async fn lock_waits_end_in_busy_after_the_timeout_without_stalling_the_runtime()
 
 #[tokio::test(flavor = "current_thread")]
 async fn dropped_transaction_rolls_back_on_current_thread_runtime() {
-    let db = ConfigAndPool::sqlite_memory()
-        .max_size(1)
-        .build()
-        .await
-        .unwrap();
-    let mut c = db.get_connection().await.unwrap();
-    c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)")
-        .await
-        .unwrap();
+    let (_db, mut c) = one_connection_with_table(ConfigAndPool::sqlite_memory()).await;
     {
         let mut tx = c.begin().await.unwrap();
         tx.query("INSERT INTO t VALUES (1)").dml().await.unwrap();
@@ -182,7 +159,7 @@ fn dropped_transaction_rolls_back_outside_any_runtime() {
         .unwrap();
     let dir = TempDir::new("noruntime");
     let db = rt
-        .block_on(ConfigAndPool::sqlite(dir.db()).max_size(1).build())
+        .block_on(ConfigAndPool::sqlite(db_file(&dir)).max_size(1).build())
         .unwrap();
     let mut c = rt.block_on(db.get_connection()).unwrap();
     rt.block_on(c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)"))
@@ -202,15 +179,7 @@ fn dropped_transaction_rolls_back_outside_any_runtime() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn panicking_raw_closure_is_an_error_and_the_pool_recovers() {
-    let db = ConfigAndPool::sqlite_memory()
-        .max_size(1)
-        .build()
-        .await
-        .unwrap();
-    let mut c = db.get_connection().await.unwrap();
-    c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)")
-        .await
-        .unwrap();
+    let (db, mut c) = one_connection_with_table(ConfigAndPool::sqlite_memory()).await;
     let e = c
         .with_blocking_sqlite(|raw| {
             raw.execute_batch("BEGIN; INSERT INTO t VALUES (1)")?;

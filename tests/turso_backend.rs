@@ -8,27 +8,14 @@ use std::time::Duration;
 
 use sql_middleware::prelude::*;
 
-struct TempDir(std::path::PathBuf);
+mod common;
 
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        let p = std::env::temp_dir().join(format!("sqlmw-turso-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Self(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::backends::{TempDir, one_connection_with_table};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_write_is_acknowledged_then_lost_after_a_dropped_transaction() {
     let dir = TempDir::new("dangling");
-    let db = ConfigAndPool::turso(dir.0.join("t.db"))
+    let db = ConfigAndPool::turso(dir.path().join("t.db"))
         .max_size(2)
         .build()
         .await
@@ -90,7 +77,7 @@ async fn no_write_is_acknowledged_then_lost_after_a_dropped_transaction() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_tasks_never_share_a_connection() {
     let dir = TempDir::new("sharing");
-    let db = ConfigAndPool::turso(dir.0.join("t.db"))
+    let db = ConfigAndPool::turso(dir.path().join("t.db"))
         .max_size(4)
         .busy_timeout(Duration::from_secs(10))
         .build()
@@ -157,15 +144,7 @@ async fn two_tasks_never_share_a_connection() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn dropped_transaction_outside_a_runtime_is_rolled_back() {
-    let db = ConfigAndPool::turso_memory()
-        .max_size(1)
-        .build()
-        .await
-        .unwrap();
-    let mut c = db.get_connection().await.unwrap();
-    c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)")
-        .await
-        .unwrap();
+    let (_db, mut c) = one_connection_with_table(ConfigAndPool::turso_memory()).await;
     let mut tx = c.begin().await.unwrap();
     tx.query("INSERT INTO t VALUES (1)").dml().await.unwrap();
     std::thread::scope(|s| {

@@ -316,3 +316,16 @@ macro_rules! backend_tests {
         }
     };
 }
+
+/// A pool of one connection from `builder`, and that connection with an empty table
+/// `t (id INTEGER PRIMARY KEY)`.
+pub async fn one_connection_with_table(
+    builder: PoolBuilder,
+) -> (ConfigAndPool, MiddlewarePoolConnection) {
+    let db = builder.max_size(1).build().await.expect("pool of one");
+    let mut c = db.get_connection().await.expect("checkout");
+    c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+        .await
+        .expect("create t");
+    (db, c)
+}
