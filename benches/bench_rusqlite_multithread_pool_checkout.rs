@@ -4,30 +4,15 @@
 mod common;
 
 use std::hint::black_box;
-use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use sql_middleware::bench_support::workloads::{self, Lookup};
-use sql_middleware::bench_support::{BenchRow, dataset, sqlite as bs};
+use sql_middleware::bench_support::{dataset, sqlite as bs};
 use sql_middleware::drivers::rusqlite::Connection;
 use sql_middleware::prelude::*;
 
 const GROUP: &str = "sqlite_multithread_pool_checkout";
-
-async fn middleware_share(db: ConfigAndPool, ids: Arc<Vec<i64>>, range: Range<usize>) {
-    let mut conn = db.get_connection().await.expect("checkout");
-    let mut stmt = conn
-        .prepare(dataset::LOOKUP_SQL_DOLLAR)
-        .await
-        .expect("prepare");
-    let mut buf = [RowValues::Int(0)];
-    for &id in &ids[range] {
-        buf[0] = RowValues::Int(id);
-        let row: BenchRow = stmt.one(&buf).await.expect("lookup");
-        black_box(row);
-    }
-}
 
 fn sqlite_multithread_pool_checkout(c: &mut Criterion) {
     let Lookup { n, ids } = Lookup::from_env();
@@ -105,7 +90,7 @@ fn sqlite_multithread_pool_checkout(c: &mut Criterion) {
     g.bench_function(BenchmarkId::new("middleware_parallel_select", conc), |b| {
         b.iter_custom(|iters| {
             common::fan_out(&rt, iters, &ranges, |r| {
-                middleware_share(db.clone(), Arc::clone(&ids), r)
+                common::middleware_share(db.clone(), Arc::clone(&ids), r)
             })
         });
     });

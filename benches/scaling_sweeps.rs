@@ -129,20 +129,7 @@ fn sweep_fanout_concurrency(c: &mut Criterion) {
         g.bench_function(BenchmarkId::new("middleware", conc), |b| {
             b.iter_custom(|iters| {
                 common::fan_out(&rt, iters, &ranges, |r| {
-                    let (db, ids) = (db.clone(), Arc::clone(&ids));
-                    async move {
-                        let mut conn = db.get_connection().await.expect("checkout");
-                        let mut stmt = conn
-                            .prepare(dataset::LOOKUP_SQL_DOLLAR)
-                            .await
-                            .expect("prepare");
-                        let mut buf = [RowValues::Int(0)];
-                        for &id in &ids[r] {
-                            buf[0] = RowValues::Int(id);
-                            let row: BenchRow = stmt.one(&buf).await.expect("lookup");
-                            black_box(row);
-                        }
-                    }
+                    common::middleware_share(db.clone(), Arc::clone(&ids), r)
                 })
             });
         });

@@ -3,11 +3,12 @@
 #![allow(dead_code)]
 
 use std::hint::black_box;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use sql_middleware::bench_support::{dataset, workloads};
+use sql_middleware::bench_support::{BenchRow, dataset, workloads};
 use sql_middleware::prelude::*;
 use tokio::runtime::Runtime;
 
@@ -144,4 +145,20 @@ pub fn lookup_rows(rt: &Runtime, db: &ConfigAndPool, ids: &Arc<Vec<i64>>) -> Vec
         Ok::<_, SqlMiddlewareDbError>(out)
     })
     .expect("materialise the decode rows")
+}
+
+/// One task's share of the middleware fan-out: a checkout, the lookup prepared once, then
+/// `stmt.one::<BenchRow>` for each id of `range`.
+pub async fn middleware_share(db: ConfigAndPool, ids: Arc<Vec<i64>>, range: Range<usize>) {
+    let mut conn = db.get_connection().await.expect("checkout");
+    let mut stmt = conn
+        .prepare(dataset::LOOKUP_SQL_DOLLAR)
+        .await
+        .expect("prepare");
+    let mut buf = [RowValues::Int(0)];
+    for &id in &ids[range] {
+        buf[0] = RowValues::Int(id);
+        let row: BenchRow = stmt.one(&buf).await.expect("lookup");
+        black_box(row);
+    }
 }

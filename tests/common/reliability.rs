@@ -6,6 +6,7 @@
 //! Every reliability test prints one line that starts with its name followed by `key=value`
 //! figures, and asserts them. `docs/Reliability.md` lists the figures of the latest run.
 
+use sql_middleware::bench_support::dataset::SplitMix64;
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::pin;
@@ -97,26 +98,22 @@ pub fn knob_usize(name: &str, default: usize) -> usize {
     }
 }
 
-/// SplitMix64: small, fast, seeded, good enough to pick scenarios.
+/// The dataset's seeded SplitMix64, with the helpers the scenarios pick with.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(SplitMix64::new(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n` (`n > 0`).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
+        self.0.below(n)
     }
 
     /// True with probability `p`.
@@ -126,7 +123,7 @@ impl Rng {
 
     /// A fresh generator derived from this one (for a spawned task).
     pub fn fork(&mut self) -> Rng {
-        Rng(self.next_u64())
+        Rng::new(self.next_u64())
     }
 }
 
