@@ -3,6 +3,24 @@
 //!
 //! Run it as `cargo xtask <command>`; this library exists so the parsing, ratio and verdict
 //! logic can be tested on fixture Criterion folders (`tests/fixtures/`).
+//!
+//! # Layers
+//!
+//! The modules form layers, lowest first. A module imports only modules of lower layers, never
+//! one of its own layer or above, so there is no import cycle (`tests/layering.rs` checks it):
+//!
+//! 1. `util`: the error type, file reading and writing, dates, number formats.
+//! 2. `catalog` (what exists: suites, groups, workloads, micro pairs, sweeps), `criterion`
+//!    (reading Criterion's folders), `environment` (the environment line), `side_files` (the
+//!    other JSON files in CRITERION_HOME) and `svg` (charts).
+//! 3. `results`: every catalog group as found in CRITERION_HOME.
+//! 4. `targets`: the performance targets, evaluated on the results.
+//! 5. The commands: `report` (`bench-report`), `runner` (`bench`) and `nightly`; none uses
+//!    another.
+//!
+//! The binary (`main.rs`) parses the command line and calls the commands. Inside the folder
+//! modules (`catalog/`, `nightly/`, `report/`), `mod.rs` sits above its files, and a file
+//! imports only sibling files of a lower layer (listed in `tests/layering.rs`), never `mod.rs`.
 
 #[macro_use]
 pub mod util;
@@ -11,6 +29,8 @@ pub mod criterion;
 pub mod environment;
 pub mod nightly;
 pub mod report;
+pub mod results;
 pub mod runner;
+pub mod side_files;
 pub mod svg;
 pub mod targets;

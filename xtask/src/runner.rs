@@ -14,8 +14,8 @@ use std::time::Instant;
 use serde::Deserialize;
 
 use crate::catalog::{Crate, MAIN_FEATURES, SQLX_MANIFEST, Suite};
-use crate::report::{ResourcesFile, SuiteResources, read_optional_json};
-use crate::util::{self, Error, Result};
+use crate::side_files::{ResourcesFile, SuiteResources};
+use crate::util::{self, Error, Result, read_optional_json};
 
 /// The Criterion arguments of `--quick`: Criterion's minimum sample size and short times, so a
 /// suite finishes in a minute or two. The full defaults of the benches are 20 samples, 2 s

@@ -1,13 +1,10 @@
-//! The performance targets (P1–P9 in docs/Benchmarks.md), evaluated from the same results the
-//! report prints: each is met, or missed by a stated amount, or not measured.
-
-use std::fmt::Write as _;
-
-use serde::Deserialize;
+//! The performance targets (P1–P9 in docs/Benchmarks.md) and their evaluation from the same
+//! results the report prints: each is met, or missed by a stated amount, or not measured. The
+//! report's "Performance targets" section renders them.
 
 use crate::criterion::Measurement;
-use crate::report::{AllocFile, Results};
-use crate::util::fmt_ratio;
+use crate::results::Results;
+use crate::side_files::{AllocFile, CallgrindFile};
 
 /// Which side of the bound a figure must stay on.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -19,7 +16,8 @@ pub enum Bound {
 }
 
 impl Bound {
-    fn text(self) -> String {
+    /// The bound as the targets table states it: `≤ 1.3`, `≥ 5`.
+    pub fn text(self) -> String {
         match self {
             Bound::AtMost(b) => format!("≤ {}", fmt_bound(b)),
             Bound::AtLeast(b) => format!("≥ {}", fmt_bound(b)),
@@ -211,19 +209,6 @@ pub const TARGETS: &[Target] = &[
     },
 ];
 
-/// `<CRITERION_HOME>/callgrind_lookup.json`, written by `scripts/callgrind-lookup.sh`.
-#[derive(Debug, Clone, Deserialize)]
-pub struct CallgrindFile {
-    /// Instructions per raw rusqlite lookup.
-    pub raw_per_lookup: f64,
-    /// Instructions per middleware lookup.
-    pub middleware_per_lookup: f64,
-    /// The two run lengths whose difference was taken.
-    pub short: u64,
-    /// See `short`.
-    pub long: u64,
-}
-
 /// A target's evaluated figure.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -290,51 +275,6 @@ pub fn evaluate(
             _ => Outcome::NotMeasured("run `scripts/callgrind-lookup.sh`".into()),
         },
     }
-}
-
-fn figure_text(t: &Target, v: f64) -> String {
-    match t.source {
-        Source::Allocs(_) => format!("{v:.2}"),
-        _ => fmt_ratio(v),
-    }
-}
-
-/// The "Targets" section of `index.md`.
-pub fn render(
-    results: &Results,
-    alloc: Option<&AllocFile>,
-    callgrind: Option<&CallgrindFile>,
-) -> String {
-    let mut s = String::from("## Performance targets\n\n");
-    s.push_str("Each target is evaluated from the figures on this page (ratios of medians per operation from one run; allocations from `alloc_per_op.json`; instructions from `callgrind_lookup.json`). What each one means, and why a missed one misses: [docs/Benchmarks.md](../docs/Benchmarks.md#performance-targets).\n\n");
-    s.push_str("| target | measure | figure | bound | verdict |\n|---|---|---:|---:|---|\n");
-    for t in TARGETS {
-        let (fig, verdict) = match evaluate(t, results, alloc, callgrind) {
-            Outcome::Measured(v, note) => {
-                let verdict = match t.bound.miss(v) {
-                    None => "met".to_string(),
-                    Some(m) => format!("**missed** by {:.0}%", m * 100.0),
-                };
-                let verdict = match note {
-                    Some(n) => format!("{verdict} ({n})"),
-                    None => verdict,
-                };
-                (figure_text(t, v), verdict)
-            }
-            Outcome::NotMeasured(why) => ("—".into(), format!("not measured: {why}")),
-        };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} |",
-            t.id,
-            t.what,
-            fig,
-            t.bound.text(),
-            verdict
-        );
-    }
-    s.push('\n');
-    s
 }
 
 #[cfg(test)]

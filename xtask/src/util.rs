@@ -1,8 +1,11 @@
-//! Small helpers: dates without a date crate, number formatting, errors.
+//! Small helpers every module may use: the error type and `bail!`, reading and writing files
+//! (JSON included), dates without a date crate, number formatting, repository paths.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Deserialize;
 
 /// The error of every xtask command: a message for a human, printed as is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +43,17 @@ pub fn write(path: &Path, contents: &str) -> Result<()> {
     }
     std::fs::write(path, contents)
         .map_err(|e| Error(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Reads a JSON file if it exists; a file that exists but does not parse is an error.
+pub fn read_optional_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = read_to_string(path)?;
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| Error(format!("{}: invalid: {e}", path.display())))
 }
 
 /// The civil date (year, month, day) of a count of days since 1970-01-01

@@ -1,0 +1,108 @@
+//! The Criterion groups and the ids a complete run of each writes (BENCHMARKS.md §2).
+
+/// A Criterion group and the ids a complete run of it writes.
+#[derive(Debug, Clone, Copy)]
+pub struct GroupSpec {
+    /// Group name.
+    pub name: &'static str,
+    /// Function ids (BENCHMARKS.md §2).
+    pub ids: &'static [&'static str],
+}
+
+/// Every group the report knows, with its ids.
+pub const GROUPS: &[GroupSpec] = &[
+    GroupSpec {
+        name: "sqlite_single_row_lookup",
+        ids: &[
+            "rusqlite",
+            "middleware",
+            "pool_acquire",
+            "middleware_prepare",
+            "middleware_interact",
+            "middleware_marshalling",
+            "middleware_decode",
+            "middleware_param_convert",
+        ],
+    },
+    GroupSpec {
+        name: "sqlite_multithread_pool_checkout",
+        ids: &[
+            "middleware_parallel_select",
+            "middleware_pool_checkout",
+            "rusqlite_blocking",
+        ],
+    },
+    GroupSpec {
+        name: "turso_single_row_lookup",
+        ids: &[
+            "turso_raw",
+            "middleware",
+            "pool_acquire",
+            "middleware_prepare",
+            "middleware_interact",
+            "middleware_marshalling",
+            "middleware_decode",
+            "middleware_param_convert",
+        ],
+    },
+    GroupSpec {
+        name: "postgres_single_row_lookup",
+        ids: &[
+            "tokio_postgres_raw",
+            "middleware",
+            "middleware_pipelined",
+            "pool_acquire",
+        ],
+    },
+    GroupSpec {
+        name: "database_inserts",
+        ids: &[
+            "sqlite_raw",
+            "sqlite_middleware",
+            "postgres_raw",
+            "postgres_middleware",
+            "turso_raw",
+            "turso_middleware",
+        ],
+    },
+    GroupSpec {
+        name: "sqlite_single_row_lookup_sqlx",
+        ids: &[
+            "sqlx",
+            "sqlx_pool_acquire",
+            "sqlx_prepare",
+            "sqlx_query_raw",
+            "sqlx_decode",
+            "sqlx_param_bind",
+        ],
+    },
+    GroupSpec {
+        name: "sqlite_multithread_pool_checkout_sqlx",
+        ids: &[
+            "sqlx_parallel_select",
+            "sqlx_pool_checkout",
+            "sqlx_prepare_parallel",
+        ],
+    },
+    GroupSpec {
+        name: "postgres_single_row_lookup_sqlx",
+        ids: &["sqlx"],
+    },
+    GroupSpec {
+        name: "sweep_lookup_rows",
+        ids: &["rusqlite", "middleware"],
+    },
+    GroupSpec {
+        name: "sweep_fanout_concurrency",
+        ids: &["rusqlite", "middleware"],
+    },
+    GroupSpec {
+        name: "sweep_text_payload",
+        ids: &["rusqlite", "middleware"],
+    },
+];
+
+/// The group spec called `name`.
+pub fn group(name: &str) -> Option<&'static GroupSpec> {
+    GROUPS.iter().find(|g| g.name == name)
+}

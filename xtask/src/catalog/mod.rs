@@ -1,0 +1,17 @@
+//! What exists: the Criterion groups and ids fixed by BENCHMARKS.md §2, the suites (bench
+//! targets) that produce them, the workloads of the report, the micro-bench pairs and the
+//! scaling sweeps.
+//!
+//! Each kind has its own file, re-exported here; the files do not use each other.
+
+mod groups;
+mod micro;
+mod suites;
+mod sweeps;
+mod workloads;
+
+pub use self::groups::{GROUPS, GroupSpec, group};
+pub use self::micro::{MICRO_PAIRS, MicroPair};
+pub use self::suites::{Crate, MAIN_FEATURES, SQLX_MANIFEST, SUITES, Suite, suite, suite_of_group};
+pub use self::sweeps::{SWEEPS, Sweep};
+pub use self::workloads::{Contender, Role, WORKLOADS, Workload};

@@ -1,0 +1,143 @@
+//! The suites: every bench target, the crate it belongs to, the Criterion groups it writes, and
+//! the commands that run it.
+
+/// Which crate a bench target belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Crate {
+    /// The root crate (`benches/`).
+    Main,
+    /// The SQLx harness (`bench-harnesses/sqlx_lookup`, its own Cargo.lock).
+    Sqlx,
+}
+
+/// One bench target, runnable on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Suite {
+    /// Short name used on the command line (`cargo xtask bench sqlite-lookup`).
+    pub name: &'static str,
+    /// Crate of the target.
+    pub krate: Crate,
+    /// `[[bench]]` target name.
+    pub target: &'static str,
+    /// Criterion groups it writes.
+    pub groups: &'static [&'static str],
+    /// Runs only with `BENCH_SWEEP=1` / `--sweep`.
+    pub sweep: bool,
+}
+
+impl Suite {
+    /// The plain cargo command that runs this suite alone.
+    pub fn cargo_command(&self) -> String {
+        match self.krate {
+            Crate::Main if self.sweep => format!(
+                "BENCH_SWEEP=1 cargo bench --features {MAIN_FEATURES} --bench {}",
+                self.target
+            ),
+            Crate::Main => format!(
+                "cargo bench --features {MAIN_FEATURES} --bench {}",
+                self.target
+            ),
+            Crate::Sqlx => format!(
+                "cargo bench --manifest-path {SQLX_MANIFEST} --bench {}",
+                self.target
+            ),
+        }
+    }
+
+    /// The xtask command that runs this suite and records its resources.
+    pub fn xtask_command(&self) -> String {
+        if self.sweep {
+            format!("cargo xtask bench --sweep {}", self.name)
+        } else {
+            format!("cargo xtask bench {}", self.name)
+        }
+    }
+}
+
+/// Features every main-crate bench target is built with (one build serves all of them; the
+/// default features add `sqlite` and `postgres`).
+pub const MAIN_FEATURES: &str = "bench,turso";
+
+/// Manifest of the SQLx harness, relative to the repository root.
+pub const SQLX_MANIFEST: &str = "bench-harnesses/sqlx_lookup/Cargo.toml";
+
+/// Every suite, in the order `cargo xtask bench` runs them.
+pub const SUITES: &[Suite] = &[
+    Suite {
+        name: "sqlite-lookup",
+        krate: Crate::Main,
+        target: "bench_rusqlite_single_row_lookup",
+        groups: &["sqlite_single_row_lookup"],
+        sweep: false,
+    },
+    Suite {
+        name: "sqlite-fanout",
+        krate: Crate::Main,
+        target: "bench_rusqlite_multithread_pool_checkout",
+        groups: &["sqlite_multithread_pool_checkout"],
+        sweep: false,
+    },
+    Suite {
+        name: "turso-lookup",
+        krate: Crate::Main,
+        target: "bench_turso_single_row_lookup",
+        groups: &["turso_single_row_lookup"],
+        sweep: false,
+    },
+    Suite {
+        name: "postgres-lookup",
+        krate: Crate::Main,
+        target: "bench_postgres_single_row_lookup",
+        groups: &["postgres_single_row_lookup"],
+        sweep: false,
+    },
+    Suite {
+        name: "inserts",
+        krate: Crate::Main,
+        target: "database_benchmark",
+        groups: &["database_inserts"],
+        sweep: false,
+    },
+    Suite {
+        name: "sqlx-sqlite-lookup",
+        krate: Crate::Sqlx,
+        target: "sqlite_single_row_lookup_sqlx",
+        groups: &["sqlite_single_row_lookup_sqlx"],
+        sweep: false,
+    },
+    Suite {
+        name: "sqlx-fanout",
+        krate: Crate::Sqlx,
+        target: "bench_sqlx_multithread_pool_checkout",
+        groups: &["sqlite_multithread_pool_checkout_sqlx"],
+        sweep: false,
+    },
+    Suite {
+        name: "sqlx-postgres-lookup",
+        krate: Crate::Sqlx,
+        target: "postgres_single_row_lookup_sqlx",
+        groups: &["postgres_single_row_lookup_sqlx"],
+        sweep: false,
+    },
+    Suite {
+        name: "sweeps",
+        krate: Crate::Main,
+        target: "scaling_sweeps",
+        groups: &[
+            "sweep_lookup_rows",
+            "sweep_fanout_concurrency",
+            "sweep_text_payload",
+        ],
+        sweep: true,
+    },
+];
+
+/// The suite called `name` (its short name or its bench target name).
+pub fn suite(name: &str) -> Option<&'static Suite> {
+    SUITES.iter().find(|s| s.name == name || s.target == name)
+}
+
+/// The suite writing `group`.
+pub fn suite_of_group(group: &str) -> Option<&'static Suite> {
+    SUITES.iter().find(|s| s.groups.contains(&group))
+}

@@ -1,0 +1,251 @@
+//! The workloads of the report's "Side by side" tables: the contenders of each and which row
+//! each is divided by.
+
+/// What a row of a workload table is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The raw driver: the floor.
+    Raw,
+    /// The middleware.
+    Middleware,
+    /// SQLx.
+    Sqlx,
+}
+
+/// One row of a workload table: a contender and the id that measures it.
+#[derive(Debug, Clone, Copy)]
+pub struct Contender {
+    /// Label in the table.
+    pub label: &'static str,
+    /// Raw, middleware or SQLx.
+    pub role: Role,
+    /// Criterion group.
+    pub group: &'static str,
+    /// Function id.
+    pub function: &'static str,
+    /// Index (in the workload's contenders) of the raw driver this row is divided by.
+    pub raw: Option<usize>,
+    /// Index of the SQLx row this row is divided by.
+    pub sqlx: Option<usize>,
+}
+
+/// One side-by-side table of the report.
+#[derive(Debug, Clone, Copy)]
+pub struct Workload {
+    /// Heading.
+    pub title: &'static str,
+    /// File stem of its chart (`bench_results/<key>.svg`).
+    pub key: &'static str,
+    /// What one operation is.
+    pub operation: &'static str,
+    /// Rows.
+    pub contenders: &'static [Contender],
+    /// A note printed under the table.
+    pub note: &'static str,
+}
+
+const fn c(
+    label: &'static str,
+    role: Role,
+    group: &'static str,
+    function: &'static str,
+    raw: Option<usize>,
+    sqlx: Option<usize>,
+) -> Contender {
+    Contender {
+        label,
+        role,
+        group,
+        function,
+        raw,
+        sqlx,
+    }
+}
+
+/// The workloads of `bench_results/index.md`, in order.
+pub const WORKLOADS: &[Workload] = &[
+    Workload {
+        title: "SQLite point lookup",
+        key: "sqlite_lookup",
+        operation: "one `SELECT … WHERE id = ?` on a held connection, decoded into `BenchRow`",
+        contenders: &[
+            c(
+                "rusqlite (raw)",
+                Role::Raw,
+                "sqlite_single_row_lookup",
+                "rusqlite",
+                Some(0),
+                Some(2),
+            ),
+            c(
+                "sql-middleware",
+                Role::Middleware,
+                "sqlite_single_row_lookup",
+                "middleware",
+                Some(0),
+                Some(2),
+            ),
+            c(
+                "SQLx",
+                Role::Sqlx,
+                "sqlite_single_row_lookup_sqlx",
+                "sqlx",
+                Some(0),
+                Some(2),
+            ),
+        ],
+        note: "Middleware: one pooled connection, statement prepared once, reused `RowValues` buffer. SQLx: its own pool, statement prepared outside the loop.",
+    },
+    Workload {
+        title: "SQLite fan-out (C concurrent tasks)",
+        key: "sqlite_fanout",
+        operation: "one lookup with decode; N lookups split over C tasks, each with its own connection",
+        contenders: &[
+            c(
+                "rusqlite (raw, blocking pool)",
+                Role::Raw,
+                "sqlite_multithread_pool_checkout",
+                "rusqlite_blocking",
+                Some(0),
+                Some(2),
+            ),
+            c(
+                "sql-middleware",
+                Role::Middleware,
+                "sqlite_multithread_pool_checkout",
+                "middleware_parallel_select",
+                Some(0),
+                Some(2),
+            ),
+            c(
+                "SQLx",
+                Role::Sqlx,
+                "sqlite_multithread_pool_checkout_sqlx",
+                "sqlx_parallel_select",
+                Some(0),
+                Some(2),
+            ),
+        ],
+        note: "The parameter is C; pools hold C connections. Time per operation is the wall time of the whole fan-out divided by N.",
+    },
+    Workload {
+        title: "Inserts (R rows in one transaction)",
+        key: "inserts",
+        operation: "one row inserted with a prepared statement, R rows per transaction",
+        contenders: &[
+            c(
+                "SQLite: rusqlite (raw)",
+                Role::Raw,
+                "database_inserts",
+                "sqlite_raw",
+                Some(0),
+                None,
+            ),
+            c(
+                "SQLite: sql-middleware",
+                Role::Middleware,
+                "database_inserts",
+                "sqlite_middleware",
+                Some(0),
+                None,
+            ),
+            c(
+                "Postgres: tokio-postgres (raw)",
+                Role::Raw,
+                "database_inserts",
+                "postgres_raw",
+                Some(2),
+                None,
+            ),
+            c(
+                "Postgres: sql-middleware",
+                Role::Middleware,
+                "database_inserts",
+                "postgres_middleware",
+                Some(2),
+                None,
+            ),
+            c(
+                "Turso: turso (raw)",
+                Role::Raw,
+                "database_inserts",
+                "turso_raw",
+                Some(4),
+                None,
+            ),
+            c(
+                "Turso: sql-middleware",
+                Role::Middleware,
+                "database_inserts",
+                "turso_middleware",
+                Some(4),
+                None,
+            ),
+        ],
+        note: "Each middleware row is divided by the raw driver of its own backend. There is no SQLx insert bench.",
+    },
+    Workload {
+        title: "Turso point lookup",
+        key: "turso_lookup",
+        operation: "one `SELECT … WHERE id = ?` on a held connection, decoded into `BenchRow`",
+        contenders: &[
+            c(
+                "turso (raw)",
+                Role::Raw,
+                "turso_single_row_lookup",
+                "turso_raw",
+                Some(0),
+                None,
+            ),
+            c(
+                "sql-middleware",
+                Role::Middleware,
+                "turso_single_row_lookup",
+                "middleware",
+                Some(0),
+                None,
+            ),
+        ],
+        note: "SQLx has no Turso driver, so there is no SQLx row.",
+    },
+    Workload {
+        title: "Postgres point lookup",
+        key: "postgres_lookup",
+        operation: "one `SELECT … WHERE id = $1` over the local unix socket, decoded into `BenchRow`",
+        contenders: &[
+            c(
+                "tokio-postgres (raw)",
+                Role::Raw,
+                "postgres_single_row_lookup",
+                "tokio_postgres_raw",
+                Some(0),
+                Some(3),
+            ),
+            c(
+                "sql-middleware",
+                Role::Middleware,
+                "postgres_single_row_lookup",
+                "middleware",
+                Some(0),
+                Some(3),
+            ),
+            c(
+                "sql-middleware, pipelined",
+                Role::Middleware,
+                "postgres_single_row_lookup",
+                "middleware_pipelined",
+                Some(0),
+                Some(3),
+            ),
+            c(
+                "SQLx",
+                Role::Sqlx,
+                "postgres_single_row_lookup_sqlx",
+                "sqlx",
+                Some(0),
+                Some(3),
+            ),
+        ],
+        note: "The server runs on the same 2 vCPUs as the benchmark. The pipelined row sends all N lookups at once on one connection; the others are sequential.",
+    },
+];

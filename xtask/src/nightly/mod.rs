@@ -1,0 +1,50 @@
+//! `cargo xtask nightly`: compare tonight's Criterion baseline with the previous one and give
+//! every id a verdict.
+//!
+//! # The verdict rule
+//!
+//! For one id, with medians per operation `before` and `after` and their 95% intervals
+//! `[b_lo, b_hi]` and `[a_lo, a_hi]` (Criterion's `estimates.json`):
+//!
+//! - change = after / before − 1;
+//! - the change's interval is the widest one the two intervals allow:
+//!   `[a_lo / b_hi − 1, a_hi / b_lo − 1]`;
+//! - **regressed** when change > +threshold **and** the interval lies wholly above 0 (the two
+//!   intervals do not overlap);
+//! - **improved** when change < −threshold **and** the interval lies wholly below 0;
+//! - **noise** otherwise;
+//! - when earlier nightly baselines exist (the last 5 reference runs, `--history`), a verdict
+//!   also needs tonight's median to be beyond the threshold from their median, in the same
+//!   direction;
+//! - a flagged id is measured again in fresh processes (`--confirm`, 2 by default) and keeps
+//!   its verdict only if every rerun changes the same way beyond the threshold, against the
+//!   reference and the history median (the intervals are not asked again).
+//!
+//! The intervals alone are not enough on this machine: each is computed inside one process,
+//! while a whole process can run 10–15% faster or slower than the next one (frequency, the
+//! other processes' load, where the scheduler puts the threads), and ids that park and wake threads
+//! can even switch between a fast and a slow regime (2–5×) from one process to the next. The
+//! threshold covers the drift; the interval test keeps a noisy id with a large point change
+//! from being called; and a **confirmation rerun** handles the regime switches: every id
+//! flagged by the first comparison is measured again in a fresh process and keeps its verdict
+//! only if the rerun, compared with the same previous baseline, reaches the same verdict.
+//!
+//! The rule is in `verdict`, the history median in `history`, the id-by-id comparison and the
+//! reruns in `compare`, the choice of the reference baseline in `references`, and the page in
+//! `page`; everything public is re-exported here.
+
+mod compare;
+mod history;
+mod page;
+mod references;
+mod verdict;
+
+pub use self::compare::{Row, apply_rerun, compare, compare_baselines, counts, flagged};
+pub use self::history::{History, history_median, load_history};
+pub use self::page::{RunInfo, render};
+pub use self::references::{
+    PREFIX, RunRecord, RunsFile, previous_baseline, record_run, reference_candidates,
+    remove_baseline,
+};
+pub use self::verdict::{Change, DEFAULT_THRESHOLD, Verdict, judge, rerun_agrees};
+pub use crate::criterion::baselines;
