@@ -29,7 +29,7 @@ async fn middleware_insert(
     let mut tx = conn.begin().await?;
     let mut stmt = tx.prepare(INSERT_SQL_DOLLAR).await?;
     for row in rows {
-        stmt.execute(row).await?;
+        stmt.dml(row).await?;
     }
     drop(stmt);
     tx.commit().await

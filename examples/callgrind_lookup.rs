@@ -114,7 +114,7 @@ fn insert(mode: &str, count: usize, path: &std::path::Path) -> Result<(), SqlMid
             let mut tx = conn.begin().await?;
             let mut stmt = tx.prepare(INSERT_SQL_DOLLAR).await?;
             for row in chunk {
-                stmt.execute(row).await?;
+                stmt.dml(row).await?;
             }
             drop(stmt);
             tx.commit().await?;

@@ -27,7 +27,7 @@ async fn main() -> Result<(), SqlMiddlewareDbError> {
     for id in 1..=3_i64 {
         // An Int bound to a double precision column converts losslessly.
         insert
-            .execute(&[
+            .dml(&[
                 id.into(),
                 format!("user-{id}").into(),
                 RowValues::Int(id * 10),

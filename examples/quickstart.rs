@@ -43,7 +43,7 @@ async fn main() -> Result<(), SqlMiddlewareDbError> {
         .prepare("INSERT INTO users (id, name) VALUES ($1, $2)")
         .await?;
     for (id, name) in [(2, "bob"), (3, "carol")] {
-        insert.execute(&[RowValues::Int(id), name.into()]).await?;
+        insert.dml(&[RowValues::Int(id), name.into()]).await?;
     }
 
     let rows = conn

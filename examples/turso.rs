@@ -18,7 +18,7 @@ async fn main() -> Result<(), SqlMiddlewareDbError> {
         .await?;
     for id in 1..=3_i64 {
         insert
-            .execute(&[id.into(), format!("user-{id}").into(), (id % 2 == 0).into()])
+            .dml(&[id.into(), format!("user-{id}").into(), (id % 2 == 0).into()])
             .await?;
     }
 

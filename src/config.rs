@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::pool::{MiddlewarePool, MiddlewarePoolConnection, PoolStatus};
+use crate::pooling::PoolOptions;
 use crate::translation::TranslationMode;
 
 /// Which engine a pool talks to.
@@ -16,27 +17,6 @@ pub enum DatabaseType {
     Postgres,
     /// Turso through the `turso` crate.
     Turso,
-}
-
-/// Pool settings shared by every backend.
-#[derive(Debug, Clone)]
-pub(crate) struct PoolOptions {
-    pub(crate) max_size: usize,
-    pub(crate) wait_timeout: Duration,
-    pub(crate) create_timeout: Duration,
-    pub(crate) recycle_timeout: Duration,
-}
-
-impl Default for PoolOptions {
-    fn default() -> Self {
-        let cpus = std::thread::available_parallelism().map_or(2, usize::from);
-        Self {
-            max_size: (cpus * 2).max(4),
-            wait_timeout: Duration::from_secs(10),
-            create_timeout: Duration::from_secs(10),
-            recycle_timeout: Duration::from_secs(5),
-        }
-    }
 }
 
 #[derive(Debug, Clone)]

@@ -309,22 +309,6 @@ tuple_from_row!(A: 0, B: 1, C: 2, D: 3, E: 4, F: 5, G: 6, H: 7, I: 8, J: 9);
 tuple_from_row!(A: 0, B: 1, C: 2, D: 3, E: 4, F: 5, G: 6, H: 7, I: 8, J: 9, K: 10);
 tuple_from_row!(A: 0, B: 1, C: 2, D: 3, E: 4, F: 5, G: 6, H: 7, I: 8, J: 9, K: 10, L: 11);
 
-impl FromRow for crate::CustomDbRow {
-    fn from_row<R: SqlRow>(row: &R) -> Result<Self> {
-        let n = row.column_count();
-        let names = (0..n)
-            .map(|i| row.column_name(i).unwrap_or_default().to_owned())
-            .collect();
-        let values = (0..n)
-            .map(|i| row.value_ref(i).map(|v| v.to_owned_value()))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(crate::CustomDbRow::new(
-            std::sync::Arc::new(crate::results::Columns::plain(names)),
-            values,
-        ))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,7 +318,7 @@ mod tests {
 
     fn row() -> CustomDbRow {
         CustomDbRow::new(
-            Arc::new(Columns::plain(vec![
+            Arc::new(Columns::new(vec![
                 "id".into(),
                 "name".into(),
                 "maybe".into(),

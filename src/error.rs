@@ -157,8 +157,11 @@ impl SqlMiddlewareDbError {
         )
     }
 
-    #[allow(dead_code)]
-    pub(crate) fn with_kind(mut self, kind: ErrorKind) -> Self {
+    /// This error re-classified as `kind`, keeping its message, driver code and source: for
+    /// code that knows more about a failure than the driver said (a refused `COMMIT` that means
+    /// the transaction was aborted, say).
+    #[must_use]
+    pub fn with_kind(mut self, kind: ErrorKind) -> Self {
         self.inner.kind = kind;
         self
     }
@@ -183,14 +186,6 @@ impl SqlMiddlewareDbError {
         Self::new(
             ErrorKind::InvalidInput,
             "the SQL text holds no statement (only whitespace or comments)",
-        )
-    }
-
-    #[cfg(feature = "turso")]
-    pub(crate) fn multiple_statements() -> Self {
-        Self::new(
-            ErrorKind::InvalidInput,
-            "the SQL text holds more than one statement; run scripts with execute_batch",
         )
     }
 
@@ -275,54 +270,6 @@ impl fmt::Display for DecodeError {
 }
 
 impl StdError for DecodeError {}
-
-/// SQLite and Turso report these only as a generic error with a message.
-#[cfg_attr(not(any(feature = "sqlite", feature = "turso")), allow(dead_code))]
-pub(crate) fn classify_sqlite_message(msg: &str) -> ErrorKind {
-    let m = msg.to_ascii_lowercase();
-    if m.contains("no such table")
-        || m.contains("no such column")
-        || m.contains("no such function")
-        || m.contains("no such index")
-        || m.contains("no such view")
-        || m.contains("no such trigger")
-    {
-        ErrorKind::UndefinedObject
-    } else if m.contains("variable number must be between")
-        || m.contains("too many sql variables")
-        || m.contains("column index out of range")
-    {
-        ErrorKind::ParameterCount
-    } else if m.contains("syntax error")
-        || m.contains("non-terminated")
-        || m.contains("unterminated")
-        || m.contains("incomplete input")
-        || m.contains("unrecognized token")
-        || m.contains("parse error")
-    {
-        ErrorKind::Syntax
-    } else if m.contains("within a transaction")
-        || m.contains("no transaction is active")
-        || m.contains("cannot rollback")
-        || m.contains("cannot commit")
-    {
-        ErrorKind::TransactionState
-    } else if m.contains("database is locked") || m.contains("busy") {
-        ErrorKind::Busy
-    } else if m.contains("interrupt") {
-        ErrorKind::Interrupted
-    } else if m.contains("foreign key") {
-        ErrorKind::ForeignKeyViolation
-    } else if m.contains("unique constraint") {
-        ErrorKind::UniqueViolation
-    } else if m.contains("not null constraint") {
-        ErrorKind::NotNullViolation
-    } else if m.contains("check constraint") {
-        ErrorKind::CheckViolation
-    } else {
-        ErrorKind::Other
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -3,31 +3,49 @@
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod batch;
-#[cfg(feature = "bench")]
-#[doc(hidden)]
-pub mod bench_support;
-pub mod config;
+// Layers, each importing only the ones below it (docs/Design.md):
+//   face:     lib.rs, prelude
+//   hall:     config, pool, query, statement, transaction, dispatch
+//   wings:    sqlite/, postgres/, turso/
+//   neutral:  contract (the backend trait), pooling (pool settings, deadpool builder, errors)
+//   family:   sqlite_family/ (shared by the SQLite and Turso wings)
+//   core:     value, results, decode, error, translation, sql/ (the one SQL scanner)
+
+// core
 pub mod decode;
 pub mod error;
-pub mod pool;
-pub mod prelude;
-pub mod query;
 pub mod results;
-pub mod statement;
-#[cfg(any(feature = "sqlite", feature = "turso"))]
-mod stmt_cache;
-mod text_form;
-pub mod transaction;
+mod sql;
 pub mod translation;
 pub mod value;
 
+// the SQLite family, the neutral layer
+mod contract;
+mod pooling;
+#[cfg(any(feature = "sqlite", feature = "turso"))]
+mod sqlite_family;
+
+// wings
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "turso")]
 mod turso;
+
+// hall
+pub mod config;
+mod dispatch;
+pub mod pool;
+pub mod query;
+pub mod statement;
+pub mod transaction;
+
+// face
+#[cfg(feature = "bench")]
+#[doc(hidden)]
+pub mod bench_support;
+pub mod prelude;
 
 pub use config::{ConfigAndPool, DatabaseType, PoolBuilder};
 pub use decode::{ColumnRef, FromRow, FromValue, SqlRow};

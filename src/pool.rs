@@ -1,63 +1,19 @@
-//! The backend boundary: [`MiddlewarePool`] and [`MiddlewarePoolConnection`]. Every cross-backend
-//! `match` lives here, written once, through the two dispatch macros below.
-
-use std::sync::Arc;
+//! The hall's pool and connection: [`MiddlewarePool`] and [`MiddlewarePoolConnection`]. Every
+//! operation goes through the transaction bookkeeping here, then through the one dispatch over
+//! the wings (`dispatch.rs`) to the backend's `Wing` (`contract.rs`) implementation.
 
 use crate::config::{DatabaseType, PoolBuilder, Target};
 use crate::decode::FromRow;
+use crate::dispatch::{ConnInner, PoolInner, StmtHandle};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::query::QueryBuilder;
-use crate::results::{Columns, ResultSet};
+use crate::results::ResultSet;
 use crate::statement::PreparedStatement;
 use crate::transaction::Tx;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
 
-#[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "turso")))]
-compile_error!("enable at least one backend feature: sqlite, postgres or turso");
-
-/// Runs `$body` with `$c` bound to the backend connection.
-macro_rules! on_conn {
-    ($inner:expr, $c:ident => $body:expr) => {
-        match $inner {
-            #[cfg(feature = "sqlite")]
-            ConnInner::Sqlite($c) => $body,
-            #[cfg(feature = "postgres")]
-            ConnInner::Postgres($c) => $body,
-            #[cfg(feature = "turso")]
-            ConnInner::Turso($c) => $body,
-        }
-    };
-}
-
-/// Runs `$body` with the backend connection and the matching statement handle.
-macro_rules! on_stmt {
-    ($inner:expr, $handle:expr, |$c:ident, $s:ident| $body:expr) => {
-        match ($inner, $handle) {
-            #[cfg(feature = "sqlite")]
-            (ConnInner::Sqlite($c), StmtHandle::Sqlite($s)) => $body,
-            #[cfg(feature = "postgres")]
-            (ConnInner::Postgres($c), StmtHandle::Postgres($s)) => $body,
-            #[cfg(feature = "turso")]
-            (ConnInner::Turso($c), StmtHandle::Turso($s)) => $body,
-            #[allow(unreachable_patterns)]
-            _ => Err(SqlMiddlewareDbError::new(
-                ErrorKind::InvalidInput,
-                "this statement was prepared on a connection of another backend",
-            )),
-        }
-    };
-}
-
-#[derive(Clone)]
-enum PoolInner {
-    #[cfg(feature = "sqlite")]
-    Sqlite(crate::sqlite::Pool),
-    #[cfg(feature = "postgres")]
-    Postgres(crate::postgres::Pool),
-    #[cfg(feature = "turso")]
-    Turso(crate::turso::Pool),
-}
+pub use crate::pooling::PoolStatus;
 
 /// A connection pool for one database. Cheap to clone; clones share the pool.
 #[derive(Clone)]
@@ -74,56 +30,6 @@ impl std::fmt::Debug for MiddlewarePool {
             .finish()
     }
 }
-
-/// A snapshot of a pool's size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PoolStatus {
-    /// The configured maximum.
-    pub max_size: usize,
-    /// Connections currently open (checked out or idle).
-    pub size: usize,
-    /// Idle connections ready for checkout.
-    pub available: usize,
-    /// Tasks waiting for a connection.
-    pub waiting: usize,
-}
-
-macro_rules! status_of {
-    ($p:expr) => {{
-        let s = $p.status();
-        PoolStatus {
-            max_size: s.max_size,
-            size: s.size,
-            available: s.available,
-            waiting: s.waiting,
-        }
-    }};
-}
-
-/// Maps a deadpool `PoolError` (deadpool-postgres uses another deadpool release, hence a macro).
-macro_rules! pool_error {
-    ($e:expr, $m:path) => {{
-        use $m as m;
-        match $e {
-            m::PoolError::Backend(e) => SqlMiddlewareDbError::from(e),
-            m::PoolError::Timeout(m::TimeoutType::Wait) => SqlMiddlewareDbError::new(
-                ErrorKind::PoolTimeout,
-                "no pooled connection became free within the wait timeout; raise max_size or wait_timeout, or hold connections for less time",
-            ),
-            m::PoolError::Timeout(t) => SqlMiddlewareDbError::new(
-                ErrorKind::PoolTimeout,
-                format!(
-                    "the pool timed out while {} a connection",
-                    if matches!(t, m::TimeoutType::Create) { "creating" } else { "recycling" }
-                ),
-            ),
-            m::PoolError::Closed => SqlMiddlewareDbError::new(ErrorKind::PoolClosed, "the pool is closed"),
-            other => SqlMiddlewareDbError::new(ErrorKind::Config, other.to_string()),
-        }
-    }};
-}
-#[cfg(feature = "postgres")]
-pub(crate) use pool_error;
 
 impl MiddlewarePool {
     pub(crate) async fn build(b: PoolBuilder) -> Result<Self> {
@@ -147,22 +53,7 @@ impl MiddlewarePool {
 
     /// Checks out a connection, waiting at most the wait timeout.
     pub async fn get(&self) -> Result<MiddlewarePoolConnection> {
-        let inner = match &self.inner {
-            #[cfg(feature = "sqlite")]
-            PoolInner::Sqlite(p) => ConnInner::Sqlite(
-                p.get()
-                    .await
-                    .map_err(|e| pool_error!(e, deadpool::managed))?,
-            ),
-            #[cfg(feature = "postgres")]
-            PoolInner::Postgres(p) => ConnInner::Postgres(crate::postgres::checkout(p).await?),
-            #[cfg(feature = "turso")]
-            PoolInner::Turso(p) => ConnInner::Turso(
-                p.get()
-                    .await
-                    .map_err(|e| pool_error!(e, deadpool::managed))?,
-            ),
-        };
+        let inner = self.inner.checkout().await?;
         Ok(MiddlewarePoolConnection {
             inner,
             tx: TxFlag::None,
@@ -174,71 +65,17 @@ impl MiddlewarePool {
 
     /// The engine behind this pool.
     pub fn database_type(&self) -> DatabaseType {
-        match &self.inner {
-            #[cfg(feature = "sqlite")]
-            PoolInner::Sqlite(_) => DatabaseType::Sqlite,
-            #[cfg(feature = "postgres")]
-            PoolInner::Postgres(_) => DatabaseType::Postgres,
-            #[cfg(feature = "turso")]
-            PoolInner::Turso(_) => DatabaseType::Turso,
-        }
+        self.inner.database_type()
     }
 
     /// Pool size and availability.
     pub fn status(&self) -> PoolStatus {
-        match &self.inner {
-            #[cfg(feature = "sqlite")]
-            PoolInner::Sqlite(p) => status_of!(p),
-            #[cfg(feature = "postgres")]
-            PoolInner::Postgres(p) => status_of!(p),
-            #[cfg(feature = "turso")]
-            PoolInner::Turso(p) => status_of!(p),
-        }
+        self.inner.status()
     }
 
     /// Closes the pool.
     pub fn close(&self) {
-        match &self.inner {
-            #[cfg(feature = "sqlite")]
-            PoolInner::Sqlite(p) => p.close(),
-            #[cfg(feature = "postgres")]
-            PoolInner::Postgres(p) => p.close(),
-            #[cfg(feature = "turso")]
-            PoolInner::Turso(p) => p.close(),
-        }
-    }
-}
-
-pub(crate) enum ConnInner {
-    #[cfg(feature = "sqlite")]
-    Sqlite(crate::sqlite::Object),
-    #[cfg(feature = "postgres")]
-    Postgres(crate::postgres::PgConnection),
-    #[cfg(feature = "turso")]
-    Turso(crate::turso::Object),
-}
-
-/// A prepared statement's backend handle.
-#[derive(Clone)]
-pub(crate) enum StmtHandle {
-    #[cfg(feature = "sqlite")]
-    Sqlite(Arc<crate::sqlite::conn::SqliteStmt>),
-    #[cfg(feature = "postgres")]
-    Postgres(Arc<crate::postgres::conn::PgStmt>),
-    #[cfg(feature = "turso")]
-    Turso(Arc<crate::turso::conn::TursoStmt>),
-}
-
-impl StmtHandle {
-    pub(crate) fn columns(&self) -> &Arc<Columns> {
-        match self {
-            #[cfg(feature = "sqlite")]
-            StmtHandle::Sqlite(s) => s.columns(),
-            #[cfg(feature = "postgres")]
-            StmtHandle::Postgres(s) => s.columns(),
-            #[cfg(feature = "turso")]
-            StmtHandle::Turso(s) => s.columns(),
-        }
+        self.inner.close();
     }
 }
 
@@ -280,14 +117,7 @@ impl std::fmt::Debug for MiddlewarePoolConnection {
 impl MiddlewarePoolConnection {
     /// The engine behind this connection.
     pub fn database_type(&self) -> DatabaseType {
-        match &self.inner {
-            #[cfg(feature = "sqlite")]
-            ConnInner::Sqlite(_) => DatabaseType::Sqlite,
-            #[cfg(feature = "postgres")]
-            ConnInner::Postgres(_) => DatabaseType::Postgres,
-            #[cfg(feature = "turso")]
-            ConnInner::Turso(_) => DatabaseType::Turso,
-        }
+        self.inner.database_type()
     }
 
     /// Starts a query: add `.params(..)`, then run it with `.select()`, `.dml()`, `.one()`,
@@ -310,10 +140,10 @@ impl MiddlewarePoolConnection {
     pub async fn execute_batch(&mut self, sql: &str) -> Result<()> {
         self.enter().await?;
         let in_tx = self.tx != TxFlag::None;
-        if in_tx && crate::batch::ends_or_starts_transaction(sql) {
+        if in_tx && crate::sql::ends_or_starts_transaction(sql) {
             return self.note(Err(tx_control_in_tx()));
         }
-        let r = on_conn!(&mut self.inner, c => c.execute_batch(sql, in_tx).await);
+        let r = self.inner.execute_batch(sql, in_tx).await;
         self.note(r)
     }
 
@@ -328,7 +158,7 @@ impl MiddlewarePoolConnection {
             ));
         }
         self.enter().await?;
-        let r = on_conn!(&mut self.inner, c => c.begin().await);
+        let r = self.inner.begin().await;
         self.note(r)?;
         self.tx = TxFlag::Active;
         Ok(Tx::new(self))
@@ -359,7 +189,7 @@ impl MiddlewarePoolConnection {
     pub fn postgres_client(&mut self) -> Result<&tokio_postgres::Client> {
         let ty = self.database_type();
         match &mut self.inner {
-            ConnInner::Postgres(c) => c.raw_client(),
+            ConnInner::Postgres(c) => crate::contract::Wing::raw(c),
             #[allow(unreachable_patterns)]
             _ => Err(wrong_backend("postgres_client", ty)),
         }
@@ -370,7 +200,7 @@ impl MiddlewarePoolConnection {
     pub fn turso_connection(&mut self) -> Result<&turso::Connection> {
         let ty = self.database_type();
         match &mut self.inner {
-            ConnInner::Turso(c) => c.raw_connection(),
+            ConnInner::Turso(c) => crate::contract::Wing::raw(&mut **c),
             #[allow(unreachable_patterns)]
             _ => Err(wrong_backend("turso_connection", ty)),
         }
@@ -380,7 +210,14 @@ impl MiddlewarePoolConnection {
     ///
     /// On Postgres the statements are pipelined on this connection (all sent before the first
     /// answer arrives), which turns N round trips into about one. On SQLite and Turso they run
-    /// one after another. Inside a transaction they are part of it.
+    /// one after another.
+    ///
+    /// **All or nothing, on every backend.** When one parameter set fails, the error of the
+    /// first failing set is returned and no set takes effect:
+    /// - outside a transaction, a statement that writes runs inside a transaction of its own
+    ///   (`BEGIN` … `COMMIT`, rolled back on the first failure); a read-only statement needs none;
+    /// - inside a [`Tx`], the failure aborts the transaction like any failed statement: later
+    ///   statements fail with [`ErrorKind::TransactionAborted`] and `commit` rolls back.
     pub async fn pipeline(
         &mut self,
         sql: &str,
@@ -388,10 +225,25 @@ impl MiddlewarePoolConnection {
     ) -> Result<Vec<ResultSet>> {
         let mode = self.translation;
         let handle = self.prepare_handle(sql, mode).await?;
+        let own_tx = self.tx == TxFlag::None && handle.writes() && param_sets.len() > 1;
         self.enter().await?;
-        let r = on_stmt!(&mut self.inner, &handle, |c, s| c
-            .pipeline(s, param_sets)
-            .await);
+        if !own_tx {
+            let r = self.inner.pipeline(&handle, param_sets).await;
+            return self.note(r);
+        }
+        // If this future is dropped part-way, `pending` stays set and the next operation
+        // recovers the connection: the open transaction is rolled back.
+        let r = async {
+            self.inner.begin().await?;
+            match self.inner.pipeline(&handle, param_sets).await {
+                Ok(sets) => self.inner.commit().await.map(|()| sets),
+                Err(e) => {
+                    let _ = self.inner.rollback().await;
+                    Err(e)
+                }
+            }
+        }
+        .await;
         self.note(r)
     }
 
@@ -419,7 +271,7 @@ impl MiddlewarePoolConnection {
                 // unknown, so the transaction can only be rolled back.
                 TxFlag::Active => self.tx = TxFlag::Aborted,
                 TxFlag::Aborted => {}
-                TxFlag::None => on_conn!(&mut self.inner, c => c.recover().await)?,
+                TxFlag::None => self.inner.recover().await?,
             }
         }
         if self.tx == TxFlag::Aborted {
@@ -447,56 +299,45 @@ impl MiddlewarePoolConnection {
         mode: TranslationMode,
     ) -> Result<StmtHandle> {
         self.enter().await?;
-        if crate::batch::is_blank(sql) {
+        if crate::sql::is_blank(sql) {
             return self.note(Err(SqlMiddlewareDbError::blank_sql()));
         }
-        if self.tx != TxFlag::None && crate::batch::ends_or_starts_transaction(sql) {
+        if self.tx != TxFlag::None && crate::sql::ends_or_starts_transaction(sql) {
             return self.note(Err(tx_control_in_tx()));
         }
-        let r = match &mut self.inner {
-            #[cfg(feature = "sqlite")]
-            ConnInner::Sqlite(c) => c.prepare(sql, mode).await.map(StmtHandle::Sqlite),
-            #[cfg(feature = "postgres")]
-            ConnInner::Postgres(c) => c.prepare(sql, mode).await.map(StmtHandle::Postgres),
-            #[cfg(feature = "turso")]
-            ConnInner::Turso(c) => c.prepare(sql, mode).await.map(StmtHandle::Turso),
-        };
+        let r = self.inner.prepare(sql, mode).await;
         self.note(r)
     }
 
-    pub(crate) async fn run_select(
-        &mut self,
-        h: &StmtHandle,
-        p: &[RowValues],
-    ) -> Result<ResultSet> {
+    pub(crate) async fn select(&mut self, h: &StmtHandle, p: &[RowValues]) -> Result<ResultSet> {
         self.enter().await?;
-        let r = on_stmt!(&mut self.inner, h, |c, s| c.select(s, p).await);
+        let r = self.inner.select(h, p).await;
         self.note(r)
     }
 
-    pub(crate) async fn run_execute(&mut self, h: &StmtHandle, p: &[RowValues]) -> Result<usize> {
+    pub(crate) async fn dml(&mut self, h: &StmtHandle, p: &[RowValues]) -> Result<usize> {
         self.enter().await?;
-        let r = on_stmt!(&mut self.inner, h, |c, s| c.execute(s, p).await);
+        let r = self.inner.dml(h, p).await;
         self.note(r)
     }
 
-    pub(crate) async fn run_first<T: FromRow + Send + 'static>(
+    pub(crate) async fn optional<T: FromRow + Send + 'static>(
         &mut self,
         h: &StmtHandle,
         p: &[RowValues],
     ) -> Result<Option<T>> {
         self.enter().await?;
-        let r = on_stmt!(&mut self.inner, h, |c, s| c.fetch_first::<T>(s, p).await);
+        let r = self.inner.optional::<T>(h, p).await;
         self.note(r)
     }
 
-    pub(crate) async fn run_all<T: FromRow + Send + 'static>(
+    pub(crate) async fn all<T: FromRow + Send + 'static>(
         &mut self,
         h: &StmtHandle,
         p: &[RowValues],
     ) -> Result<Vec<T>> {
         self.enter().await?;
-        let r = on_stmt!(&mut self.inner, h, |c, s| c.fetch_all::<T>(s, p).await);
+        let r = self.inner.all::<T>(h, p).await;
         self.note(r)
     }
 
@@ -507,7 +348,7 @@ impl MiddlewarePoolConnection {
             self.tx = TxFlag::Aborted;
         }
         if self.tx == TxFlag::Aborted {
-            let _ = on_conn!(&mut self.inner, c => c.rollback().await);
+            let _ = self.inner.rollback().await;
             self.tx = TxFlag::None;
             return Err(SqlMiddlewareDbError::new(
                 ErrorKind::TransactionAborted,
@@ -515,7 +356,7 @@ impl MiddlewarePoolConnection {
             ));
         }
         self.pending = true;
-        let r = on_conn!(&mut self.inner, c => c.commit().await);
+        let r = self.inner.commit().await;
         self.pending = false;
         self.tx = TxFlag::None;
         r
@@ -523,7 +364,7 @@ impl MiddlewarePoolConnection {
 
     pub(crate) async fn tx_rollback(&mut self) -> Result<()> {
         self.pending = true;
-        let r = on_conn!(&mut self.inner, c => c.rollback().await);
+        let r = self.inner.rollback().await;
         self.pending = false;
         self.tx = TxFlag::None;
         r
@@ -532,7 +373,7 @@ impl MiddlewarePoolConnection {
     /// A transaction was dropped without commit or rollback (also when its `commit` or
     /// `rollback` future was dropped mid-way): the backend rolls it back or marks the connection.
     pub(crate) fn tx_abandon(&mut self) {
-        on_conn!(&mut self.inner, c => c.abandon_tx());
+        self.inner.abandon_tx();
         self.tx = TxFlag::None;
         self.pending = false;
     }
@@ -544,7 +385,7 @@ impl MiddlewarePoolConnection {
 /// `ROLLBACK`, or the connection is detached). Recycling checks the engine's state again.
 impl Drop for MiddlewarePoolConnection {
     fn drop(&mut self) {
-        on_conn!(&mut self.inner, c => c.on_return());
+        self.inner.on_return();
     }
 }
 

@@ -5,7 +5,7 @@ use crate::error::{Result, SqlMiddlewareDbError};
 use crate::pool::MiddlewarePoolConnection;
 use crate::results::ResultSet;
 use crate::translation::TranslationMode;
-use crate::value::RowValues;
+use crate::value::{ParamKinds, RowValues};
 
 /// A query being set up on a connection or transaction; finish it with one of the async runners.
 ///
@@ -23,7 +23,7 @@ impl std::fmt::Debug for QueryBuilder<'_, '_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("QueryBuilder")
             .field("sql", &self.sql)
-            .field("params", &self.params)
+            .field("params", &ParamKinds(self.params))
             .field("translation", &self.translation)
             .finish()
     }
@@ -55,13 +55,13 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
     /// Runs the query and materialises every row.
     pub async fn select(self) -> Result<ResultSet> {
         let h = self.conn.prepare_handle(self.sql, self.translation).await?;
-        self.conn.run_select(&h, self.params).await
+        self.conn.select(&h, self.params).await
     }
 
     /// Runs a data-changing statement and returns the number of rows it changed.
     pub async fn dml(self) -> Result<usize> {
         let h = self.conn.prepare_handle(self.sql, self.translation).await?;
-        self.conn.run_execute(&h, self.params).await
+        self.conn.dml(&h, self.params).await
     }
 
     /// Decodes the first row into `T`; no row is an [`crate::ErrorKind::NoRows`] error.
@@ -74,23 +74,33 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
     /// Decodes the first row into `T`, or `None` when there is none.
     pub async fn optional<T: FromRow + Send + 'static>(self) -> Result<Option<T>> {
         let h = self.conn.prepare_handle(self.sql, self.translation).await?;
-        self.conn.run_first::<T>(&h, self.params).await
+        self.conn.optional::<T>(&h, self.params).await
     }
 
     /// Decodes every row into `T`.
     pub async fn all<T: FromRow + Send + 'static>(self) -> Result<Vec<T>> {
         let h = self.conn.prepare_handle(self.sql, self.translation).await?;
-        self.conn.run_all::<T>(&h, self.params).await
+        self.conn.all::<T>(&h, self.params).await
     }
 }
 
 /// An owned SQL text with its parameters, for code that builds queries before running them.
-#[derive(Debug, Clone, PartialEq)]
+/// Its `Debug` shows each parameter's kind, never its value.
+#[derive(Clone, PartialEq)]
 pub struct QueryAndParams {
     /// The SQL text, with `$N` placeholders.
     pub query: String,
     /// One value per placeholder.
     pub params: Vec<RowValues>,
+}
+
+impl std::fmt::Debug for QueryAndParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryAndParams")
+            .field("query", &self.query)
+            .field("params", &ParamKinds(&self.params))
+            .finish()
+    }
 }
 
 impl QueryAndParams {
@@ -110,5 +120,25 @@ impl QueryAndParams {
     /// Runs it as DML on `conn`.
     pub async fn dml(&self, conn: &mut MiddlewarePoolConnection) -> Result<usize> {
         conn.query(&self.query).params(&self.params).dml().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_shows_parameter_kinds_never_values() {
+        let q = QueryAndParams::new(
+            "UPDATE users SET password = $1 WHERE id = $2",
+            vec![RowValues::Text("hunter2-secret".into()), RowValues::Int(42)],
+        );
+        let shown = format!("{q:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(!shown.contains("42"), "{shown}");
+        assert!(
+            shown.contains("$1 Text") && shown.contains("$2 Int"),
+            "{shown}"
+        );
     }
 }

@@ -2,115 +2,24 @@
 
 use std::sync::Arc;
 
-use crate::decode::{ColumnRef, FromValue, SqlRow};
+use crate::decode::{ColumnRef, FromRow, FromValue, SqlRow};
 use crate::error::Result;
 use crate::value::{RowValues, ValueRef};
 
-/// How SQLite and Turso results of a column are widened, derived once from its declared type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ColumnHint {
-    Plain,
-    Bool,
-    Timestamp,
-    TimestampTz,
-    Date,
-    Uuid,
-    Numeric,
-    Json,
-}
-
-impl ColumnHint {
-    /// Maps a declared column type (`decltype`) to a hint. Unknown types stay plain.
-    #[cfg_attr(not(any(feature = "sqlite", feature = "turso")), allow(dead_code))]
-    pub(crate) fn from_decltype(decl: Option<&str>) -> Self {
-        let Some(decl) = decl else {
-            return ColumnHint::Plain;
-        };
-        let d = decl.trim().to_ascii_uppercase();
-        match d.as_str() {
-            "BOOL" | "BOOLEAN" => ColumnHint::Bool,
-            "TIMESTAMP" | "DATETIME" => ColumnHint::Timestamp,
-            "TIMESTAMPTZ" | "TIMESTAMP WITH TIME ZONE" => ColumnHint::TimestampTz,
-            "DATE" => ColumnHint::Date,
-            "UUID" => ColumnHint::Uuid,
-            "JSON" | "JSONB" => ColumnHint::Json,
-            _ if d.starts_with("NUMERIC") || d.starts_with("DECIMAL") => ColumnHint::Numeric,
-            _ => ColumnHint::Plain,
-        }
-    }
-
-    /// SQLite stores dates, UUIDs, decimals and JSON as text; the declared type says how to read them back.
-    /// SQLite gives `NUMERIC` and `JSON` columns numeric affinity, so number-like text comes back
-    /// as an integer or a real: read it back as the declared kind.
-    #[cfg_attr(not(any(feature = "sqlite", feature = "turso")), allow(dead_code))]
-    pub(crate) fn widen_int(self, i: i64) -> ValueRef<'static> {
-        match (self, i) {
-            (ColumnHint::Bool, 0) => ValueRef::Bool(false),
-            (ColumnHint::Bool, 1) => ValueRef::Bool(true),
-            (ColumnHint::Numeric, _) => ValueRef::Numeric(rust_decimal::Decimal::from(i)),
-            (ColumnHint::Json, _) => {
-                ValueRef::JSON(std::borrow::Cow::Owned(serde_json::Value::from(i)))
-            }
-            _ => ValueRef::Int(i),
-        }
-    }
-
-    /// See [`ColumnHint::widen_int`].
-    #[cfg_attr(not(any(feature = "sqlite", feature = "turso")), allow(dead_code))]
-    pub(crate) fn widen_real(self, f: f64) -> ValueRef<'static> {
-        use rust_decimal::prelude::FromPrimitive;
-        let widened = match self {
-            ColumnHint::Numeric => rust_decimal::Decimal::from_f64(f).map(ValueRef::Numeric),
-            ColumnHint::Json => serde_json::Number::from_f64(f)
-                .map(|n| ValueRef::JSON(std::borrow::Cow::Owned(serde_json::Value::Number(n)))),
-            _ => None,
-        };
-        widened.unwrap_or(ValueRef::Float(f))
-    }
-
-    #[cfg(any(feature = "sqlite", feature = "turso"))]
-    pub(crate) fn widen_text(self, s: &str) -> ValueRef<'_> {
-        let widened = match self {
-            ColumnHint::Plain | ColumnHint::Bool => None,
-            ColumnHint::Timestamp => crate::value::parse_timestamp(s).map(ValueRef::Timestamp),
-            ColumnHint::TimestampTz => {
-                crate::value::parse_timestamptz(s).map(ValueRef::TimestampTz)
-            }
-            ColumnHint::Date => chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
-                .ok()
-                .map(ValueRef::Date),
-            ColumnHint::Uuid => uuid::Uuid::parse_str(s).ok().map(ValueRef::Uuid),
-            ColumnHint::Numeric => s.parse().ok().map(ValueRef::Numeric),
-            ColumnHint::Json => serde_json::from_str(s)
-                .ok()
-                .map(|j| ValueRef::JSON(std::borrow::Cow::Owned(j))),
-        };
-        widened.unwrap_or(ValueRef::Text(s))
-    }
-}
-
-/// The columns of one statement's result: names (in order) and decoding hints.
+/// The columns of one statement's result: their names, in order.
 ///
 /// Built once per prepared statement and shared by every row through an `Arc`, so a row never
 /// copies column names and a name lookup always answers for *this* result's columns.
 #[derive(Debug, PartialEq)]
 pub struct Columns {
     names: Box<[Box<str>]>,
-    hints: Box<[ColumnHint]>,
 }
 
 impl Columns {
-    pub(crate) fn new(names: Vec<String>, hints: Vec<ColumnHint>) -> Self {
-        debug_assert_eq!(names.len(), hints.len());
+    pub(crate) fn new(names: Vec<String>) -> Self {
         Self {
             names: names.into_iter().map(String::into_boxed_str).collect(),
-            hints: hints.into_boxed_slice(),
         }
-    }
-
-    pub(crate) fn plain(names: Vec<String>) -> Self {
-        let hints = vec![ColumnHint::Plain; names.len()];
-        Self::new(names, hints)
     }
 
     /// Number of columns.
@@ -140,11 +49,6 @@ impl Columns {
             .iter()
             .position(|n| &**n == name)
             .or_else(|| self.names.iter().position(|n| n.eq_ignore_ascii_case(name)))
-    }
-
-    #[cfg_attr(not(any(feature = "sqlite", feature = "turso")), allow(dead_code))]
-    pub(crate) fn hint(&self, idx: usize) -> ColumnHint {
-        self.hints.get(idx).copied().unwrap_or(ColumnHint::Plain)
     }
 }
 
@@ -328,27 +232,30 @@ impl IntoIterator for ResultSet {
     }
 }
 
+/// A row of any backend, copied into an owned [`CustomDbRow`] with its own column list.
+impl FromRow for CustomDbRow {
+    fn from_row<R: SqlRow>(row: &R) -> Result<Self> {
+        let n = row.column_count();
+        let names = (0..n)
+            .map(|i| row.column_name(i).unwrap_or_default().to_owned())
+            .collect();
+        let values = (0..n)
+            .map(|i| row.value_ref(i).map(|v| v.to_owned_value()))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(CustomDbRow::new(Arc::new(Columns::new(names)), values))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn lookup_prefers_exact_then_case_insensitive() {
-        let cols = Columns::plain(vec!["Id".into(), "id".into(), "NAME".into()]);
+        let cols = Columns::new(vec!["Id".into(), "id".into(), "NAME".into()]);
         assert_eq!(cols.index_of("id"), Some(1));
         assert_eq!(cols.index_of("Id"), Some(0));
         assert_eq!(cols.index_of("name"), Some(2));
         assert_eq!(cols.index_of("missing"), None);
-    }
-
-    #[test]
-    fn hints_from_decltype() {
-        assert_eq!(ColumnHint::from_decltype(Some("boolean")), ColumnHint::Bool);
-        assert_eq!(
-            ColumnHint::from_decltype(Some("NUMERIC(10,2)")),
-            ColumnHint::Numeric
-        );
-        assert_eq!(ColumnHint::from_decltype(Some("TEXT")), ColumnHint::Plain);
-        assert_eq!(ColumnHint::from_decltype(None), ColumnHint::Plain);
     }
 }

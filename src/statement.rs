@@ -3,14 +3,18 @@
 use std::sync::Arc;
 
 use crate::decode::FromRow;
+use crate::dispatch::StmtHandle;
 use crate::error::{Result, SqlMiddlewareDbError};
-use crate::pool::{MiddlewarePoolConnection, StmtHandle};
+use crate::pool::MiddlewarePoolConnection;
 use crate::results::{Columns, ResultSet};
 use crate::value::RowValues;
 
 /// A statement prepared on one connection. Each run binds new parameters to the same engine
 /// statement: rusqlite's statement cache, a server-side Postgres statement, or the connection's
 /// Turso statement cache. Column names are computed once, at prepare time.
+///
+/// It runs with the query builder's verbs: [`select`](Self::select), [`dml`](Self::dml),
+/// [`one`](Self::one), [`optional`](Self::optional) and [`all`](Self::all).
 pub struct PreparedStatement<'c> {
     conn: &'c mut MiddlewarePoolConnection,
     handle: StmtHandle,
@@ -35,13 +39,25 @@ impl<'c> PreparedStatement<'c> {
     }
 
     /// Runs it and materialises every row.
-    pub async fn query(&mut self, params: &[RowValues]) -> Result<ResultSet> {
-        self.conn.run_select(&self.handle, params).await
+    pub async fn select(&mut self, params: &[RowValues]) -> Result<ResultSet> {
+        self.conn.select(&self.handle, params).await
     }
 
-    /// Runs it and returns the number of rows changed.
+    /// Runs a data-changing statement and returns the number of rows it changed.
+    pub async fn dml(&mut self, params: &[RowValues]) -> Result<usize> {
+        self.conn.dml(&self.handle, params).await
+    }
+
+    /// The former name of [`select`](Self::select).
+    #[deprecated(since = "0.2.0", note = "use `select`, the query builder's verb")]
+    pub async fn query(&mut self, params: &[RowValues]) -> Result<ResultSet> {
+        self.select(params).await
+    }
+
+    /// The former name of [`dml`](Self::dml).
+    #[deprecated(since = "0.2.0", note = "use `dml`, the query builder's verb")]
     pub async fn execute(&mut self, params: &[RowValues]) -> Result<usize> {
-        self.conn.run_execute(&self.handle, params).await
+        self.dml(params).await
     }
 
     /// Runs it and decodes the first row; no row is an [`crate::ErrorKind::NoRows`] error.
@@ -56,7 +72,7 @@ impl<'c> PreparedStatement<'c> {
         &mut self,
         params: &[RowValues],
     ) -> Result<Option<T>> {
-        self.conn.run_first::<T>(&self.handle, params).await
+        self.conn.optional::<T>(&self.handle, params).await
     }
 
     /// Runs it and decodes every row.
@@ -64,6 +80,6 @@ impl<'c> PreparedStatement<'c> {
         &mut self,
         params: &[RowValues],
     ) -> Result<Vec<T>> {
-        self.conn.run_all::<T>(&self.handle, params).await
+        self.conn.all::<T>(&self.handle, params).await
     }
 }

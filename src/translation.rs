@@ -1,5 +1,5 @@
 //! SQL-aware placeholder translation between PostgreSQL-style `$N` and
-//! SQLite-style `?N` parameters.
+//! SQLite-style `?N` parameters, reading SQL through the crate's one SQL scanner.
 //!
 //! Users may write every statement with `$1, $2, …` and run it on SQLite or
 //! Turso (which expect `?1, ?2, …`), or the other way round. The translator is
@@ -34,6 +34,8 @@
 //! ```
 
 use std::borrow::Cow;
+
+use crate::sql::scanner::{Dialect, Kind, tokens};
 
 /// Which placeholder syntax the target engine expects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -92,52 +94,23 @@ pub fn translate_placeholders(sql: &str, to: PlaceholderStyle) -> Cow<'_, str> {
     if !bytes.contains(&from) {
         return Cow::Borrowed(sql);
     }
-    let skip_brackets = to == PlaceholderStyle::Sqlite;
-    let len = bytes.len();
-
+    let dialect = match to {
+        PlaceholderStyle::Sqlite => Dialect::Sqlite,
+        PlaceholderStyle::Postgres => Dialect::Postgres,
+    };
     // Allocated on the first change only.
     let mut out: Option<String> = None;
     // `sql[..copied]` has already been written to `out`.
     let mut copied = 0;
-    let mut i = 0;
-    while i < len {
-        let b = bytes[i];
-        i = match b {
-            b'\'' => skip_string(bytes, i + 1, false),
-            b'E' | b'e' if bytes.get(i + 1) == Some(&b'\'') && !preceded_by_ident(bytes, i) => {
-                skip_string(bytes, i + 2, true)
-            }
-            b'"' | b'`' => skip_quoted(bytes, i + 1, b),
-            b'[' if skip_brackets => skip_past(bytes, i + 1, b']'),
-            b'-' if bytes.get(i + 1) == Some(&b'-') => skip_past(bytes, i + 2, b'\n'),
-            b'/' if bytes.get(i + 1) == Some(&b'*') => skip_block_comment(bytes, i + 2),
-            b'$' | b'?' => {
-                if preceded_by_ident(bytes, i) {
-                    // Part of an identifier such as `foo$1` or `a$b`.
-                    i + 1
-                } else {
-                    let end = digits_end(bytes, i + 1);
-                    if end > i + 1 {
-                        if b == from {
-                            // `i` indexes an ASCII sigil, so both slice bounds
-                            // fall on char boundaries.
-                            let s = out.get_or_insert_with(|| String::with_capacity(len));
-                            s.push_str(&sql[copied..i]);
-                            s.push(into);
-                            copied = i + 1;
-                        }
-                        end
-                    } else if b == b'$' {
-                        dollar_quote_end(bytes, i).unwrap_or(i + 1)
-                    } else {
-                        i + 1
-                    }
-                }
-            }
-            _ => i + 1,
-        };
+    for t in tokens(sql, dialect) {
+        if t.kind == Kind::Placeholder && bytes[t.start] == from {
+            // `t.start` indexes an ASCII sigil, so both slice bounds fall on char boundaries.
+            let s = out.get_or_insert_with(|| String::with_capacity(sql.len()));
+            s.push_str(&sql[copied..t.start]);
+            s.push(into);
+            copied = t.start + 1;
+        }
     }
-
     match out {
         None => Cow::Borrowed(sql),
         Some(mut s) => {
@@ -145,196 +118,6 @@ pub fn translate_placeholders(sql: &str, to: PlaceholderStyle) -> Cow<'_, str> {
             Cow::Owned(s)
         }
     }
-}
-
-/// The number of parameters SQLite would give `sql` (written in SQLite's own placeholder
-/// syntax): `?NNN` takes index NNN, a bare `?` the next index, and each distinct `:name`,
-/// `@name` or `$name` the next index. Literals, quoted identifiers and comments are skipped.
-#[cfg_attr(not(feature = "turso"), allow(dead_code))]
-pub(crate) fn sqlite_param_count(sql: &str) -> usize {
-    let bytes = sql.as_bytes();
-    let len = bytes.len();
-    let mut max = 0usize;
-    let mut names: Vec<&[u8]> = Vec::new();
-    let mut i = 0;
-    while i < len {
-        let b = bytes[i];
-        i = match b {
-            b'\'' => skip_string(bytes, i + 1, false),
-            b'"' | b'`' => skip_quoted(bytes, i + 1, b),
-            b'[' => skip_past(bytes, i + 1, b']'),
-            b'-' if bytes.get(i + 1) == Some(&b'-') => skip_past(bytes, i + 2, b'\n'),
-            b'/' if bytes.get(i + 1) == Some(&b'*') => skip_block_comment(bytes, i + 2),
-            b'?' => {
-                let end = digits_end(bytes, i + 1);
-                if end > i + 1 {
-                    let n: usize = sql[i + 1..end].parse().unwrap_or(usize::MAX);
-                    max = max.max(n);
-                } else {
-                    max += 1;
-                }
-                end
-            }
-            b':' | b'@' | b'$' if !preceded_by_ident(bytes, i) => {
-                let mut end = i + 1;
-                while end < len
-                    && (bytes[end].is_ascii_alphanumeric()
-                        || bytes[end] == b'_'
-                        || bytes[end] >= 0x80)
-                {
-                    end += 1;
-                }
-                if end > i + 1 {
-                    let name = &bytes[i + 1..end];
-                    if !names.contains(&name) {
-                        names.push(name);
-                        max += 1;
-                    }
-                }
-                end
-            }
-            _ => i + 1,
-        };
-    }
-    max
-}
-
-/// Identifier characters: a sigil right after one of these belongs to the
-/// identifier (PostgreSQL allows `$` inside identifiers).
-#[inline]
-const fn is_ident_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
-}
-
-/// Whether the byte before `i` is an identifier character.
-#[inline]
-fn preceded_by_ident(bytes: &[u8], i: usize) -> bool {
-    i > 0 && is_ident_byte(bytes[i - 1])
-}
-
-/// First index at or after `start` that is not an ASCII digit.
-#[inline]
-fn digits_end(bytes: &[u8], start: usize) -> usize {
-    let mut i = start;
-    while i < bytes.len() && bytes[i].is_ascii_digit() {
-        i += 1;
-    }
-    i
-}
-
-/// Index just past the first `close` at or after `start` (or the end of input).
-#[inline]
-fn skip_past(bytes: &[u8], start: usize, close: u8) -> usize {
-    match bytes.get(start..) {
-        Some(rest) => rest
-            .iter()
-            .position(|&c| c == close)
-            .map_or(bytes.len(), |p| start + p + 1),
-        None => bytes.len(),
-    }
-}
-
-/// Skips the body of a single-quoted literal starting at `start` (just after
-/// the opening quote). `''` is an escaped quote; with `backslash_escapes`
-/// (PostgreSQL `E'...'`), a backslash escapes the next byte. Returns the index
-/// just past the closing quote, or the end of input.
-fn skip_string(bytes: &[u8], start: usize, backslash_escapes: bool) -> usize {
-    let len = bytes.len();
-    let mut i = start;
-    while i < len {
-        match bytes[i] {
-            b'\'' => {
-                if bytes.get(i + 1) == Some(&b'\'') {
-                    i += 2;
-                } else {
-                    return i + 1;
-                }
-            }
-            b'\\' if backslash_escapes => i += 2,
-            _ => i += 1,
-        }
-    }
-    len
-}
-
-/// Skips a quoted identifier body (`"..."` or `` `...` ``) where a doubled
-/// quote is an escape. Returns the index just past the closing quote, or the
-/// end of input.
-fn skip_quoted(bytes: &[u8], start: usize, quote: u8) -> usize {
-    let len = bytes.len();
-    let mut i = start;
-    loop {
-        i = skip_past(bytes, i, quote);
-        if i < len && bytes[i] == quote {
-            // Doubled quote: escaped, keep going.
-            i += 1;
-        } else {
-            return i;
-        }
-    }
-}
-
-/// Skips a (nesting) block comment body starting just after the opening `/*`.
-/// Returns the index just past the matching `*/`, or the end of input.
-fn skip_block_comment(bytes: &[u8], start: usize) -> usize {
-    let len = bytes.len();
-    let mut depth = 1usize;
-    let mut i = start;
-    while i < len {
-        match (bytes[i], bytes.get(i + 1)) {
-            (b'/', Some(b'*')) => {
-                depth += 1;
-                i += 2;
-            }
-            (b'*', Some(b'/')) => {
-                depth -= 1;
-                i += 2;
-                if depth == 0 {
-                    return i;
-                }
-            }
-            _ => i += 1,
-        }
-    }
-    len
-}
-
-/// If a dollar-quote opening delimiter (`$$` or `$tag$`, where the tag is an
-/// identifier not starting with a digit) starts at `start`, returns the index
-/// just past the matching closing delimiter (or the end of input when it is
-/// unterminated). Returns `None` when `start` does not open a dollar quote.
-fn dollar_quote_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let len = bytes.len();
-    let mut i = start + 1;
-    if i < len && bytes[i] != b'$' {
-        // Tag must start with a letter, underscore or non-ASCII byte.
-        let first = bytes[i];
-        if !(first.is_ascii_alphabetic() || first == b'_' || first >= 0x80) {
-            return None;
-        }
-        while i < len && bytes[i] != b'$' {
-            let c = bytes[i];
-            if !(c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80) {
-                return None;
-            }
-            i += 1;
-        }
-    }
-    if i >= len {
-        return None;
-    }
-    // `bytes[start..=i]` is the delimiter, e.g. `$fn$`.
-    let delim = &bytes[start..=i];
-    let body = i + 1;
-    let mut j = body;
-    while let Some(p) = bytes[j..].iter().position(|&c| c == b'$') {
-        let at = j + p;
-        if bytes[at..].starts_with(delim) {
-            return Some(at + delim.len());
-        }
-        j = at + 1;
-    }
-    Some(len)
 }
 
 #[cfg(test)]
@@ -629,16 +412,6 @@ mod tests {
     }
 
     #[test]
-    fn sqlite_param_counts() {
-        assert_eq!(super::sqlite_param_count("SELECT ?1, ?2"), 2);
-        assert_eq!(super::sqlite_param_count("SELECT ?2"), 2);
-        assert_eq!(super::sqlite_param_count("SELECT ?, ?"), 2);
-        assert_eq!(super::sqlite_param_count("SELECT ?1, ?1"), 1);
-        assert_eq!(super::sqlite_param_count("SELECT '?1', :a, :a, @b"), 2);
-        assert_eq!(super::sqlite_param_count("SELECT 1 -- ?3"), 0);
-    }
-
-    #[test]
     fn comment_and_string_markers_inside_each_other() {
         assert_eq!(to_sqlite("'--' $1"), "'--' ?1");
         assert_eq!(to_sqlite("'/*' $1"), "'/*' ?1");
@@ -647,5 +420,45 @@ mod tests {
         assert_eq!(to_sqlite("\"'\" $1"), "\"'\" ?1");
         assert_eq!(to_sqlite("$$ ' $$ $1"), "$$ ' $$ ?1");
         assert_eq!(to_sqlite("'$$' $1"), "'$$' ?1");
+    }
+}
+
+#[cfg(test)]
+mod props {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::sql::props::{config, script};
+    use crate::sql::scanner::{Dialect, Kind, tokens};
+
+    proptest! {
+        #![proptest_config(config())]
+
+    /// Translation changes exactly the sigils of the placeholders the scanner found, and the
+    /// scanner reads the translated text the same way (same spans, same kinds).
+    #[test]
+    fn translation_changes_only_scanned_placeholders(sql in script()) {
+        let out = translate_placeholders(&sql, PlaceholderStyle::Sqlite);
+        prop_assert_eq!(out.len(), sql.len());
+        let sigils: Vec<usize> = tokens(&sql, Dialect::Sqlite)
+            .filter(|t| t.kind == Kind::Placeholder && sql.as_bytes()[t.start] == b'$')
+            .map(|t| t.start)
+            .collect();
+        let changed: Vec<usize> = sql
+            .bytes()
+            .zip(out.bytes())
+            .enumerate()
+            .filter(|(_, (a, b))| a != b)
+            .map(|(i, _)| i)
+            .collect();
+        prop_assert_eq!(&changed, &sigils);
+        let before: Vec<(Kind, usize, usize)> =
+            tokens(&sql, Dialect::Sqlite).map(|t| (t.kind, t.start, t.end)).collect();
+        let after: Vec<(Kind, usize, usize)> =
+            tokens(&out, Dialect::Sqlite).map(|t| (t.kind, t.start, t.end)).collect();
+        prop_assert_eq!(before, after);
+        // And back again.
+        prop_assert_eq!(translate_placeholders(&out, PlaceholderStyle::Postgres), sql.clone());
+    }
     }
 }

@@ -139,7 +139,7 @@ pub fn lookup_rows(rt: &Runtime, db: &ConfigAndPool, ids: &Arc<Vec<i64>>) -> Vec
         let mut stmt = conn.prepare(dataset::LOOKUP_SQL_DOLLAR).await?;
         let mut out = Vec::with_capacity(ids.len());
         for &id in ids.iter() {
-            let rs = stmt.query(&[RowValues::Int(id)]).await?;
+            let rs = stmt.select(&[RowValues::Int(id)]).await?;
             out.extend(rs.results);
         }
         Ok::<_, SqlMiddlewareDbError>(out)

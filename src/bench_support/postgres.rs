@@ -7,7 +7,7 @@ use tokio_postgres::{Client, NoTls};
 use super::dataset::{self, BenchRow};
 use super::workloads::{INSERT_SCHEMA_POSTGRES, InsertRecord};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
-use crate::postgres::error::map_err;
+use crate::postgres::bench::map_err;
 
 /// Connects a raw tokio-postgres client to `url`; its connection task runs on the current tokio
 /// runtime until the client is dropped.

@@ -3,18 +3,17 @@
 
 use std::hint::black_box;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use super::dataset::{self, BenchRow};
 use super::workloads::{INSERT_SCHEMA_SQLITE, INSERT_SQL_QMARK, InsertRecord};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
-use crate::sqlite::error::map_err;
-use crate::value::RowValues;
+use crate::sqlite::bench::map_err;
 
-/// The flags the middleware opens every pooled SQLite connection with (`src/sqlite/config.rs`).
+/// The flags the middleware opens every pooled SQLite connection with (the SQLite wing's `config.rs`).
 pub const OPEN_FLAGS: OpenFlags = OpenFlags::SQLITE_OPEN_READ_WRITE
     .union(OpenFlags::SQLITE_OPEN_CREATE)
     .union(OpenFlags::SQLITE_OPEN_URI)
@@ -169,46 +168,14 @@ pub fn raw_share(pool: &Mutex<Vec<Connection>>, ids: &[i64]) {
     pool.lock().expect("raw pool").push(conn);
 }
 
-/// Hook of `middleware_marshalling`: `iters` rounds over `ids`, each lookup bound with rusqlite
-/// directly, executed, and materialised into a `ResultSet` by the backend's own
-/// `sqlite::rows::collect` (columns computed once by `sqlite::rows::columns_of`, re-prepare
-/// count taken once, as the backend does at prepare time). Returns the time of the whole loop.
+/// Hook of `middleware_marshalling` (the wing's own materialisation, see `sqlite::bench`).
 pub fn marshal_loop(conn: &mut Connection, ids: &[i64], iters: u64) -> Result<Duration> {
-    let mut st = conn
-        .prepare_cached(dataset::LOOKUP_SQL_QMARK)
-        .map_err(map_err)?;
-    let columns = Arc::new(crate::sqlite::rows::columns_of(&st));
-    let reprepares = st.get_status(rusqlite::StatementStatus::RePrepare);
-    let start = Instant::now();
-    for _ in 0..iters {
-        for &id in ids {
-            st.raw_bind_parameter(1, id).map_err(map_err)?;
-            let mut rows = st.raw_query();
-            let rs = crate::sqlite::rows::collect(&mut rows, &columns, reprepares)?;
-            black_box(rs);
-        }
-    }
-    Ok(start.elapsed())
+    crate::sqlite::bench::marshal_loop(conn, dataset::LOOKUP_SQL_QMARK, ids, iters)
 }
 
-/// Hook of `middleware_param_convert`: `iters` rounds over `ids`, each id written into a reused
-/// `[RowValues; 1]` and bound by the backend's own `sqlite::params::bind_all` (count check, NaN
-/// check, `SqliteParam` → `ToSqlOutput` → `sqlite3_bind_*`). Returns the time of the whole loop.
+/// Hook of `middleware_param_convert` (the wing's own binding, see `sqlite::bench`).
 pub fn param_convert_loop(conn: &mut Connection, ids: &[i64], iters: u64) -> Result<Duration> {
-    let mut st = conn
-        .prepare_cached(dataset::LOOKUP_SQL_QMARK)
-        .map_err(map_err)?;
-    let mut buf = [RowValues::Int(0)];
-    let start = Instant::now();
-    for _ in 0..iters {
-        for &id in ids {
-            buf[0] = RowValues::Int(id);
-            crate::sqlite::params::bind_all(&mut st, black_box(&buf))?;
-        }
-    }
-    let elapsed = start.elapsed();
-    st.clear_bindings();
-    Ok(elapsed)
+    crate::sqlite::bench::param_convert_loop(conn, dataset::LOOKUP_SQL_QMARK, ids, iters)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -235,9 +202,9 @@ pub fn raw_insert(conn: &mut Connection, records: &[InsertRecord]) -> rusqlite::
                 r.float,
                 r.text,
                 r.flag,
-                crate::text_form::timestamp_text(&r.ts),
-                crate::text_form::timestamptz_text(&r.tstz),
-                crate::text_form::date_text(&r.date),
+                crate::sqlite_family::text_form::timestamp_text(&r.ts),
+                crate::sqlite_family::text_form::timestamptz_text(&r.tstz),
+                crate::sqlite_family::text_form::date_text(&r.date),
                 r.uuid.hyphenated().to_string(),
                 r.numeric.to_string(),
                 r.blob,

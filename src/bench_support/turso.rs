@@ -1,19 +1,15 @@
 //! Turso side of the benchmarks: the lookup database, the raw baseline, the insert baseline and
 //! the micro-bench hooks that run the backend's own code.
 
-use std::hint::black_box;
 use std::path::Path;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use turso::{Connection, Value};
 
 use super::dataset::{self, BenchRow};
 use super::workloads::{INSERT_SCHEMA_SQLITE, INSERT_SQL_QMARK, InsertRecord};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
-use crate::results::ResultSet;
-use crate::turso::error::map_err;
-use crate::value::RowValues;
+use crate::turso::bench::map_err;
 
 /// The middleware's default Turso busy timeout (`PoolBuilder` default).
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -113,44 +109,14 @@ pub async fn raw_lookup(st: &mut turso::Statement, id: i64) -> turso::Result<Ben
     decode_row(&row)
 }
 
-/// Hook of `middleware_marshalling`: `iters` rounds over `ids` on `conn` (the pooled
-/// connection's raw handle), each lookup bound natively, executed, and materialised into a
-/// `ResultSet` with the backend's own `turso::rows::row_values` (columns computed once by
-/// `turso::rows::columns_of`), exactly as the backend's `select` does. Returns the loop's time.
+/// Hook of `middleware_marshalling` (the wing's own materialisation, see `turso::bench`).
 pub async fn marshal_loop(conn: &Connection, ids: &[i64], iters: u64) -> Result<Duration> {
-    let mut st = conn
-        .prepare(dataset::LOOKUP_SQL_QMARK)
-        .await
-        .map_err(map_err)?;
-    let columns = Arc::new(crate::turso::rows::columns_of(&st));
-    let start = Instant::now();
-    for _ in 0..iters {
-        for &id in ids {
-            let mut rows = st.query((id,)).await.map_err(map_err)?;
-            let mut rs = ResultSet::with_capacity(Arc::clone(&columns), 1);
-            while let Some(row) = rows.next().await.map_err(map_err)? {
-                rs.push_values(crate::turso::rows::row_values(&row, &columns)?);
-            }
-            drop(rows);
-            black_box(rs);
-        }
-    }
-    Ok(start.elapsed())
+    crate::turso::bench::marshal_loop(conn, dataset::LOOKUP_SQL_QMARK, ids, iters).await
 }
 
-/// Hook of `middleware_param_convert`: `iters` rounds over `ids`, each id written into a reused
-/// `[RowValues; 1]` and converted by the backend's own `turso::params::to_values` (Turso's API
-/// takes owned values, so this is the whole conversion). Returns the loop's time.
+/// Hook of `middleware_param_convert` (the wing's own conversion, see `turso::bench`).
 pub fn param_convert_loop(ids: &[i64], iters: u64) -> Result<Duration> {
-    let mut buf = [RowValues::Int(0)];
-    let start = Instant::now();
-    for _ in 0..iters {
-        for &id in ids {
-            buf[0] = RowValues::Int(id);
-            black_box(crate::turso::params::to_values(black_box(&buf))?);
-        }
-    }
-    Ok(start.elapsed())
+    crate::turso::bench::param_convert_loop(ids, iters)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -191,9 +157,9 @@ pub async fn raw_insert(
             Value::Real(r.float),
             Value::Text(r.text.clone()),
             Value::Integer(i64::from(r.flag)),
-            Value::Text(crate::text_form::timestamp_text(&r.ts)),
-            Value::Text(crate::text_form::timestamptz_text(&r.tstz)),
-            Value::Text(crate::text_form::date_text(&r.date)),
+            Value::Text(crate::sqlite_family::text_form::timestamp_text(&r.ts)),
+            Value::Text(crate::sqlite_family::text_form::timestamptz_text(&r.tstz)),
+            Value::Text(crate::sqlite_family::text_form::date_text(&r.date)),
             Value::Text(r.uuid.hyphenated().to_string()),
             Value::Text(r.numeric.to_string()),
             Value::Blob(r.blob.clone()),

@@ -221,7 +221,7 @@ pub use super::tasks::SplitStats;
 /// The `BENCH_TRACE` split of a lookup path, per row.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TraceSplit {
-    /// `stmt.query(&buf)`: execute and materialise the `ResultSet`.
+    /// `stmt.select(&buf)`: execute and materialise the `ResultSet`.
     pub query: SplitStats,
     /// `BenchRow::from_row(&rs.results[0])`.
     pub decode: SplitStats,
@@ -250,7 +250,7 @@ pub async fn trace_lookup_split(
         for &id in ids {
             buf[0] = RowValues::Int(id);
             let t0 = Instant::now();
-            let rs = stmt.query(&buf).await?;
+            let rs = stmt.select(&buf).await?;
             let t1 = Instant::now();
             let row = BenchRow::from_row(&rs.results[0])?;
             let t2 = Instant::now();

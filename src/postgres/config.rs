@@ -3,8 +3,9 @@
 use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod};
 use tokio_postgres::NoTls;
 
-use crate::config::PoolOptions;
+use super::conn::PgConnection;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::pooling::{self, PoolOptions, pool_error};
 
 /// Postgres-specific settings.
 #[derive(Debug, Clone)]
@@ -44,12 +45,11 @@ pub(crate) fn build_pool(
             recycling_method: RecyclingMethod::Fast,
         },
     );
-    super::Pool::builder(manager)
-        .max_size(pool.max_size)
-        .wait_timeout(Some(pool.wait_timeout))
-        .create_timeout(Some(pool.create_timeout))
-        .recycle_timeout(Some(pool.recycle_timeout))
-        .runtime(deadpool_postgres::Runtime::Tokio1)
-        .build()
-        .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Config, e.to_string()))
+    pooling::build(manager, pool)
+}
+
+/// Checks out a connection, with the pool to replace it from if it must be discarded.
+pub(crate) async fn checkout(pool: &super::Pool) -> Result<PgConnection> {
+    let obj = pool.get().await.map_err(pool_error)?;
+    Ok(PgConnection::new(pool.clone(), obj))
 }

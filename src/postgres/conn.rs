@@ -1,4 +1,5 @@
-//! PostgreSQL connection operations. Every backend folder has a `conn.rs` with the same functions.
+//! PostgreSQL connection operations: the [`Wing`] contract on tokio-postgres. Every backend
+//! folder has a `conn.rs` with the same operations.
 
 use std::sync::Arc;
 
@@ -8,9 +9,12 @@ use tokio_postgres::NoTls;
 use super::error::map_err;
 use super::params::PgParam;
 use super::rows::{PgRow, collect, columns_of};
+use super::stmt::{PgStmt, too_many_placeholders};
+use crate::contract::Wing;
 use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
-use crate::results::{Columns, ResultSet};
+use crate::pooling::pool_error;
+use crate::results::ResultSet;
 use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
 use crate::value::RowValues;
 
@@ -30,25 +34,6 @@ macro_rules! replanned {
     }};
 }
 
-/// The most parameters one Postgres statement can take (the protocol counts them in 16 bits).
-const MAX_PARAMS: usize = 65_535;
-
-/// A server-side prepared statement and its columns.
-#[derive(Debug)]
-pub(crate) struct PgStmt {
-    /// The SQL as sent to the server (after translation).
-    sql: Box<str>,
-    stmt: tokio_postgres::Statement,
-    columns: Arc<Columns>,
-    dml: bool,
-}
-
-impl PgStmt {
-    pub(crate) fn columns(&self) -> &Arc<Columns> {
-        &self.columns
-    }
-}
-
 /// A checked-out Postgres connection and what the middleware knows about its state.
 ///
 /// tokio-postgres does not expose the server's transaction status, so the middleware keeps it:
@@ -63,57 +48,6 @@ pub(crate) struct PgConnection {
     unknown: bool,
     /// Inside a transaction begun through the middleware.
     in_tx: bool,
-}
-
-fn params_ok(stmt: &PgStmt, p: &[RowValues]) -> Result<()> {
-    if p.len() > MAX_PARAMS {
-        return Err(SqlMiddlewareDbError::new(
-            ErrorKind::ParameterCount,
-            format!(
-                "{} parameters were given; Postgres accepts at most {MAX_PARAMS} per statement (split the statement or use UNNEST with arrays)",
-                p.len()
-            ),
-        ));
-    }
-    let expected = stmt.stmt.params().len();
-    if expected != p.len() {
-        return Err(SqlMiddlewareDbError::parameter_count(expected, p.len()));
-    }
-    Ok(())
-}
-
-/// A statement with more than 65,535 placeholders cannot be prepared (the protocol counts
-/// parameter types in 16 bits; the server's answer is unreadable). Only long SQL can hold that
-/// many, so short statements are not scanned.
-fn too_many_placeholders(sql: &str) -> Result<()> {
-    if sql.len() <= 2 * MAX_PARAMS {
-        return Ok(());
-    }
-    let b = sql.as_bytes();
-    let mut max = 0usize;
-    let mut i = 0;
-    while i < b.len() {
-        if (b[i] == b'$' || b[i] == b'?') && i + 1 < b.len() && b[i + 1].is_ascii_digit() {
-            let start = i + 1;
-            let mut end = start;
-            while end < b.len() && b[end].is_ascii_digit() {
-                end += 1;
-            }
-            max = max.max(sql[start..end].parse().unwrap_or(usize::MAX));
-            i = end;
-        } else {
-            i += 1;
-        }
-    }
-    if max > MAX_PARAMS {
-        return Err(SqlMiddlewareDbError::new(
-            ErrorKind::ParameterCount,
-            format!(
-                "the statement has placeholders up to ${max}; Postgres accepts at most {MAX_PARAMS} per statement"
-            ),
-        ));
-    }
-    Ok(())
 }
 
 impl PgConnection {
@@ -158,11 +92,7 @@ impl PgConnection {
             self.needs_rollback = false;
             self.unknown = false;
             self.in_tx = false;
-            let fresh = self
-                .pool
-                .get()
-                .await
-                .map_err(|e| crate::pool::pool_error!(e, deadpool_postgres))?;
+            let fresh = self.pool.get().await.map_err(pool_error)?;
             self.obj = Some(fresh);
         }
         if self.needs_rollback {
@@ -175,45 +105,8 @@ impl PgConnection {
         Ok(())
     }
 
-    /// After an operation of the middleware was cancelled outside a transaction: whatever it
-    /// left (a running statement, an open `BEGIN`) is cleaned before the next one.
-    pub(crate) async fn recover(&mut self) -> Result<()> {
-        let replaced = self.in_flight;
-        self.repair().await?;
-        if !replaced {
-            self.simple("ROLLBACK").await?;
-        }
-        Ok(())
-    }
-
-    pub(crate) async fn prepare(
-        &mut self,
-        sql: &str,
-        mode: TranslationMode,
-    ) -> Result<Arc<PgStmt>> {
-        if self.needs_rollback || self.in_flight {
-            self.repair().await?;
-        }
-        crate::batch::reject_nul(sql)?;
-        too_many_placeholders(sql)?;
-        let sql = match mode {
-            TranslationMode::On => translate_placeholders(sql, PlaceholderStyle::Postgres),
-            TranslationMode::Off => std::borrow::Cow::Borrowed(sql),
-        };
-        self.in_flight = true;
-        let r = self.client()?.prepare_cached(&sql).await;
-        self.in_flight = false;
-        let stmt = r.map_err(map_err)?;
-        Ok(Arc::new(PgStmt {
-            columns: Arc::new(columns_of(&stmt)),
-            dml: crate::batch::is_dml(&sql),
-            sql: sql.into(),
-            stmt,
-        }))
-    }
-
     async fn select_once(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<ResultSet> {
-        params_ok(s, p)?;
+        s.check(p)?;
         self.in_flight = true;
         let r = async {
             let stream = self
@@ -238,8 +131,8 @@ impl PgConnection {
         r
     }
 
-    async fn execute_once(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<usize> {
-        params_ok(s, p)?;
+    async fn dml_once(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<usize> {
+        s.check(p)?;
         self.in_flight = true;
         let r = self
             .client()?
@@ -254,12 +147,12 @@ impl PgConnection {
         })
     }
 
-    async fn fetch_first_once<T: FromRow + Send + 'static>(
+    async fn optional_once<T: FromRow + Send + 'static>(
         &mut self,
         s: &Arc<PgStmt>,
         p: &[RowValues],
     ) -> Result<Option<T>> {
-        params_ok(s, p)?;
+        s.check(p)?;
         self.in_flight = true;
         let r = async {
             let stream = self
@@ -288,12 +181,12 @@ impl PgConnection {
         r
     }
 
-    async fn fetch_all_once<T: FromRow + Send + 'static>(
+    async fn all_once<T: FromRow + Send + 'static>(
         &mut self,
         s: &Arc<PgStmt>,
         p: &[RowValues],
     ) -> Result<Vec<T>> {
-        params_ok(s, p)?;
+        s.check(p)?;
         self.in_flight = true;
         let r = async {
             let stream = self
@@ -330,38 +223,79 @@ impl PgConnection {
         self.prepare(&s.sql, TranslationMode::Off).await
     }
 
-    pub(crate) async fn select(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<ResultSet> {
+    async fn simple(&mut self, sql: &str) -> Result<()> {
+        self.in_flight = true;
+        let r = self.client()?.batch_execute(sql).await;
+        self.in_flight = false;
+        r.map_err(map_err)
+    }
+}
+
+impl Wing for PgConnection {
+    type Stmt = PgStmt;
+    type Raw = tokio_postgres::Client;
+
+    /// After an operation of the middleware was cancelled outside a transaction: whatever it
+    /// left (a running statement, an open `BEGIN`) is cleaned before the next one.
+    async fn recover(&mut self) -> Result<()> {
+        let replaced = self.in_flight;
+        self.repair().await?;
+        if !replaced {
+            self.simple("ROLLBACK").await?;
+        }
+        Ok(())
+    }
+
+    async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<PgStmt>> {
+        if self.needs_rollback || self.in_flight {
+            self.repair().await?;
+        }
+        crate::sql::reject_nul(sql)?;
+        too_many_placeholders(sql)?;
+        let sql = match mode {
+            TranslationMode::On => translate_placeholders(sql, PlaceholderStyle::Postgres),
+            TranslationMode::Off => std::borrow::Cow::Borrowed(sql),
+        };
+        self.in_flight = true;
+        let r = self.client()?.prepare_cached(&sql).await;
+        self.in_flight = false;
+        let stmt = r.map_err(map_err)?;
+        Ok(Arc::new(PgStmt {
+            columns: Arc::new(columns_of(&stmt)),
+            dml: crate::sql::is_dml(&sql),
+            sql: sql.into(),
+            stmt,
+        }))
+    }
+
+    async fn select(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<ResultSet> {
         replanned!(self, s, |s| self.select_once(s, p))
     }
 
-    pub(crate) async fn execute(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<usize> {
-        replanned!(self, s, |s| self.execute_once(s, p))
+    async fn dml(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<usize> {
+        replanned!(self, s, |s| self.dml_once(s, p))
     }
 
-    pub(crate) async fn fetch_first<T: FromRow + Send + 'static>(
+    async fn optional<T: FromRow + Send + 'static>(
         &mut self,
         s: &Arc<PgStmt>,
         p: &[RowValues],
     ) -> Result<Option<T>> {
-        replanned!(self, s, |s| self.fetch_first_once::<T>(s, p))
+        replanned!(self, s, |s| self.optional_once::<T>(s, p))
     }
 
-    pub(crate) async fn fetch_all<T: FromRow + Send + 'static>(
+    async fn all<T: FromRow + Send + 'static>(
         &mut self,
         s: &Arc<PgStmt>,
         p: &[RowValues],
     ) -> Result<Vec<T>> {
-        replanned!(self, s, |s| self.fetch_all_once::<T>(s, p))
+        replanned!(self, s, |s| self.all_once::<T>(s, p))
     }
 
     /// Sends every execution before awaiting any answer; tokio-postgres pipelines them.
-    pub(crate) async fn pipeline(
-        &mut self,
-        s: &Arc<PgStmt>,
-        sets: &[&[RowValues]],
-    ) -> Result<Vec<ResultSet>> {
+    async fn pipeline(&mut self, s: &Arc<PgStmt>, sets: &[&[RowValues]]) -> Result<Vec<ResultSet>> {
         for p in sets {
-            params_ok(s, p)?;
+            s.check(p)?;
         }
         self.in_flight = true;
         let client = self.client()?;
@@ -382,14 +316,20 @@ impl PgConnection {
 
     /// Runs a script with the simple-query protocol. Postgres runs a multi-statement script as
     /// one implicit transaction unless it contains its own transaction control.
-    pub(crate) async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+    async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
         if self.needs_rollback || self.in_flight {
             self.repair().await?;
         }
-        crate::batch::reject_nul(sql)?;
-        let own_tx = !in_tx && crate::batch::has_transaction_control(sql);
+        crate::sql::reject_nul(sql)?;
+        let own_tx = !in_tx && crate::sql::has_transaction_control(sql);
         if own_tx {
             self.unknown = true;
+        }
+        if crate::sql::changes_schema(sql) {
+            // Plans cached on this connection may describe tables the script changes; a stale
+            // one would fail ("cached plan must not change result type") and, inside a
+            // transaction, abort it. Prepare them again instead.
+            self.client()?.statement_cache.clear();
         }
         let r = self.simple(sql).await;
         if r.is_err() && own_tx && !self.is_closed() {
@@ -399,14 +339,7 @@ impl PgConnection {
         r
     }
 
-    async fn simple(&mut self, sql: &str) -> Result<()> {
-        self.in_flight = true;
-        let r = self.client()?.batch_execute(sql).await;
-        self.in_flight = false;
-        r.map_err(map_err)
-    }
-
-    pub(crate) async fn begin(&mut self) -> Result<()> {
+    async fn begin(&mut self) -> Result<()> {
         if self.needs_rollback || self.in_flight {
             self.repair().await?;
         }
@@ -438,7 +371,7 @@ impl PgConnection {
 
     /// Commits. A `COMMIT` that the server turns into a rollback (the transaction had failed)
     /// is reported as an error: the middleware checks, when it cannot know, with a probe.
-    pub(crate) async fn commit(&mut self) -> Result<()> {
+    async fn commit(&mut self) -> Result<()> {
         self.in_tx = false;
         if self.unknown {
             // Raw access happened inside this transaction: make sure it is not aborted.
@@ -458,22 +391,22 @@ impl PgConnection {
         }
     }
 
-    pub(crate) async fn rollback(&mut self) -> Result<()> {
+    async fn rollback(&mut self) -> Result<()> {
         self.needs_rollback = false;
         self.in_tx = false;
         self.simple("ROLLBACK").await
     }
 
-    pub(crate) fn abandon_tx(&mut self) {
+    fn abandon_tx(&mut self) {
         self.needs_rollback = true;
         self.in_tx = false;
     }
 
     /// The connection goes back to the pool. Nothing to do here: cleaning a Postgres connection
     /// needs a round trip, so [`PgConnection`]'s `Drop` spawns it (or detaches the connection).
-    pub(crate) fn on_return(&mut self) {}
+    fn on_return(&mut self) {}
 
-    pub(crate) fn raw_client(&mut self) -> Result<&tokio_postgres::Client> {
+    fn raw(&mut self) -> Result<&tokio_postgres::Client> {
         self.unknown = true;
         self.client().map(|c| &***c)
     }

@@ -50,11 +50,9 @@ pub(crate) fn map_err(err: tokio_postgres::Error) -> SqlMiddlewareDbError {
         if code == "42601" && db.message().contains("multiple commands") {
             kind = ErrorKind::InvalidInput;
         }
+        // The server's DETAIL is left out: it quotes row values ("Key (email)=(…) already
+        // exists"), which are often the bound parameters. It stays reachable through `source()`.
         let mut message = db.message().to_owned();
-        if let Some(detail) = db.detail() {
-            message.push_str(": ");
-            message.push_str(detail);
-        }
         if kind == ErrorKind::TransactionAborted {
             message.push_str("; roll the transaction back and start again");
         }

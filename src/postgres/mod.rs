@@ -1,23 +1,21 @@
-//! The PostgreSQL backend: tokio-postgres pooled by deadpool-postgres.
+//! The PostgreSQL wing: tokio-postgres pooled by deadpool-postgres.
+//!
+//! The same file set as every wing — `config` (settings, pool), `conn` (the
+//! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bench`.
 
+pub(crate) mod bench;
 pub(crate) mod config;
 pub(crate) mod conn;
 pub(crate) mod error;
 pub(crate) mod params;
 pub(crate) mod rows;
+pub(crate) mod stmt;
 
-pub(crate) use config::build_pool;
-pub(crate) use conn::PgConnection;
+pub(crate) use config::{build_pool, checkout};
 
-use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
-
-/// The pool type of the Postgres backend.
+/// The pool type of the Postgres wing.
 pub(crate) type Pool = deadpool_postgres::Pool;
-
-pub(crate) async fn checkout(pool: &Pool) -> Result<PgConnection> {
-    let obj = pool
-        .get()
-        .await
-        .map_err(|e| crate::pool::pool_error!(e, deadpool_postgres))?;
-    Ok(PgConnection::new(pool.clone(), obj))
-}
+/// The Postgres wing's prepared statement.
+pub(crate) type Stmt = stmt::PgStmt;
+/// A checked-out Postgres connection.
+pub(crate) type Conn = conn::PgConnection;

@@ -21,25 +21,12 @@ pub(crate) struct PgParam<'a>(pub(crate) &'a RowValues);
 type BoxErr = Box<dyn Error + Sync + Send>;
 
 fn lossy(v: &RowValues, ty: &Type) -> BoxErr {
+    // The kind and the target type only: a bound value never reaches an error message.
     Box::new(BindError(format!(
-        "cannot bind {} value {} to a parameter of type {} without loss; cast in SQL or pass another RowValues kind",
+        "cannot bind a {} value to a parameter of type {} without loss; cast in SQL or pass another RowValues kind",
         v.kind_name(),
-        short(v),
         ty.name()
     )))
-}
-
-fn short(v: &RowValues) -> String {
-    let s = match v {
-        RowValues::Text(t) => format!("{t:?}"),
-        RowValues::Blob(b) => format!("<{} bytes>", b.len()),
-        other => format!("{other:?}"),
-    };
-    if s.len() > 60 {
-        format!("{}…", &s[..s.floor_char_boundary(60)])
-    } else {
-        s
-    }
 }
 
 fn is_midnight(t: &chrono::NaiveDateTime) -> bool {

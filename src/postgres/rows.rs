@@ -14,7 +14,7 @@ use crate::results::Columns;
 use crate::value::{RowValues, ValueRef};
 
 pub(crate) fn columns_of(stmt: &tokio_postgres::Statement) -> Columns {
-    Columns::plain(stmt.columns().iter().map(|c| c.name().to_owned()).collect())
+    Columns::new(stmt.columns().iter().map(|c| c.name().to_owned()).collect())
 }
 
 fn get<'a, T: FromSql<'a>>(row: &'a Row, idx: usize, columns: &Columns) -> Result<Option<T>> {

@@ -8,9 +8,11 @@ use std::time::Duration;
 use deadpool::managed::{Manager, Metrics, RecycleError, RecycleResult};
 use rusqlite::{Connection, OpenFlags};
 
+use super::busy::{BusyScope, install_busy_handler};
 use super::conn::SqliteConn;
-use super::exec::{BusyScope, ProgressState, install_busy_handler};
+use super::offload::ProgressState;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::pooling::{self, PoolOptions};
 
 /// How SQLite work leaves (or does not leave) the async task that holds the connection.
 ///
@@ -252,4 +254,18 @@ impl Manager for SqliteManager {
     ) -> RecycleResult<SqlMiddlewareDbError> {
         conn.make_clean().map_err(RecycleError::Backend)
     }
+}
+
+/// Builds the SQLite wing's pool.
+pub(crate) fn build_pool(
+    target: SqliteTarget,
+    opts: SqliteOptions,
+    pool: &PoolOptions,
+) -> Result<super::Pool> {
+    pooling::build(SqliteManager::new(target, opts)?, pool)
+}
+
+/// Checks out a connection.
+pub(crate) async fn checkout(pool: &super::Pool) -> Result<super::Conn> {
+    pool.get().await.map_err(pooling::pool_error)
 }

@@ -1,4 +1,5 @@
-//! SQLite connection operations. Every backend folder has a `conn.rs` with the same functions.
+//! SQLite connection operations: the [`Wing`] contract on rusqlite. Every backend folder has a
+//! `conn.rs` with the same operations.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -7,35 +8,18 @@ use rusqlite::Connection;
 
 use super::config::SqliteOptions;
 use super::error::map_err;
-use super::exec::{ProgressState, broken};
+use super::offload::{ProgressState, broken};
 use super::params::bind_all;
-use super::rows::{SqliteRow, changed_columns, collect, columns_of};
+use super::rows::{SqliteRow, changed_columns, collect};
+use super::stmt::SqliteStmt;
+use crate::contract::Wing;
 use crate::decode::FromRow;
 use crate::error::{Result, SqlMiddlewareDbError};
-use crate::results::{Columns, ResultSet};
-use crate::stmt_cache::StmtCache;
+use crate::results::ResultSet;
+use crate::sqlite_family::columns::Described;
+use crate::sqlite_family::stmt_cache::StmtCache;
 use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
 use crate::value::RowValues;
-
-/// A statement prepared on a SQLite connection: its translated SQL and columns, computed once.
-#[derive(Debug)]
-pub(crate) struct SqliteStmt {
-    sql: Box<str>,
-    columns: Arc<Columns>,
-    readonly: bool,
-    dml: bool,
-    /// SQLite's re-prepare count when `columns` was read.
-    reprepares: i32,
-    /// The schema changed since: the connection's cache describes the statement again.
-    stale: AtomicBool,
-    slow: AtomicBool,
-}
-
-impl SqliteStmt {
-    pub(crate) fn columns(&self) -> &Arc<Columns> {
-        &self.columns
-    }
-}
 
 /// One pooled SQLite connection with its per-connection state.
 pub(crate) struct SqliteConn {
@@ -64,12 +48,12 @@ fn run_select(c: &mut Connection, s: &SqliteStmt, p: &[RowValues]) -> Result<Res
     let mut st = c.prepare_cached(&s.sql).map_err(map_err)?;
     bind_all(&mut st, p)?;
     let mut rows = st.raw_query();
-    let (mut rs, mut fresh) = collect(&mut rows, &s.columns, s.reprepares)?;
+    let (mut rs, mut fresh) = collect(&mut rows, &s.desc, s.reprepares)?;
     drop(rows);
     if rs.is_empty() && fresh.is_none() {
-        fresh = changed_columns(&st, &s.columns, s.reprepares);
-        if let Some(cols) = &fresh {
-            rs = ResultSet::with_capacity(Arc::clone(cols), 0);
+        fresh = changed_columns(&st, &s.desc, s.reprepares);
+        if let Some(d) = &fresh {
+            rs = ResultSet::with_capacity(Arc::clone(&d.columns), 0);
         }
     }
     drop(st);
@@ -82,7 +66,7 @@ fn run_select(c: &mut Connection, s: &SqliteStmt, p: &[RowValues]) -> Result<Res
     Ok(rs)
 }
 
-fn run_execute(c: &mut Connection, s: &SqliteStmt, p: &[RowValues]) -> Result<usize> {
+fn run_dml(c: &mut Connection, s: &SqliteStmt, p: &[RowValues]) -> Result<usize> {
     let mut st = c.prepare_cached(&s.sql).map_err(map_err)?;
     bind_all(&mut st, p)?;
     if st.column_count() == 0 {
@@ -100,21 +84,25 @@ fn run_execute(c: &mut Connection, s: &SqliteStmt, p: &[RowValues]) -> Result<us
     })
 }
 
-fn run_first<T: FromRow>(c: &mut Connection, s: &SqliteStmt, p: &[RowValues]) -> Result<Option<T>> {
+fn run_optional<T: FromRow>(
+    c: &mut Connection,
+    s: &SqliteStmt,
+    p: &[RowValues],
+) -> Result<Option<T>> {
     #[cfg(sqlmw_bench_slowdown)]
-    bench_slowdown(c, s, p)?;
+    super::bench::slowdown(c, &s.sql, p)?;
     let mut st = c.prepare_cached(&s.sql).map_err(map_err)?;
     bind_all(&mut st, p)?;
     let mut rows = st.raw_query();
     match rows.next().map_err(map_err)? {
         Some(row) => {
-            let fresh = changed_columns(row.as_ref(), &s.columns, s.reprepares);
+            let fresh = changed_columns(row.as_ref(), &s.desc, s.reprepares);
             if fresh.is_some() {
                 s.stale.store(true, Ordering::Relaxed);
             }
             T::from_row(&SqliteRow {
                 row,
-                columns: fresh.as_deref().unwrap_or(&s.columns),
+                desc: fresh.as_deref().unwrap_or(&s.desc),
             })
             .map(Some)
         }
@@ -122,39 +110,17 @@ fn run_first<T: FromRow>(c: &mut Connection, s: &SqliteStmt, p: &[RowValues]) ->
     }
 }
 
-/// Only with `--cfg sqlmw_bench_slowdown` (`cargo xtask nightly --slowdown`): every fifth lookup
-/// on this thread runs its query once more, so the lookup path costs about 20% more on any
-/// machine, to show that the nightly comparison flags a regression of that size
-/// (docs/BenchTooling.md). No normal build, `--all-features` included, carries it.
-#[cfg(sqlmw_bench_slowdown)]
-#[inline(never)]
-fn bench_slowdown(c: &Connection, s: &SqliteStmt, p: &[RowValues]) -> Result<()> {
-    thread_local!(static CALLS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) });
-    let n = CALLS.with(|k| {
-        k.set(k.get().wrapping_add(1));
-        k.get()
-    });
-    if n.is_multiple_of(5) {
-        let mut st = c.prepare_cached(&s.sql).map_err(map_err)?;
-        bind_all(&mut st, p)?;
-        let mut rows = st.raw_query();
-        std::hint::black_box(rows.next().map_err(map_err)?.is_some());
-    }
-    Ok(())
-}
-
 fn run_all<T: FromRow>(c: &mut Connection, s: &SqliteStmt, p: &[RowValues]) -> Result<Vec<T>> {
     let mut st = c.prepare_cached(&s.sql).map_err(map_err)?;
     bind_all(&mut st, p)?;
     let mut rows = st.raw_query();
     let mut out = Vec::new();
-    let mut fresh: Option<Option<Arc<Columns>>> = None;
+    let mut fresh: Option<Option<Arc<Described>>> = None;
     while let Some(row) = rows.next().map_err(map_err)? {
-        let cols =
-            fresh.get_or_insert_with(|| changed_columns(row.as_ref(), &s.columns, s.reprepares));
+        let d = fresh.get_or_insert_with(|| changed_columns(row.as_ref(), &s.desc, s.reprepares));
         out.push(T::from_row(&SqliteRow {
             row,
-            columns: cols.as_deref().unwrap_or(&s.columns),
+            desc: d.as_deref().unwrap_or(&s.desc),
         })?);
     }
     if matches!(fresh, Some(Some(_))) {
@@ -224,83 +190,6 @@ impl SqliteConn {
         self.conn.as_mut().ok_or_else(broken)
     }
 
-    /// Prepares (or finds in this connection's cache) the statement for `sql`.
-    pub(crate) async fn prepare(
-        &mut self,
-        sql: &str,
-        mode: TranslationMode,
-    ) -> Result<Arc<SqliteStmt>> {
-        if let Some(s) = self.stmts.get(sql, mode)
-            && !s.stale.load(Ordering::Relaxed)
-        {
-            return Ok(Arc::clone(s));
-        }
-        crate::batch::reject_nul(sql)?;
-        let translated: Box<str> = match mode {
-            TranslationMode::On => translate_placeholders(sql, PlaceholderStyle::Sqlite).into(),
-            TranslationMode::Off => sql.into(),
-        };
-        let owned = translated.clone();
-        let stmt = self
-            .dispatch(
-                true,
-                false,
-                None,
-                |c| describe(c, translated),
-                move || move |c: &mut Connection| describe(c, owned),
-            )
-            .await?;
-        let stmt = Arc::new(stmt);
-        self.stmts.insert(
-            sql,
-            mode,
-            Arc::clone(&stmt),
-            self.opts.statement_cache_capacity,
-        );
-        Ok(stmt)
-    }
-
-    pub(crate) async fn select(
-        &mut self,
-        s: &Arc<SqliteStmt>,
-        p: &[RowValues],
-    ) -> Result<ResultSet> {
-        self.run(s, p, run_select).await
-    }
-
-    pub(crate) async fn execute(&mut self, s: &Arc<SqliteStmt>, p: &[RowValues]) -> Result<usize> {
-        self.run(s, p, run_execute).await
-    }
-
-    pub(crate) async fn fetch_first<T: FromRow + Send + 'static>(
-        &mut self,
-        s: &Arc<SqliteStmt>,
-        p: &[RowValues],
-    ) -> Result<Option<T>> {
-        self.run(s, p, run_first::<T>).await
-    }
-
-    pub(crate) async fn fetch_all<T: FromRow + Send + 'static>(
-        &mut self,
-        s: &Arc<SqliteStmt>,
-        p: &[RowValues],
-    ) -> Result<Vec<T>> {
-        self.run(s, p, run_all::<T>).await
-    }
-
-    /// SQLite has no pipelining: the statements run one after another.
-    pub(crate) async fn pipeline(
-        &mut self,
-        s: &Arc<SqliteStmt>,
-        sets: &[&[RowValues]],
-    ) -> Result<Vec<ResultSet>> {
-        let mut out = Vec::with_capacity(sets.len());
-        for p in sets {
-            out.push(self.select(s, p).await?);
-        }
-        Ok(out)
-    }
-
     async fn run<R, F>(&mut self, s: &Arc<SqliteStmt>, p: &[RowValues], op: F) -> Result<R>
     where
         R: Send + 'static,
@@ -322,53 +211,6 @@ impl SqliteConn {
         .await
     }
 
-    /// Runs a script. Outside a transaction, and when the script has no transaction control of
-    /// its own, it runs inside one `BEGIN IMMEDIATE … COMMIT`, so it applies entirely or not at all.
-    pub(crate) async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
-        crate::batch::reject_nul(sql)?;
-        let autocommit = self.conn_mut()?.is_autocommit();
-        let wrap = !in_tx && autocommit && !crate::batch::has_transaction_control(sql);
-        let sql = sql.to_owned();
-        self.dispatch_blocking(move |c| run_batch(c, &sql, wrap))
-            .await
-    }
-
-    pub(crate) async fn begin(&mut self) -> Result<()> {
-        if !self.conn_mut()?.is_autocommit() {
-            return Err(SqlMiddlewareDbError::new(
-                crate::error::ErrorKind::TransactionState,
-                "a transaction begun by raw SQL is still open on this connection; commit or roll it back first",
-            ));
-        }
-        self.simple("BEGIN IMMEDIATE", 0).await
-    }
-
-    /// After a cancelled operation outside a transaction: nothing may stay open.
-    pub(crate) async fn recover(&mut self) -> Result<()> {
-        self.rollback_if_open();
-        Ok(())
-    }
-
-    /// Commits; when the engine refuses (a deferred foreign key), the transaction is rolled back
-    /// and the error returned, so the connection never stays inside it.
-    pub(crate) async fn commit(&mut self) -> Result<()> {
-        match self.simple("COMMIT", 1).await {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                self.rollback_if_open();
-                Err(e)
-            }
-        }
-    }
-
-    pub(crate) async fn rollback(&mut self) -> Result<()> {
-        if self.conn_mut()?.is_autocommit() {
-            // The engine already rolled back (e.g. RAISE(ROLLBACK)); nothing left to undo.
-            return Ok(());
-        }
-        self.simple("ROLLBACK", 2).await
-    }
-
     /// `BEGIN IMMEDIATE` (0), `COMMIT` (1) or `ROLLBACK` (2): each remembers, per connection,
     /// whether it ran past the inline budget (a `COMMIT` waiting for fsync does), and is then
     /// offloaded.
@@ -382,22 +224,6 @@ impl SqliteConn {
             || move |c: &mut Connection| run_sql(c, sql),
         )
         .await
-    }
-
-    /// A transaction was dropped without commit: roll it back now. SQLite is in-process, so this
-    /// is a short local call; it never waits for a lock.
-    pub(crate) fn abandon_tx(&mut self) {
-        if self.conn.is_none() {
-            self.broken = true;
-            return;
-        }
-        self.rollback_if_open();
-    }
-
-    /// The connection goes back to the pool: roll back whatever transaction is still open (a raw
-    /// `BEGIN`, or one left by a cancelled call). In process, and it never waits for a lock.
-    pub(crate) fn on_return(&mut self) {
-        self.rollback_if_open();
     }
 
     pub(super) fn rollback_if_open(&mut self) {
@@ -420,12 +246,16 @@ impl SqliteConn {
         }
     }
 
-    /// Raw access to the rusqlite connection.
+    /// Raw access to the rusqlite connection, run like a script: on the blocking pool unless the
+    /// model is inline. rusqlite work blocks, so this is how the hall's `with_blocking_sqlite`
+    /// reaches the engine. It starts as raw access does on every wing, with [`Wing::raw`]: the
+    /// connection must be usable.
     pub(crate) async fn with_raw<R, F>(&mut self, f: F) -> Result<R>
     where
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> rusqlite::Result<R> + Send + 'static,
     {
+        self.raw()?;
         self.dispatch_blocking(move |c| {
             let was_autocommit = c.is_autocommit();
             let r = f(c).map_err(map_err);
@@ -439,19 +269,147 @@ impl SqliteConn {
     }
 }
 
-fn describe(c: &mut Connection, sql: Box<str>) -> Result<SqliteStmt> {
-    let st = c.prepare_cached(&sql).map_err(map_err)?;
-    let columns = Arc::new(columns_of(&st));
-    let readonly = st.readonly();
-    let reprepares = st.get_status(rusqlite::StatementStatus::RePrepare);
-    drop(st);
-    Ok(SqliteStmt {
-        dml: crate::batch::is_dml(&sql),
-        sql,
-        columns,
-        readonly,
-        reprepares,
-        stale: AtomicBool::new(false),
-        slow: AtomicBool::new(false),
-    })
+impl Wing for SqliteConn {
+    type Stmt = SqliteStmt;
+    type Raw = Connection;
+
+    /// Prepares (or finds in this connection's cache) the statement for `sql`.
+    async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<SqliteStmt>> {
+        if let Some(s) = self.stmts.get(sql, mode)
+            && !s.stale.load(Ordering::Relaxed)
+        {
+            return Ok(Arc::clone(s));
+        }
+        crate::sql::reject_nul(sql)?;
+        let translated: Box<str> = match mode {
+            TranslationMode::On => translate_placeholders(sql, PlaceholderStyle::Sqlite).into(),
+            TranslationMode::Off => sql.into(),
+        };
+        let owned = translated.clone();
+        let stmt = self
+            .dispatch(
+                true,
+                false,
+                None,
+                |c| SqliteStmt::describe(c, translated),
+                move || move |c: &mut Connection| SqliteStmt::describe(c, owned),
+            )
+            .await?;
+        let stmt = Arc::new(stmt);
+        self.stmts.insert(
+            sql,
+            mode,
+            Arc::clone(&stmt),
+            self.opts.statement_cache_capacity,
+        );
+        Ok(stmt)
+    }
+
+    async fn select(&mut self, s: &Arc<SqliteStmt>, p: &[RowValues]) -> Result<ResultSet> {
+        self.run(s, p, run_select).await
+    }
+
+    async fn dml(&mut self, s: &Arc<SqliteStmt>, p: &[RowValues]) -> Result<usize> {
+        self.run(s, p, run_dml).await
+    }
+
+    async fn optional<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<SqliteStmt>,
+        p: &[RowValues],
+    ) -> Result<Option<T>> {
+        self.run(s, p, run_optional::<T>).await
+    }
+
+    async fn all<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<SqliteStmt>,
+        p: &[RowValues],
+    ) -> Result<Vec<T>> {
+        self.run(s, p, run_all::<T>).await
+    }
+
+    /// SQLite has no pipelining: the statements run one after another.
+    async fn pipeline(
+        &mut self,
+        s: &Arc<SqliteStmt>,
+        sets: &[&[RowValues]],
+    ) -> Result<Vec<ResultSet>> {
+        let mut out = Vec::with_capacity(sets.len());
+        for p in sets {
+            out.push(self.select(s, p).await?);
+        }
+        Ok(out)
+    }
+
+    /// Runs a script. Outside a transaction, and when the script has no transaction control of
+    /// its own, it runs inside one `BEGIN IMMEDIATE … COMMIT`, so it applies entirely or not at all.
+    async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+        crate::sql::reject_nul(sql)?;
+        let autocommit = self.conn_mut()?.is_autocommit();
+        let wrap = !in_tx && autocommit && !crate::sql::has_transaction_control(sql);
+        if crate::sql::changes_schema(sql) {
+            // Describe statements again after DDL; SQLite re-prepares its own.
+            self.stmts.clear();
+        }
+        let sql = sql.to_owned();
+        self.dispatch_blocking(move |c| run_batch(c, &sql, wrap))
+            .await
+    }
+
+    async fn begin(&mut self) -> Result<()> {
+        if !self.conn_mut()?.is_autocommit() {
+            return Err(SqlMiddlewareDbError::new(
+                crate::error::ErrorKind::TransactionState,
+                "a transaction begun by raw SQL is still open on this connection; commit or roll it back first",
+            ));
+        }
+        self.simple("BEGIN IMMEDIATE", 0).await
+    }
+
+    /// Commits; when the engine refuses (a deferred foreign key), the transaction is rolled back
+    /// and the error returned, so the connection never stays inside it.
+    async fn commit(&mut self) -> Result<()> {
+        match self.simple("COMMIT", 1).await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.rollback_if_open();
+                Err(e)
+            }
+        }
+    }
+
+    async fn rollback(&mut self) -> Result<()> {
+        if self.conn_mut()?.is_autocommit() {
+            // The engine already rolled back (e.g. RAISE(ROLLBACK)); nothing left to undo.
+            return Ok(());
+        }
+        self.simple("ROLLBACK", 2).await
+    }
+
+    /// After a cancelled operation outside a transaction: nothing may stay open.
+    async fn recover(&mut self) -> Result<()> {
+        self.rollback_if_open();
+        Ok(())
+    }
+
+    /// A transaction was dropped without commit: roll it back now. SQLite is in-process, so this
+    /// is a short local call; it never waits for a lock.
+    fn abandon_tx(&mut self) {
+        if self.conn.is_none() {
+            self.broken = true;
+            return;
+        }
+        self.rollback_if_open();
+    }
+
+    /// The connection goes back to the pool: roll back whatever transaction is still open (a raw
+    /// `BEGIN`, or one left by a cancelled call). In process, and it never waits for a lock.
+    fn on_return(&mut self) {
+        self.rollback_if_open();
+    }
+
+    fn raw(&mut self) -> Result<&Connection> {
+        self.conn_mut().map(|c| &*c)
+    }
 }

@@ -4,6 +4,7 @@ use rusqlite::ErrorCode;
 use rusqlite::ffi;
 
 use crate::error::{Backend, ErrorKind, SqlMiddlewareDbError};
+use crate::sqlite_family::errors::classify_message;
 
 /// Classifies a rusqlite error by its extended result code (and, for plain `SQLITE_ERROR`, by the
 /// engine's message, which is the only place SQLite says "syntax" or "no such table").
@@ -27,6 +28,10 @@ fn classify(err: &rusqlite::Error) -> (ErrorKind, Option<String>, String) {
                 ffi::SQLITE_RANGE => ErrorKind::ParameterCount,
                 ffi::SQLITE_TOOBIG => ErrorKind::InvalidInput,
                 ffi::SQLITE_MISMATCH => ErrorKind::ParameterType,
+                // A deferred transaction read a snapshot, then tried to write after another
+                // connection committed: SQLite refuses at once (waiting cannot help), as Turso
+                // does with `BusySnapshot`. Retrying the whole transaction is the cure.
+                ffi::SQLITE_BUSY_SNAPSHOT => ErrorKind::SerializationFailure,
                 _ => match e.code {
                     ErrorCode::ConstraintViolation => ErrorKind::ConstraintViolation,
                     ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => ErrorKind::Busy,
@@ -34,19 +39,28 @@ fn classify(err: &rusqlite::Error) -> (ErrorKind, Option<String>, String) {
                     ErrorCode::CannotOpen | ErrorCode::NotADatabase | ErrorCode::ReadOnly => {
                         ErrorKind::Config
                     }
-                    _ => crate::error::classify_sqlite_message(&text),
+                    _ => classify_message(&text),
                 },
             };
-            let message = match kind {
-                ErrorKind::Busy => format!(
-                    "{text}: another connection held the lock for longer than the busy timeout; retry, or raise busy_timeout"
+            let message = match (kind, e.code) {
+                // SQLite waits up to the busy timeout only where waiting can help; a deferred
+                // transaction that cannot upgrade to a writer gets BUSY at once. The message
+                // claims neither.
+                (ErrorKind::Busy, ErrorCode::DatabaseBusy) => format!(
+                    "{text}: another connection holds a conflicting lock (SQLite waits up to busy_timeout where waiting can help, and refuses at once where it cannot); retry, begin write transactions with begin(), or raise busy_timeout"
+                ),
+                (ErrorKind::Busy, _) => format!(
+                    "{text}: a table is locked by another statement or connection sharing this database's cache; finish or reset that statement first"
+                ),
+                (ErrorKind::SerializationFailure, _) => format!(
+                    "{text}: this transaction read data that another connection has since changed, so it cannot write; retry the whole transaction (begin() takes the write lock up front and avoids this)"
                 ),
                 _ => text,
             };
             (kind, Some(e.extended_code.to_string()), message)
         }
         E::SqlInputError { msg, error, .. } => (
-            crate::error::classify_sqlite_message(msg),
+            classify_message(msg),
             Some(error.extended_code.to_string()),
             msg.clone(),
         ),
@@ -69,11 +83,10 @@ fn classify(err: &rusqlite::Error) -> (ErrorKind, Option<String>, String) {
         }
         E::NulError(_) => (ErrorKind::InvalidInput, None, err.to_string()),
         E::ToSqlConversionFailure(_) => (ErrorKind::ParameterType, None, err.to_string()),
-        E::MultipleStatement => (
-            ErrorKind::InvalidInput,
-            None,
-            "the SQL text holds more than one statement; use execute_batch for scripts".into(),
-        ),
+        E::MultipleStatement => {
+            let e = crate::sqlite_family::errors::multiple_statements();
+            (e.kind(), None, e.message().to_owned())
+        }
         _ => (ErrorKind::Other, None, err.to_string()),
     }
 }

@@ -1,36 +1,26 @@
-//! The SQLite backend: rusqlite (bundled SQLite) on a deadpool pool with a hop-free recycle.
+//! The SQLite wing: rusqlite (bundled SQLite) on a deadpool pool with a hop-free recycle.
+//!
+//! The same file set as every wing — `config` (settings, manager, pool), `conn` (the
+//! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bench` — plus
+//! SQLite's extras: `offload` (the execution model: inline or on the blocking pool) and `busy`
+//! (lock waits off the async threads).
 
+pub(crate) mod bench;
+pub(crate) mod busy;
 pub(crate) mod config;
 pub(crate) mod conn;
 pub(crate) mod error;
-pub(crate) mod exec;
+pub(crate) mod offload;
 pub(crate) mod params;
 pub(crate) mod rows;
+pub(crate) mod stmt;
 
 pub use config::SqliteExecModel;
+pub(crate) use config::{build_pool, checkout};
 
-/// The pool type of the SQLite backend.
+/// The pool type of the SQLite wing.
 pub(crate) type Pool = deadpool::managed::Pool<config::SqliteManager>;
+/// The SQLite wing's prepared statement.
+pub(crate) type Stmt = stmt::SqliteStmt;
 /// A checked-out SQLite connection.
-pub(crate) type Object = deadpool::managed::Object<config::SqliteManager>;
-
-use crate::config::PoolOptions;
-use crate::error::Result;
-
-pub(crate) fn build_pool(
-    target: config::SqliteTarget,
-    opts: config::SqliteOptions,
-    pool: &PoolOptions,
-) -> Result<Pool> {
-    let manager = config::SqliteManager::new(target, opts)?;
-    Pool::builder(manager)
-        .max_size(pool.max_size)
-        .wait_timeout(Some(pool.wait_timeout))
-        .create_timeout(Some(pool.create_timeout))
-        .recycle_timeout(Some(pool.recycle_timeout))
-        .runtime(deadpool::Runtime::Tokio1)
-        .build()
-        .map_err(|e| {
-            crate::error::SqlMiddlewareDbError::new(crate::error::ErrorKind::Config, e.to_string())
-        })
-}
+pub(crate) type Conn = deadpool::managed::Object<config::SqliteManager>;

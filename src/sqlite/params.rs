@@ -4,7 +4,8 @@ use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Statement, ToSql};
 
 use crate::error::{Result, SqlMiddlewareDbError};
-use crate::text_form::{date_text, timestamp_text, timestamptz_text};
+use crate::sqlite_family::storable::check_storable;
+use crate::sqlite_family::text_form::{date_text, timestamp_text, timestamptz_text};
 use crate::value::RowValues;
 
 /// A borrowed [`RowValues`] as a rusqlite parameter. Text and blobs are bound by reference.
@@ -39,7 +40,7 @@ pub(crate) fn bind_all(stmt: &mut Statement<'_>, params: &[RowValues]) -> Result
         ));
     }
     for (i, value) in params.iter().enumerate() {
-        crate::value::check_storable(i, value)?;
+        check_storable(i, value)?;
         stmt.raw_bind_parameter(i + 1, SqliteParam(value))
             .map_err(super::error::map_err)?;
     }

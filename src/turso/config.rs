@@ -3,19 +3,24 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use deadpool::managed::{Manager, Metrics, RecycleError, RecycleResult};
 
 use super::conn::TursoConn;
-use crate::config::PoolOptions;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::pooling::{self, PoolOptions};
 
 /// Turso-specific settings.
 #[derive(Debug, Clone)]
 pub(crate) struct TursoOptions {
     pub(crate) busy_timeout: Duration,
     pub(crate) statement_cache_capacity: usize,
+    /// Bumped by every schema change made through the pool (shared by its connections): Turso
+    /// statements keep the columns they were prepared with, and the `turso` crate shows no
+    /// re-prepare, so a connection whose epoch is behind forgets its cached statements.
+    pub(crate) schema_epoch: Arc<AtomicU64>,
 }
 
 impl Default for TursoOptions {
@@ -23,6 +28,7 @@ impl Default for TursoOptions {
         Self {
             busy_timeout: Duration::from_secs(5),
             statement_cache_capacity: 128,
+            schema_epoch: Arc::new(AtomicU64::new(0)),
         }
     }
 }
@@ -52,7 +58,7 @@ impl Manager for TursoManager {
     async fn create(&self) -> Result<TursoConn> {
         let conn = self.db.connect().map_err(super::error::map_err)?;
         // Turso's own busy handler spins an executor thread while it waits; the middleware
-        // waits for locks itself, on the runtime's timer (see `exec.rs`), so it stays off.
+        // waits for locks itself, on the runtime's timer (see `busy.rs`), so it stays off.
         conn.busy_timeout(std::time::Duration::ZERO)
             .map_err(super::error::map_err)?;
         // Off by default in Turso, as in SQLite; the SQLite backend turns it on too.
@@ -71,6 +77,7 @@ impl Manager for TursoManager {
     }
 }
 
+/// Opens the database and builds the Turso wing's pool.
 pub(crate) async fn build_pool(
     target: TursoTarget,
     opts: TursoOptions,
@@ -98,12 +105,10 @@ pub(crate) async fn build_pool(
         db,
         opts: Arc::new(opts),
     };
-    super::Pool::builder(manager)
-        .max_size(pool.max_size)
-        .wait_timeout(Some(pool.wait_timeout))
-        .create_timeout(Some(pool.create_timeout))
-        .recycle_timeout(Some(pool.recycle_timeout))
-        .runtime(deadpool::Runtime::Tokio1)
-        .build()
-        .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Config, e.to_string()))
+    pooling::build(manager, pool)
+}
+
+/// Checks out a connection.
+pub(crate) async fn checkout(pool: &super::Pool) -> Result<super::Conn> {
+    pool.get().await.map_err(pooling::pool_error)
 }

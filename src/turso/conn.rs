@@ -1,26 +1,33 @@
-//! Turso connection operations. Every backend folder has a `conn.rs` with the same functions.
+//! Turso connection operations: the [`Wing`] contract on the `turso` crate. Every backend folder
+//! has a `conn.rs` with the same operations.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
+use super::busy::BusyWait;
 use super::config::TursoOptions;
 use super::error::map_err;
-use super::exec::BusyWait;
 use super::params::to_values;
-use super::rows::{TursoRow, columns_of, fill_row_values, row_values};
+use super::rows::{TursoRow, describe, fill_row_values, row_values};
+use super::stmt::TursoStmt;
+use crate::contract::Wing;
 use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
-use crate::results::{Columns, ResultSet};
-use crate::stmt_cache::StmtCache;
-use crate::translation::{
-    PlaceholderStyle, TranslationMode, sqlite_param_count, translate_placeholders,
-};
+use crate::results::ResultSet;
+use crate::sqlite_family::columns::Described;
+use crate::sqlite_family::sql::sqlite_param_count;
+use crate::sqlite_family::stmt_cache::StmtCache;
+use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
 use crate::value::RowValues;
 
 /// Runs `$op` (one statement that resets itself before it runs), and again after a sleep on
 /// the runtime's timer each time it fails with `Busy`, until the busy timeout has passed (see
-/// `exec.rs`). A statement that failed with `Busy` changed nothing.
+/// `busy.rs`). A statement that failed with `Busy` changed nothing.
 macro_rules! waiting {
     ($conn:ident, $op:expr) => {{
+        if $conn.unsettled() {
+            $conn.settle().await?;
+        }
         if $conn.native_busy {
             $conn.set_native_busy(false)?;
         }
@@ -39,40 +46,6 @@ macro_rules! waiting {
     }};
 }
 
-/// A statement prepared on one Turso connection, kept in that connection's cache.
-pub(crate) struct TursoStmt {
-    stmt: turso::Statement,
-    columns: Arc<Columns>,
-    param_count: usize,
-    dml: bool,
-    ddl: bool,
-}
-
-impl std::fmt::Debug for TursoStmt {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TursoStmt")
-            .field("columns", &self.columns)
-            .finish()
-    }
-}
-
-impl TursoStmt {
-    pub(crate) fn columns(&self) -> &Arc<Columns> {
-        &self.columns
-    }
-
-    fn check(&self, p: &[RowValues]) -> Result<()> {
-        if p.len() == self.param_count {
-            Ok(())
-        } else {
-            Err(SqlMiddlewareDbError::parameter_count(
-                self.param_count,
-                p.len(),
-            ))
-        }
-    }
-}
-
 /// One pooled Turso connection with its statement cache and state.
 pub(crate) struct TursoConn {
     conn: turso::Connection,
@@ -80,8 +53,17 @@ pub(crate) struct TursoConn {
     stmts: StmtCache<TursoStmt>,
     /// A future was dropped while a statement ran: its statement state is unknown.
     in_flight: bool,
+    /// A transaction was dropped without commit: roll it back before the next statement.
+    needs_rollback: bool,
+    /// The connection went back to the pool dirty; its rollback was handed off, and the pool
+    /// discards it at the next checkout.
+    discard: bool,
+    /// The raw connection was handed out: it may have changed the schema.
+    raw_used: bool,
+    /// The pool's schema epoch this connection's cached statements were described at.
+    epoch_seen: u64,
     /// Turso's own busy handler is on (the raw connection was handed out); the middleware's
-    /// statements turn it off again and wait for locks themselves (see `exec.rs`).
+    /// statements turn it off again and wait for locks themselves (see `busy.rs`).
     native_busy: bool,
     /// The values of the row being decoded by `one`/`optional`/`all`, reused from call to call.
     row_buf: Vec<RowValues>,
@@ -89,11 +71,16 @@ pub(crate) struct TursoConn {
 
 impl TursoConn {
     pub(crate) fn new(conn: turso::Connection, opts: Arc<TursoOptions>) -> Self {
+        let epoch_seen = opts.schema_epoch.load(Ordering::Acquire);
         Self {
             conn,
             opts,
             stmts: StmtCache::new(),
             in_flight: false,
+            needs_rollback: false,
+            discard: false,
+            raw_used: false,
+            epoch_seen,
             native_busy: false,
             row_buf: Vec::new(),
         }
@@ -111,70 +98,67 @@ impl TursoConn {
         Ok(())
     }
 
-    /// After an abandoned call: forget cached statements (their state is unknown) and roll back
-    /// whatever the abandoned call left open.
-    async fn repair(&mut self) -> Result<()> {
+    /// Whether an abandoned call or a dropped transaction left work for [`Self::settle`].
+    #[inline]
+    fn unsettled(&self) -> bool {
+        self.in_flight || self.needs_rollback || self.raw_used
+    }
+
+    /// The pool's schema epoch now.
+    #[inline]
+    fn epoch(&self) -> u64 {
+        self.opts.schema_epoch.load(Ordering::Acquire)
+    }
+
+    /// The schema changed through this connection: every connection of the pool describes its
+    /// statements again.
+    fn schema_changed(&mut self) {
+        self.epoch_seen = self.opts.schema_epoch.fetch_add(1, Ordering::AcqRel) + 1;
+        self.forget_statements();
+    }
+
+    /// The columns to read `s`'s rows with: its own, unless the schema changed since it was
+    /// prepared (a statement held across a change), then the statement's columns now.
+    fn desc_now(&self, s: &TursoStmt, st: &turso::Statement) -> Option<Arc<Described>> {
+        (s.epoch != self.epoch()).then(|| Arc::new(describe(st)))
+    }
+
+    /// Before the next statement: forget cached statements an abandoned call left mid-way (their
+    /// state is unknown), and roll back a transaction that was dropped without commit. Turso
+    /// itself would roll such a transaction back only lazily, after a write through a cached
+    /// statement could already have been acknowledged inside it.
+    async fn settle(&mut self) -> Result<()> {
         if self.in_flight {
             self.forget_statements();
             self.in_flight = false;
         }
+        if self.needs_rollback {
+            if !self.autocommit()? {
+                self.conn.execute("ROLLBACK", ()).await.map_err(map_err)?;
+            }
+            self.needs_rollback = false;
+        }
+        if self.raw_used {
+            self.raw_used = false;
+            self.schema_changed();
+        }
         Ok(())
-    }
-
-    pub(crate) async fn prepare(
-        &mut self,
-        sql: &str,
-        mode: TranslationMode,
-    ) -> Result<Arc<TursoStmt>> {
-        if self.in_flight {
-            self.repair().await?;
-        }
-        if let Some(s) = self.stmts.get(sql, mode) {
-            return Ok(Arc::clone(s));
-        }
-        crate::batch::reject_nul(sql)?;
-        if crate::batch::has_multiple_statements(sql) {
-            // Turso would prepare the first statement and silently ignore the rest.
-            return Err(SqlMiddlewareDbError::multiple_statements());
-        }
-        let translated = match mode {
-            TranslationMode::On => translate_placeholders(sql, PlaceholderStyle::Sqlite),
-            TranslationMode::Off => std::borrow::Cow::Borrowed(sql),
-        };
-        let stmt = self.conn.prepare(&translated).await.map_err(map_err)?;
-        let s = Arc::new(TursoStmt {
-            columns: Arc::new(columns_of(&stmt)),
-            param_count: sqlite_param_count(&translated),
-            dml: crate::batch::is_dml(&translated),
-            ddl: crate::batch::changes_schema(&translated),
-            stmt,
-        });
-        self.stmts.insert(
-            sql,
-            mode,
-            Arc::clone(&s),
-            self.opts.statement_cache_capacity,
-        );
-        Ok(s)
-    }
-
-    pub(crate) async fn select(
-        &mut self,
-        s: &Arc<TursoStmt>,
-        p: &[RowValues],
-    ) -> Result<ResultSet> {
-        s.check(p)?;
-        waiting!(self, self.select_once(s, p).await)
     }
 
     async fn select_once(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<ResultSet> {
         let values = to_values(p)?;
         self.in_flight = true;
         let mut st = s.stmt.clone();
-        let mut rs = ResultSet::with_capacity(Arc::clone(&s.columns), 1);
         let mut rows = st.query(values).await.map_err(map_err)?;
-        while let Some(row) = rows.next().await.map_err(map_err)? {
-            rs.push_values(row_values(&row, &s.columns)?);
+        let first = rows.next().await.map_err(map_err)?;
+        let fresh = self.desc_now(s, &st);
+        let desc = fresh.as_ref().unwrap_or(&s.desc);
+        let mut rs = ResultSet::with_capacity(Arc::clone(&desc.columns), 1);
+        if let Some(row) = first {
+            rs.push_values(row_values(&row, desc)?);
+            while let Some(row) = rows.next().await.map_err(map_err)? {
+                rs.push_values(row_values(&row, desc)?);
+            }
         }
         drop(rows);
         if s.dml {
@@ -194,25 +178,16 @@ impl TursoConn {
         self.stmts.clear();
     }
 
-    pub(crate) async fn execute(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<usize> {
-        if s.ddl {
-            let n = self.execute_inner(s, p).await;
-            self.forget_statements();
-            return n;
-        }
-        self.execute_inner(s, p).await
-    }
-
-    async fn execute_inner(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<usize> {
+    async fn dml_inner(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<usize> {
         s.check(p)?;
-        waiting!(self, self.execute_once(s, p).await)
+        waiting!(self, self.dml_once(s, p).await)
     }
 
-    async fn execute_once(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<usize> {
+    async fn dml_once(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<usize> {
         let values = to_values(p)?;
         self.in_flight = true;
         let mut st = s.stmt.clone();
-        let n = if s.columns.is_empty() {
+        let n = if s.desc.len() == 0 {
             st.execute(values).await.map_err(map_err)?
         } else {
             let mut rows = st.query(values).await.map_err(map_err)?;
@@ -228,16 +203,7 @@ impl TursoConn {
         })
     }
 
-    pub(crate) async fn fetch_first<T: FromRow + Send + 'static>(
-        &mut self,
-        s: &Arc<TursoStmt>,
-        p: &[RowValues],
-    ) -> Result<Option<T>> {
-        s.check(p)?;
-        waiting!(self, self.fetch_first_once(s, p).await)
-    }
-
-    async fn fetch_first_once<T: FromRow + Send + 'static>(
+    async fn optional_once<T: FromRow + Send + 'static>(
         &mut self,
         s: &Arc<TursoStmt>,
         p: &[RowValues],
@@ -254,25 +220,18 @@ impl TursoConn {
         let Some(row) = first else {
             return Ok(None);
         };
-        fill_row_values(&row, &s.columns, &mut self.row_buf)?;
+        let fresh = self.desc_now(s, &st);
+        let desc = fresh.as_ref().unwrap_or(&s.desc);
+        fill_row_values(&row, desc, &mut self.row_buf)?;
         let decoded = T::from_row(&TursoRow {
             values: &self.row_buf,
-            columns: &s.columns,
+            columns: &desc.columns,
         });
         self.row_buf.clear();
         decoded.map(Some)
     }
 
-    pub(crate) async fn fetch_all<T: FromRow + Send + 'static>(
-        &mut self,
-        s: &Arc<TursoStmt>,
-        p: &[RowValues],
-    ) -> Result<Vec<T>> {
-        s.check(p)?;
-        waiting!(self, self.fetch_all_once(s, p).await)
-    }
-
-    async fn fetch_all_once<T: FromRow + Send + 'static>(
+    async fn all_once<T: FromRow + Send + 'static>(
         &mut self,
         s: &Arc<TursoStmt>,
         p: &[RowValues],
@@ -282,11 +241,16 @@ impl TursoConn {
         let mut st = s.stmt.clone();
         let mut rows = st.query(values).await.map_err(map_err)?;
         let mut out = Vec::new();
+        let mut fresh: Option<Option<Arc<Described>>> = None;
         while let Some(row) = rows.next().await.map_err(map_err)? {
-            fill_row_values(&row, &s.columns, &mut self.row_buf)?;
+            let desc = fresh
+                .get_or_insert_with(|| self.desc_now(s, &st))
+                .as_ref()
+                .unwrap_or(&s.desc);
+            fill_row_values(&row, desc, &mut self.row_buf)?;
             out.push(T::from_row(&TursoRow {
                 values: &self.row_buf,
-                columns: &s.columns,
+                columns: &desc.columns,
             })?);
         }
         self.row_buf.clear();
@@ -295,8 +259,126 @@ impl TursoConn {
         Ok(out)
     }
 
+    async fn simple(&mut self, sql: &'static str) -> Result<()> {
+        let s = self.prepare(sql, TranslationMode::Off).await?;
+        self.dml(&s, &[]).await.map(drop)
+    }
+
+    fn autocommit(&self) -> Result<bool> {
+        self.conn.is_autocommit().map_err(map_err)
+    }
+
+    async fn rollback_if_open(&mut self) {
+        if !self.autocommit().unwrap_or(true) {
+            let _ = self.simple("ROLLBACK").await;
+        }
+    }
+
+    /// Recycle check: outside any transaction, no statement left mid-way.
+    pub(crate) async fn make_clean(&mut self) -> Result<()> {
+        if self.discard {
+            return Err(SqlMiddlewareDbError::new(
+                ErrorKind::ConnectionLost,
+                "this Turso connection went back to the pool inside a transaction or mid-call; it is discarded",
+            ));
+        }
+        if self.in_flight {
+            return Err(SqlMiddlewareDbError::new(
+                ErrorKind::ConnectionLost,
+                "a call on this Turso connection was abandoned mid-way; the connection is discarded",
+            ));
+        }
+        if !self.autocommit()? {
+            self.simple("ROLLBACK").await?;
+            if !self.autocommit()? {
+                return Err(SqlMiddlewareDbError::new(
+                    ErrorKind::TransactionState,
+                    "the Turso connection stayed inside a transaction; it is discarded",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Wing for TursoConn {
+    type Stmt = TursoStmt;
+    type Raw = turso::Connection;
+
+    async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<TursoStmt>> {
+        if self.unsettled() {
+            self.settle().await?;
+        }
+        let epoch = self.epoch();
+        if epoch != self.epoch_seen {
+            // The schema changed through another connection of the pool.
+            self.forget_statements();
+            self.epoch_seen = epoch;
+        }
+        if let Some(s) = self.stmts.get(sql, mode) {
+            return Ok(Arc::clone(s));
+        }
+        crate::sql::reject_nul(sql)?;
+        if crate::sqlite_family::sql::has_multiple_statements(sql) {
+            // Turso would prepare the first statement and silently ignore the rest.
+            return Err(crate::sqlite_family::errors::multiple_statements());
+        }
+        let translated = match mode {
+            TranslationMode::On => translate_placeholders(sql, PlaceholderStyle::Sqlite),
+            TranslationMode::Off => std::borrow::Cow::Borrowed(sql),
+        };
+        let stmt = self.conn.prepare(&translated).await.map_err(map_err)?;
+        let s = Arc::new(TursoStmt {
+            desc: Arc::new(describe(&stmt)),
+            param_count: sqlite_param_count(&translated),
+            dml: crate::sql::is_dml(&translated),
+            ddl: crate::sql::changes_schema(&translated),
+            epoch,
+            stmt,
+        });
+        self.stmts.insert(
+            sql,
+            mode,
+            Arc::clone(&s),
+            self.opts.statement_cache_capacity,
+        );
+        Ok(s)
+    }
+
+    async fn select(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<ResultSet> {
+        s.check(p)?;
+        waiting!(self, self.select_once(s, p).await)
+    }
+
+    async fn dml(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<usize> {
+        if s.ddl {
+            let n = self.dml_inner(s, p).await;
+            self.schema_changed();
+            return n;
+        }
+        self.dml_inner(s, p).await
+    }
+
+    async fn optional<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<TursoStmt>,
+        p: &[RowValues],
+    ) -> Result<Option<T>> {
+        s.check(p)?;
+        waiting!(self, self.optional_once(s, p).await)
+    }
+
+    async fn all<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<TursoStmt>,
+        p: &[RowValues],
+    ) -> Result<Vec<T>> {
+        s.check(p)?;
+        waiting!(self, self.all_once(s, p).await)
+    }
+
     /// Turso has no pipelining: the statements run one after another.
-    pub(crate) async fn pipeline(
+    async fn pipeline(
         &mut self,
         s: &Arc<TursoStmt>,
         sets: &[&[RowValues]],
@@ -308,19 +390,14 @@ impl TursoConn {
         Ok(out)
     }
 
-    async fn simple(&mut self, sql: &'static str) -> Result<()> {
-        let s = self.prepare(sql, TranslationMode::Off).await?;
-        self.execute(&s, &[]).await.map(drop)
-    }
-
     /// Runs a script; outside a transaction and without its own transaction control it runs
     /// inside `BEGIN IMMEDIATE … COMMIT`, so it applies entirely or not at all.
-    pub(crate) async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
-        if self.in_flight {
-            self.repair().await?;
+    async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+        if self.unsettled() {
+            self.settle().await?;
         }
-        crate::batch::reject_nul(sql)?;
-        let wrap = !in_tx && self.autocommit()? && !crate::batch::has_transaction_control(sql);
+        crate::sql::reject_nul(sql)?;
+        let wrap = !in_tx && self.autocommit()? && !crate::sql::has_transaction_control(sql);
         if wrap {
             self.simple("BEGIN IMMEDIATE").await?;
         }
@@ -338,8 +415,8 @@ impl TursoConn {
         if native {
             self.set_native_busy(false)?;
         }
-        if crate::batch::changes_schema(sql) {
-            self.forget_statements();
+        if crate::sql::changes_schema(sql) {
+            self.schema_changed();
         }
         if !wrap {
             if r.is_err() && !in_tx && was_autocommit {
@@ -363,19 +440,9 @@ impl TursoConn {
         }
     }
 
-    fn autocommit(&self) -> Result<bool> {
-        self.conn.is_autocommit().map_err(map_err)
-    }
-
-    async fn rollback_if_open(&mut self) {
-        if !self.autocommit().unwrap_or(true) {
-            let _ = self.simple("ROLLBACK").await;
-        }
-    }
-
-    pub(crate) async fn begin(&mut self) -> Result<()> {
-        if self.in_flight {
-            self.repair().await?;
+    async fn begin(&mut self) -> Result<()> {
+        if self.unsettled() {
+            self.settle().await?;
         }
         if !self.autocommit()? {
             return Err(SqlMiddlewareDbError::new(
@@ -388,13 +455,13 @@ impl TursoConn {
 
     /// After a cancelled operation outside a transaction: forget statements left mid-way and
     /// roll back whatever is open.
-    pub(crate) async fn recover(&mut self) -> Result<()> {
-        self.repair().await?;
+    async fn recover(&mut self) -> Result<()> {
+        self.settle().await?;
         self.rollback_if_open().await;
         Ok(())
     }
 
-    pub(crate) async fn commit(&mut self) -> Result<()> {
+    async fn commit(&mut self) -> Result<()> {
         match self.simple("COMMIT").await {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -404,66 +471,64 @@ impl TursoConn {
         }
     }
 
-    pub(crate) async fn rollback(&mut self) -> Result<()> {
+    async fn rollback(&mut self) -> Result<()> {
         if self.autocommit()? {
             return Ok(());
         }
         self.simple("ROLLBACK").await
     }
 
-    /// A transaction was dropped without commit. Turso would roll it back only lazily, on the
-    /// connection's next statement, after a write through a cached statement could already have
-    /// been acknowledged inside it. So roll back now: Turso runs in process, and `ROLLBACK`
-    /// waits for no lock, so driving its future to completion here does not wait on anything.
-    pub(crate) fn abandon_tx(&mut self) {
+    /// A transaction was dropped without commit: the connection is marked, and its next
+    /// statement rolls the transaction back first ([`Self::settle`]). Nothing runs here: `Drop`
+    /// never drives a future.
+    fn abandon_tx(&mut self) {
         if self.in_flight {
-            // A statement of the transaction was left mid-way: reset it before rolling back.
+            // A statement of the transaction was left mid-way: reset it.
             self.forget_statements();
             self.in_flight = false;
         }
-        if self.autocommit().unwrap_or(false) {
+        if !self.autocommit().unwrap_or(false) {
+            self.needs_rollback = true;
+        }
+    }
+
+    /// The connection goes back to the pool. A clean one is kept. A dirty one (inside a
+    /// transaction, or with a call abandoned mid-way) is marked for the pool to discard, and its
+    /// open transaction is rolled back at once through a clone of the connection, on the runtime
+    /// (or, outside any runtime, on a short-lived thread), so an idle pooled connection never
+    /// holds the write lock and `Drop` never blocks or drives a future itself.
+    fn on_return(&mut self) {
+        let open = self.needs_rollback || !self.autocommit().unwrap_or(false);
+        if !(self.in_flight || open) {
+            return;
+        }
+        self.discard = true;
+        if !open {
             return;
         }
         let conn = self.conn.clone();
-        let done = futures_executor::block_on(async move { conn.execute("ROLLBACK", ()).await });
-        if done.is_err() || !self.autocommit().unwrap_or(false) {
-            // Recycling checks again and discards the connection if it is still inside a transaction.
-            self.in_flight = true;
-        }
-    }
-
-    /// The connection goes back to the pool: reset statements left mid-way and roll back
-    /// whatever transaction is still open, so an idle pooled connection holds no lock. A
-    /// connection whose call was abandoned mid-way is still discarded at the next checkout.
-    pub(crate) fn on_return(&mut self) {
-        let abandoned = self.in_flight;
-        self.abandon_tx();
-        self.in_flight |= abandoned;
-    }
-
-    /// Recycle check: outside any transaction, no statement left mid-way.
-    pub(crate) async fn make_clean(&mut self) -> Result<()> {
-        if self.in_flight {
-            return Err(SqlMiddlewareDbError::new(
-                ErrorKind::ConnectionLost,
-                "a call on this Turso connection was abandoned mid-way; the connection is discarded",
-            ));
-        }
-        if !self.autocommit()? {
-            self.simple("ROLLBACK").await?;
-            if !self.autocommit()? {
-                return Err(SqlMiddlewareDbError::new(
-                    ErrorKind::TransactionState,
-                    "the Turso connection stayed inside a transaction; it is discarded",
-                ));
+        let rollback = async move {
+            let _ = conn.execute("ROLLBACK", ()).await;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => drop(handle.spawn(rollback)),
+            Err(_) => {
+                // If no thread can be started, the pool drops the connection at the next
+                // checkout, and closing its last handle rolls the transaction back.
+                let _ = std::thread::Builder::new()
+                    .name("sqlmw-turso-rollback".into())
+                    .spawn(move || futures_executor::block_on(rollback));
             }
         }
-        Ok(())
     }
 
     /// The raw connection runs with Turso's own busy handler at the configured timeout; the
     /// middleware's next statement turns it off again.
-    pub(crate) fn raw_connection(&mut self) -> Result<&turso::Connection> {
+    fn raw(&mut self) -> Result<&turso::Connection> {
+        // Raw SQL may change the schema: every connection describes its statements again,
+        // now and after this connection's next statement.
+        self.raw_used = true;
+        self.schema_changed();
         if !self.native_busy {
             self.set_native_busy(true)?;
         }

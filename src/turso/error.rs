@@ -4,7 +4,8 @@
 //! the kind (unique, not-null, check, foreign key) is read from that message. Its errors carry
 //! no numeric codes; [`SqlMiddlewareDbError::driver_code`] gives the variant name instead.
 
-use crate::error::{Backend, ErrorKind, SqlMiddlewareDbError, classify_sqlite_message};
+use crate::error::{Backend, ErrorKind, SqlMiddlewareDbError};
+use crate::sqlite_family::errors::classify_message;
 
 pub(crate) fn map_err(err: turso::Error) -> SqlMiddlewareDbError {
     use turso::Error as E;
@@ -13,7 +14,7 @@ pub(crate) fn map_err(err: turso::Error) -> SqlMiddlewareDbError {
         E::BusySnapshot(_) => (ErrorKind::SerializationFailure, "BusySnapshot"),
         E::Interrupt(_) => (ErrorKind::Interrupted, "Interrupt"),
         E::Constraint(m) => {
-            let k = match classify_sqlite_message(m) {
+            let k = match classify_message(m) {
                 k @ (ErrorKind::UniqueViolation
                 | ErrorKind::NotNullViolation
                 | ErrorKind::CheckViolation
@@ -23,13 +24,13 @@ pub(crate) fn map_err(err: turso::Error) -> SqlMiddlewareDbError {
             };
             (k, "Constraint")
         }
-        E::Error(m) => (classify_sqlite_message(m), "Error"),
+        E::Error(m) => (classify_message(m), "Error"),
         E::Misuse(m) => {
             let lower = m.to_ascii_lowercase();
             let k = if lower.contains("parameter") || lower.contains("bind") {
                 ErrorKind::ParameterCount
             } else {
-                classify_sqlite_message(m)
+                classify_message(m)
             };
             (k, "Misuse")
         }

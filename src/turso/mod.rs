@@ -1,15 +1,23 @@
-//! The Turso backend: the `turso` crate (default features off) on a deadpool pool of our own.
+//! The Turso wing: the `turso` crate (default features off) on a deadpool pool of our own.
+//!
+//! The same file set as every wing — `config` (settings, manager, pool), `conn` (the
+//! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bench` — plus
+//! Turso's extra: `busy` (lock waits on the runtime's timer).
 
+pub(crate) mod bench;
+pub(crate) mod busy;
 pub(crate) mod config;
 pub(crate) mod conn;
 pub(crate) mod error;
-pub(crate) mod exec;
 pub(crate) mod params;
 pub(crate) mod rows;
+pub(crate) mod stmt;
 
-pub(crate) use config::build_pool;
+pub(crate) use config::{build_pool, checkout};
 
-/// The pool type of the Turso backend.
+/// The pool type of the Turso wing.
 pub(crate) type Pool = deadpool::managed::Pool<config::TursoManager>;
+/// The Turso wing's prepared statement.
+pub(crate) type Stmt = stmt::TursoStmt;
 /// A checked-out Turso connection.
-pub(crate) type Object = deadpool::managed::Object<config::TursoManager>;
+pub(crate) type Conn = deadpool::managed::Object<config::TursoManager>;

@@ -4,7 +4,8 @@
 use turso::Value;
 
 use crate::error::Result;
-use crate::text_form::{date_text, timestamp_text, timestamptz_text};
+use crate::sqlite_family::storable::check_storable;
+use crate::sqlite_family::text_form::{date_text, timestamp_text, timestamptz_text};
 use crate::value::RowValues;
 
 /// Converts every parameter (Turso's API takes owned values).
@@ -13,7 +14,7 @@ pub(crate) fn to_values(params: &[RowValues]) -> Result<Vec<Value>> {
         .iter()
         .enumerate()
         .map(|(i, v)| {
-            crate::value::check_storable(i, v)?;
+            check_storable(i, v)?;
             Ok(match v {
                 RowValues::Null => Value::Null,
                 RowValues::Int(i) => Value::Integer(*i),

@@ -1,23 +1,19 @@
 //! Reading Turso rows: values are widened by the declared column type, as on SQLite.
 
 use crate::error::Result;
-use crate::results::{ColumnHint, Columns};
+use crate::sqlite_family::columns::Described;
 use crate::value::{RowValues, ValueRef};
 
-pub(crate) fn columns_of(stmt: &turso::Statement) -> Columns {
+/// Column names and hints of a prepared Turso statement, computed once per statement.
+pub(crate) fn describe(stmt: &turso::Statement) -> Described {
     let cols = stmt.columns();
-    let names = cols.iter().map(|c| c.name().to_owned()).collect();
-    let hints = cols
-        .iter()
-        .map(|c| ColumnHint::from_decltype(c.decl_type()))
-        .collect();
-    Columns::new(names, hints)
+    Described::new(cols.iter().map(|c| (c.name(), c.decl_type())))
 }
 
 /// Converts one Turso row into owned values (Turso hands out owned values anyway).
-pub(crate) fn row_values(row: &turso::Row, columns: &Columns) -> Result<Vec<RowValues>> {
-    let mut values = Vec::with_capacity(columns.len().min(row.column_count()));
-    fill_row_values(row, columns, &mut values)?;
+pub(crate) fn row_values(row: &turso::Row, desc: &Described) -> Result<Vec<RowValues>> {
+    let mut values = Vec::with_capacity(desc.len().min(row.column_count()));
+    fill_row_values(row, desc, &mut values)?;
     Ok(values)
 }
 
@@ -25,14 +21,14 @@ pub(crate) fn row_values(row: &turso::Row, columns: &Columns) -> Result<Vec<RowV
 /// until the row is decoded, so it borrows them from a buffer of the connection's.
 pub(crate) fn fill_row_values(
     row: &turso::Row,
-    columns: &Columns,
+    desc: &Described,
     values: &mut Vec<RowValues>,
 ) -> Result<()> {
     values.clear();
-    let n = columns.len().min(row.column_count());
+    let n = desc.len().min(row.column_count());
     for idx in 0..n {
         let v = row.get_value(idx).map_err(super::error::map_err)?;
-        let hint = columns.hint(idx);
+        let hint = desc.hint(idx);
         values.push(match v {
             turso::Value::Null => RowValues::Null,
             turso::Value::Integer(i) => hint.widen_int(i).to_owned_value(),

@@ -1,7 +1,6 @@
 //! The SQLite execution model: the one seam that decides whether a call runs on the calling task
 //! or on tokio's blocking pool (see [`SqliteExecModel`](super::SqliteExecModel)).
 
-use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -9,56 +8,10 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
+use super::busy::BusyScope;
 use super::config::SqliteExecModel;
 use super::conn::SqliteConn;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
-
-thread_local! {
-    /// How long the busy handler may wait on this thread; 0 = fail at once.
-    static BUSY_TIMEOUT_MS: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Sets this thread's busy-wait allowance for the scope's lifetime.
-pub(crate) struct BusyScope(u64);
-
-impl BusyScope {
-    pub(crate) fn set(ms: u64) -> Self {
-        BusyScope(BUSY_TIMEOUT_MS.with(|c| c.replace(ms)))
-    }
-}
-
-impl Drop for BusyScope {
-    fn drop(&mut self) {
-        BUSY_TIMEOUT_MS.with(|c| c.set(self.0));
-    }
-}
-
-/// SQLite's own back-off schedule, driven by this thread's allowance, so that a lock wait never
-/// sleeps on an async worker thread: inline calls fail fast and are retried on the blocking pool.
-fn busy_callback(count: i32) -> bool {
-    const DELAYS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
-    let timeout = BUSY_TIMEOUT_MS.with(Cell::get);
-    if timeout == 0 {
-        return false;
-    }
-    let count = usize::try_from(count).unwrap_or(0);
-    let (delay, prior) = if count < DELAYS.len() {
-        (DELAYS[count], DELAYS[..count].iter().sum::<u64>())
-    } else {
-        let head: u64 = DELAYS.iter().sum();
-        (100, head + 100 * (count - DELAYS.len()) as u64)
-    };
-    if prior >= timeout {
-        return false;
-    }
-    std::thread::sleep(Duration::from_millis(delay.min(timeout - prior)));
-    true
-}
-
-pub(crate) fn install_busy_handler(conn: &Connection) -> Result<()> {
-    conn.busy_handler(Some(busy_callback))
-        .map_err(super::error::map_err)
-}
 
 fn now_nanos() -> u64 {
     static BASE: OnceLock<Instant> = OnceLock::new();
@@ -238,9 +191,20 @@ impl SqliteConn {
         progress.arm(budget, restartable);
         let r = {
             let _scope = BusyScope::set(0);
-            f(conn)
+            catch_unwind(AssertUnwindSafe(|| f(conn)))
         };
+        // Disarmed before anything else, panic or not: a deadline left armed would interrupt
+        // the next borrower's statement or script.
         let (exceeded, interrupted) = progress.disarm();
+        let Ok(r) = r else {
+            // User code (a `FromRow`) panicked mid-statement: release the write lock now; the
+            // connection is discarded when returned.
+            self.rollback_if_open();
+            self.broken = true;
+            return Ok(Inline::Done(Err(panicked(
+                "user code run inside the statement (a FromRow or FromValue)",
+            ))));
+        };
         if let Err(e) = &r {
             let tx_intact = was_autocommit || !conn.is_autocommit();
             if interrupted && e.kind() == ErrorKind::Interrupted && tx_intact {

@@ -9,12 +9,12 @@
 //! configured busy timeout has passed. The waiting task holds no thread.
 //!
 //! A retry is only made where Turso's own handler would have retried: the statement failed
-//! with `Busy` (not `BusySnapshot`) and changed nothing.
+//! with `Busy` (not `BusySnapshot`) and changed nothing. The pauses follow the SQLite family's
+//! schedule ([`crate::sqlite_family::busy`]).
 
 use std::time::{Duration, Instant};
 
-/// SQLite's `sqliteDefaultBusyCallback` delays, in milliseconds; the last one repeats.
-const DELAYS_MS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+use crate::sqlite_family::busy;
 
 /// The backoff state of one statement that met a lock.
 #[derive(Debug)]
@@ -47,7 +47,7 @@ impl BusyWait {
         else {
             return false;
         };
-        let delay = Duration::from_millis(DELAYS_MS[self.attempt.min(DELAYS_MS.len() - 1)]);
+        let delay = busy::delay(self.attempt);
         self.attempt += 1;
         tokio::time::sleep(delay.min(left)).await;
         true

@@ -4,7 +4,6 @@
 //! `%Y-%m-%d`, but without interpreting a format string on every call: binding a timestamp is
 //! on the hot path of every insert. Years outside 0000–9999 and leap seconds fall back to
 //! chrono's formatter, so every value still gets chrono's exact text.
-#![cfg_attr(not(any(feature = "sqlite", feature = "turso")), allow(dead_code))]
 
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike, Utc};
 
@@ -166,5 +165,23 @@ mod tests {
             let ts = date.and_time(time);
             prop_assert_eq!(ours(&ts), chrono_forms(&ts));
         }
+    }
+
+    #[test]
+    fn timestamp_text_round_trips() {
+        use crate::value::{parse_timestamp, parse_timestamptz};
+        let ts = NaiveDate::from_ymd_opt(2024, 2, 29)
+            .unwrap()
+            .and_hms_nano_opt(23, 59, 58, 123_456_789)
+            .unwrap();
+        assert_eq!(parse_timestamp(&timestamp_text(&ts)), Some(ts));
+        let tz = ts.and_utc();
+        assert_eq!(parse_timestamptz(&timestamptz_text(&tz)), Some(tz));
+        assert_eq!(
+            parse_timestamp("2024-01-02"),
+            NaiveDate::from_ymd_opt(2024, 1, 2)
+                .unwrap()
+                .and_hms_opt(0, 0, 0)
+        );
     }
 }

@@ -1,0 +1,107 @@
+//! The backend contract: the operations every wing (`sqlite/`, `postgres/`, `turso/`)
+//! implements, with the same names from the public method down to the engine call.
+//!
+//! | public API | hall (`pool.rs`) | wing ([`Wing`]) |
+//! |---|---|---|
+//! | `conn.prepare(sql)` | `prepare_handle` | [`Wing::prepare`] |
+//! | `query(..).select()`, `stmt.select(..)` | `select` | [`Wing::select`] |
+//! | `query(..).dml()`, `stmt.dml(..)` | `dml` | [`Wing::dml`] |
+//! | `query(..).optional()` / `.one()`, `stmt.optional(..)` / `.one(..)` | `optional` | [`Wing::optional`] |
+//! | `query(..).all()`, `stmt.all(..)` | `all` | [`Wing::all`] |
+//! | `conn.pipeline(sql, sets)` | `pipeline` | [`Wing::pipeline`] |
+//! | `conn.execute_batch(sql)` | `execute_batch` | [`Wing::execute_batch`] |
+//! | `conn.begin()`, `tx.commit()`, `tx.rollback()` | `begin`, `tx_commit`, `tx_rollback` | [`Wing::begin`], [`Wing::commit`], [`Wing::rollback`] |
+//! | dropping a `Tx` | `tx_abandon` | [`Wing::abandon_tx`] |
+//! | a cancelled call | `enter` | [`Wing::recover`] |
+//! | dropping the connection | `Drop` | [`Wing::on_return`] |
+//! | `postgres_client()`, `turso_connection()` | — | [`Wing::raw`] |
+//!
+//! The trait is crate-private and uses native `async fn`: the hall calls it on concrete types
+//! through one enum (`dispatch.rs`), so nothing is boxed and every future keeps its `Send`-ness.
+
+use std::sync::Arc;
+
+use crate::decode::FromRow;
+use crate::error::Result;
+use crate::results::{Columns, ResultSet};
+use crate::translation::TranslationMode;
+use crate::value::RowValues;
+
+/// A statement prepared by a wing.
+pub(crate) trait WingStmt {
+    /// The columns the statement returns, computed once at prepare time.
+    fn columns(&self) -> &Arc<Columns>;
+
+    /// Whether running the statement may change the database (so a failure part-way through
+    /// several runs must be rolled back).
+    fn writes(&self) -> bool;
+}
+
+/// One checked-out connection of a backend: what the hall needs from every engine.
+///
+/// Transaction bookkeeping that the engines share (aborted transactions, cancelled calls,
+/// refusing transaction control inside a `Tx`) lives in the hall; a wing keeps only what its
+/// engine needs to be left clean.
+pub(crate) trait Wing {
+    /// The wing's prepared statement.
+    type Stmt: WingStmt;
+    /// The engine's own connection type, for raw access.
+    type Raw: ?Sized;
+
+    /// Prepares `sql` (or finds it in the connection's statement cache), translating
+    /// placeholders under `mode`.
+    async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<Self::Stmt>>;
+
+    /// Runs the statement and materialises every row.
+    async fn select(&mut self, s: &Arc<Self::Stmt>, p: &[RowValues]) -> Result<ResultSet>;
+
+    /// Runs the statement and returns the rows it changed (0 for statements other than DML).
+    async fn dml(&mut self, s: &Arc<Self::Stmt>, p: &[RowValues]) -> Result<usize>;
+
+    /// Runs the statement and decodes its first row, if any.
+    async fn optional<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<Self::Stmt>,
+        p: &[RowValues],
+    ) -> Result<Option<T>>;
+
+    /// Runs the statement and decodes every row.
+    async fn all<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<Self::Stmt>,
+        p: &[RowValues],
+    ) -> Result<Vec<T>>;
+
+    /// Runs the statement once per parameter set (pipelined where the engine can).
+    async fn pipeline(
+        &mut self,
+        s: &Arc<Self::Stmt>,
+        sets: &[&[RowValues]],
+    ) -> Result<Vec<ResultSet>>;
+
+    /// Runs a script without parameters. `in_tx`: inside a transaction of the middleware.
+    async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()>;
+
+    /// Begins a transaction.
+    async fn begin(&mut self) -> Result<()>;
+
+    /// Commits the open transaction; on failure the connection is left outside any transaction.
+    async fn commit(&mut self) -> Result<()>;
+
+    /// Rolls the open transaction back.
+    async fn rollback(&mut self) -> Result<()>;
+
+    /// Repairs what a cancelled call left behind, outside a transaction.
+    async fn recover(&mut self) -> Result<()>;
+
+    /// A transaction was dropped without commit or rollback: roll it back or mark the
+    /// connection. Never blocks on the network, never panics.
+    fn abandon_tx(&mut self);
+
+    /// The connection goes back to the pool. Never blocks on the network, never panics.
+    fn on_return(&mut self);
+
+    /// The engine's connection, for raw access. The wing records that raw access happened, so
+    /// it no longer trusts what it knew about the connection's state.
+    fn raw(&mut self) -> Result<&Self::Raw>;
+}

@@ -1,0 +1,218 @@
+//! The hall's one dispatch over the wings: [`wings!`] generates the enums that hold a pool, a
+//! connection and a prepared statement of whichever backend a pool was built for, and one
+//! method per operation of the [`Wing`] contract that forwards to that backend. Adding a
+//! backend is one line in the `wings!` call at the bottom.
+
+use std::sync::Arc;
+
+use crate::config::DatabaseType;
+use crate::contract::{Wing, WingStmt};
+use crate::decode::FromRow;
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::pooling::{self, PoolStatus};
+use crate::results::{Columns, ResultSet};
+use crate::translation::TranslationMode;
+use crate::value::RowValues;
+
+#[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "turso")))]
+compile_error!("enable at least one backend feature: sqlite, postgres or turso");
+
+fn other_backend() -> SqlMiddlewareDbError {
+    SqlMiddlewareDbError::new(
+        ErrorKind::InvalidInput,
+        "this statement was prepared on a connection of another backend",
+    )
+}
+
+/// Generates [`PoolInner`], [`ConnInner`] and [`StmtHandle`] and their dispatching methods from
+/// one list of `feature, Variant => wing module`. Each wing module provides `Pool`, `Conn`,
+/// `Stmt`, `checkout` and a `Conn` that is (or derefs to) a [`Wing`].
+macro_rules! wings {
+    ($($feature:literal, $name:ident => $wing:ident;)+) => {
+        /// A pool of one backend.
+        #[derive(Clone)]
+        pub(crate) enum PoolInner {
+            $(#[cfg(feature = $feature)] $name(crate::$wing::Pool),)+
+        }
+
+        /// A checked-out connection of one backend.
+        pub(crate) enum ConnInner {
+            $(#[cfg(feature = $feature)] $name(crate::$wing::Conn),)+
+        }
+
+        /// A prepared statement of one backend.
+        #[derive(Clone)]
+        pub(crate) enum StmtHandle {
+            $(#[cfg(feature = $feature)] $name(Arc<crate::$wing::Stmt>),)+
+        }
+
+        impl PoolInner {
+            pub(crate) async fn checkout(&self) -> Result<ConnInner> {
+                match self {
+                    $(#[cfg(feature = $feature)]
+                    PoolInner::$name(p) => crate::$wing::checkout(p).await.map(ConnInner::$name),)+
+                }
+            }
+
+            pub(crate) fn status(&self) -> PoolStatus {
+                match self {
+                    $(#[cfg(feature = $feature)] PoolInner::$name(p) => pooling::status(p),)+
+                }
+            }
+
+            pub(crate) fn close(&self) {
+                match self {
+                    $(#[cfg(feature = $feature)] PoolInner::$name(p) => p.close(),)+
+                }
+            }
+
+            pub(crate) fn database_type(&self) -> DatabaseType {
+                match self {
+                    $(#[cfg(feature = $feature)] PoolInner::$name(_) => DatabaseType::$name,)+
+                }
+            }
+        }
+
+        impl StmtHandle {
+            pub(crate) fn columns(&self) -> &Arc<Columns> {
+                match self {
+                    $(#[cfg(feature = $feature)] StmtHandle::$name(s) => s.columns(),)+
+                }
+            }
+
+            pub(crate) fn writes(&self) -> bool {
+                match self {
+                    $(#[cfg(feature = $feature)] StmtHandle::$name(s) => s.writes(),)+
+                }
+            }
+        }
+
+        impl ConnInner {
+            pub(crate) fn database_type(&self) -> DatabaseType {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(_) => DatabaseType::$name,)+
+                }
+            }
+
+            pub(crate) async fn prepare(
+                &mut self,
+                sql: &str,
+                mode: TranslationMode,
+            ) -> Result<StmtHandle> {
+                match self {
+                    $(#[cfg(feature = $feature)]
+                    ConnInner::$name(c) => c.prepare(sql, mode).await.map(StmtHandle::$name),)+
+                }
+            }
+
+            pub(crate) async fn select(
+                &mut self,
+                h: &StmtHandle,
+                p: &[RowValues],
+            ) -> Result<ResultSet> {
+                match (self, h) {
+                    $(#[cfg(feature = $feature)]
+                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.select(s, p).await,)+
+                    #[allow(unreachable_patterns)]
+                    _ => Err(other_backend()),
+                }
+            }
+
+            pub(crate) async fn dml(&mut self, h: &StmtHandle, p: &[RowValues]) -> Result<usize> {
+                match (self, h) {
+                    $(#[cfg(feature = $feature)]
+                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.dml(s, p).await,)+
+                    #[allow(unreachable_patterns)]
+                    _ => Err(other_backend()),
+                }
+            }
+
+            pub(crate) async fn optional<T: FromRow + Send + 'static>(
+                &mut self,
+                h: &StmtHandle,
+                p: &[RowValues],
+            ) -> Result<Option<T>> {
+                match (self, h) {
+                    $(#[cfg(feature = $feature)]
+                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.optional::<T>(s, p).await,)+
+                    #[allow(unreachable_patterns)]
+                    _ => Err(other_backend()),
+                }
+            }
+
+            pub(crate) async fn all<T: FromRow + Send + 'static>(
+                &mut self,
+                h: &StmtHandle,
+                p: &[RowValues],
+            ) -> Result<Vec<T>> {
+                match (self, h) {
+                    $(#[cfg(feature = $feature)]
+                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.all::<T>(s, p).await,)+
+                    #[allow(unreachable_patterns)]
+                    _ => Err(other_backend()),
+                }
+            }
+
+            pub(crate) async fn pipeline(
+                &mut self,
+                h: &StmtHandle,
+                sets: &[&[RowValues]],
+            ) -> Result<Vec<ResultSet>> {
+                match (self, h) {
+                    $(#[cfg(feature = $feature)]
+                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.pipeline(s, sets).await,)+
+                    #[allow(unreachable_patterns)]
+                    _ => Err(other_backend()),
+                }
+            }
+
+            pub(crate) async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.execute_batch(sql, in_tx).await,)+
+                }
+            }
+
+            pub(crate) async fn begin(&mut self) -> Result<()> {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.begin().await,)+
+                }
+            }
+
+            pub(crate) async fn commit(&mut self) -> Result<()> {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.commit().await,)+
+                }
+            }
+
+            pub(crate) async fn rollback(&mut self) -> Result<()> {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.rollback().await,)+
+                }
+            }
+
+            pub(crate) async fn recover(&mut self) -> Result<()> {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.recover().await,)+
+                }
+            }
+
+            pub(crate) fn abandon_tx(&mut self) {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.abandon_tx(),)+
+                }
+            }
+
+            pub(crate) fn on_return(&mut self) {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.on_return(),)+
+                }
+            }
+        }
+    };
+}
+
+wings! {
+    "sqlite", Sqlite => sqlite;
+    "postgres", Postgres => postgres;
+    "turso", Turso => turso;
+}

@@ -1,0 +1,397 @@
+//! The one SQL lexer. It knows every quoting form of the three dialects and splits SQL text
+//! into tokens with byte spans, without allocating:
+//!
+//! - single-quoted strings with doubled quotes (`'it''s'`), and `E'…'` strings in which a
+//!   backslash escapes the next byte (PostgreSQL);
+//! - double-quoted and backticked identifiers (a doubled quote escapes), and `[bracketed]`
+//!   identifiers where the dialect has them (SQLite; in PostgreSQL `arr[$1]` is a subscript);
+//! - `--` line comments and nesting `/* … */` block comments;
+//! - dollar-quoted bodies, `$$ … $$` and `$tag$ … $tag$` (a tag does not start with a digit);
+//! - placeholders `$N` and `?N`, and SQLite's other parameters (`?`, `:name`, `@name`,
+//!   `$name`);
+//! - words (keywords, identifiers, numbers; a sigil glued to an identifier, as in `foo$1`,
+//!   belongs to it), `;`, NUL bytes, white space and other punctuation.
+//!
+//! An unterminated string, identifier, comment or dollar quote runs to the end of the input.
+//! Tokens cover the input exactly: concatenating their spans gives it back.
+
+/// What a token is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A run of white space.
+    Space,
+    /// `-- …` up to and including the end of the line.
+    LineComment,
+    /// `/* … */`, nested comments included.
+    BlockComment,
+    /// `'…'` or `E'…'`.
+    Str,
+    /// `"…"`, `` `…` `` or (SQLite) `[…]`.
+    QuotedIdent,
+    /// `$$ … $$` or `$tag$ … $tag$`.
+    DollarBody,
+    /// `$N` or `?N`: the sigil, then one or more ASCII digits.
+    Placeholder,
+    /// SQLite's other parameters: a bare `?`, `:name`, `@name`, `$name`.
+    Param,
+    /// A keyword, identifier or number.
+    Word,
+    /// `;`.
+    Semi,
+    /// A NUL byte outside any literal.
+    Nul,
+    /// Any other byte.
+    Punct,
+}
+
+impl Kind {
+    /// White space or a comment: nothing the engine runs.
+    pub(crate) fn is_blank(self) -> bool {
+        matches!(self, Kind::Space | Kind::LineComment | Kind::BlockComment)
+    }
+}
+
+/// One token: its kind and its span `start..end` in the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Token {
+    pub(crate) kind: Kind,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+}
+
+/// Which dialect's quoting rules apply where the dialects differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    /// `[…]` is a quoted identifier (SQLite and Turso).
+    Sqlite,
+    /// `[…]` is an array subscript (PostgreSQL).
+    Postgres,
+}
+
+/// The tokens of `sql` under `dialect`.
+pub(crate) fn tokens(sql: &str, dialect: Dialect) -> Tokens<'_> {
+    Tokens {
+        b: sql.as_bytes(),
+        i: 0,
+        brackets: dialect == Dialect::Sqlite,
+        glued: false,
+    }
+}
+
+/// An iterator over the tokens of SQL text; see [`tokens`].
+#[derive(Debug, Clone)]
+pub(crate) struct Tokens<'a> {
+    b: &'a [u8],
+    i: usize,
+    brackets: bool,
+    /// The previous token (a word, placeholder, parameter or lone `$`) ended in an identifier
+    /// byte: a sigil or quote right after it belongs to it (`foo$1`, `$1$2`, `$?1`, `x'…'`), as
+    /// in the engines' lexers. After a literal, a comment or a dollar-quoted body nothing is
+    /// glued, though its last byte may be `$`.
+    glued: bool,
+}
+
+impl Iterator for Tokens<'_> {
+    type Item = Token;
+
+    fn next(&mut self) -> Option<Token> {
+        let b = self.b;
+        let start = self.i;
+        let c = *b.get(start)?;
+        let next = b.get(start + 1).copied();
+        let (kind, end) = match c {
+            b'\'' => (Kind::Str, skip_string(b, start + 1, false)),
+            b'E' | b'e' if next == Some(b'\'') && !self.glued => {
+                (Kind::Str, skip_string(b, start + 2, true))
+            }
+            b'"' | b'`' => (Kind::QuotedIdent, skip_quoted(b, start + 1, c)),
+            b'[' if self.brackets => (Kind::QuotedIdent, skip_past(b, start + 1, b']')),
+            b'-' if next == Some(b'-') => (Kind::LineComment, skip_past(b, start + 2, b'\n')),
+            b'/' if next == Some(b'*') => (Kind::BlockComment, skip_block_comment(b, start + 2)),
+            b';' => (Kind::Semi, start + 1),
+            0 => (Kind::Nul, start + 1),
+            b'$' | b'?' | b':' | b'@' if self.glued => (Kind::Punct, start + 1),
+            b'$' | b'?' => {
+                let end = digits_end(b, start + 1);
+                if end > start + 1 {
+                    (Kind::Placeholder, end)
+                } else if c == b'$' {
+                    match dollar_quote_end(b, start) {
+                        Some(end) => (Kind::DollarBody, end),
+                        None => name_param(b, start),
+                    }
+                } else {
+                    (Kind::Param, start + 1)
+                }
+            }
+            b':' | b'@' => name_param(b, start),
+            c if c.is_ascii_whitespace() => {
+                let mut end = start + 1;
+                while end < b.len() && b[end].is_ascii_whitespace() {
+                    end += 1;
+                }
+                (Kind::Space, end)
+            }
+            c if is_ident_byte(c) => {
+                let mut end = start + 1;
+                while end < b.len() && is_ident_byte(b[end]) {
+                    end += 1;
+                }
+                (Kind::Word, end)
+            }
+            _ => (Kind::Punct, start + 1),
+        };
+        self.i = end;
+        self.glued = matches!(
+            kind,
+            Kind::Word | Kind::Placeholder | Kind::Param | Kind::Punct
+        ) && is_ident_byte(b[end - 1]);
+        Some(Token { kind, start, end })
+    }
+}
+
+/// `:name`, `@name` or `$name` (SQLite's named parameters), or a lone sigil.
+fn name_param(b: &[u8], start: usize) -> (Kind, usize) {
+    let mut end = start + 1;
+    while end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_' || b[end] >= 0x80) {
+        end += 1;
+    }
+    if end > start + 1 {
+        (Kind::Param, end)
+    } else {
+        (Kind::Punct, start + 1)
+    }
+}
+
+/// Identifier characters: a sigil right after one of these belongs to the identifier
+/// (PostgreSQL allows `$` inside identifiers).
+#[inline]
+const fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
+}
+
+/// First index at or after `start` that is not an ASCII digit.
+#[inline]
+fn digits_end(bytes: &[u8], start: usize) -> usize {
+    let mut i = start;
+    while i < bytes.len() && bytes[i].is_ascii_digit() {
+        i += 1;
+    }
+    i
+}
+
+/// Index just past the first `close` at or after `start` (or the end of input).
+#[inline]
+fn skip_past(bytes: &[u8], start: usize, close: u8) -> usize {
+    match bytes.get(start..) {
+        Some(rest) => rest
+            .iter()
+            .position(|&c| c == close)
+            .map_or(bytes.len(), |p| start + p + 1),
+        None => bytes.len(),
+    }
+}
+
+/// Skips the body of a single-quoted literal starting at `start` (just after the opening
+/// quote). `''` is an escaped quote; with `backslash_escapes` (PostgreSQL `E'…'`), a backslash
+/// escapes the next byte. Returns the index just past the closing quote, or the end of input.
+fn skip_string(bytes: &[u8], start: usize, backslash_escapes: bool) -> usize {
+    let len = bytes.len();
+    let mut i = start;
+    while i < len {
+        match bytes[i] {
+            b'\'' => {
+                if bytes.get(i + 1) == Some(&b'\'') {
+                    i += 2;
+                } else {
+                    return i + 1;
+                }
+            }
+            b'\\' if backslash_escapes => i += 2,
+            _ => i += 1,
+        }
+    }
+    len
+}
+
+/// Skips a quoted identifier body (`"…"` or `` `…` ``) where a doubled quote is an escape.
+/// Returns the index just past the closing quote, or the end of input.
+fn skip_quoted(bytes: &[u8], start: usize, quote: u8) -> usize {
+    let len = bytes.len();
+    let mut i = start;
+    loop {
+        i = skip_past(bytes, i, quote);
+        if i < len && bytes[i] == quote {
+            // Doubled quote: escaped, keep going.
+            i += 1;
+        } else {
+            return i;
+        }
+    }
+}
+
+/// Skips a (nesting) block comment body starting just after the opening `/*`. Returns the
+/// index just past the matching `*/`, or the end of input.
+fn skip_block_comment(bytes: &[u8], start: usize) -> usize {
+    let len = bytes.len();
+    let mut depth = 1usize;
+    let mut i = start;
+    while i < len {
+        match (bytes[i], bytes.get(i + 1)) {
+            (b'/', Some(b'*')) => {
+                depth += 1;
+                i += 2;
+            }
+            (b'*', Some(b'/')) => {
+                depth -= 1;
+                i += 2;
+                if depth == 0 {
+                    return i;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    len
+}
+
+/// If a dollar-quote opening delimiter (`$$` or `$tag$`, where the tag is an identifier not
+/// starting with a digit) starts at `start`, returns the index just past the matching closing
+/// delimiter (or the end of input when it is unterminated). `None` when `start` does not open
+/// a dollar quote.
+fn dollar_quote_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let len = bytes.len();
+    let mut i = start + 1;
+    if i < len && bytes[i] != b'$' {
+        // A tag starts with a letter, underscore or non-ASCII byte.
+        let first = bytes[i];
+        if !(first.is_ascii_alphabetic() || first == b'_' || first >= 0x80) {
+            return None;
+        }
+        while i < len && bytes[i] != b'$' {
+            let c = bytes[i];
+            if !(c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80) {
+                return None;
+            }
+            i += 1;
+        }
+    }
+    if i >= len {
+        return None;
+    }
+    // `bytes[start..=i]` is the delimiter, e.g. `$fn$`.
+    let delim = &bytes[start..=i];
+    let mut j = i + 1;
+    while let Some(p) = bytes[j..].iter().position(|&c| c == b'$') {
+        let at = j + p;
+        if bytes[at..].starts_with(delim) {
+            return Some(at + delim.len());
+        }
+        j = at + 1;
+    }
+    Some(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(sql: &str, d: Dialect) -> Vec<(Kind, &str)> {
+        tokens(sql, d)
+            .filter(|t| t.kind != Kind::Space)
+            .map(|t| (t.kind, &sql[t.start..t.end]))
+            .collect()
+    }
+
+    #[test]
+    fn every_quoting_form() {
+        use Kind::*;
+        let sql = "SELECT 'a''b;', E'c\\'d;', \"e\"\"f;\", `g;`, [h;], $$i;$$, $t$j;$t$ -- k;\n /* l /* m; */ n; */ x$1, $2, ?3, ?, :p, @q, $r;";
+        assert_eq!(
+            kinds(sql, Dialect::Sqlite),
+            vec![
+                (Word, "SELECT"),
+                (Str, "'a''b;'"),
+                (Punct, ","),
+                (Str, "E'c\\'d;'"),
+                (Punct, ","),
+                (QuotedIdent, "\"e\"\"f;\""),
+                (Punct, ","),
+                (QuotedIdent, "`g;`"),
+                (Punct, ","),
+                (QuotedIdent, "[h;]"),
+                (Punct, ","),
+                (DollarBody, "$$i;$$"),
+                (Punct, ","),
+                (DollarBody, "$t$j;$t$"),
+                (LineComment, "-- k;\n"),
+                (BlockComment, "/* l /* m; */ n; */"),
+                (Word, "x$1"),
+                (Punct, ","),
+                (Placeholder, "$2"),
+                (Punct, ","),
+                (Placeholder, "?3"),
+                (Punct, ","),
+                (Param, "?"),
+                (Punct, ","),
+                (Param, ":p"),
+                (Punct, ","),
+                (Param, "@q"),
+                (Punct, ","),
+                (Param, "$r"),
+                (Semi, ";"),
+            ]
+        );
+    }
+
+    #[test]
+    fn brackets_are_subscripts_in_postgres() {
+        let k = kinds("SELECT a[$1]; x", Dialect::Postgres);
+        assert!(k.contains(&(Kind::Placeholder, "$1")));
+        assert!(k.contains(&(Kind::Semi, ";")));
+    }
+
+    #[test]
+    fn a_digit_is_no_dollar_tag_and_e_must_stand_alone() {
+        let k = kinds("$1$ x", Dialect::Postgres);
+        assert_eq!(k[0], (Kind::Placeholder, "$1"));
+        // Two dollar-quoted bodies back to back: the closing `$` glues nothing.
+        let k = kinds("$$ a $$$$ b $$; c", Dialect::Postgres);
+        assert_eq!(
+            &k[..3],
+            &[
+                (Kind::DollarBody, "$$ a $$"),
+                (Kind::DollarBody, "$$ b $$"),
+                (Kind::Semi, ";")
+            ]
+        );
+        let k = kinds("SELECT name'x'", Dialect::Postgres);
+        assert_eq!(k[1], (Kind::Word, "name"));
+        assert_eq!(k[2], (Kind::Str, "'x'"));
+    }
+
+    #[test]
+    fn unterminated_constructs_run_to_the_end_and_spans_cover_the_input() {
+        for sql in [
+            "'abc",
+            "\"abc",
+            "/* a /* b */",
+            "$$ body",
+            "$t$ x $t",
+            "[abc",
+            "E'\\",
+        ] {
+            let toks: Vec<Token> = tokens(sql, Dialect::Sqlite).collect();
+            assert_eq!(toks.len(), 1, "{sql}: {toks:?}");
+            assert_eq!((toks[0].start, toks[0].end), (0, sql.len()), "{sql}");
+        }
+        let sql = "é€ SELECT\0'x';";
+        let mut at = 0;
+        for t in tokens(sql, Dialect::Sqlite) {
+            assert_eq!(t.start, at);
+            at = t.end;
+        }
+        assert_eq!(at, sql.len());
+        assert!(tokens(sql, Dialect::Sqlite).any(|t| t.kind == Kind::Nul));
+    }
+}

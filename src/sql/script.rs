@@ -1,0 +1,305 @@
+//! Reading scripts through the scanner: where statements end, and what kind each one is.
+//!
+//! A statement ends at a top-level `;`: not one inside a literal, identifier, comment or
+//! dollar-quoted body, and not one inside the `BEGIN … END` body of a `CREATE TRIGGER` or of a
+//! `CREATE FUNCTION`/`PROCEDURE … BEGIN ATOMIC … END` (with `CASE … END` inside counted), as
+//! SQLite's `sqlite3_complete` and PostgreSQL's parser read them.
+
+use super::scanner::{Dialect, Kind, Token, Tokens, tokens};
+
+/// How scripts are read for analysis. `[…]` is taken for a quoted identifier: PostgreSQL
+/// subscripts never hold a `;` or a keyword that starts a statement, SQLite identifiers may.
+const ANALYSIS: Dialect = Dialect::Sqlite;
+
+/// The statements of `sql`, each with its terminating `;` when it has one; concatenated they
+/// give `sql` back.
+pub(crate) fn statements(sql: &str) -> Statements<'_> {
+    Statements {
+        sql,
+        toks: tokens(sql, ANALYSIS),
+        start: 0,
+    }
+}
+
+/// An iterator over the statements of a script; see [`statements`].
+#[derive(Debug, Clone)]
+pub(crate) struct Statements<'a> {
+    sql: &'a str,
+    toks: Tokens<'a>,
+    start: usize,
+}
+
+impl<'a> Iterator for Statements<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        if self.start >= self.sql.len() {
+            return None;
+        }
+        let mut body = Body::default();
+        for t in self.toks.by_ref() {
+            match t.kind {
+                Kind::Word => body.word(&self.sql[t.start..t.end]),
+                Kind::Semi if body.depth == 0 => {
+                    let s = &self.sql[self.start..t.end];
+                    self.start = t.end;
+                    return Some(s);
+                }
+                _ => {}
+            }
+        }
+        let s = &self.sql[self.start..];
+        self.start = self.sql.len();
+        Some(s)
+    }
+}
+
+/// What a statement's words say about its block structure so far.
+#[derive(Debug, Default)]
+struct Body {
+    /// Significant words seen, up to the fourth (enough for `CREATE OR REPLACE FUNCTION`,
+    /// `CREATE TEMP TRIGGER`).
+    seen: usize,
+    creates: bool,
+    /// A `CREATE TRIGGER`, `FUNCTION` or `PROCEDURE`: its `BEGIN … END` body holds `;`.
+    routine: bool,
+    /// Open `BEGIN` blocks of the routine's body.
+    depth: usize,
+    /// Open `CASE` expressions inside it (their `END` closes them, not the body).
+    cases: usize,
+}
+
+impl Body {
+    fn word(&mut self, w: &str) {
+        if self.seen < 4 {
+            if self.seen == 0 {
+                self.creates = w.eq_ignore_ascii_case("CREATE");
+            } else if self.creates
+                && ["TRIGGER", "FUNCTION", "PROCEDURE"]
+                    .iter()
+                    .any(|k| k.eq_ignore_ascii_case(w))
+            {
+                self.routine = true;
+            }
+            self.seen += 1;
+        }
+        if !self.routine {
+            return;
+        }
+        if w.eq_ignore_ascii_case("BEGIN") {
+            self.depth += 1;
+        } else if w.eq_ignore_ascii_case("CASE") && self.depth > 0 {
+            self.cases += 1;
+        } else if w.eq_ignore_ascii_case("END") {
+            if self.cases > 0 {
+                self.cases -= 1;
+            } else {
+                self.depth = self.depth.saturating_sub(1);
+            }
+        }
+    }
+}
+
+/// The first `n` words of a statement (keywords, in the order written), skipping white space
+/// and comments; fewer when the statement has fewer before anything else.
+fn leading_words(stmt: &str, n: usize) -> impl Iterator<Item = &str> {
+    tokens(stmt, ANALYSIS)
+        .filter(|t| !t.kind.is_blank())
+        .take(n)
+        .take_while(|t| t.kind == Kind::Word)
+        .map(move |t: Token| &stmt[t.start..t.end])
+}
+
+fn is_any(w: &str, set: &[&str]) -> bool {
+    set.iter().any(|k| k.eq_ignore_ascii_case(w))
+}
+
+/// True when `sql` holds no statement at all: only white space, comments and `;`.
+pub(crate) fn is_blank(sql: &str) -> bool {
+    tokens(sql, ANALYSIS).all(|t| t.kind.is_blank() || t.kind == Kind::Semi)
+}
+
+/// True when some statement of `sql` starts with a transaction-control keyword (`BEGIN`,
+/// `START`, `COMMIT`, `END`, `ROLLBACK`, `SAVEPOINT`, `RELEASE`, `ABORT`, or PostgreSQL's
+/// `PREPARE TRANSACTION`): the script manages its own transaction. Keywords inside literals,
+/// identifiers, comments, dollar-quoted bodies and routine bodies do not count.
+pub(crate) fn has_transaction_control(sql: &str) -> bool {
+    statements(sql).any(|s| {
+        let mut w = leading_words(s, 2);
+        match w.next() {
+            Some(first) if is_any(first, &["PREPARE"]) => w
+                .next()
+                .is_some_and(|x| x.eq_ignore_ascii_case("TRANSACTION")),
+            Some(first) => is_any(
+                first,
+                &[
+                    "BEGIN",
+                    "START",
+                    "COMMIT",
+                    "END",
+                    "ROLLBACK",
+                    "SAVEPOINT",
+                    "RELEASE",
+                    "ABORT",
+                ],
+            ),
+            None => false,
+        }
+    })
+}
+
+/// True when a statement of `sql` starts or ends a transaction (`BEGIN`, `START`, `COMMIT`,
+/// `END`, `ABORT`, `ROLLBACK` other than `ROLLBACK [TRANSACTION|WORK] TO`, `PREPARE
+/// TRANSACTION`). Savepoints are not counted: they are fine inside a transaction.
+pub(crate) fn ends_or_starts_transaction(sql: &str) -> bool {
+    statements(sql).any(|s| {
+        let mut w = leading_words(s, 4);
+        let Some(first) = w.next() else {
+            return false;
+        };
+        if first.eq_ignore_ascii_case("PREPARE") {
+            return w
+                .next()
+                .is_some_and(|x| x.eq_ignore_ascii_case("TRANSACTION"));
+        }
+        if !is_any(
+            first,
+            &["BEGIN", "START", "COMMIT", "END", "ABORT", "ROLLBACK"],
+        ) {
+            return false;
+        }
+        if !first.eq_ignore_ascii_case("ROLLBACK") {
+            return true;
+        }
+        // `ROLLBACK TO [SAVEPOINT] x` and `ROLLBACK TRANSACTION|WORK TO …` stay inside.
+        let rest: Vec<&str> = w.collect();
+        let to_at = match rest.first() {
+            Some(x) if is_any(x, &["TRANSACTION", "WORK"]) => 1,
+            _ => 0,
+        };
+        !rest
+            .get(to_at)
+            .is_some_and(|x| x.eq_ignore_ascii_case("TO"))
+    })
+}
+
+/// True when some statement of `sql` changes the schema (`CREATE`, `DROP`, `ALTER`).
+pub(crate) fn changes_schema(sql: &str) -> bool {
+    statements(sql).any(|s| {
+        leading_words(s, 1)
+            .next()
+            .is_some_and(|w| is_any(w, &["CREATE", "DROP", "ALTER"]))
+    })
+}
+
+/// True when the (first) statement changes rows: `INSERT`, `UPDATE`, `DELETE`, `MERGE`,
+/// SQLite's `REPLACE`, also after a `WITH`, so its command count is a number of changed rows
+/// rather than of returned rows. Words inside literals and comments do not count.
+pub(crate) fn is_dml(sql: &str) -> bool {
+    const DML: [&str; 4] = ["INSERT", "UPDATE", "DELETE", "MERGE"];
+    let Some(stmt) = statements(sql).find(|s| !is_blank(s)) else {
+        return false;
+    };
+    let mut words = tokens(stmt, ANALYSIS)
+        .filter(|t| t.kind == Kind::Word)
+        .map(|t| &stmt[t.start..t.end]);
+    match words.next() {
+        Some(w) if is_any(w, &DML) || w.eq_ignore_ascii_case("REPLACE") => true,
+        Some(w) if w.eq_ignore_ascii_case("WITH") => words.any(|w| is_any(w, &DML)),
+        _ => false,
+    }
+}
+
+/// SQLite's C API silently ignores everything after a NUL byte, so SQL text with one is
+/// refused on every backend before it reaches the engine: anywhere, a NUL inside a literal
+/// truncates the statement just the same.
+pub(crate) fn reject_nul(sql: &str) -> crate::error::Result<()> {
+    if sql.as_bytes().contains(&0) {
+        Err(crate::error::SqlMiddlewareDbError::nul_in_sql())
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blank_and_multiple() {
+        assert!(is_blank("  ; -- x\n /* y */ ;"));
+        assert!(!is_blank(" SELECT 1"));
+        assert_eq!(statements("DO $$ BEGIN PERFORM 1; END $$;").count(), 1);
+    }
+
+    #[test]
+    fn transaction_boundaries() {
+        let t = ends_or_starts_transaction;
+        assert!(t("BEGIN"));
+        assert!(t("INSERT INTO x VALUES (1); COMMIT"));
+        assert!(t("rollback"));
+        assert!(t("/* c */ CoMmIt -- x"));
+        assert!(t("PREPARE TRANSACTION 'x'"));
+        assert!(!t("ROLLBACK TO sp1"));
+        assert!(!t("rollback transaction to savepoint sp1"));
+        assert!(!t("SAVEPOINT a; RELEASE a"));
+        assert!(!t("SELECT 'BEGIN'"));
+        assert!(!t("DO $$ BEGIN PERFORM 1; END $$"));
+        assert!(!t("DO $body$ BEGIN COMMIT; END $body$"));
+        assert!(!t(
+            "CREATE TRIGGER tr AFTER INSERT ON t BEGIN UPDATE t SET a = 1; END"
+        ));
+        assert!(!t(
+            "CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; END"
+        ));
+        assert!(!t("PREPARE q AS SELECT 1"));
+    }
+
+    #[test]
+    fn routine_bodies_are_one_statement() {
+        let sql = "CREATE TRIGGER tr AFTER INSERT ON t BEGIN \
+                   UPDATE t SET a = CASE WHEN new.a > 0 THEN 1 ELSE 0 END; \
+                   DELETE FROM u; END; SELECT 1";
+        let parts: Vec<&str> = statements(sql).collect();
+        assert_eq!(parts.len(), 2, "{parts:?}");
+        assert!(parts[0].ends_with("END;"));
+        assert_eq!(parts.concat(), sql);
+        let sql = "CREATE TEMP TRIGGER tr BEFORE DELETE ON t BEGIN SELECT 1; END;COMMIT";
+        assert_eq!(statements(sql).count(), 2);
+        assert!(has_transaction_control(sql));
+    }
+
+    #[test]
+    fn dml_detection() {
+        assert!(is_dml("INSERT INTO t VALUES (1)"));
+        assert!(is_dml("  update t set a = 1"));
+        assert!(is_dml("-- note\nWITH x AS (SELECT 1) DELETE FROM t"));
+        assert!(is_dml("REPLACE INTO t VALUES (1)"));
+        assert!(!is_dml("SELECT * FROM inserts"));
+        assert!(!is_dml("WITH x AS (SELECT 'DELETE') SELECT * FROM x"));
+        assert!(!is_dml("SELECT replace(a, 'b', 'c') FROM t"));
+    }
+
+    #[test]
+    fn finds_statement_leading_keywords_only() {
+        let h = has_transaction_control;
+        assert!(h("BEGIN; INSERT INTO t VALUES (1); COMMIT;"));
+        assert!(h("insert into t values (1);\n  commit"));
+        assert!(h("-- c\nsavepoint a"));
+        assert!(!h("CREATE TABLE t (began TEXT, commit_id INT)"));
+        assert!(!h("INSERT INTO t VALUES ('BEGIN'); SELECT 'x;commit'"));
+        assert!(!h("/* BEGIN */ SELECT 1"));
+        assert!(!h("SELECT CASE WHEN 1 THEN 2 END"));
+        assert!(!h("SELECT \"commit\" FROM [begin]; SELECT `end`"));
+        assert!(!h("SELECT E'\\';COMMIT;'"));
+    }
+
+    #[test]
+    fn schema_changes() {
+        assert!(changes_schema(
+            "INSERT INTO t VALUES (1); create index i on t (a)"
+        ));
+        assert!(!changes_schema("SELECT 'DROP TABLE t'"));
+        assert!(!changes_schema("DO $$ BEGIN EXECUTE 'x'; END $$"));
+    }
+}

@@ -1,0 +1,52 @@
+//! SQLite lock waits: the busy handler installed on every pooled connection follows the SQLite
+//! family's schedule, with an allowance set per thread, so that a lock wait never sleeps on an
+//! async worker thread (inline calls fail fast and are retried on the blocking pool).
+
+use std::cell::Cell;
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use crate::error::Result;
+use crate::sqlite_family::busy;
+
+thread_local! {
+    /// How long the busy handler may wait on this thread; 0 = fail at once.
+    static BUSY_TIMEOUT_MS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Sets this thread's busy-wait allowance for the scope's lifetime.
+pub(crate) struct BusyScope(u64);
+
+impl BusyScope {
+    pub(crate) fn set(ms: u64) -> Self {
+        BusyScope(BUSY_TIMEOUT_MS.with(|c| c.replace(ms)))
+    }
+}
+
+impl Drop for BusyScope {
+    fn drop(&mut self) {
+        BUSY_TIMEOUT_MS.with(|c| c.set(self.0));
+    }
+}
+
+/// SQLite's own back-off schedule, driven by this thread's allowance, so that a lock wait never
+/// sleeps on an async worker thread: inline calls fail fast and are retried on the blocking pool.
+fn busy_callback(count: i32) -> bool {
+    let timeout = Duration::from_millis(BUSY_TIMEOUT_MS.with(Cell::get));
+    if timeout.is_zero() {
+        return false;
+    }
+    let count = usize::try_from(count).unwrap_or(0);
+    let prior = busy::waited_before(count);
+    if prior >= timeout {
+        return false;
+    }
+    std::thread::sleep(busy::delay(count).min(timeout - prior));
+    true
+}
+
+pub(crate) fn install_busy_handler(conn: &Connection) -> Result<()> {
+    conn.busy_handler(Some(busy_callback))
+        .map_err(super::error::map_err)
+}

@@ -1,0 +1,207 @@
+//! The per-connection cache of described statements of the in-process backends (SQLite and
+//! Turso): keyed by the SQL text as the caller wrote it, once per translation mode (the same
+//! text can mean different statements with translation on and off), bounded by the pool's
+//! `statement_cache_capacity`, and evicting the least recently used statement when full.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::translation::TranslationMode;
+
+/// What a statement cache has done since its connection was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CacheCounters {
+    /// Lookups that found the statement.
+    pub(crate) hits: u64,
+    /// Lookups that did not (the statement was then prepared).
+    pub(crate) misses: u64,
+    /// Statements dropped to make room for another.
+    pub(crate) evictions: u64,
+}
+
+struct Entry<S> {
+    stmt: Arc<S>,
+    /// The cache's clock when the statement was last looked up or inserted.
+    used: u64,
+}
+
+/// Statements of one connection, by SQL text and translation mode.
+pub(crate) struct StmtCache<S> {
+    slots: [HashMap<Box<str>, Entry<S>>; 2],
+    clock: u64,
+    counters: CacheCounters,
+}
+
+impl<S> StmtCache<S> {
+    pub(crate) fn new() -> Self {
+        Self {
+            slots: [HashMap::new(), HashMap::new()],
+            clock: 0,
+            counters: CacheCounters::default(),
+        }
+    }
+
+    fn slot(mode: TranslationMode) -> usize {
+        usize::from(mode == TranslationMode::Off)
+    }
+
+    /// The cached statement for `sql` under `mode`, marked as just used.
+    #[inline]
+    pub(crate) fn get(&mut self, sql: &str, mode: TranslationMode) -> Option<&Arc<S>> {
+        self.clock += 1;
+        let clock = self.clock;
+        match self.slots[Self::slot(mode)].get_mut(sql) {
+            Some(e) => {
+                e.used = clock;
+                self.counters.hits += 1;
+                Some(&e.stmt)
+            }
+            None => {
+                self.counters.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// Caches `stmt` for `sql` under `mode`. When the cache already holds `capacity` statements
+    /// (at least one) over both modes, the least recently used one is dropped first, so a
+    /// connection that keeps preparing new SQL (built with values inlined, say) holds a bounded
+    /// number of engine statements while the statements a loop reuses stay.
+    pub(crate) fn insert(
+        &mut self,
+        sql: &str,
+        mode: TranslationMode,
+        stmt: Arc<S>,
+        capacity: usize,
+    ) {
+        self.clock += 1;
+        let slot = Self::slot(mode);
+        if !self.slots[slot].contains_key(sql) && self.len() >= capacity.max(1) {
+            self.evict_oldest();
+        }
+        self.slots[slot].insert(
+            sql.into(),
+            Entry {
+                stmt,
+                used: self.clock,
+            },
+        );
+    }
+
+    fn evict_oldest(&mut self) {
+        let oldest = self
+            .slots
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| m.iter().map(move |(k, e)| (e.used, i, k)))
+            .min_by_key(|(used, _, _)| *used)
+            .map(|(_, i, k)| (i, k.clone()));
+        if let Some((i, k)) = oldest {
+            self.slots[i].remove(&k);
+            self.counters.evictions += 1;
+        }
+    }
+
+    /// Every cached statement, for resetting before [`Self::clear`].
+    #[cfg(feature = "turso")]
+    pub(crate) fn values(&self) -> impl Iterator<Item = &Arc<S>> {
+        self.slots.iter().flat_map(HashMap::values).map(|e| &e.stmt)
+    }
+
+    /// Forgets every statement (not counted as evictions).
+    pub(crate) fn clear(&mut self) {
+        for slot in &mut self.slots {
+            slot.clear();
+        }
+    }
+
+    /// How many statements are cached, over both modes.
+    pub(crate) fn len(&self) -> usize {
+        self.slots.iter().map(HashMap::len).sum()
+    }
+
+    /// Hits, misses and evictions so far.
+    #[cfg(test)]
+    pub(crate) fn counters(&self) -> CacheCounters {
+        self.counters
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ON: TranslationMode = TranslationMode::On;
+    const OFF: TranslationMode = TranslationMode::Off;
+
+    #[test]
+    fn stays_within_capacity_over_both_modes() {
+        let mut c = StmtCache::new();
+        for i in 0..10 {
+            let mode = if i % 2 == 0 { ON } else { OFF };
+            c.insert(&format!("SELECT {i}"), mode, Arc::new(i), 4);
+            assert!(c.len() <= 4, "after {i}: {}", c.len());
+        }
+        // The statement just inserted is always there.
+        assert_eq!(c.get("SELECT 9", OFF).map(|s| **s), Some(9));
+        // The two modes are separate entries for the same text.
+        c.insert("SELECT 9", ON, Arc::new(90), 4);
+        assert_eq!(c.get("SELECT 9", OFF).map(|s| **s), Some(9));
+        assert_eq!(c.get("SELECT 9", ON).map(|s| **s), Some(90));
+    }
+
+    #[test]
+    fn evicts_the_least_recently_used() {
+        let mut c = StmtCache::new();
+        c.insert("a", ON, Arc::new(1), 2);
+        c.insert("b", ON, Arc::new(2), 2);
+        // `a` is used again, so `b` is the oldest when `c` needs room.
+        assert!(c.get("a", ON).is_some());
+        c.insert("c", ON, Arc::new(3), 2);
+        assert!(c.get("a", ON).is_some(), "the statement in use was evicted");
+        assert!(c.get("b", ON).is_none());
+        assert!(c.get("c", ON).is_some());
+        let n = c.counters();
+        assert_eq!((n.hits, n.misses, n.evictions), (3, 1, 1));
+    }
+
+    #[test]
+    fn a_hot_statement_survives_a_stream_of_one_off_statements() {
+        // The old policy (clear everything when full) lost the hot statement every few inserts.
+        let mut c = StmtCache::new();
+        for i in 0..20 {
+            if c.get("hot", ON).is_none() {
+                c.insert("hot", ON, Arc::new(-1), 4);
+            }
+            c.insert(&format!("SELECT {i}"), ON, Arc::new(i), 4);
+        }
+        let n = c.counters();
+        assert_eq!((n.hits, n.misses), (19, 1), "{n:?}");
+        assert_eq!(c.len(), 4);
+    }
+
+    #[test]
+    fn replacing_a_cached_statement_keeps_the_others() {
+        let mut c = StmtCache::new();
+        for i in 0..3 {
+            c.insert(&format!("SELECT {i}"), ON, Arc::new(i), 3);
+        }
+        // Full, but this text is already cached: a replacement, not a new entry.
+        c.insert("SELECT 1", ON, Arc::new(11), 3);
+        assert_eq!(c.len(), 3);
+        assert_eq!(c.get("SELECT 1", ON).map(|s| **s), Some(11));
+        assert_eq!(c.get("SELECT 0", ON).map(|s| **s), Some(0));
+        assert_eq!(c.counters().evictions, 0);
+    }
+
+    #[test]
+    fn zero_capacity_still_keeps_the_latest() {
+        let mut c = StmtCache::new();
+        c.insert("a", ON, Arc::new(1), 0);
+        c.insert("b", ON, Arc::new(2), 0);
+        assert_eq!(c.len(), 1);
+        assert!(c.get("b", ON).is_some());
+        c.clear();
+        assert_eq!(c.len(), 0);
+    }
+}

@@ -1,0 +1,32 @@
+//! Values the SQLite family would store as something else, refused before binding.
+
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::value::RowValues;
+
+/// Rejects values SQLite and Turso would silently change: NaN would be stored as NULL.
+pub(crate) fn check_storable(idx: usize, value: &RowValues) -> Result<()> {
+    match value {
+        RowValues::Float(f) if f.is_nan() => Err(SqlMiddlewareDbError::new(
+            ErrorKind::ParameterType,
+            format!(
+                "parameter ${}: NaN cannot be stored in SQLite or Turso (it would become NULL); bind RowValues::Null instead",
+                idx + 1
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nan_is_refused_with_its_position() {
+        let e = check_storable(2, &RowValues::Float(f64::NAN)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ParameterType);
+        assert!(e.to_string().contains("$3"), "{e}");
+        assert!(check_storable(0, &RowValues::Float(1.5)).is_ok());
+        assert!(check_storable(0, &RowValues::Null).is_ok());
+    }
+}
