@@ -78,7 +78,7 @@ async fn fill(conn: &mut MiddlewarePoolConnection) {
         .await
         .unwrap();
     for id in 1..=1000_i64 {
-        ins.execute(&[
+        ins.dml(&[
             id.into(),
             format!("name-{id}").into(),
             (id as f64 * 0.5).into(),
@@ -106,11 +106,11 @@ async fn middleware_paths(backend: &str, conn: &mut MiddlewarePoolConnection, ou
             assert_eq!(r.id, id_of(i));
         }
     });
-    let _ = stmt.query(&params).await.unwrap();
+    let _ = stmt.select(&params).await.unwrap();
     let result_set = per_op!({
         for i in 0..N {
             params[0] = RowValues::Int(id_of(i));
-            let rs = stmt.query(&params).await.unwrap();
+            let rs = stmt.select(&params).await.unwrap();
             assert_eq!(rs.len(), 1);
         }
     });

@@ -267,9 +267,18 @@ pub fn expect_kind<T: std::fmt::Debug>(
 /// Expands each `async fn name(db) { body }` into one `#[tokio::test]` per backend, in modules
 /// `sqlite`, `postgres` (feature `postgres`, inside its own schema) and `turso` (feature
 /// `turso`). `db` is a [`TestDb`] on a fresh database.
+///
+/// An optional first line `let <pattern> = <expr>;` runs at the start of every generated test,
+/// before its database is created, and the value lives until the test ends (for example
+/// `let _group = groups::enter("cancel");`, see `common::groups`).
+///
+/// Inside a module other than the crate root, import the macro with `use crate::backend_tests;`.
 #[macro_export]
 macro_rules! backend_tests {
     ($(async fn $name:ident($db:ident) $body:block)*) => {
+        $crate::backend_tests! { let () = (); $(async fn $name($db) $body)* }
+    };
+    (let $guard:pat = $setup:expr; $(async fn $name:ident($db:ident) $body:block)*) => {
         #[cfg(feature = "sqlite")]
         mod sqlite {
             #[allow(unused_imports)]
@@ -278,6 +287,7 @@ macro_rules! backend_tests {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 #[allow(unused_braces)]
                 async fn $name() {
+                    let $guard = $setup;
                     let $db = $crate::common::backends::sqlite().await;
                     $body
                 }
@@ -292,6 +302,7 @@ macro_rules! backend_tests {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 #[allow(unused_braces)]
                 async fn $name() {
+                    let $guard = $setup;
                     $crate::common::pg::with_schema(|url| async move {
                         let $db = $crate::common::backends::postgres(&url).await;
                         $body
@@ -309,6 +320,7 @@ macro_rules! backend_tests {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 #[allow(unused_braces)]
                 async fn $name() {
+                    let $guard = $setup;
                     let $db = $crate::common::backends::turso().await;
                     $body
                 }

@@ -1,5 +1,5 @@
 //! The fuzz harnesses, shared by the `cargo fuzz` targets in `fuzz/` (included there with
-//! `#[path]`) and by `tests/reliability_props.rs`, which drives the same functions with
+//! `#[path]`) and by `tests/reliability/props.rs`, which drives the same functions with
 //! proptest on stable Rust in CI. Only the public API of `sql_middleware` and std are used.
 //!
 //! - [`translation_case`]: placeholder translation of arbitrary text never panics, keeps the

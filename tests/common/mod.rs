@@ -4,6 +4,7 @@
 pub mod backends;
 pub mod expect;
 pub mod fuzz_harness;
+pub mod groups;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod reliability;

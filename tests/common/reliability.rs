@@ -1,5 +1,5 @@
 #![allow(dead_code)]
-//! Shared support for the reliability suite (`tests/reliability_*.rs`): seeds, knobs, manual
+//! Shared support for the reliability suite (`tests/reliability/`): seeds, knobs, manual
 //! polling with a counting waker, the "is this checkout idle?" check per backend, a heartbeat,
 //! and row bookkeeping for "acknowledged rows are found, nothing else is".
 //!
@@ -129,8 +129,8 @@ impl Rng {
 
 // ---- serialising timing-sensitive tests -------------------------------------------------------
 
-/// Tests that measure time take this lock, so that the other tests of the same binary do not
-/// skew their figures. (Cargo runs test binaries one after another.)
+/// Tests that measure time take this lock, so that the other tests of their topic do not skew
+/// their figures. (Tests of other topics never run beside them: see `common::groups`.)
 pub async fn timing_lock() -> tokio::sync::MutexGuard<'static, ()> {
     static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     LOCK.lock().await

@@ -15,16 +15,16 @@
 //! commits: the dropped statement was never acknowledged, so it must not become visible
 //! through that commit (the commit must fail, or the statement must not have run).
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use sql_middleware::prelude::*;
 use sql_middleware::{ErrorKind, PoolBuilder};
 
-use common::backends::{Kind, Logical, TestDb};
-use common::reliability::{
+use crate::backend_tests;
+use crate::common;
+use crate::common::backends::{Kind, Logical, TestDb};
+use crate::common::reliability::{
     Audit, DropAt, Fate, Ledger, Polled, SeedGuard, check_idle, conn_identity, poll_at_most,
 };
 
@@ -614,6 +614,7 @@ async fn t_dropped_statement_then_commit(db: &TestDb, builder: PoolBuilder, labe
 }
 
 backend_tests! {
+    let _group = common::groups::enter("cancel");
     async fn cancel_at_every_await_point(db) {
         let b = db.builder();
         let label = db.kind.name();
@@ -634,6 +635,7 @@ mod sqlite_models {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn cancel_at_every_await_point_offload() {
+        let _group = common::groups::enter("cancel");
         let db = common::backends::sqlite().await;
         let b = db.builder().sqlite_exec_model(SqliteExecModel::Offload);
         t_cancel_everywhere(&db, b, "sqlite-offload").await
@@ -641,6 +643,7 @@ mod sqlite_models {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn cancel_at_every_await_point_inline() {
+        let _group = common::groups::enter("cancel");
         let db = common::backends::sqlite().await;
         let b = db.builder().sqlite_exec_model(SqliteExecModel::Inline);
         t_cancel_everywhere(&db, b, "sqlite-inline").await
@@ -648,6 +651,7 @@ mod sqlite_models {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn dropped_statement_then_commit_offload() {
+        let _group = common::groups::enter("cancel");
         let db = common::backends::sqlite().await;
         let b = db.builder().sqlite_exec_model(SqliteExecModel::Offload);
         t_dropped_statement_then_commit(&db, b, "sqlite-offload").await

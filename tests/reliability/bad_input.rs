@@ -1,4 +1,4 @@
-//! Reliability 11: a bad-input matrix that complements `tests/bad_input.rs` (which covers
+//! Reliability 11: a bad-input matrix that complements `tests/conformance/bad_input.rs` (which covers
 //! wrong parameter counts on `query`, NUL in SQL and text, NaN, invalid UTF-8 on `select`/`one`,
 //! unknown objects, syntax errors, decoding, deferred FKs and nested BEGIN via a script).
 //!
@@ -11,13 +11,13 @@
 //! Every case checks the exact `ErrorKind`, that an engine error keeps its driver code (and a
 //! middleware error has none), and then that `SELECT 1` on the same connection succeeds.
 
-mod common;
-
 use sql_middleware::ErrorKind;
 use sql_middleware::prelude::*;
 
-use common::backends::{Kind, Logical, TestDb};
-use common::expect::{Code, check, verdict};
+use crate::backend_tests;
+use crate::common;
+use crate::common::backends::{Kind, Logical, TestDb};
+use crate::common::expect::{Code, check, verdict};
 
 type Conn = MiddlewarePoolConnection;
 
@@ -133,7 +133,7 @@ async fn t_matrix(db: &TestDb) {
         .prepare("SELECT CAST($1 AS BIGINT) + CAST($2 AS BIGINT)")
         .await
     {
-        Ok(mut p) => p.query(&[1.into()]).await,
+        Ok(mut p) => p.select(&[1.into()]).await,
         Err(e) => Err(e),
     };
     m.case(
@@ -162,7 +162,7 @@ async fn t_matrix(db: &TestDb) {
 
     // ---- floats ------------------------------------------------------------------------------
     let r = match c.prepare("INSERT INTO bx (id, f) VALUES ($1, $2)").await {
-        Ok(mut p) => p.execute(&[10.into(), RowValues::Float(f64::NAN)]).await,
+        Ok(mut p) => p.dml(&[10.into(), RowValues::Float(f64::NAN)]).await,
         Err(e) => Err(e),
     };
     let v = if pg {
@@ -511,5 +511,6 @@ async fn t_matrix(db: &TestDb) {
 }
 
 backend_tests! {
+    let _group = common::groups::enter("bad_input");
     async fn bad_input_matrix(db) { t_matrix(&db).await }
 }

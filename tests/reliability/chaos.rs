@@ -8,16 +8,15 @@
 //!   pool of 4, at busy timeouts of 5 s and 50 ms.
 //! - `RELIABILITY_SEED`: replays a run (the seed is printed on failure).
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use sql_middleware::ErrorKind;
 use sql_middleware::prelude::*;
 
-use common::backends::{Logical, TestDb};
-use common::reliability::{Fate, Ledger, Rng, SeedGuard, knob_f64, knob_usize, ms};
+use crate::common;
+use crate::common::backends::{Logical, TestDb};
+use crate::common::reliability::{Fate, Ledger, Rng, SeedGuard, knob_f64, knob_usize, ms};
 
 // ---- 4. Postgres: backends killed under load ---------------------------------------------------
 
@@ -187,6 +186,7 @@ async fn pg_worker(
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_connections_killed_under_load() {
+    let _group = common::groups::enter("chaos");
     common::pg::with_schema(|url| async move {
         let (_guard, seed) = SeedGuard::new("pg_chaos");
         let chaos = Duration::from_secs_f64(knob_f64("RELIABILITY_CHAOS_SECS", 6.0));
@@ -535,6 +535,7 @@ async fn t_writers(db: &TestDb) {
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_writers_lose_nothing() {
+    let _group = common::groups::enter("chaos");
     let db = common::backends::sqlite().await;
     t_writers(&db).await
 }
@@ -542,6 +543,7 @@ async fn sqlite_writers_lose_nothing() {
 #[cfg(feature = "turso")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turso_writers_lose_nothing() {
+    let _group = common::groups::enter("chaos");
     let db = common::backends::turso().await;
     t_writers(&db).await
 }
@@ -553,6 +555,7 @@ async fn turso_writers_lose_nothing() {
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_new_connection_waits_for_a_held_lock() {
+    let _group = common::groups::enter("chaos");
     use sql_middleware::drivers::rusqlite;
     let db = common::backends::sqlite().await;
     {

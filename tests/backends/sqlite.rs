@@ -9,9 +9,8 @@ use std::time::{Duration, Instant};
 
 use sql_middleware::prelude::*;
 
-mod common;
-
-use common::backends::{TempDir, one_connection_with_table};
+use crate::common::backends::{TempDir, one_connection_with_table};
+use crate::common::groups;
 
 /// The database file of a test directory.
 fn db_file(dir: &TempDir) -> std::path::PathBuf {
@@ -42,6 +41,7 @@ fn p99(mut v: Vec<Duration>) -> Duration {
 
 #[tokio::test(flavor = "current_thread")]
 async fn long_statements_do_not_stall_a_single_threaded_runtime() {
+    let _group = groups::enter("sqlite");
     let dir = TempDir::new("heartbeat");
     let db = ConfigAndPool::sqlite(db_file(&dir))
         .max_size(2)
@@ -86,6 +86,7 @@ async fn long_statements_do_not_stall_a_single_threaded_runtime() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn lock_waits_end_in_busy_after_the_timeout_without_stalling_the_runtime() {
+    let _group = groups::enter("sqlite");
     let dir = TempDir::new("busy");
     let holder = ConfigAndPool::sqlite(db_file(&dir))
         .max_size(1)
@@ -138,6 +139,7 @@ async fn lock_waits_end_in_busy_after_the_timeout_without_stalling_the_runtime()
 
 #[tokio::test(flavor = "current_thread")]
 async fn dropped_transaction_rolls_back_on_current_thread_runtime() {
+    let _group = groups::enter("sqlite");
     let (_db, mut c) = one_connection_with_table(ConfigAndPool::sqlite_memory()).await;
     {
         let mut tx = c.begin().await.unwrap();
@@ -152,6 +154,7 @@ async fn dropped_transaction_rolls_back_on_current_thread_runtime() {
 
 #[test]
 fn dropped_transaction_rolls_back_outside_any_runtime() {
+    let _group = groups::enter("sqlite");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -179,6 +182,7 @@ fn dropped_transaction_rolls_back_outside_any_runtime() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn panicking_raw_closure_is_an_error_and_the_pool_recovers() {
+    let _group = groups::enter("sqlite");
     let (db, mut c) = one_connection_with_table(ConfigAndPool::sqlite_memory()).await;
     let e = c
         .with_blocking_sqlite(|raw| {
@@ -201,6 +205,7 @@ async fn panicking_raw_closure_is_an_error_and_the_pool_recovers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn engine_rollback_inside_a_transaction_never_autocommits_later_statements() {
+    let _group = groups::enter("sqlite");
     let db = ConfigAndPool::sqlite_memory()
         .max_size(2)
         .build()
@@ -234,6 +239,7 @@ async fn engine_rollback_inside_a_transaction_never_autocommits_later_statements
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_exec_model_gives_the_same_answers() {
+    let _group = groups::enter("sqlite");
     for model in [
         SqliteExecModel::Inline,
         SqliteExecModel::Offload,
@@ -254,7 +260,7 @@ async fn every_exec_model_gives_the_same_answers() {
             .unwrap();
         let mut ins = c.prepare("INSERT INTO t VALUES ($1, $2)").await.unwrap();
         for i in 0..200_i64 {
-            if let Err(e) = ins.execute(&[i.into(), format!("v{i}").into()]).await {
+            if let Err(e) = ins.dml(&[i.into(), format!("v{i}").into()]).await {
                 panic!("{model:?} insert {i}: {e}");
             }
         }
@@ -277,6 +283,7 @@ async fn every_exec_model_gives_the_same_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_memory_database_is_shared_by_the_pool() {
+    let _group = groups::enter("sqlite");
     let db = ConfigAndPool::sqlite_memory()
         .max_size(3)
         .build()

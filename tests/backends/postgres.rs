@@ -2,17 +2,17 @@
 //! pool hygiene after dirty or abandoned connections, commit truth, and the throwaway-cluster path.
 #![cfg(feature = "postgres")]
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::{NaiveDate, TimeZone, Utc};
-use common::pg;
 use rust_decimal::Decimal;
 use sql_middleware::prelude::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::common::groups;
+use crate::common::pg;
 
 async fn pool(url: &str, max: usize) -> ConfigAndPool {
     ConfigAndPool::postgres(url)
@@ -25,6 +25,7 @@ async fn pool(url: &str, max: usize) -> ConfigAndPool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn type_matrix_round_trips_every_type_and_null() {
+    let _group = groups::enter("postgres");
     pg::with_schema(|url| async move {
         let db = pool(&url, 2).await;
         let mut c = db.get_connection().await.unwrap();
@@ -139,6 +140,7 @@ async fn type_matrix_round_trips_every_type_and_null() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lossy_binds_are_typed_errors_naming_the_parameter() {
+    let _group = groups::enter("postgres");
     pg::with_schema(|url| async move {
         let db = pool(&url, 1).await;
         let mut c = db.get_connection().await.unwrap();
@@ -314,6 +316,7 @@ async fn proxied_pool(url: &str) -> (ConfigAndPool, Arc<Counts>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cached_autocommit_select_is_one_round_trip() {
+    let _group = groups::enter("postgres");
     pg::with_schema(|url| async move {
         let (db, counts) = proxied_pool(&url).await;
         let mut c = db.get_connection().await.unwrap();
@@ -350,6 +353,7 @@ async fn cached_autocommit_select_is_one_round_trip() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dirty_and_aborted_connections_are_never_handed_out() {
+    let _group = groups::enter("postgres");
     pg::with_schema(|url| async move {
         let db = pool(&url, 1).await;
         {
@@ -427,6 +431,7 @@ async fn dirty_and_aborted_connections_are_never_handed_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abandoned_query_is_cancelled_not_queued_behind() {
+    let _group = groups::enter("postgres");
     pg::with_schema(|url| async move {
         let db = pool(&url, 1).await;
         // Same connection, reused after a timeout.
@@ -467,6 +472,7 @@ async fn abandoned_query_is_cancelled_not_queued_behind() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commit_after_error_is_an_error_and_saves_nothing() {
+    let _group = groups::enter("postgres");
     pg::with_schema(|url| async move {
         let db = pool(&url, 2).await;
         let mut c = db.get_connection().await.unwrap();
@@ -502,6 +508,7 @@ async fn commit_after_error_is_an_error_and_saves_nothing() {
 /// answers held back by the proxy, all the requests still reach the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pipeline_sends_every_request_before_the_first_answer() {
+    let _group = groups::enter("postgres");
     pg::with_schema(|url| async move {
         let (db, counts) = proxied_pool(&url).await;
         let mut c = db.get_connection().await.unwrap();
@@ -545,6 +552,7 @@ async fn pipeline_sends_every_request_before_the_first_answer() {
 /// caller can tell "retry the transaction" from other errors.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serialization_failures_and_deadlocks_are_typed() {
+    let _group = groups::enter("postgres");
     pg::with_schema(|url| async move {
         let db = pool(&url, 2).await;
         let mut a = db.get_connection().await.unwrap();
@@ -605,6 +613,7 @@ async fn serialization_failures_and_deadlocks_are_typed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pipelined_queries_return_in_order() {
+    let _group = groups::enter("postgres");
     pg::with_schema(|url| async move {
         let db = pool(&url, 1).await;
         let mut c = db.get_connection().await.unwrap();
@@ -621,6 +630,7 @@ async fn pipelined_queries_return_in_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn application_name_and_raw_client() {
+    let _group = groups::enter("postgres");
     pg::with_schema(|url| async move {
         let db = ConfigAndPool::postgres(&url)
             .application_name("sqlmw-test-app")
@@ -645,6 +655,7 @@ async fn application_name_and_raw_client() {
 /// The provisioning path for machines with the PostgreSQL binaries but no running server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn throwaway_cluster_serves_the_middleware() {
+    let _group = groups::enter("postgres");
     let Some(url) = pg::start_throwaway_cluster() else {
         panic!(
             "PostgreSQL server binaries (initdb, pg_ctl) are needed for this test: install them (Debian: apt-get install postgresql)"

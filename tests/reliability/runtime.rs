@@ -12,8 +12,6 @@
 //! - Heartbeat: while SQLite and Turso writers contend and transactions are dropped on executor
 //!   threads, a heartbeat task's p99 lateness stays below 20 ms (the idle baseline is printed).
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -21,8 +19,10 @@ use std::time::{Duration, Instant};
 use sql_middleware::ErrorKind;
 use sql_middleware::prelude::*;
 
-use common::backends::{Kind, Logical, TestDb};
-use common::reliability::{
+use crate::backend_tests;
+use crate::common;
+use crate::common::backends::{Kind, Logical, TestDb};
+use crate::common::reliability::{
     DropAt, Polled, Rng, SeedGuard, heartbeat, knob_f64, ms, poll_at_most, quantile, timing_lock,
 };
 
@@ -514,6 +514,7 @@ async fn load_phase(
 #[cfg(all(feature = "sqlite", feature = "turso"))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn heartbeat_stays_on_time_under_contention() {
+    let _group = common::groups::enter("runtime");
     let _lock = timing_lock().await;
     let (_guard, seed) = SeedGuard::new("heartbeat");
     let secs = knob_f64("RELIABILITY_HEARTBEAT_SECS", 2.0);
@@ -609,6 +610,7 @@ async fn heartbeat_stays_on_time_under_contention() {
 }
 
 backend_tests! {
+    let _group = common::groups::enter("runtime");
     async fn starvation_never_exceeds_the_wait_timeout(db) { t_starvation(&db).await }
     async fn second_checkout_inside_a_transaction_times_out(db) {
         t_second_checkout_inside_tx(&db).await
@@ -622,6 +624,7 @@ backend_tests! {
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_offload_timed_out_statement_does_not_delay_the_next_borrower() {
+    let _group = common::groups::enter("runtime");
     let db = common::backends::sqlite().await;
     t_timeout_isolation(
         &db,
@@ -634,6 +637,7 @@ async fn sqlite_offload_timed_out_statement_does_not_delay_the_next_borrower() {
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_long_write_is_offloaded_when_it_syncs_and_inline_first_otherwise() {
+    let _group = common::groups::enter("runtime");
     let db = common::backends::sqlite().await;
     t_sqlite_long_write(&db).await
 }
@@ -641,6 +645,7 @@ async fn sqlite_long_write_is_offloaded_when_it_syncs_and_inline_first_otherwise
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_cancel_of_an_abandoned_statement_does_not_hit_the_next_one() {
+    let _group = common::groups::enter("runtime");
     common::pg::with_schema(|url| async move {
         let db = common::backends::postgres(&url).await;
         t_pg_cancel_does_not_leak(&db).await

@@ -14,8 +14,6 @@
 //! commands. Generation is seeded (`RELIABILITY_SEED`); failures are kept in
 //! `proptest-regressions/reliability_model.txt` (replayed first on every run).
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -25,8 +23,9 @@ use sql_middleware::prelude::*;
 use sql_middleware::{ErrorKind, QueryBuilder};
 use tokio::sync::{mpsc, oneshot};
 
-use common::backends::{Kind, Logical, TestDb};
-use common::reliability::{DropAt, Polled, check_idle, poll_at_most, seed_for};
+use crate::common;
+use crate::common::backends::{Kind, Logical, TestDb};
+use crate::common::reliability::{DropAt, Polled, check_idle, poll_at_most, seed_for};
 
 const INS: &str = "INSERT INTO m (id) VALUES ($1)";
 
@@ -729,6 +728,7 @@ fn run_model(db: TestDb, handle: &tokio::runtime::Handle) {
 #[cfg(feature = "sqlite")]
 #[test]
 fn model_sqlite() {
+    let _group = common::groups::enter("model");
     let rt = common::reliability::runtime();
     let db = rt.block_on(common::backends::sqlite());
     run_model(db, rt.handle());
@@ -737,6 +737,7 @@ fn model_sqlite() {
 #[cfg(feature = "turso")]
 #[test]
 fn model_turso() {
+    let _group = common::groups::enter("model");
     let rt = common::reliability::runtime();
     let db = rt.block_on(common::backends::turso());
     run_model(db, rt.handle());
@@ -745,6 +746,7 @@ fn model_turso() {
 #[cfg(feature = "postgres")]
 #[test]
 fn model_postgres() {
+    let _group = common::groups::enter("model");
     let rt = common::reliability::runtime();
     rt.block_on(async {
         common::pg::with_schema(|url| async move {

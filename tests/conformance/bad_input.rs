@@ -2,13 +2,12 @@
 //! errors raised by the engine, that `driver_code()` is set), then checks that `SELECT 1` on the
 //! SAME connection still works. All cases run even when some fail; the test then lists them.
 
-mod common;
-
 use sql_middleware::ErrorKind;
 use sql_middleware::prelude::*;
 
-use common::backends::{Kind, Logical, TestDb};
-use common::expect::{Code, check, still_works, verdict};
+use crate::backend_tests;
+use crate::common::backends::{Kind, Logical, TestDb};
+use crate::common::expect::{Code, check, still_works, verdict};
 
 type Conn = MiddlewarePoolConnection;
 

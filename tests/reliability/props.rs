@@ -7,17 +7,16 @@
 //!   column, on every backend, also when two result sets with the same names in other orders
 //!   come from the same connection (statement cache, prepared statements).
 
-mod common;
-
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use sql_middleware::prelude::*;
 
-use common::backends::TestDb;
-use common::fuzz_harness;
-use common::reliability::{knob_usize, seed_for};
+use crate::common;
+use crate::common::backends::TestDb;
+use crate::common::fuzz_harness;
+use crate::common::reliability::{knob_usize, seed_for};
 
 fn config(name: &str, cases: u32) -> Config {
     Config {
@@ -60,6 +59,7 @@ fn sqlish() -> impl Strategy<Value = Vec<u8>> {
 
 #[test]
 fn fuzz_harness_placeholder_translation() {
+    let _group = common::groups::enter("props");
     let cases = knob_usize("RELIABILITY_PROP_CASES", 4000) as u32;
     let mut runner = TestRunner::new(config("props/translation", cases));
     let strategy = prop_oneof![sqlish(), prop::collection::vec(any::<u8>(), 0..128)];
@@ -76,6 +76,7 @@ fn fuzz_harness_placeholder_translation() {
 
 #[test]
 fn fuzz_harness_value_conversion_pure() {
+    let _group = common::groups::enter("props");
     let cases = knob_usize("RELIABILITY_PROP_CASES", 4000) as u32;
     let mut runner = TestRunner::new(config("props/value_pure", cases));
     let r = runner.run(&prop::collection::vec(any::<u8>(), 0..96), |data| {
@@ -92,6 +93,7 @@ fn fuzz_harness_value_conversion_pure() {
 #[cfg(feature = "sqlite")]
 #[test]
 fn fuzz_harness_value_conversion_sqlite_round_trip() {
+    let _group = common::groups::enter("props");
     let cases = (knob_usize("RELIABILITY_PROP_CASES", 4000) / 4) as u32;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -200,7 +202,7 @@ async fn check_shape(conn: &mut MiddlewarePoolConnection, s: &Shape) -> Result<(
         .prepare(&q2)
         .await
         .map_err(|e| format!("prepare: {e}"))?;
-    let d = p.query(&[]).await.map_err(|e| format!("prepared: {e}"))?;
+    let d = p.select(&[]).await.map_err(|e| format!("prepared: {e}"))?;
     check(&d, 200, "prepared second query")?;
     Ok(())
 }
@@ -226,6 +228,7 @@ fn run_columns(db: &TestDb, handle: &tokio::runtime::Handle) {
 #[cfg(feature = "sqlite")]
 #[test]
 fn get_by_name_returns_its_own_column_sqlite() {
+    let _group = common::groups::enter("props");
     let rt = common::reliability::runtime();
     let db = rt.block_on(common::backends::sqlite());
     run_columns(&db, rt.handle());
@@ -234,6 +237,7 @@ fn get_by_name_returns_its_own_column_sqlite() {
 #[cfg(feature = "turso")]
 #[test]
 fn get_by_name_returns_its_own_column_turso() {
+    let _group = common::groups::enter("props");
     let rt = common::reliability::runtime();
     let db = rt.block_on(common::backends::turso());
     run_columns(&db, rt.handle());
@@ -242,6 +246,7 @@ fn get_by_name_returns_its_own_column_turso() {
 #[cfg(feature = "postgres")]
 #[test]
 fn get_by_name_returns_its_own_column_postgres() {
+    let _group = common::groups::enter("props");
     let rt = common::reliability::runtime();
     rt.block_on(common::pg::with_schema(|url| async move {
         let db = common::backends::postgres(&url).await;

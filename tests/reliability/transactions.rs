@@ -10,16 +10,16 @@
 //! own (or the transaction was ended behind the middleware's back), later statements fail
 //! instead of autocommitting.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use sql_middleware::ErrorKind;
 use sql_middleware::prelude::*;
 
-use common::backends::{Kind, Logical, TestDb};
-use common::reliability::{Rng, SeedGuard, check_idle, conn_identity};
+use crate::backend_tests;
+use crate::common;
+use crate::common::backends::{Kind, Logical, TestDb};
+use crate::common::reliability::{Rng, SeedGuard, check_idle, conn_identity};
 
 type Conn = MiddlewarePoolConnection;
 
@@ -821,6 +821,7 @@ async fn t_pg_killed_mid_transaction(db: &TestDb) {
 }
 
 backend_tests! {
+    let _group = common::groups::enter("transactions");
     async fn every_bad_ending_leaves_a_clean_pool(db) { t_bad_endings(&db).await }
     async fn commit_ok_means_a_fresh_connection_sees_it(db) { t_commit_ok_means_visible(&db).await }
     async fn commit_after_an_error_is_an_error(db) { t_commit_after_error(&db).await }
@@ -832,6 +833,7 @@ backend_tests! {
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_killed_mid_transaction() {
+    let _group = common::groups::enter("transactions");
     common::pg::with_schema(|url| async move {
         let db = common::backends::postgres(&url).await;
         t_pg_killed_mid_transaction(&db).await

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use sql_middleware::prelude::*;
 
-mod common;
-
-use common::backends::{TempDir, one_connection_with_table};
+use crate::common::backends::{TempDir, one_connection_with_table};
+use crate::common::groups;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_write_is_acknowledged_then_lost_after_a_dropped_transaction() {
+    let _group = groups::enter("turso");
     let dir = TempDir::new("dangling");
     let db = ConfigAndPool::turso(dir.path().join("t.db"))
         .max_size(2)
@@ -25,7 +25,7 @@ async fn no_write_is_acknowledged_then_lost_after_a_dropped_transaction() {
         .await
         .unwrap();
     let mut insert = c.prepare("INSERT INTO t VALUES ($1, $2)").await.unwrap();
-    insert.execute(&[0.into(), "warm".into()]).await.unwrap();
+    insert.dml(&[0.into(), "warm".into()]).await.unwrap();
     drop(insert);
     let mut acknowledged = Vec::new();
     for round in 1..=20_i64 {
@@ -40,13 +40,7 @@ async fn no_write_is_acknowledged_then_lost_after_a_dropped_transaction() {
         }
         // A write through the same connection and a cached statement right after.
         let mut insert = c.prepare("INSERT INTO t VALUES ($1, $2)").await.unwrap();
-        assert_eq!(
-            insert
-                .execute(&[round.into(), "kept".into()])
-                .await
-                .unwrap(),
-            1
-        );
+        assert_eq!(insert.dml(&[round.into(), "kept".into()]).await.unwrap(), 1);
         acknowledged.push(round);
     }
     drop(c);
@@ -76,6 +70,7 @@ async fn no_write_is_acknowledged_then_lost_after_a_dropped_transaction() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_tasks_never_share_a_connection() {
+    let _group = groups::enter("turso");
     let dir = TempDir::new("sharing");
     let db = ConfigAndPool::turso(dir.path().join("t.db"))
         .max_size(4)
@@ -144,6 +139,7 @@ async fn two_tasks_never_share_a_connection() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn dropped_transaction_outside_a_runtime_is_rolled_back() {
+    let _group = groups::enter("turso");
     let (_db, mut c) = one_connection_with_table(ConfigAndPool::turso_memory()).await;
     let mut tx = c.begin().await.unwrap();
     tx.query("INSERT INTO t VALUES (1)").dml().await.unwrap();

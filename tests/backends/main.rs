@@ -1,0 +1,13 @@
+//! Promises of one backend each, beyond the conformance suite: a module per backend, built
+//! only with that backend's feature (`sqlite`, `postgres`, `turso`).
+//!
+//! Test paths are `<backend>::<test>`. Each module was once a test binary of its own, and some
+//! tests measure time (heartbeat lateness, lock waits, round trips), so every test first enters
+//! its backend's group (`common::groups`): tests of two modules never run at the same time.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod postgres;
+mod sqlite;
+mod turso;

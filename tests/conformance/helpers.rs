@@ -1,0 +1,103 @@
+//! Helpers shared by the conformance topics: run a statement or script and panic with the SQL
+//! on failure, create tables from logical column types, and compare rows.
+
+use chrono::{NaiveDate, NaiveDateTime};
+use sql_middleware::prelude::*;
+
+use crate::common::backends::{Logical, TestDb};
+
+pub type Conn = MiddlewarePoolConnection;
+
+pub async fn batch(conn: &mut Conn, sql: &str) {
+    conn.execute_batch(sql)
+        .await
+        .unwrap_or_else(|e| panic!("execute_batch({sql}) failed: {e:?}"));
+}
+
+pub async fn dml(conn: &mut Conn, sql: &str, params: &[RowValues]) -> usize {
+    conn.query(sql)
+        .params(params)
+        .dml()
+        .await
+        .unwrap_or_else(|e| panic!("dml({sql}) failed: {e:?}"))
+}
+
+pub async fn select(conn: &mut Conn, sql: &str, params: &[RowValues]) -> ResultSet {
+    conn.query(sql)
+        .params(params)
+        .select()
+        .await
+        .unwrap_or_else(|e| panic!("select({sql}) failed: {e:?}"))
+}
+
+pub async fn count(conn: &mut Conn, table: &str) -> i64 {
+    let sql = format!("SELECT COUNT(*) FROM {table}");
+    let (n,): (i64,) = conn
+        .query(&sql)
+        .one()
+        .await
+        .unwrap_or_else(|e| panic!("{sql} failed: {e:?}"));
+    n
+}
+
+/// `CREATE TABLE name (id <int> PRIMARY KEY, col <type>, ...)`.
+pub async fn create_table(db: &TestDb, conn: &mut Conn, name: &str, cols: &[(&str, Logical)]) {
+    let cols: Vec<String> = cols
+        .iter()
+        .map(|(n, l)| format!("{n} {}", db.ty(*l)))
+        .collect();
+    batch(
+        conn,
+        &format!(
+            "CREATE TABLE {name} (id {} PRIMARY KEY, {})",
+            db.ty(Logical::Int),
+            cols.join(", ")
+        ),
+    )
+    .await;
+}
+
+pub fn insert_sql(table: &str, cols: &[(&str, Logical)]) -> String {
+    let names: Vec<&str> = cols.iter().map(|(n, _)| *n).collect();
+    let ph: Vec<String> = (2..=cols.len() + 1).map(|i| format!("${i}")).collect();
+    format!(
+        "INSERT INTO {table} (id, {}) VALUES ($1, {})",
+        names.join(", "),
+        ph.join(", ")
+    )
+}
+
+pub fn select_sql(table: &str, cols: &[(&str, Logical)]) -> String {
+    let names: Vec<&str> = cols.iter().map(|(n, _)| *n).collect();
+    format!("SELECT id, {} FROM {table} WHERE id = $1", names.join(", "))
+}
+
+pub fn ts(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32, nano: u32) -> NaiveDateTime {
+    NaiveDate::from_ymd_opt(y, mo, d)
+        .unwrap()
+        .and_hms_nano_opt(h, mi, s, nano)
+        .unwrap()
+}
+
+pub fn date(y: i32, mo: u32, d: u32) -> NaiveDate {
+    NaiveDate::from_ymd_opt(y, mo, d).unwrap()
+}
+
+/// Compares every named column of `row` with `expected`, reporting all differences at once.
+#[track_caller]
+pub fn assert_row(db: &TestDb, what: &str, row: &CustomDbRow, expected: &[(&str, RowValues)]) {
+    let mut bad = Vec::new();
+    for (name, want) in expected {
+        match row.get(name) {
+            Some(got) if got == want => {}
+            got => bad.push(format!("  column {name}: got {got:?}, expected {want:?}")),
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "[{}] {what}: {} column(s) differ:\n{}",
+        db.kind.name(),
+        bad.len(),
+        bad.join("\n")
+    );
+}

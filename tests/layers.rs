@@ -1,0 +1,266 @@
+//! The crate's layers, checked on its source (docs/Design.md, "Layers"):
+//!
+//! face (lib, prelude, bench_support) → hall (config, dispatch, pool, query, statement,
+//! transaction) → wings (sqlite, postgres, turso) → neutral (contract, pooling) → SQLite family
+//! (sqlite_family) → core (value, results, decode, error, translation, sql).
+//!
+//! Every `crate::…` path outside comments and unit tests must point to the same top-level module
+//! or to a lower layer; a wing never names another wing; the core modules and the neutral ones
+//! import each other without a cycle; every wing has the same file set; and the core needs no
+//! `allow(dead_code)` switch. This test reads the files only (std, no crate code).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+const LAYERS: &[(&str, &[&str])] = &[
+    (
+        "core",
+        &["value", "results", "decode", "error", "translation", "sql"],
+    ),
+    ("family", &["sqlite_family"]),
+    ("neutral", &["contract", "pooling"]),
+    ("wings", &["sqlite", "postgres", "turso"]),
+    (
+        "hall",
+        &[
+            "config",
+            "dispatch",
+            "pool",
+            "query",
+            "statement",
+            "transaction",
+        ],
+    ),
+    ("face", &["lib", "prelude", "bench_support", "drivers"]),
+];
+
+/// The files every wing has; a wing may add extras (SQLite: `offload`, `busy`; Turso: `busy`).
+const WING_FILES: &[&str] = &[
+    "mod.rs",
+    "config.rs",
+    "conn.rs",
+    "stmt.rs",
+    "params.rs",
+    "rows.rs",
+    "error.rs",
+    "bench.rs",
+];
+
+fn layer_of(module: &str) -> Option<(usize, &'static str)> {
+    LAYERS
+        .iter()
+        .enumerate()
+        .find(|(_, (_, mods))| mods.contains(&module))
+        .map(|(i, (name, _))| (i, *name))
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in fs::read_dir(dir).expect("read src") {
+        let p = e.expect("entry").path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The top-level module a file under `src/` belongs to (`sqlite/conn.rs` → `sqlite`).
+fn top_module(path: &Path) -> String {
+    let rel = path.strip_prefix(src()).expect("under src");
+    let first = rel.components().next().expect("a component");
+    first
+        .as_os_str()
+        .to_string_lossy()
+        .trim_end_matches(".rs")
+        .to_owned()
+}
+
+/// The code of a file without comments and without its `#[cfg(test)] mod tests`.
+fn code_of(text: &str) -> String {
+    let body = text
+        .find("#[cfg(test)]\nmod tests")
+        .map_or(text, |i| &text[..i]);
+    body.lines()
+        .map(|l| match l.find("//") {
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every `crate::<module>` named in `code`.
+fn crate_paths(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("crate::") {
+        let before = rest[..i].chars().last();
+        rest = &rest[i + "crate::".len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue; // e.g. `sql_middleware_crate::`
+        }
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if !name.is_empty() {
+            out.insert(name);
+        }
+    }
+    out
+}
+
+/// The module graph: `from → {to}` for every `crate::to` path in `from`'s files.
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in files {
+        let from = top_module(&f);
+        let text = fs::read_to_string(&f).expect("read file");
+        let entry = g.entry(from.clone()).or_default();
+        for to in crate_paths(&code_of(&text)) {
+            if to != from && layer_of(&to).is_some() {
+                entry.insert(to);
+            }
+        }
+    }
+    g
+}
+
+#[test]
+fn every_module_has_a_layer() {
+    for m in graph().keys() {
+        assert!(
+            layer_of(m).is_some(),
+            "src/{m} belongs to no layer; add it to LAYERS here and to docs/Design.md"
+        );
+    }
+}
+
+#[test]
+fn imports_point_down() {
+    let mut bad = Vec::new();
+    for (from, tos) in graph() {
+        let Some((lf, nf)) = layer_of(&from) else {
+            continue;
+        };
+        for to in tos {
+            let (lt, nt) = layer_of(&to).expect("known module");
+            let wing_to_wing = nf == "wings" && nt == "wings";
+            if lt > lf || wing_to_wing {
+                bad.push(format!("{from} ({nf}) imports {to} ({nt})"));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "imports against the layers:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn core_and_neutral_layers_have_no_cycle() {
+    let g = graph();
+    for layer in ["core", "neutral"] {
+        let mods: Vec<&str> = LAYERS
+            .iter()
+            .find(|(n, _)| *n == layer)
+            .expect("layer")
+            .1
+            .to_vec();
+        // Depth-first search for a back edge among the layer's own modules.
+        fn visit<'a>(
+            m: &'a str,
+            g: &'a BTreeMap<String, BTreeSet<String>>,
+            mods: &[&'a str],
+            stack: &mut Vec<&'a str>,
+            done: &mut BTreeSet<&'a str>,
+        ) -> Option<Vec<String>> {
+            if let Some(i) = stack.iter().position(|s| *s == m) {
+                let mut cycle: Vec<String> = stack[i..].iter().map(|s| s.to_string()).collect();
+                cycle.push(m.to_owned());
+                return Some(cycle);
+            }
+            if !done.insert(m) {
+                return None;
+            }
+            stack.push(m);
+            if let Some(tos) = g.get(m) {
+                for to in tos {
+                    if let Some(&t) = mods.iter().find(|x| **x == to.as_str())
+                        && let Some(c) = visit(t, g, mods, stack, done)
+                    {
+                        return Some(c);
+                    }
+                }
+            }
+            stack.pop();
+            None
+        }
+        let mut done = BTreeSet::new();
+        for m in &mods {
+            if let Some(cycle) = visit(m, &g, &mods, &mut Vec::new(), &mut done) {
+                panic!("import cycle in the {layer} layer: {}", cycle.join(" → "));
+            }
+        }
+    }
+}
+
+#[test]
+fn wings_have_the_same_file_set() {
+    for wing in ["sqlite", "postgres", "turso"] {
+        let dir = src().join(wing);
+        let have: BTreeSet<String> = fs::read_dir(&dir)
+            .expect("wing folder")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        for f in WING_FILES {
+            assert!(have.contains(*f), "src/{wing}/ has no {f}");
+        }
+    }
+}
+
+#[test]
+fn the_core_needs_no_dead_code_switches() {
+    let core = LAYERS[0].1;
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    for f in files {
+        if !core.contains(&top_module(&f).as_str()) {
+            continue;
+        }
+        let code = code_of(&fs::read_to_string(&f).expect("read"));
+        assert!(
+            !code.contains("dead_code"),
+            "{} silences dead code; the core must be used by every feature set",
+            f.display()
+        );
+        for engine in ["rusqlite", "tokio_postgres", "turso::"] {
+            assert!(
+                !code.contains(engine),
+                "{} names the engine `{engine}`; the core knows no engine",
+                f.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn the_path_scanner_sees_paths_and_skips_comments() {
+    let code = code_of(
+        "use crate::value::X; // crate::pool\nfn f() { crate::error::e() }\n#[cfg(test)]\nmod tests { use crate::pool; }",
+    );
+    let paths = crate_paths(&code);
+    assert_eq!(
+        paths.into_iter().collect::<Vec<_>>(),
+        vec!["error".to_owned(), "value".to_owned()]
+    );
+}

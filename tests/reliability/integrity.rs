@@ -1,0 +1,499 @@
+//! Reliability 12: integrity at the edges, on every backend.
+//!
+//! - A panic in user code (`FromRow`) mid-statement leaves nothing armed for the next borrower:
+//!   the connection is clean or discarded, and the next borrower's scripts, raw closures and
+//!   queries behave as on a fresh connection. (Found: SQLite's adaptive inline path left the
+//!   statement deadline armed, so the next borrower's long script was interrupted.)
+//! - A write that conflicts with a snapshot the transaction already read is a
+//!   `SerializationFailure` on every engine, reported at once, without claiming a lock wait.
+//!   (Found: SQLite called it `Busy`, "held the lock for longer than the busy timeout".)
+//! - Dropping a `Tx`, or a connection inside a transaction, on a thread without a runtime or
+//!   inside a current-thread runtime never panics or waits, releases the write lock at once, and
+//!   loses the dropped writes. (Turso's rollback of a dropped transaction used to be driven with
+//!   `block_on` inside `Drop`; now the connection is marked and cleaned without it.)
+//! - An ordinary statement error (constraint, syntax, type, count, no rows, decode) on any API
+//!   path costs no connection: the same physical connection comes back from the pool, usable.
+//! - Metadata belongs to its statement: after another connection changes a table's columns
+//!   (same count, other names and order), at statement cache capacity 1 and at the default,
+//!   every API path names each value with the column it really came from.
+//! - No bound value reaches an error's `Display`. (Found: Postgres errors quoted the value in
+//!   a bind error and in the server's DETAIL of a unique violation.)
+
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use sql_middleware::prelude::*;
+
+use crate::common::backends::Kind;
+use crate::common::groups;
+
+/// Decoding this always panics, as buggy user code would.
+struct PanicsInDecode;
+
+impl FromRow for PanicsInDecode {
+    fn from_row<R: SqlRow>(_row: &R) -> Result<Self, SqlMiddlewareDbError> {
+        panic!("user code panicked while decoding");
+    }
+}
+
+/// A script that runs for a while (well past SQLite's 1 ms inline budget) on every engine,
+/// returning no rows.
+fn long_script(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Postgres => {
+            "CREATE TABLE big AS SELECT x FROM generate_series(1, 300000) AS g(x); DROP TABLE big"
+        }
+        Kind::Sqlite => {
+            "CREATE TABLE big AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) SELECT x FROM c; DROP TABLE big"
+        }
+        // Turso evaluates recursive queries far more slowly: fewer rows take as long.
+        Kind::Turso => {
+            "CREATE TABLE big AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5000) SELECT x FROM c; DROP TABLE big"
+        }
+    }
+}
+
+async fn t_panic_in_user_code_leaves_nothing_armed(db: &crate::common::backends::TestDb) {
+    let k = db.kind.name();
+    // One connection, so the next borrower gets the panicked one back unless it was discarded.
+    let pool = db.builder().max_size(1).build().await.unwrap();
+    let mut conn = pool.get_connection().await.unwrap();
+    conn.execute_batch("CREATE TABLE p (id INTEGER PRIMARY KEY, v TEXT)")
+        .await
+        .unwrap();
+    conn.query("INSERT INTO p (id, v) VALUES ($1, $2)")
+        .params(&[1.into(), "x".into()])
+        .dml()
+        .await
+        .unwrap();
+    let outcome = std::panic::AssertUnwindSafe(
+        conn.query("SELECT id, v FROM p WHERE id = $1")
+            .params(&[1.into()])
+            .one::<PanicsInDecode>(),
+    )
+    .catch_unwind()
+    .await;
+    // Either the panic reached us, or the backend turned it into an error; never a value.
+    let how = match &outcome {
+        Err(_) => "panic".to_owned(),
+        Ok(Err(e)) => format!("error({:?})", e.kind()),
+        Ok(Ok(_)) => panic!("[{k}] a panicking FromRow returned a value"),
+    };
+    drop(outcome);
+    drop(conn);
+
+    // The next borrower: a long script, a raw closure, a query, a transaction.
+    let mut next = pool.get_connection().await.unwrap();
+    let started = Instant::now();
+    next.execute_batch(long_script(db.kind))
+        .await
+        .unwrap_or_else(|e| panic!("[{k}] the next borrower's script failed after a {how}: {e:?}"));
+    let script_ms = started.elapsed().as_millis();
+    match db.kind {
+        #[cfg(feature = "sqlite")]
+        Kind::Sqlite => {
+            let sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) SELECT count(*) FROM c";
+            let n: i64 = next
+                .with_blocking_sqlite(move |c| c.query_row(sql, [], |r| r.get(0)))
+                .await
+                .unwrap_or_else(|e| panic!("[{k}] the next borrower's raw closure failed: {e:?}"));
+            assert_eq!(n, 300_000);
+        }
+        _ => {}
+    }
+    let (n,): (i64,) = next
+        .query("SELECT count(*) FROM p")
+        .one()
+        .await
+        .unwrap_or_else(|e| panic!("[{k}] the next borrower's query failed: {e:?}"));
+    assert_eq!(n, 1);
+    let mut tx = next.begin().await.unwrap();
+    tx.query("UPDATE p SET v = $1 WHERE id = $2")
+        .params(&["y".into(), 1.into()])
+        .dml()
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    println!("panic_in_user_code backend={k} outcome={how} next_script_ms={script_ms} next_ok=1");
+}
+
+async fn t_snapshot_conflict_is_a_serialization_failure(db: &crate::common::backends::TestDb) {
+    let k = db.kind.name();
+    let mut a = db.conn().await;
+    let mut b = db.conn().await;
+    a.execute_batch("CREATE TABLE s (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
+        .await
+        .unwrap();
+    a.query("INSERT INTO s (id, v) VALUES (1, 0)")
+        .dml()
+        .await
+        .unwrap();
+    // A opens a transaction of its own and reads: its snapshot is fixed from here on.
+    let open = match db.kind {
+        Kind::Postgres => "BEGIN ISOLATION LEVEL REPEATABLE READ",
+        _ => "BEGIN",
+    };
+    a.execute_batch(open).await.unwrap();
+    let (v0,): (i64,) = a.query("SELECT v FROM s WHERE id = 1").one().await.unwrap();
+    assert_eq!(v0, 0);
+    // B changes the row and commits.
+    b.query("UPDATE s SET v = v + 1 WHERE id = 1")
+        .dml()
+        .await
+        .unwrap();
+    // A writes the same row from its old snapshot.
+    let started = Instant::now();
+    let e = a
+        .query("UPDATE s SET v = v + 10 WHERE id = 1")
+        .dml()
+        .await
+        .expect_err("a write from a stale snapshot must fail");
+    let took = started.elapsed();
+    a.execute_batch("ROLLBACK").await.unwrap();
+    println!(
+        "snapshot_conflict backend={k} kind={:?} ms={}",
+        e.kind(),
+        took.as_millis()
+    );
+    assert_eq!(
+        e.kind(),
+        ErrorKind::SerializationFailure,
+        "[{k}] a snapshot conflict must be a SerializationFailure: {e}"
+    );
+    assert!(e.is_retryable(), "[{k}] {e}");
+    assert!(
+        !e.to_string().contains("longer than the busy timeout"),
+        "[{k}] the engine refused at once; the message must not claim a lock wait: {e}"
+    );
+    assert!(
+        took < Duration::from_secs(2),
+        "[{k}] the conflict took {took:?}; waiting cannot help it"
+    );
+    let (v,): (i64,) = b.query("SELECT v FROM s WHERE id = 1").one().await.unwrap();
+    assert_eq!(v, 1, "[{k}] only B's update may have landed");
+}
+
+/// Drops `x` where `place` says: on this thread (no runtime), or inside a current-thread runtime.
+fn drop_in<T>(place: &str, x: T) -> Duration {
+    let started = Instant::now();
+    match place {
+        "thread" => drop(x),
+        "current_thread" => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async move { drop(x) }),
+        other => unreachable!("{other}"),
+    }
+    started.elapsed()
+}
+
+async fn t_drops_anywhere_release_the_lock(db: &crate::common::backends::TestDb) {
+    let k = db.kind.name();
+    let mut setup = db.conn().await;
+    setup
+        .execute_batch("CREATE TABLE d (id INTEGER PRIMARY KEY)")
+        .await
+        .unwrap();
+    drop(setup);
+    let insert = "INSERT INTO d (id) VALUES ($1)";
+    let mut slowest = Duration::ZERO;
+    for (round, place) in ["thread", "current_thread"].into_iter().enumerate() {
+        let id = i64::try_from(round).unwrap() * 10;
+        // A Tx dropped where no runtime runs it.
+        let mut conn = db.conn().await;
+        let mut tx = conn.begin().await.unwrap();
+        tx.query(insert).params(&[id.into()]).dml().await.unwrap();
+        let took = std::thread::scope(|s| s.spawn(|| drop_in(place, tx)).join().unwrap());
+        slowest = slowest.max(took);
+        // The same checkout goes on: nothing of the dropped transaction is visible or pending.
+        let (n,): (i64,) = conn
+            .query("SELECT count(*) FROM d WHERE id = $1")
+            .params(&[id.into()])
+            .one()
+            .await
+            .unwrap();
+        assert_eq!(n, 0, "[{k}] {place}: the dropped Tx's insert is visible");
+        // A connection dropped inside a transaction it opened with raw SQL.
+        conn.execute_batch("BEGIN").await.unwrap();
+        conn.query(insert)
+            .params(&[(id + 1).into()])
+            .dml()
+            .await
+            .unwrap();
+        let took = std::thread::spawn(move || drop_in(place, conn))
+            .join()
+            .unwrap();
+        slowest = slowest.max(took);
+        // Another connection writes at once: no idle connection holds the write lock.
+        let started = Instant::now();
+        let mut other = db.conn().await;
+        let mut tx = other.begin().await.unwrap();
+        tx.query(insert)
+            .params(&[(id + 2).into()])
+            .dml()
+            .await
+            .unwrap_or_else(|e| panic!("[{k}] {place}: a writer after the drops failed: {e}"));
+        tx.commit().await.unwrap();
+        let waited = started.elapsed();
+        assert!(
+            waited < Duration::from_secs(2),
+            "[{k}] {place}: the next writer waited {waited:?} for a lock the dropped connection held"
+        );
+        let (n,): (i64,) = other
+            .query("SELECT count(*) FROM d WHERE id IN ($1, $2)")
+            .params(&[id.into(), (id + 1).into()])
+            .one()
+            .await
+            .unwrap();
+        assert_eq!(n, 0, "[{k}] {place}: a dropped write became visible");
+    }
+    println!(
+        "drops_anywhere backend={k} places=2 slowest_drop_ms={:.3} lost_writes_visible=0",
+        slowest.as_secs_f64() * 1e3
+    );
+}
+
+async fn t_ordinary_errors_keep_the_connection(db: &crate::common::backends::TestDb) {
+    use crate::common::reliability::conn_identity;
+    let k = db.kind.name();
+    let pool = db.builder().max_size(1).build().await.unwrap();
+    let mut conn = pool.get_connection().await.unwrap();
+    conn.execute_batch("CREATE TABLE e (id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
+        .await
+        .unwrap();
+    conn.query("INSERT INTO e (id, name) VALUES (1, 'a')")
+        .dml()
+        .await
+        .unwrap();
+    let first = conn_identity(&mut conn, db.kind).await;
+    drop(conn);
+    let mut kinds = Vec::new();
+    for case in 0..9 {
+        let mut conn = pool.get_connection().await.unwrap();
+        let r: Result<(), SqlMiddlewareDbError> = match case {
+            0 => conn
+                .query("INSERT INTO e (id, name) VALUES (1, 'dup')")
+                .dml()
+                .await
+                .map(drop),
+            1 => conn.query("SELEC 1").select().await.map(drop),
+            2 => conn.prepare("SELECT * FROM missing_table").await.map(drop),
+            3 => conn
+                .query("SELECT id FROM e WHERE id = $1")
+                .params(&[1.into(), 2.into()])
+                .select()
+                .await
+                .map(drop),
+            4 => conn
+                .query("SELECT name FROM e WHERE id = 1")
+                .one::<(i64,)>()
+                .await
+                .map(drop),
+            5 => conn
+                .query("SELECT name FROM e WHERE id = 99")
+                .one::<(String,)>()
+                .await
+                .map(drop),
+            6 => conn
+                .execute_batch("INSERT INTO e (id, name) VALUES (2, 'b'); INSERT INTO e (id, name) VALUES (1, 'dup')")
+                .await,
+            7 => conn
+                .pipeline(
+                    "INSERT INTO e (id, name) VALUES ($1, $2)",
+                    &[&[3.into(), "c".into()], &[1.into(), "dup".into()]],
+                )
+                .await
+                .map(drop),
+            _ => {
+                let mut stmt = conn
+                    .prepare("INSERT INTO e (id, name) VALUES ($1, $2)")
+                    .await
+                    .unwrap();
+                stmt.dml(&[1.into(), RowValues::Null]).await.map(drop)
+            }
+        };
+        let e = r.expect_err("each case is an error");
+        kinds.push(format!("{:?}", e.kind()));
+        drop(conn);
+        let mut conn = pool.get_connection().await.unwrap();
+        let again = conn_identity(&mut conn, db.kind).await;
+        assert_eq!(
+            again, first,
+            "[{k}] case {case} ({e}): the error cost the connection"
+        );
+        let (n,): (i64,) = conn
+            .query("SELECT count(*) FROM e WHERE id = 1")
+            .one()
+            .await
+            .unwrap_or_else(|e| panic!("[{k}] case {case}: the connection is unusable: {e}"));
+        assert_eq!(n, 1);
+    }
+    println!(
+        "errors_keep_connection backend={k} cases={} identity={} kinds={}",
+        kinds.len(),
+        if first.is_some() {
+            "checked"
+        } else {
+            "unavailable"
+        },
+        kinds.join(",")
+    );
+}
+
+async fn t_metadata_follows_the_executed_statement(db: &crate::common::backends::TestDb) {
+    let k = db.kind.name();
+    let mut checked = 0;
+    for capacity in [1usize, 128] {
+        let table = format!("md{capacity}");
+        let pool = db
+            .builder()
+            .max_size(2)
+            .statement_cache_capacity(capacity)
+            .build()
+            .await
+            .unwrap();
+        let mut a = pool.get_connection().await.unwrap();
+        let mut b = pool.get_connection().await.unwrap();
+        a.execute_batch(&format!(
+            "CREATE TABLE {table} (x TEXT, y INTEGER); INSERT INTO {table} (x, y) VALUES ('ex', 1)"
+        ))
+        .await
+        .unwrap();
+        let sql = format!("SELECT * FROM {table}");
+        for round in 0..3 {
+            // Warm every cache on A with the current shape.
+            let rs = a.query(&sql).select().await.unwrap();
+            let names: Vec<&str> = rs.columns().names().collect();
+            let row = &rs.results[0];
+            // Whatever the shape, `x` holds text and `y` holds the integer.
+            assert_eq!(
+                row.get("x"),
+                Some(&RowValues::Text("ex".into())),
+                "[{k}] cap {capacity} round {round}: x under {names:?}"
+            );
+            assert_eq!(
+                row.get("y"),
+                Some(&RowValues::Int(1)),
+                "[{k}] cap {capacity} round {round}: y under {names:?}"
+            );
+            let decoded: Vec<(String, i64)> = a
+                .query(&format!("SELECT x, y FROM {table}"))
+                .all()
+                .await
+                .unwrap();
+            assert_eq!(decoded, vec![("ex".to_owned(), 1)]);
+            // A statement A holds while B swaps the column order: same count, other names at
+            // each index.
+            let mut held = a.prepare(&sql).await.unwrap();
+            let order = if round % 2 == 0 { "y, x" } else { "x, y" };
+            b.execute_batch(&format!(
+                "CREATE TABLE {table}_n AS SELECT {order} FROM {table}; DROP TABLE {table}; ALTER TABLE {table}_n RENAME TO {table}"
+            ))
+            .await
+            .unwrap_or_else(|e| panic!("[{k}] reshaping failed: {e}"));
+            match held.select(&[]).await {
+                Ok(rs) => assert_eq!(
+                    rs.results[0].get("x"),
+                    Some(&RowValues::Text("ex".into())),
+                    "[{k}] cap {capacity} round {round}: a statement held across the change"
+                ),
+                // Refusing is honest too (Postgres inside a transaction); mislabelling is not.
+                Err(e) => println!("[{k}] held statement refused after the change: {e}"),
+            }
+            drop(held);
+            // A prepared statement made after the change on A.
+            let mut stmt = a.prepare(&sql).await.unwrap();
+            let rs = stmt.select(&[]).await.unwrap();
+            let row = &rs.results[0];
+            assert_eq!(
+                row.get("x"),
+                Some(&RowValues::Text("ex".into())),
+                "[{k}] cap {capacity} round {round}: prepared after the change"
+            );
+            checked += 1;
+        }
+    }
+    println!("metadata_follows backend={k} reshapes={checked} mismatches=0");
+}
+
+const SECRET: &str = "hunter2-do-not-log-me";
+
+async fn t_bound_values_never_reach_error_messages(db: &crate::common::backends::TestDb) {
+    let k = db.kind.name();
+    let mut conn = db.conn().await;
+    conn.execute_batch("CREATE TABLE tok (token TEXT PRIMARY KEY, n INTEGER NOT NULL)")
+        .await
+        .unwrap();
+    let insert = "INSERT INTO tok (token, n) VALUES ($1, $2)";
+    conn.query(insert)
+        .params(&[SECRET.into(), 1.into()])
+        .dml()
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    // A unique violation on the secret (the server may quote the key in its detail).
+    let e = conn
+        .query(insert)
+        .params(&[SECRET.into(), 2.into()])
+        .dml()
+        .await
+        .expect_err("duplicate key");
+    assert_eq!(e.kind(), ErrorKind::UniqueViolation, "[{k}] {e}");
+    seen.push(e.to_string());
+    // The secret bound where a number is expected (a bind error on Postgres).
+    if let Err(e) = conn
+        .query("SELECT count(*) FROM tok WHERE n = $1")
+        .params(&[SECRET.into()])
+        .select()
+        .await
+    {
+        seen.push(e.to_string());
+    }
+    // The same through a prepared statement.
+    let mut stmt = conn.prepare(insert).await.unwrap();
+    if let Err(e) = stmt.dml(&[SECRET.into(), 3.into()]).await {
+        seen.push(e.to_string());
+    }
+    drop(stmt);
+    // A builder's Debug.
+    seen.push(format!(
+        "{:?}",
+        conn.query(insert).params(&[SECRET.into(), 4.into()])
+    ));
+    for text in &seen {
+        assert!(
+            !text.contains(SECRET) && !text.contains("hunter2"),
+            "[{k}] a bound value reached a message: {text}"
+        );
+    }
+    println!(
+        "bound_values backend={k} messages_checked={} leaked=0",
+        seen.len()
+    );
+    // The connection is still usable after these ordinary errors.
+    let (n,): (i64,) = conn.query("SELECT count(*) FROM tok").one().await.unwrap();
+    assert_eq!(n, 1);
+}
+
+crate::backend_tests! {
+    let _group = groups::enter("integrity");
+    async fn panic_in_user_code_leaves_nothing_armed(db) {
+        t_panic_in_user_code_leaves_nothing_armed(&db).await
+    }
+    async fn snapshot_conflict_is_a_serialization_failure(db) {
+        t_snapshot_conflict_is_a_serialization_failure(&db).await
+    }
+    async fn drops_anywhere_release_the_lock(db) {
+        t_drops_anywhere_release_the_lock(&db).await
+    }
+    async fn ordinary_errors_keep_the_connection(db) {
+        t_ordinary_errors_keep_the_connection(&db).await
+    }
+    async fn metadata_follows_the_executed_statement(db) {
+        t_metadata_follows_the_executed_statement(&db).await
+    }
+    async fn bound_values_never_reach_error_messages(db) {
+        t_bound_values_never_reach_error_messages(&db).await
+    }
+}

@@ -1,0 +1,27 @@
+//! The reliability suite: what sql-middleware promises when things go wrong, one topic per
+//! module (`docs/Reliability.md` lists the promises, the tests and their latest figures).
+//!
+//! Every test prints one line of `key=value` figures and asserts them; CI runs this binary
+//! again with `-- --nocapture --test-threads=1` and keeps those lines. Helpers live in
+//! `tests/common/reliability.rs`.
+//!
+//! Each topic was once a test binary of its own, and several tests measure time or load the
+//! machine on purpose. So every test first enters its topic's group (`common::groups`): tests
+//! of one topic run side by side as before, tests of two topics never at the same time. Within
+//! `runtime`, the timing tests also take `timing_lock()` and run one at a time.
+//!
+//! Test paths are `<topic>::<test>` or, for bodies that run once per backend,
+//! `<topic>::<backend>::<test>`: `cargo test --all-features --test reliability -- cancel::` runs
+//! one topic.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bad_input;
+mod cancel;
+mod chaos;
+mod integrity;
+mod model;
+mod props;
+mod runtime;
+mod transactions;
