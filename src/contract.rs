@@ -24,6 +24,7 @@ use std::sync::Arc;
 use crate::decode::FromRow;
 use crate::error::Result;
 use crate::results::{Columns, ResultSet};
+use crate::sql::Dialect;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
 
@@ -47,6 +48,13 @@ pub(crate) trait Wing {
     type Stmt: WingStmt;
     /// The engine's own connection type, for raw access.
     type Raw: ?Sized;
+    /// The lexer rules of the engine's SQL, for reading scripts the way the engine will.
+    const DIALECT: Dialect;
+
+    /// [`Self::DIALECT`], reachable through the pool's object wrapper.
+    fn dialect(&self) -> Dialect {
+        Self::DIALECT
+    }
 
     /// Prepares `sql` (or finds it in the connection's statement cache), translating
     /// placeholders under `mode`.

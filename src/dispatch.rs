@@ -11,6 +11,7 @@ use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::pooling::{self, PoolStatus};
 use crate::results::{Columns, ResultSet};
+use crate::sql::Dialect;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
 
@@ -199,6 +200,13 @@ macro_rules! wings {
             pub(crate) fn abandon_tx(&mut self) {
                 match self {
                     $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.abandon_tx(),)+
+                }
+            }
+
+            /// The connection's SQL dialect, for reading scripts as its engine will.
+            pub(crate) fn dialect(&self) -> Dialect {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.dialect(),)+
                 }
             }
 

@@ -140,7 +140,7 @@ impl MiddlewarePoolConnection {
     pub async fn execute_batch(&mut self, sql: &str) -> Result<()> {
         self.enter().await?;
         let in_tx = self.tx != TxFlag::None;
-        if in_tx && crate::sql::ends_or_starts_transaction(sql) {
+        if in_tx && crate::sql::ends_or_starts_transaction(sql, self.inner.dialect()) {
             return self.note(Err(tx_control_in_tx()));
         }
         let r = self.inner.execute_batch(sql, in_tx).await;
@@ -299,10 +299,12 @@ impl MiddlewarePoolConnection {
         mode: TranslationMode,
     ) -> Result<StmtHandle> {
         self.enter().await?;
-        if crate::sql::is_blank(sql) {
+        if crate::sql::is_blank(sql, self.inner.dialect()) {
             return self.note(Err(SqlMiddlewareDbError::blank_sql()));
         }
-        if self.tx != TxFlag::None && crate::sql::ends_or_starts_transaction(sql) {
+        if self.tx != TxFlag::None
+            && crate::sql::ends_or_starts_transaction(sql, self.inner.dialect())
+        {
             return self.note(Err(tx_control_in_tx()));
         }
         let r = self.inner.prepare(sql, mode).await;

@@ -211,19 +211,14 @@ mod tests {
 
     #[test]
     fn escape_string() {
-        assert_eq!(
-            to_sqlite(r"SELECT E'it\'s $1', $2"),
-            r"SELECT E'it\'s $1', ?2"
-        );
-        assert_eq!(
-            to_sqlite(r"SELECT e'it\'s $1', $2"),
-            r"SELECT e'it\'s $1', ?2"
-        );
         assert_eq!(to_pg(r"SELECT E'it\'s ?1', ?2"), r"SELECT E'it\'s ?1', $2");
-        assert_eq!(to_sqlite(r"SELECT E'a\\', $1"), r"SELECT E'a\\', ?1");
-        assert_eq!(to_sqlite(r"SELECT E'a''$1', $1"), r"SELECT E'a''$1', ?1");
+        assert_eq!(to_pg(r"SELECT e'it\'s ?1', ?2"), r"SELECT e'it\'s ?1', $2");
+        assert_eq!(to_pg(r"SELECT E'a\\', ?1"), r"SELECT E'a\\', $1");
+        assert_eq!(to_pg(r"SELECT E'a''?1', ?1"), r"SELECT E'a''?1', $1");
         // `E` glued to an identifier does not start an escape string.
-        assert_eq!(to_sqlite(r"SELECT typE'a\', $1"), r"SELECT typE'a\', ?1");
+        assert_eq!(to_pg(r"SELECT typE'a\', ?1"), r"SELECT typE'a\', $1");
+        // SQLite has no escape strings: `E` is a word and the backslash is a plain byte.
+        assert_eq!(to_sqlite(r"SELECT E'a\', $1"), r"SELECT E'a\', ?1");
     }
 
     #[test]
@@ -283,35 +278,35 @@ mod tests {
 
     #[test]
     fn nested_block_comment() {
-        assert_eq!(to_sqlite("/* /* */ $1 */ $2"), "/* /* */ $1 */ ?2");
+        // PostgreSQL's comments nest; SQLite's end at the first `*/`.
         assert_eq!(to_pg("/* /* */ ?1 */ ?2"), "/* /* */ ?1 */ $2");
+        assert_eq!(to_sqlite("/* /* */ $1 */ $2"), "/* /* */ ?1 */ ?2");
         assert_eq!(to_sqlite("/*/ $1 */ $2"), "/*/ $1 */ ?2");
     }
 
     #[test]
     fn empty_dollar_quote() {
-        assert_eq!(to_sqlite("SELECT $$ $1 $$, $1"), "SELECT $$ $1 $$, ?1");
         assert_eq!(to_pg("SELECT $$ ?1 $$, ?1"), "SELECT $$ ?1 $$, $1");
-        assert_eq!(to_sqlite("$$'$$ = $1"), "$$'$$ = ?1");
+        assert_eq!(to_pg("$$'$$ = ?1"), "$$'$$ = $1");
+        // SQLite has no dollar quotes.
+        assert_eq!(to_sqlite("SELECT $$ $1 $$, $1"), "SELECT $$ ?1 $$, ?1");
     }
 
     #[test]
     fn tagged_dollar_quote() {
         assert_eq!(
-            to_sqlite("AS $fn$ SELECT $1 $fn$, $1"),
-            "AS $fn$ SELECT $1 $fn$, ?1"
-        );
-        assert_eq!(
             to_pg("AS $fn$ SELECT ?1 $fn$, ?1"),
             "AS $fn$ SELECT ?1 $fn$, $1"
         );
         // Only the same tag closes the body.
+        assert_eq!(to_pg("$a$ $b$ ?1 $$ ?1 $a$ ?1"), "$a$ $b$ ?1 $$ ?1 $a$ $1");
+        assert_eq!(to_pg("$_t1$ ?1 $_t1$ ?1"), "$_t1$ ?1 $_t1$ $1");
+        assert_eq!(to_pg("$ü$ ?1 $ü$ ?1"), "$ü$ ?1 $ü$ $1");
+        // In SQLite `$fn` is a named parameter, not a tag.
         assert_eq!(
-            to_sqlite("$a$ $b$ $1 $$ $1 $a$ $1"),
-            "$a$ $b$ $1 $$ $1 $a$ ?1"
+            to_sqlite("AS $fn$ SELECT $1 $fn$, $1"),
+            "AS $fn$ SELECT ?1 $fn$, ?1"
         );
-        assert_eq!(to_sqlite("$_t1$ $1 $_t1$ $1"), "$_t1$ $1 $_t1$ ?1");
-        assert_eq!(to_sqlite("$ü$ $1 $ü$ $1"), "$ü$ $1 $ü$ ?1");
     }
 
     #[test]
@@ -348,15 +343,16 @@ mod tests {
     #[test]
     fn unterminated_constructs() {
         assert_eq!(to_sqlite("$1, 'abc $2"), "?1, 'abc $2");
-        assert_eq!(to_sqlite(r"$1, E'abc\"), r"?1, E'abc\");
-        assert_eq!(to_sqlite(r"$1, E'abc\'$2"), r"?1, E'abc\'$2");
+        assert_eq!(to_pg(r"?1, E'abc\"), r"$1, E'abc\");
+        assert_eq!(to_pg(r"?1, E'abc\'?2"), r"$1, E'abc\'?2");
         assert_eq!(to_sqlite("$1, \"abc $2"), "?1, \"abc $2");
         assert_eq!(to_sqlite("$1, `abc $2"), "?1, `abc $2");
         assert_eq!(to_sqlite("$1, [abc $2"), "?1, [abc $2");
         assert_eq!(to_sqlite("$1 -- $2"), "?1 -- $2");
-        assert_eq!(to_sqlite("$1 /* /* */ $2"), "?1 /* /* */ $2");
-        assert_eq!(to_sqlite("$1 $$ $2"), "?1 $$ $2");
-        assert_eq!(to_sqlite("$1 $fn$ $2 $fn"), "?1 $fn$ $2 $fn");
+        assert_eq!(to_sqlite("$1 /* $2"), "?1 /* $2");
+        assert_eq!(to_pg("?1 /* /* */ ?2"), "$1 /* /* */ ?2");
+        assert_eq!(to_pg("?1 $$ ?2"), "$1 $$ ?2");
+        assert_eq!(to_pg("?1 $fn$ ?2 $fn"), "$1 $fn$ ?2 $fn");
         assert_eq!(to_pg("?1 $tag"), "$1 $tag");
         assert_eq!(to_sqlite("$1 'é"), "?1 'é");
         assert_eq!(to_sqlite("-"), "-");
@@ -371,7 +367,7 @@ mod tests {
             "",
             "SELECT 1",
             "SELECT '$1' -- $2",
-            "SELECT foo$1, $$ $1 $$, $a, $",
+            "SELECT foo$1, $a, $",
             "SELECT ?1, ?",
         ] {
             assert!(
@@ -379,7 +375,14 @@ mod tests {
                 "{sql:?}"
             );
         }
-        for sql in ["", "SELECT $1", "x ? 'k'", "SELECT '?1' /* ?2 */", "foo?1"] {
+        for sql in [
+            "",
+            "SELECT $1",
+            "x ? 'k'",
+            "SELECT '?1' /* ?2 */",
+            "foo?1",
+            "$$ ?1 $$",
+        ] {
             assert!(
                 matches!(translate_placeholders(sql, Postgres), Cow::Borrowed(s) if s == sql),
                 "{sql:?}"
@@ -401,12 +404,13 @@ mod tests {
 
     #[test]
     fn length_preserved_and_round_trip() {
-        let sql = "INSERT INTO t (a, \"b$1\") VALUES ($1, 'x$2', $3) -- $4\n /* $5 */ RETURNING $$ $6 $$, $10";
+        let sql =
+            "INSERT INTO t (a, \"b$1\") VALUES ($1, 'x$2', $3) -- $4\n /* $5 */ RETURNING $10";
         let lite = to_sqlite(sql);
         assert_eq!(lite.len(), sql.len());
         assert_eq!(
             lite,
-            "INSERT INTO t (a, \"b$1\") VALUES (?1, 'x$2', ?3) -- $4\n /* $5 */ RETURNING $$ $6 $$, ?10"
+            "INSERT INTO t (a, \"b$1\") VALUES (?1, 'x$2', ?3) -- $4\n /* $5 */ RETURNING ?10"
         );
         assert_eq!(to_pg(&lite), sql);
     }
@@ -418,7 +422,7 @@ mod tests {
         assert_eq!(to_sqlite("-- 'x\n$1"), "-- 'x\n?1");
         assert_eq!(to_sqlite("/* ' */ $1"), "/* ' */ ?1");
         assert_eq!(to_sqlite("\"'\" $1"), "\"'\" ?1");
-        assert_eq!(to_sqlite("$$ ' $$ $1"), "$$ ' $$ ?1");
+        assert_eq!(to_pg("$$ ' $$ ?1"), "$$ ' $$ $1");
         assert_eq!(to_sqlite("'$$' $1"), "'$$' ?1");
     }
 }
@@ -431,34 +435,46 @@ mod props {
     use crate::sql::props::{config, script};
     use crate::sql::scanner::{Dialect, Kind, tokens};
 
+    fn spans(sql: &str, d: Dialect) -> Vec<(Kind, usize, usize)> {
+        tokens(sql, d).map(|t| (t.kind, t.start, t.end)).collect()
+    }
+
+    /// Byte positions where `a` and `b` (of equal length) differ.
+    fn changed(a: &str, b: &str) -> Vec<usize> {
+        a.bytes()
+            .zip(b.bytes())
+            .enumerate()
+            .filter(|(_, (x, y))| x != y)
+            .map(|(i, _)| i)
+            .collect()
+    }
+
     proptest! {
         #![proptest_config(config())]
 
-    /// Translation changes exactly the sigils of the placeholders the scanner found, and the
-    /// scanner reads the translated text the same way (same spans, same kinds).
-    #[test]
-    fn translation_changes_only_scanned_placeholders(sql in script()) {
-        let out = translate_placeholders(&sql, PlaceholderStyle::Sqlite);
-        prop_assert_eq!(out.len(), sql.len());
-        let sigils: Vec<usize> = tokens(&sql, Dialect::Sqlite)
-            .filter(|t| t.kind == Kind::Placeholder && sql.as_bytes()[t.start] == b'$')
-            .map(|t| t.start)
-            .collect();
-        let changed: Vec<usize> = sql
-            .bytes()
-            .zip(out.bytes())
-            .enumerate()
-            .filter(|(_, (a, b))| a != b)
-            .map(|(i, _)| i)
-            .collect();
-        prop_assert_eq!(&changed, &sigils);
-        let before: Vec<(Kind, usize, usize)> =
-            tokens(&sql, Dialect::Sqlite).map(|t| (t.kind, t.start, t.end)).collect();
-        let after: Vec<(Kind, usize, usize)> =
-            tokens(&out, Dialect::Sqlite).map(|t| (t.kind, t.start, t.end)).collect();
-        prop_assert_eq!(before, after);
-        // And back again.
-        prop_assert_eq!(translate_placeholders(&out, PlaceholderStyle::Postgres), sql.clone());
-    }
+        /// Translation to either style changes exactly the sigils of the placeholders the
+        /// target engine's scanner finds, and the scanner reads the translated text the same
+        /// way (same spans, same kinds). Where the two dialects read the text alike, translating
+        /// back gives the original.
+        #[test]
+        fn translation_changes_only_scanned_placeholders((_, sql) in script()) {
+            for (style, d, sigil) in [
+                (PlaceholderStyle::Sqlite, Dialect::Sqlite, b'$'),
+                (PlaceholderStyle::Postgres, Dialect::Postgres, b'?'),
+            ] {
+                let out = translate_placeholders(&sql, style);
+                prop_assert_eq!(out.len(), sql.len());
+                let sigils: Vec<usize> = tokens(&sql, d)
+                    .filter(|t| t.kind == Kind::Placeholder && sql.as_bytes()[t.start] == sigil)
+                    .map(|t| t.start)
+                    .collect();
+                prop_assert_eq!(changed(&sql, &out), sigils);
+                prop_assert_eq!(spans(&sql, d), spans(&out, d));
+            }
+            if spans(&sql, Dialect::Sqlite) == spans(&sql, Dialect::Postgres) {
+                let there = translate_placeholders(&sql, PlaceholderStyle::Sqlite);
+                prop_assert_eq!(translate_placeholders(&there, PlaceholderStyle::Postgres), sql.clone());
+            }
+        }
     }
 }

@@ -3,7 +3,10 @@
 //! SQL statements are built from random fragments whose expected translation
 //! is known in advance (placeholders at top level vs. inside literals,
 //! comments, quoted identifiers and dollar-quoted bodies), so the translator's
-//! output can be compared against an exact model.
+//! output can be compared against an exact model. Translation reads SQL the way
+//! the target engine's lexer does, so each direction is checked on the quoting
+//! forms its engine has: SQLite's backticks, brackets and flat comments; the
+//! escape strings, nesting comments and dollar quotes of PostgreSQL.
 
 use std::borrow::Cow;
 
@@ -166,6 +169,17 @@ fn comment_text() -> impl Strategy<Value = String> {
     content().prop_map(|c| c.replace(['*', '/'], " "))
 }
 
+/// A comment without `/*` or `*/` inside: both engines read it alike.
+fn flat_comment() -> impl Strategy<Value = Frag> {
+    comment_text().prop_map(|c| Frag::same(format!("/*{c}*/")))
+}
+
+/// A SQLite comment: it ends at the first `*/`, so `/*` inside opens nothing.
+fn sqlite_comment() -> impl Strategy<Value = Frag> {
+    (comment_text(), comment_text()).prop_map(|(a, b)| Frag::same(format!("/*{a}/*{b}*/")))
+}
+
+/// A PostgreSQL comment, nested comments inside.
 fn block_comment() -> impl Strategy<Value = Frag> {
     let leaf = comment_text().prop_map(|c| format!("/*{c}*/"));
     let nested = leaf.prop_recursive(3, 16, 4, |inner| {
@@ -203,22 +217,47 @@ fn bare_question() -> impl Strategy<Value = Frag> {
     })
 }
 
-/// A random fragment; without `allow_question`, no top-level `?N` or bare `?`
-/// is generated (for the round-trip property).
-fn fragment(allow_question: bool) -> BoxedStrategy<Frag> {
-    let common = prop_oneof![
+/// Which engine's lexer a generated statement is written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lexer {
+    /// SQLite's quoting forms (backticks, flat comments).
+    Sqlite,
+    /// PostgreSQL's (escape strings, nesting comments, dollar quotes).
+    Postgres,
+    /// Only the forms both read alike, for the round trip.
+    Both,
+}
+
+/// A random fragment for `lexer`; without `allow_question`, no top-level `?N`
+/// or bare `?` is generated (for the round-trip property).
+fn fragment(lexer: Lexer, allow_question: bool) -> BoxedStrategy<Frag> {
+    let shared = prop_oneof![
         3 => word().prop_map(Frag::same),
         4 => dollar_placeholder(),
         1 => glued_placeholder(),
         2 => single_quoted(),
-        1 => escape_string(),
         1 => double_quoted(),
         1 => backticked(),
-        1 => bracketed(allow_question),
         1 => line_comment(),
-        1 => block_comment(),
-        1 => dollar_quoted(),
+        1 => flat_comment(),
     ];
+    let common = match lexer {
+        Lexer::Sqlite => prop_oneof![
+            12 => shared,
+            1 => bracketed(allow_question),
+            1 => sqlite_comment(),
+        ]
+        .boxed(),
+        Lexer::Postgres => prop_oneof![
+            12 => shared,
+            1 => bracketed(allow_question),
+            1 => escape_string(),
+            1 => block_comment(),
+            1 => dollar_quoted(),
+        ]
+        .boxed(),
+        Lexer::Both => shared.boxed(),
+    };
     if allow_question {
         prop_oneof![
             16 => common,
@@ -247,18 +286,18 @@ fn separator() -> impl Strategy<Value = &'static str> {
     ]
 }
 
-/// A statement built from fragments, with its expected translations.
-fn statement() -> impl Strategy<Value = Frag> {
-    statement_with(true)
+/// A statement for `lexer` built from fragments, with its expected translations.
+fn statement(lexer: Lexer) -> impl Strategy<Value = Frag> {
+    statement_with(lexer, true)
 }
 
-/// A statement without top-level `?N` or bare `?`.
+/// A statement both engines read alike, without top-level `?N` or bare `?`.
 fn statement_without_question() -> impl Strategy<Value = Frag> {
-    statement_with(false)
+    statement_with(Lexer::Both, false)
 }
 
-fn statement_with(allow_question: bool) -> impl Strategy<Value = Frag> {
-    prop::collection::vec((separator(), fragment(allow_question)), 0..12).prop_map(|parts| {
+fn statement_with(lexer: Lexer, allow_question: bool) -> impl Strategy<Value = Frag> {
+    prop::collection::vec((separator(), fragment(lexer, allow_question)), 0..12).prop_map(|parts| {
         let mut out = Frag::same(String::new());
         for (sep, frag) in parts {
             for (dst, src) in [
@@ -308,7 +347,9 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn only_sigils_change_on_generated_sql(stmt in statement()) {
+    fn only_sigils_change_on_generated_sql(
+        stmt in prop_oneof![statement(Lexer::Sqlite), statement(Lexer::Postgres)]
+    ) {
         check_only_sigils_change(&stmt.sql, PlaceholderStyle::Sqlite)?;
         check_only_sigils_change(&stmt.sql, PlaceholderStyle::Postgres)?;
     }
@@ -330,11 +371,14 @@ proptest! {
     }
 
     #[test]
-    fn translates_exactly_the_top_level_placeholders(stmt in statement()) {
-        let lite = translate_placeholders(&stmt.sql, PlaceholderStyle::Sqlite);
-        prop_assert_eq!(lite.as_ref(), stmt.to_sqlite.as_str(), "input: {:?}", stmt.sql);
-        let pg = translate_placeholders(&stmt.sql, PlaceholderStyle::Postgres);
-        prop_assert_eq!(pg.as_ref(), stmt.to_postgres.as_str(), "input: {:?}", stmt.sql);
+    fn translates_exactly_the_top_level_placeholders(
+        lite_stmt in statement(Lexer::Sqlite),
+        pg_stmt in statement(Lexer::Postgres),
+    ) {
+        let lite = translate_placeholders(&lite_stmt.sql, PlaceholderStyle::Sqlite);
+        prop_assert_eq!(lite.as_ref(), lite_stmt.to_sqlite.as_str(), "input: {:?}", lite_stmt.sql);
+        let pg = translate_placeholders(&pg_stmt.sql, PlaceholderStyle::Postgres);
+        prop_assert_eq!(pg.as_ref(), pg_stmt.to_postgres.as_str(), "input: {:?}", pg_stmt.sql);
     }
 
     #[test]
@@ -347,7 +391,7 @@ proptest! {
 
     #[test]
     fn no_sigils_means_borrowed(
-        s in prop_oneof![any::<String>(), statement().prop_map(|f| f.sql)]
+        s in prop_oneof![any::<String>(), statement(Lexer::Postgres).prop_map(|f| f.sql)]
     ) {
         let s: String = s.chars().filter(|&c| c != '$' && c != '?').collect();
         for to in [PlaceholderStyle::Sqlite, PlaceholderStyle::Postgres] {

@@ -234,6 +234,7 @@ impl PgConnection {
 impl Wing for PgConnection {
     type Stmt = PgStmt;
     type Raw = tokio_postgres::Client;
+    const DIALECT: crate::sql::Dialect = crate::sql::Dialect::Postgres;
 
     /// After an operation of the middleware was cancelled outside a transaction: whatever it
     /// left (a running statement, an open `BEGIN`) is cleaned before the next one.
@@ -262,7 +263,7 @@ impl Wing for PgConnection {
         let stmt = r.map_err(map_err)?;
         Ok(Arc::new(PgStmt {
             columns: Arc::new(columns_of(&stmt)),
-            dml: crate::sql::is_dml(&sql),
+            dml: crate::sql::is_dml(&sql, crate::sql::Dialect::Postgres),
             sql: sql.into(),
             stmt,
         }))
@@ -321,11 +322,12 @@ impl Wing for PgConnection {
             self.repair().await?;
         }
         crate::sql::reject_nul(sql)?;
-        let own_tx = !in_tx && crate::sql::has_transaction_control(sql);
+        let own_tx =
+            !in_tx && crate::sql::has_transaction_control(sql, crate::sql::Dialect::Postgres);
         if own_tx {
             self.unknown = true;
         }
-        if crate::sql::changes_schema(sql) {
+        if crate::sql::changes_schema(sql, crate::sql::Dialect::Postgres) {
             // Plans cached on this connection may describe tables the script changes; a stale
             // one would fail ("cached plan must not change result type") and, inside a
             // transaction, abort it. Prepare them again instead.

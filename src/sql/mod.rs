@@ -13,6 +13,7 @@ pub(crate) mod props;
 pub(crate) mod scanner;
 pub(crate) mod script;
 
+pub(crate) use scanner::Dialect;
 pub(crate) use script::{
     changes_schema, ends_or_starts_transaction, has_transaction_control, is_blank, is_dml,
     reject_nul,

@@ -8,8 +8,9 @@ use super::script::{
     changes_schema, ends_or_starts_transaction, has_transaction_control, is_blank, statements,
 };
 
-/// Fragments in which `;`, transaction keywords and placeholder look-alikes are protected.
-fn protected() -> impl Strategy<Value = String> {
+/// Fragments in which `;`, transaction keywords and placeholder look-alikes are protected, in
+/// the quoting forms `d`'s engine has.
+fn protected(d: Dialect) -> impl Strategy<Value = String> {
     let inner = prop_oneof![
         Just("COMMIT".to_owned()),
         Just("BEGIN".to_owned()),
@@ -18,25 +19,33 @@ fn protected() -> impl Strategy<Value = String> {
         Just("$1".to_owned()),
         Just("?2".to_owned()),
         Just("ROLLBACK".to_owned()),
+        Just("*/".to_owned()),
         "[a-z ]{0,4}",
     ];
-    (0..9u8, inner).prop_map(|(form, x)| match form {
-        0 => format!("'{}'", x.replace('\'', "''")),
-        1 => format!("'it''s {x}'"),
-        2 => format!("E'\\'{x}\\\\'"),
-        3 => format!("\"{x}\"\"q\""),
-        4 => format!("`{x}`"),
-        5 => format!("/* {x} /* {x} */ {x} */"),
-        6 => format!("-- {x}\n"),
-        7 => format!("$$ {x} $$"),
-        _ => format!("$body$ {x} $$ {x} $body$"),
+    (0..9u8, inner).prop_map(move |(form, x)| {
+        let no_close = x.replace("*/", "* /");
+        match (d, form) {
+            (_, 0) => format!("'{}'", x.replace('\'', "''")),
+            (_, 1) => format!("'it''s {x}'"),
+            (_, 2) => format!("\"{x}\"\"q\""),
+            (_, 3) => format!("-- {x}\n"),
+            (_, 4) => format!("/* {no_close} */"),
+            (Dialect::Sqlite, 5) => format!("`{x}`"),
+            (Dialect::Sqlite, 6) => format!("[{}]", x.replace(']', "")),
+            // SQLite's comments do not nest: the first `*/` ends this one.
+            (Dialect::Sqlite, _) => format!("/* {no_close} /* {no_close} */"),
+            (Dialect::Postgres, 5) => format!("E'\\'{x}\\\\'"),
+            (Dialect::Postgres, 6) => format!("/* {no_close} /* {no_close} */ {no_close} */"),
+            (Dialect::Postgres, 7) => format!("$$ {x} $$"),
+            (Dialect::Postgres, _) => format!("$body$ {x} $$ {x} $body$"),
+        }
     })
 }
 
 /// A statement with protected fragments and real placeholders, never transaction control.
-fn plain_statement() -> impl Strategy<Value = String> {
+fn plain_statement(d: Dialect) -> impl Strategy<Value = String> {
     let piece = prop_oneof![
-        3 => protected(),
+        3 => protected(d),
         2 => (1..40u32).prop_map(|n| format!(" ${n} ")),
         1 => Just(" x$1 ".to_owned()),
         1 => Just(" a[1] ".to_owned()),
@@ -46,19 +55,41 @@ fn plain_statement() -> impl Strategy<Value = String> {
 }
 
 /// A routine whose body holds `;`, `BEGIN`, `COMMIT` and `END` that are not statements.
-fn routine() -> impl Strategy<Value = String> {
-    prop_oneof![
-        Just("CREATE TRIGGER tr AFTER INSERT ON t BEGIN UPDATE t SET a = CASE WHEN 1 THEN 2 END; DELETE FROM u; END".to_owned()),
-        Just("DO $$ BEGIN PERFORM 1; COMMIT; END $$".to_owned()),
-        Just("CREATE FUNCTION f() RETURNS int AS $f$ BEGIN RETURN 1; END; $f$ LANGUAGE plpgsql".to_owned()),
-        Just("CREATE PROCEDURE p() LANGUAGE sql BEGIN ATOMIC INSERT INTO t VALUES (1); END".to_owned()),
-    ]
+fn routine(d: Dialect) -> BoxedStrategy<String> {
+    let trigger = "CREATE TRIGGER tr AFTER INSERT ON t BEGIN UPDATE t SET a = CASE WHEN 1 THEN 2 END; DELETE FROM u; END";
+    match d {
+        Dialect::Sqlite => Just(trigger.to_owned()).boxed(),
+        Dialect::Postgres => prop_oneof![
+            Just(trigger.to_owned()),
+            Just("DO $$ BEGIN PERFORM 1; COMMIT; END $$".to_owned()),
+            Just(
+                "CREATE FUNCTION f() RETURNS int AS $f$ BEGIN RETURN 1; END; $f$ LANGUAGE plpgsql"
+                    .to_owned()
+            ),
+            Just(
+                "CREATE PROCEDURE p() LANGUAGE sql BEGIN ATOMIC INSERT INTO t VALUES (1); END"
+                    .to_owned()
+            ),
+        ]
+        .boxed(),
+    }
 }
 
-/// A script of plain statements and routines, with blank statements and comments between.
-pub(crate) fn script() -> impl Strategy<Value = String> {
-    let stmt = prop_oneof![4 => plain_statement(), 1 => routine(), 1 => Just(" -- c\n".to_owned())];
+/// A script in `d` of plain statements and routines, with blank statements and comments
+/// between.
+pub(crate) fn script_in(d: Dialect) -> impl Strategy<Value = String> {
+    let stmt = prop_oneof![
+        4 => plain_statement(d),
+        1 => routine(d),
+        1 => Just(" -- c\n".to_owned()),
+    ];
     prop::collection::vec(stmt, 1..6).prop_map(|v| v.join(";\n"))
+}
+
+/// A dialect, and a script in it.
+pub(crate) fn script() -> impl Strategy<Value = (Dialect, String)> {
+    prop_oneof![Just(Dialect::Sqlite), Just(Dialect::Postgres)]
+        .prop_flat_map(|d| (Just(d), script_in(d)))
 }
 
 pub(crate) fn config() -> ProptestConfig {
@@ -74,8 +105,8 @@ proptest! {
 
     /// Statements cover the script exactly, and each ends at a `;` the scanner saw at top level.
     #[test]
-    fn statements_concatenate_back(sql in script()) {
-        let parts: Vec<&str> = statements(&sql).collect();
+    fn statements_concatenate_back((d, sql) in script()) {
+        let parts: Vec<&str> = statements(&sql, d).collect();
         prop_assert_eq!(parts.concat(), sql.clone());
         for p in &parts[..parts.len().saturating_sub(1)] {
             prop_assert!(p.ends_with(';'), "{:?}", p);
@@ -85,15 +116,15 @@ proptest! {
     /// Keywords only inside literals, identifiers, comments, dollar bodies and routine bodies
     /// are never transaction control; a real `COMMIT` after them always is.
     #[test]
-    fn protected_keywords_are_not_transaction_control(sql in script(), casing in 0..3u8) {
-        prop_assert!(!has_transaction_control(&sql), "{}", sql);
-        prop_assert!(!ends_or_starts_transaction(&sql), "{}", sql);
+    fn protected_keywords_are_not_transaction_control((d, sql) in script(), casing in 0..3u8) {
+        prop_assert!(!has_transaction_control(&sql, d), "{}", sql);
+        prop_assert!(!ends_or_starts_transaction(&sql, d), "{}", sql);
         let commit = match casing { 0 => "COMMIT", 1 => "commit", _ => "/* x */ CoMmIt -- y" };
         let with_commit = format!("{sql};\n{commit}");
-        prop_assert!(has_transaction_control(&with_commit), "{}", with_commit);
-        prop_assert!(ends_or_starts_transaction(&with_commit), "{}", with_commit);
+        prop_assert!(has_transaction_control(&with_commit, d), "{}", with_commit);
+        prop_assert!(ends_or_starts_transaction(&with_commit, d), "{}", with_commit);
         let prefixed = format!("SELECT 'CREATE' ; {}", sql);
-        prop_assert_eq!(changes_schema(&prefixed), changes_schema(&sql));
+        prop_assert_eq!(changes_schema(&prefixed, d), changes_schema(&sql, d));
     }
 
     /// `is_blank` agrees with the splitter: blank exactly when no statement runs anything.
@@ -105,13 +136,15 @@ proptest! {
                 Just("/* c; */".to_owned()), Just("SELECT 1".to_owned()),
             ],
             0..8,
-        )
+        ),
+        pg in any::<bool>(),
     ) {
+        let d = if pg { Dialect::Postgres } else { Dialect::Sqlite };
         let sql = pieces.concat();
-        let any_stmt = statements(&sql).any(|s| {
-            tokens(s, Dialect::Sqlite).any(|t| !t.kind.is_blank() && t.kind != Kind::Semi)
+        let any_stmt = statements(&sql, d).any(|s| {
+            tokens(s, d).any(|t| !t.kind.is_blank() && t.kind != Kind::Semi)
         });
-        prop_assert_eq!(is_blank(&sql), !any_stmt, "{:?}", sql);
+        prop_assert_eq!(is_blank(&sql, d), !any_stmt, "{:?}", sql);
     }
 
     /// Tokens cover any input exactly, whatever the bytes.

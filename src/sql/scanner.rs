@@ -1,16 +1,22 @@
 //! The one SQL lexer. It knows every quoting form of the three dialects and splits SQL text
 //! into tokens with byte spans, without allocating:
 //!
-//! - single-quoted strings with doubled quotes (`'it''s'`), and `E'…'` strings in which a
-//!   backslash escapes the next byte (PostgreSQL);
-//! - double-quoted and backticked identifiers (a doubled quote escapes), and `[bracketed]`
-//!   identifiers where the dialect has them (SQLite; in PostgreSQL `arr[$1]` is a subscript);
-//! - `--` line comments and nesting `/* … */` block comments;
-//! - dollar-quoted bodies, `$$ … $$` and `$tag$ … $tag$` (a tag does not start with a digit);
+//! - single-quoted strings with doubled quotes (`'it''s'`), and (PostgreSQL) `E'…'` strings in
+//!   which a backslash escapes the next byte;
+//! - double-quoted and backticked identifiers (a doubled quote escapes), and (SQLite)
+//!   `[bracketed]` identifiers; in PostgreSQL `arr[$1]` is a subscript;
+//! - `--` line comments and `/* … */` block comments, which nest in PostgreSQL and end at the
+//!   first `*/` in SQLite;
+//! - (PostgreSQL) dollar-quoted bodies, `$$ … $$` and `$tag$ … $tag$` (a tag does not start
+//!   with a digit);
 //! - placeholders `$N` and `?N`, and SQLite's other parameters (`?`, `:name`, `@name`,
 //!   `$name`);
 //! - words (keywords, identifiers, numbers; a sigil glued to an identifier, as in `foo$1`,
 //!   belongs to it), `;`, NUL bytes, white space and other punctuation.
+//!
+//! Where the dialects differ, each [`Dialect`] reads text exactly as its engine's lexer does, so
+//! that what the scanner calls a comment or a literal is one to the engine too: a keyword the
+//! scanner hides is a keyword the engine never runs.
 //!
 //! An unterminated string, identifier, comment or dollar quote runs to the end of the input.
 //! Tokens cover the input exactly: concatenating their spans gives it back.
@@ -22,7 +28,7 @@ pub(crate) enum Kind {
     Space,
     /// `-- …` up to and including the end of the line.
     LineComment,
-    /// `/* … */`, nested comments included.
+    /// `/* … */` (in PostgreSQL, nested comments included).
     BlockComment,
     /// `'…'` or `E'…'`.
     Str,
@@ -59,12 +65,14 @@ pub(crate) struct Token {
     pub(crate) end: usize,
 }
 
-/// Which dialect's quoting rules apply where the dialects differ.
+/// Which engine's lexer the scanner follows where the dialects differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Dialect {
-    /// `[…]` is a quoted identifier (SQLite and Turso).
+    /// SQLite and Turso: `[…]` is a quoted identifier; block comments do not nest; there are no
+    /// `E'…'` strings and no dollar quotes (`$name` is a parameter).
     Sqlite,
-    /// `[…]` is an array subscript (PostgreSQL).
+    /// PostgreSQL: `[…]` is an array subscript; block comments nest; `E'…'` strings and
+    /// dollar-quoted bodies.
     Postgres,
 }
 
@@ -73,7 +81,7 @@ pub(crate) fn tokens(sql: &str, dialect: Dialect) -> Tokens<'_> {
     Tokens {
         b: sql.as_bytes(),
         i: 0,
-        brackets: dialect == Dialect::Sqlite,
+        pg: dialect == Dialect::Postgres,
         glued: false,
     }
 }
@@ -83,7 +91,8 @@ pub(crate) fn tokens(sql: &str, dialect: Dialect) -> Tokens<'_> {
 pub(crate) struct Tokens<'a> {
     b: &'a [u8],
     i: usize,
-    brackets: bool,
+    /// PostgreSQL's rules where they differ from SQLite's (see [`Dialect`]).
+    pg: bool,
     /// The previous token (a word, placeholder, parameter or lone `$`) ended in an identifier
     /// byte: a sigil or quote right after it belongs to it (`foo$1`, `$1$2`, `$?1`, `x'…'`), as
     /// in the engines' lexers. After a literal, a comment or a dollar-quoted body nothing is
@@ -101,13 +110,16 @@ impl Iterator for Tokens<'_> {
         let next = b.get(start + 1).copied();
         let (kind, end) = match c {
             b'\'' => (Kind::Str, skip_string(b, start + 1, false)),
-            b'E' | b'e' if next == Some(b'\'') && !self.glued => {
+            b'E' | b'e' if self.pg && next == Some(b'\'') && !self.glued => {
                 (Kind::Str, skip_string(b, start + 2, true))
             }
             b'"' | b'`' => (Kind::QuotedIdent, skip_quoted(b, start + 1, c)),
-            b'[' if self.brackets => (Kind::QuotedIdent, skip_past(b, start + 1, b']')),
+            b'[' if !self.pg => (Kind::QuotedIdent, skip_past(b, start + 1, b']')),
             b'-' if next == Some(b'-') => (Kind::LineComment, skip_past(b, start + 2, b'\n')),
-            b'/' if next == Some(b'*') => (Kind::BlockComment, skip_block_comment(b, start + 2)),
+            b'/' if next == Some(b'*') => (
+                Kind::BlockComment,
+                skip_block_comment(b, start + 2, self.pg),
+            ),
             b';' => (Kind::Semi, start + 1),
             0 => (Kind::Nul, start + 1),
             b'$' | b'?' | b':' | b'@' if self.glued => (Kind::Punct, start + 1),
@@ -116,7 +128,11 @@ impl Iterator for Tokens<'_> {
                 if end > start + 1 {
                     (Kind::Placeholder, end)
                 } else if c == b'$' {
-                    match dollar_quote_end(b, start) {
+                    match if self.pg {
+                        dollar_quote_end(b, start)
+                    } else {
+                        None
+                    } {
                         Some(end) => (Kind::DollarBody, end),
                         None => name_param(b, start),
                     }
@@ -230,15 +246,16 @@ fn skip_quoted(bytes: &[u8], start: usize, quote: u8) -> usize {
     }
 }
 
-/// Skips a (nesting) block comment body starting just after the opening `/*`. Returns the
-/// index just past the matching `*/`, or the end of input.
-fn skip_block_comment(bytes: &[u8], start: usize) -> usize {
+/// Skips a block comment body starting just after the opening `/*`: to the matching `*/` when
+/// comments `nest` (PostgreSQL), else to the first `*/` (SQLite). Returns the index just past
+/// it, or the end of input.
+fn skip_block_comment(bytes: &[u8], start: usize, nest: bool) -> usize {
     let len = bytes.len();
     let mut depth = 1usize;
     let mut i = start;
     while i < len {
         match (bytes[i], bytes.get(i + 1)) {
-            (b'/', Some(b'*')) => {
+            (b'/', Some(b'*')) if nest => {
                 depth += 1;
                 i += 2;
             }
@@ -306,39 +323,61 @@ mod tests {
     #[test]
     fn every_quoting_form() {
         use Kind::*;
-        let sql = "SELECT 'a''b;', E'c\\'d;', \"e\"\"f;\", `g;`, [h;], $$i;$$, $t$j;$t$ -- k;\n /* l /* m; */ n; */ x$1, $2, ?3, ?, :p, @q, $r;";
+        let shared = "SELECT 'a''b;', \"e\"\"f;\" -- k;\n x$1, $2, ?3, ?, :p, @q, $r;";
+        let want = vec![
+            (Word, "SELECT"),
+            (Str, "'a''b;'"),
+            (Punct, ","),
+            (QuotedIdent, "\"e\"\"f;\""),
+            (LineComment, "-- k;\n"),
+            (Word, "x$1"),
+            (Punct, ","),
+            (Placeholder, "$2"),
+            (Punct, ","),
+            (Placeholder, "?3"),
+            (Punct, ","),
+            (Param, "?"),
+            (Punct, ","),
+            (Param, ":p"),
+            (Punct, ","),
+            (Param, "@q"),
+            (Punct, ","),
+            (Param, "$r"),
+            (Semi, ";"),
+        ];
+        assert_eq!(kinds(shared, Dialect::Sqlite), want);
+        assert_eq!(kinds(shared, Dialect::Postgres), want);
+
+        let lite = "`g;` [h;] /* l /* m; */ n;";
         assert_eq!(
-            kinds(sql, Dialect::Sqlite),
+            kinds(lite, Dialect::Sqlite),
             vec![
-                (Word, "SELECT"),
-                (Str, "'a''b;'"),
-                (Punct, ","),
-                (Str, "E'c\\'d;'"),
-                (Punct, ","),
-                (QuotedIdent, "\"e\"\"f;\""),
-                (Punct, ","),
                 (QuotedIdent, "`g;`"),
-                (Punct, ","),
                 (QuotedIdent, "[h;]"),
-                (Punct, ","),
+                (BlockComment, "/* l /* m; */"),
+                (Word, "n"),
+                (Semi, ";"),
+            ]
+        );
+        let pg = "E'c\\'d;' $$i;$$ $t$j;$t$ /* l /* m; */ n; */;";
+        assert_eq!(
+            kinds(pg, Dialect::Postgres),
+            vec![
+                (Str, "E'c\\'d;'"),
                 (DollarBody, "$$i;$$"),
-                (Punct, ","),
                 (DollarBody, "$t$j;$t$"),
-                (LineComment, "-- k;\n"),
                 (BlockComment, "/* l /* m; */ n; */"),
-                (Word, "x$1"),
-                (Punct, ","),
-                (Placeholder, "$2"),
-                (Punct, ","),
-                (Placeholder, "?3"),
-                (Punct, ","),
-                (Param, "?"),
-                (Punct, ","),
-                (Param, ":p"),
-                (Punct, ","),
-                (Param, "@q"),
-                (Punct, ","),
-                (Param, "$r"),
+                (Semi, ";"),
+            ]
+        );
+        // SQLite reads the PostgreSQL-only forms as its own lexer does.
+        assert_eq!(
+            kinds("E'c\\'d $i;", Dialect::Sqlite),
+            vec![
+                (Word, "E"),
+                (Str, "'c\\'"),
+                (Word, "d"),
+                (Param, "$i"),
                 (Semi, ";"),
             ]
         );
@@ -372,16 +411,17 @@ mod tests {
 
     #[test]
     fn unterminated_constructs_run_to_the_end_and_spans_cover_the_input() {
-        for sql in [
-            "'abc",
-            "\"abc",
-            "/* a /* b */",
-            "$$ body",
-            "$t$ x $t",
-            "[abc",
-            "E'\\",
+        for (sql, d) in [
+            ("'abc", Dialect::Sqlite),
+            ("\"abc", Dialect::Sqlite),
+            ("/* a /* b */", Dialect::Postgres),
+            ("/* a", Dialect::Sqlite),
+            ("$$ body", Dialect::Postgres),
+            ("$t$ x $t", Dialect::Postgres),
+            ("[abc", Dialect::Sqlite),
+            ("E'\\", Dialect::Postgres),
         ] {
-            let toks: Vec<Token> = tokens(sql, Dialect::Sqlite).collect();
+            let toks: Vec<Token> = tokens(sql, d).collect();
             assert_eq!(toks.len(), 1, "{sql}: {toks:?}");
             assert_eq!((toks[0].start, toks[0].end), (0, sql.len()), "{sql}");
         }

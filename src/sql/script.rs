@@ -4,19 +4,19 @@
 //! dollar-quoted body, and not one inside the `BEGIN … END` body of a `CREATE TRIGGER` or of a
 //! `CREATE FUNCTION`/`PROCEDURE … BEGIN ATOMIC … END` (with `CASE … END` inside counted), as
 //! SQLite's `sqlite3_complete` and PostgreSQL's parser read them.
+//!
+//! Every function reads the text in the dialect of the engine that will run it, so a `;` or a
+//! keyword is where the engine sees one: SQLite's block comments do not nest and it has no
+//! dollar quotes; PostgreSQL's `[` opens a subscript, not an identifier.
 
 use super::scanner::{Dialect, Kind, Token, Tokens, tokens};
 
-/// How scripts are read for analysis. `[…]` is taken for a quoted identifier: PostgreSQL
-/// subscripts never hold a `;` or a keyword that starts a statement, SQLite identifiers may.
-const ANALYSIS: Dialect = Dialect::Sqlite;
-
 /// The statements of `sql`, each with its terminating `;` when it has one; concatenated they
 /// give `sql` back.
-pub(crate) fn statements(sql: &str) -> Statements<'_> {
+pub(crate) fn statements(sql: &str, d: Dialect) -> Statements<'_> {
     Statements {
         sql,
-        toks: tokens(sql, ANALYSIS),
+        toks: tokens(sql, d),
         start: 0,
     }
 }
@@ -102,8 +102,8 @@ impl Body {
 
 /// The first `n` words of a statement (keywords, in the order written), skipping white space
 /// and comments; fewer when the statement has fewer before anything else.
-fn leading_words(stmt: &str, n: usize) -> impl Iterator<Item = &str> {
-    tokens(stmt, ANALYSIS)
+fn leading_words(stmt: &str, n: usize, d: Dialect) -> impl Iterator<Item = &str> {
+    tokens(stmt, d)
         .filter(|t| !t.kind.is_blank())
         .take(n)
         .take_while(|t| t.kind == Kind::Word)
@@ -115,17 +115,17 @@ fn is_any(w: &str, set: &[&str]) -> bool {
 }
 
 /// True when `sql` holds no statement at all: only white space, comments and `;`.
-pub(crate) fn is_blank(sql: &str) -> bool {
-    tokens(sql, ANALYSIS).all(|t| t.kind.is_blank() || t.kind == Kind::Semi)
+pub(crate) fn is_blank(sql: &str, d: Dialect) -> bool {
+    tokens(sql, d).all(|t| t.kind.is_blank() || t.kind == Kind::Semi)
 }
 
 /// True when some statement of `sql` starts with a transaction-control keyword (`BEGIN`,
 /// `START`, `COMMIT`, `END`, `ROLLBACK`, `SAVEPOINT`, `RELEASE`, `ABORT`, or PostgreSQL's
 /// `PREPARE TRANSACTION`): the script manages its own transaction. Keywords inside literals,
 /// identifiers, comments, dollar-quoted bodies and routine bodies do not count.
-pub(crate) fn has_transaction_control(sql: &str) -> bool {
-    statements(sql).any(|s| {
-        let mut w = leading_words(s, 2);
+pub(crate) fn has_transaction_control(sql: &str, d: Dialect) -> bool {
+    statements(sql, d).any(|s| {
+        let mut w = leading_words(s, 2, d);
         match w.next() {
             Some(first) if is_any(first, &["PREPARE"]) => w
                 .next()
@@ -151,9 +151,9 @@ pub(crate) fn has_transaction_control(sql: &str) -> bool {
 /// True when a statement of `sql` starts or ends a transaction (`BEGIN`, `START`, `COMMIT`,
 /// `END`, `ABORT`, `ROLLBACK` other than `ROLLBACK [TRANSACTION|WORK] TO`, `PREPARE
 /// TRANSACTION`). Savepoints are not counted: they are fine inside a transaction.
-pub(crate) fn ends_or_starts_transaction(sql: &str) -> bool {
-    statements(sql).any(|s| {
-        let mut w = leading_words(s, 4);
+pub(crate) fn ends_or_starts_transaction(sql: &str, d: Dialect) -> bool {
+    statements(sql, d).any(|s| {
+        let mut w = leading_words(s, 4, d);
         let Some(first) = w.next() else {
             return false;
         };
@@ -184,9 +184,9 @@ pub(crate) fn ends_or_starts_transaction(sql: &str) -> bool {
 }
 
 /// True when some statement of `sql` changes the schema (`CREATE`, `DROP`, `ALTER`).
-pub(crate) fn changes_schema(sql: &str) -> bool {
-    statements(sql).any(|s| {
-        leading_words(s, 1)
+pub(crate) fn changes_schema(sql: &str, d: Dialect) -> bool {
+    statements(sql, d).any(|s| {
+        leading_words(s, 1, d)
             .next()
             .is_some_and(|w| is_any(w, &["CREATE", "DROP", "ALTER"]))
     })
@@ -195,12 +195,12 @@ pub(crate) fn changes_schema(sql: &str) -> bool {
 /// True when the (first) statement changes rows: `INSERT`, `UPDATE`, `DELETE`, `MERGE`,
 /// SQLite's `REPLACE`, also after a `WITH`, so its command count is a number of changed rows
 /// rather than of returned rows. Words inside literals and comments do not count.
-pub(crate) fn is_dml(sql: &str) -> bool {
+pub(crate) fn is_dml(sql: &str, d: Dialect) -> bool {
     const DML: [&str; 4] = ["INSERT", "UPDATE", "DELETE", "MERGE"];
-    let Some(stmt) = statements(sql).find(|s| !is_blank(s)) else {
+    let Some(stmt) = statements(sql, d).find(|s| !is_blank(s, d)) else {
         return false;
     };
-    let mut words = tokens(stmt, ANALYSIS)
+    let mut words = tokens(stmt, d)
         .filter(|t| t.kind == Kind::Word)
         .map(|t| &stmt[t.start..t.end]);
     match words.next() {
@@ -224,82 +224,124 @@ pub(crate) fn reject_nul(sql: &str) -> crate::error::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Dialect::{Postgres as Pg, Sqlite as Lite};
 
     #[test]
     fn blank_and_multiple() {
-        assert!(is_blank("  ; -- x\n /* y */ ;"));
-        assert!(!is_blank(" SELECT 1"));
-        assert_eq!(statements("DO $$ BEGIN PERFORM 1; END $$;").count(), 1);
+        for d in [Lite, Pg] {
+            assert!(is_blank("  ; -- x\n /* y */ ;", d));
+            assert!(!is_blank(" SELECT 1", d));
+        }
+        assert_eq!(statements("DO $$ BEGIN PERFORM 1; END $$;", Pg).count(), 1);
     }
 
     #[test]
     fn transaction_boundaries() {
-        let t = ends_or_starts_transaction;
-        assert!(t("BEGIN"));
-        assert!(t("INSERT INTO x VALUES (1); COMMIT"));
-        assert!(t("rollback"));
-        assert!(t("/* c */ CoMmIt -- x"));
-        assert!(t("PREPARE TRANSACTION 'x'"));
-        assert!(!t("ROLLBACK TO sp1"));
-        assert!(!t("rollback transaction to savepoint sp1"));
-        assert!(!t("SAVEPOINT a; RELEASE a"));
-        assert!(!t("SELECT 'BEGIN'"));
+        for d in [Lite, Pg] {
+            let t = |sql| ends_or_starts_transaction(sql, d);
+            assert!(t("BEGIN"));
+            assert!(t("INSERT INTO x VALUES (1); COMMIT"));
+            assert!(t("rollback"));
+            assert!(t("/* c */ CoMmIt -- x"));
+            assert!(t("PREPARE TRANSACTION 'x'"));
+            assert!(!t("ROLLBACK TO sp1"));
+            assert!(!t("rollback transaction to savepoint sp1"));
+            assert!(!t("SAVEPOINT a; RELEASE a"));
+            assert!(!t("SELECT 'BEGIN'"));
+            assert!(!t(
+                "CREATE TRIGGER tr AFTER INSERT ON t BEGIN UPDATE t SET a = 1; END"
+            ));
+            assert!(!t("PREPARE q AS SELECT 1"));
+        }
+        let t = |sql| ends_or_starts_transaction(sql, Pg);
         assert!(!t("DO $$ BEGIN PERFORM 1; END $$"));
         assert!(!t("DO $body$ BEGIN COMMIT; END $body$"));
         assert!(!t(
-            "CREATE TRIGGER tr AFTER INSERT ON t BEGIN UPDATE t SET a = 1; END"
-        ));
-        assert!(!t(
             "CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; END"
         ));
-        assert!(!t("PREPARE q AS SELECT 1"));
+    }
+
+    /// Where the engines' lexers differ, each dialect reads as its engine does, so control the
+    /// engine would run is never hidden from the bookkeeping.
+    #[test]
+    fn each_dialect_reads_as_its_engine() {
+        // SQLite's comments do not nest: COMMIT runs there; PostgreSQL's do: it is a comment.
+        let nested = "/* a /* b */ COMMIT; /* c */";
+        assert!(ends_or_starts_transaction(nested, Lite));
+        assert!(!ends_or_starts_transaction(
+            "/* a /* b */ COMMIT; /* c */ */",
+            Pg
+        ));
+        // PostgreSQL's `[` is a subscript: the quote inside it is a string, and COMMIT runs.
+        let subscript = "SELECT ARRAY[']']; COMMIT; SELECT ']'";
+        assert!(ends_or_starts_transaction(subscript, Pg));
+        // SQLite has no dollar quotes or E-strings.
+        assert!(ends_or_starts_transaction("SELECT $$; COMMIT; $$", Lite));
+        assert!(!ends_or_starts_transaction("SELECT $$; COMMIT; $$", Pg));
+        assert!(ends_or_starts_transaction(
+            "SELECT E'\\'; COMMIT; --'",
+            Lite
+        ));
+        assert!(!ends_or_starts_transaction("SELECT E'\\'; COMMIT; --'", Pg));
     }
 
     #[test]
     fn routine_bodies_are_one_statement() {
-        let sql = "CREATE TRIGGER tr AFTER INSERT ON t BEGIN \
-                   UPDATE t SET a = CASE WHEN new.a > 0 THEN 1 ELSE 0 END; \
-                   DELETE FROM u; END; SELECT 1";
-        let parts: Vec<&str> = statements(sql).collect();
-        assert_eq!(parts.len(), 2, "{parts:?}");
-        assert!(parts[0].ends_with("END;"));
-        assert_eq!(parts.concat(), sql);
-        let sql = "CREATE TEMP TRIGGER tr BEFORE DELETE ON t BEGIN SELECT 1; END;COMMIT";
-        assert_eq!(statements(sql).count(), 2);
-        assert!(has_transaction_control(sql));
+        for d in [Lite, Pg] {
+            let sql = "CREATE TRIGGER tr AFTER INSERT ON t BEGIN \
+                       UPDATE t SET a = CASE WHEN new.a > 0 THEN 1 ELSE 0 END; \
+                       DELETE FROM u; END; SELECT 1";
+            let parts: Vec<&str> = statements(sql, d).collect();
+            assert_eq!(parts.len(), 2, "{parts:?}");
+            assert!(parts[0].ends_with("END;"));
+            assert_eq!(parts.concat(), sql);
+            let sql = "CREATE TEMP TRIGGER tr BEFORE DELETE ON t BEGIN SELECT 1; END;COMMIT";
+            assert_eq!(statements(sql, d).count(), 2);
+            assert!(has_transaction_control(sql, d));
+        }
     }
 
     #[test]
     fn dml_detection() {
-        assert!(is_dml("INSERT INTO t VALUES (1)"));
-        assert!(is_dml("  update t set a = 1"));
-        assert!(is_dml("-- note\nWITH x AS (SELECT 1) DELETE FROM t"));
-        assert!(is_dml("REPLACE INTO t VALUES (1)"));
-        assert!(!is_dml("SELECT * FROM inserts"));
-        assert!(!is_dml("WITH x AS (SELECT 'DELETE') SELECT * FROM x"));
-        assert!(!is_dml("SELECT replace(a, 'b', 'c') FROM t"));
+        for d in [Lite, Pg] {
+            assert!(is_dml("INSERT INTO t VALUES (1)", d));
+            assert!(is_dml("  update t set a = 1", d));
+            assert!(is_dml("-- note\nWITH x AS (SELECT 1) DELETE FROM t", d));
+            assert!(is_dml("REPLACE INTO t VALUES (1)", d));
+            assert!(!is_dml("SELECT * FROM inserts", d));
+            assert!(!is_dml("WITH x AS (SELECT 'DELETE') SELECT * FROM x", d));
+            assert!(!is_dml("SELECT replace(a, 'b', 'c') FROM t", d));
+        }
     }
 
     #[test]
     fn finds_statement_leading_keywords_only() {
-        let h = has_transaction_control;
-        assert!(h("BEGIN; INSERT INTO t VALUES (1); COMMIT;"));
-        assert!(h("insert into t values (1);\n  commit"));
-        assert!(h("-- c\nsavepoint a"));
-        assert!(!h("CREATE TABLE t (began TEXT, commit_id INT)"));
-        assert!(!h("INSERT INTO t VALUES ('BEGIN'); SELECT 'x;commit'"));
-        assert!(!h("/* BEGIN */ SELECT 1"));
-        assert!(!h("SELECT CASE WHEN 1 THEN 2 END"));
-        assert!(!h("SELECT \"commit\" FROM [begin]; SELECT `end`"));
-        assert!(!h("SELECT E'\\';COMMIT;'"));
+        for d in [Lite, Pg] {
+            let h = |sql| has_transaction_control(sql, d);
+            assert!(h("BEGIN; INSERT INTO t VALUES (1); COMMIT;"));
+            assert!(h("insert into t values (1);\n  commit"));
+            assert!(h("-- c\nsavepoint a"));
+            assert!(!h("CREATE TABLE t (began TEXT, commit_id INT)"));
+            assert!(!h("INSERT INTO t VALUES ('BEGIN'); SELECT 'x;commit'"));
+            assert!(!h("/* BEGIN */ SELECT 1"));
+            assert!(!h("SELECT CASE WHEN 1 THEN 2 END"));
+        }
+        assert!(!has_transaction_control(
+            "SELECT \"commit\" FROM [begin]; SELECT `end`",
+            Lite
+        ));
+        assert!(!has_transaction_control("SELECT E'\\';COMMIT;'", Pg));
     }
 
     #[test]
     fn schema_changes() {
-        assert!(changes_schema(
-            "INSERT INTO t VALUES (1); create index i on t (a)"
-        ));
-        assert!(!changes_schema("SELECT 'DROP TABLE t'"));
-        assert!(!changes_schema("DO $$ BEGIN EXECUTE 'x'; END $$"));
+        for d in [Lite, Pg] {
+            assert!(changes_schema(
+                "INSERT INTO t VALUES (1); create index i on t (a)",
+                d
+            ));
+            assert!(!changes_schema("SELECT 'DROP TABLE t'", d));
+        }
+        assert!(!changes_schema("DO $$ BEGIN EXECUTE 'x'; END $$", Pg));
     }
 }

@@ -272,6 +272,7 @@ impl SqliteConn {
 impl Wing for SqliteConn {
     type Stmt = SqliteStmt;
     type Raw = Connection;
+    const DIALECT: crate::sql::Dialect = crate::sql::Dialect::Sqlite;
 
     /// Prepares (or finds in this connection's cache) the statement for `sql`.
     async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<SqliteStmt>> {
@@ -347,8 +348,10 @@ impl Wing for SqliteConn {
     async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
         crate::sql::reject_nul(sql)?;
         let autocommit = self.conn_mut()?.is_autocommit();
-        let wrap = !in_tx && autocommit && !crate::sql::has_transaction_control(sql);
-        if crate::sql::changes_schema(sql) {
+        let wrap = !in_tx
+            && autocommit
+            && !crate::sql::has_transaction_control(sql, crate::sql::Dialect::Sqlite);
+        if crate::sql::changes_schema(sql, crate::sql::Dialect::Sqlite) {
             // Describe statements again after DDL; SQLite re-prepares its own.
             self.stmts.clear();
         }

@@ -51,7 +51,7 @@ impl SqliteStmt {
         let reprepares = st.get_status(rusqlite::StatementStatus::RePrepare);
         drop(st);
         Ok(SqliteStmt {
-            dml: crate::sql::is_dml(&sql),
+            dml: crate::sql::is_dml(&sql, crate::sql::Dialect::Sqlite),
             sql,
             desc,
             readonly,

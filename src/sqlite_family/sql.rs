@@ -8,7 +8,10 @@ use crate::sql::script::{is_blank, statements};
 /// True when `sql` holds more than one statement (Turso would prepare the first and silently
 /// ignore the rest).
 pub(crate) fn has_multiple_statements(sql: &str) -> bool {
-    statements(sql).filter(|s| !is_blank(s)).nth(1).is_some()
+    statements(sql, Dialect::Sqlite)
+        .filter(|s| !is_blank(s, Dialect::Sqlite))
+        .nth(1)
+        .is_some()
 }
 
 /// The number of parameters SQLite would give `sql` (written in SQLite's own parameter

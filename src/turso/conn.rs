@@ -304,6 +304,7 @@ impl TursoConn {
 impl Wing for TursoConn {
     type Stmt = TursoStmt;
     type Raw = turso::Connection;
+    const DIALECT: crate::sql::Dialect = crate::sql::Dialect::Sqlite;
 
     async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<TursoStmt>> {
         if self.unsettled() {
@@ -331,8 +332,8 @@ impl Wing for TursoConn {
         let s = Arc::new(TursoStmt {
             desc: Arc::new(describe(&stmt)),
             param_count: sqlite_param_count(&translated),
-            dml: crate::sql::is_dml(&translated),
-            ddl: crate::sql::changes_schema(&translated),
+            dml: crate::sql::is_dml(&translated, crate::sql::Dialect::Sqlite),
+            ddl: crate::sql::changes_schema(&translated, crate::sql::Dialect::Sqlite),
             epoch,
             stmt,
         });
@@ -397,7 +398,9 @@ impl Wing for TursoConn {
             self.settle().await?;
         }
         crate::sql::reject_nul(sql)?;
-        let wrap = !in_tx && self.autocommit()? && !crate::sql::has_transaction_control(sql);
+        let wrap = !in_tx
+            && self.autocommit()?
+            && !crate::sql::has_transaction_control(sql, crate::sql::Dialect::Sqlite);
         if wrap {
             self.simple("BEGIN IMMEDIATE").await?;
         }
@@ -415,7 +418,7 @@ impl Wing for TursoConn {
         if native {
             self.set_native_busy(false)?;
         }
-        if crate::sql::changes_schema(sql) {
+        if crate::sql::changes_schema(sql, crate::sql::Dialect::Sqlite) {
             self.schema_changed();
         }
         if !wrap {

@@ -5,7 +5,7 @@ use sql_middleware::ErrorKind;
 use sql_middleware::prelude::*;
 
 use crate::backend_tests;
-use crate::common::backends::{Logical, TestDb, expect_kind};
+use crate::common::backends::{Kind, Logical, TestDb, expect_kind};
 use crate::helpers::*;
 
 // ---------------------------------------------------------------------------------------------
@@ -305,10 +305,172 @@ async fn t_prepared_reuse(db: &TestDb) {
     assert_eq!(upd.dml(&[0.into()]).await.unwrap(), 0);
 }
 
+// ---------------------------------------------------------------------------------------------
+// procedural bodies and quoted keywords in scripts
+// ---------------------------------------------------------------------------------------------
+
+/// A script that defines procedural code: a function and `DO` blocks on Postgres (dollar-quoted,
+/// with and without tags, nested), a trigger with a `BEGIN … END` body on the SQLite family.
+fn procedural_script(db: &TestDb) -> (&'static str, &'static str) {
+    match db.kind {
+        Kind::Postgres => (
+            "CREATE TABLE pb (id int PRIMARY KEY, v text);
+             CREATE TABLE pb_log (n int);
+             CREATE FUNCTION pb_add(n int) RETURNS int AS $$
+               BEGIN INSERT INTO pb VALUES (n, 'fn; body'); RETURN n; END;
+             $$ LANGUAGE plpgsql;
+             DO $$ BEGIN PERFORM pb_add(1); INSERT INTO pb_log VALUES (1); END $$;
+             DO $tag$ BEGIN INSERT INTO pb VALUES (2, $$COMMIT; not control$$); END $tag$;",
+            "DO $$ BEGIN INSERT INTO pb VALUES (3, 'in; tx'); INSERT INTO pb_log VALUES (3); END $$;
+             SELECT pb_add(4);",
+        ),
+        Kind::Sqlite | Kind::Turso => (
+            "CREATE TABLE pb (id INTEGER PRIMARY KEY, v TEXT);
+             CREATE TABLE pb_log (n INTEGER);
+             CREATE TRIGGER pb_t AFTER INSERT ON pb WHEN NEW.id = 1 BEGIN
+               INSERT INTO pb_log VALUES (NEW.id);
+               UPDATE pb SET v = 'fn; body' WHERE id = NEW.id;
+             END;
+             INSERT INTO pb VALUES (1, 'a');
+             INSERT INTO pb VALUES (2, 'COMMIT; not control');",
+            "CREATE TRIGGER pb_t3 AFTER INSERT ON pb WHEN NEW.id = 3 BEGIN
+               INSERT INTO pb_log VALUES (NEW.id);
+             END;
+             INSERT INTO pb VALUES (3, 'in; tx');
+             INSERT INTO pb VALUES (4, 'fn; body');",
+        ),
+    }
+}
+
+async fn t_procedural_bodies(db: &TestDb) {
+    let k = db.kind.name();
+    let mut conn = db.conn().await;
+    let (setup, in_tx) = procedural_script(db);
+    batch(&mut conn, setup).await;
+    let rs = select(&mut conn, "SELECT id, v FROM pb ORDER BY id", &[]).await;
+    let rows: Vec<(i64, String)> = rs
+        .iter()
+        .map(|r| (r.try_get("id").unwrap(), r.try_get("v").unwrap()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (1, "fn; body".to_owned()),
+            (2, "COMMIT; not control".to_owned())
+        ],
+        "[{k}] procedural script"
+    );
+    assert_eq!(count(&mut conn, "pb_log").await, 1, "[{k}] body ran once");
+
+    // The same kind of body inside a transaction: it runs, and a rollback takes it back.
+    let mut tx = conn.begin().await.unwrap();
+    tx.execute_batch(in_tx)
+        .await
+        .unwrap_or_else(|e| panic!("[{k}] procedural script in a tx: {e:?}"));
+    let (n,): (i64,) = tx.query("SELECT COUNT(*) FROM pb").one().await.unwrap();
+    assert_eq!(n, 4, "[{k}] rows inside the tx");
+    tx.rollback().await.unwrap();
+    assert_eq!(count(&mut conn, "pb").await, 2, "[{k}] rolled back");
+    assert_eq!(count(&mut conn, "pb_log").await, 1, "[{k}] rolled back log");
+
+    let mut tx = conn.begin().await.unwrap();
+    tx.execute_batch(in_tx).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(count(&mut conn, "pb").await, 4, "[{k}] committed");
+    assert_eq!(count(&mut conn, "pb_log").await, 2, "[{k}] committed log");
+}
+
+/// Transaction keywords inside literals, identifiers and comments are data: such a script still
+/// runs atomically outside a transaction and is accepted inside one, while real transaction
+/// control in any casing, after any comment, is refused inside a transaction.
+async fn t_quoted_keywords_are_data(db: &TestDb) {
+    let k = db.kind.name();
+    let int = db.ty(Logical::Int);
+    let text = db.ty(Logical::Text);
+    let mut conn = db.conn().await;
+    batch(
+        &mut conn,
+        &format!("CREATE TABLE qk (id {int} PRIMARY KEY, \"commit\" {text})"),
+    )
+    .await;
+
+    // Comments as each engine reads them: PostgreSQL's nest, SQLite's end at the first `*/`.
+    let comment = match db.kind {
+        Kind::Postgres => "/* COMMIT; /* nested */ BEGIN; */",
+        Kind::Sqlite | Kind::Turso => "/* COMMIT; /* BEGIN; */",
+    };
+    // Outside a transaction: the script is wrapped, so the failure at its end undoes its start,
+    // even though its text is full of keywords that a naive scanner reads as control.
+    expect_kind(
+        &format!("[{k}] failing script with quoted keywords"),
+        conn.execute_batch(&format!(
+            "INSERT INTO qk (id, \"commit\") VALUES (1, 'BEGIN; COMMIT');
+             -- ROLLBACK; END;
+             {comment}
+             INSERT INTO qk (id, \"commit\") VALUES (1, 'duplicate');"
+        ))
+        .await,
+        ErrorKind::UniqueViolation,
+    );
+    assert_eq!(count(&mut conn, "qk").await, 0, "[{k}] script was atomic");
+
+    // Inside a transaction: data, not control.
+    let mut tx = conn.begin().await.unwrap();
+    tx.execute_batch(
+        "INSERT INTO qk (id, \"commit\") VALUES (2, 'END TRANSACTION; ROLLBACK');
+         -- COMMIT
+         /* BEGIN */ UPDATE qk SET \"commit\" = \"commit\" || ';' WHERE id = 2",
+    )
+    .await
+    .unwrap_or_else(|e| panic!("[{k}] quoted keywords in a tx: {e:?}"));
+    tx.commit().await.unwrap();
+    let (v,): (String,) = conn
+        .query("SELECT \"commit\" FROM qk WHERE id = 2")
+        .one()
+        .await
+        .unwrap();
+    assert_eq!(v, "END TRANSACTION; ROLLBACK;", "[{k}] committed data");
+
+    // Real control, however it is spelled, is refused inside a transaction and commits nothing;
+    // so is control that only a lexer of the wrong dialect would read as a comment or literal.
+    let disguised = match db.kind {
+        Kind::Postgres => "SELECT ARRAY[']']; COMMIT; SELECT ']'",
+        Kind::Sqlite | Kind::Turso => "/* a /* b */ COMMIT",
+    };
+    for control in [
+        "COMMIT",
+        "commit;",
+        "/* c */ CoMmIt",
+        "-- note\nEND",
+        "SELECT 1; ROLLBACK",
+        "begin",
+        disguised,
+    ] {
+        let mut tx = conn.begin().await.unwrap();
+        tx.query("INSERT INTO qk (id, \"commit\") VALUES (3, 'x')")
+            .dml()
+            .await
+            .unwrap();
+        expect_kind(
+            &format!("[{k}] {control:?} inside a tx"),
+            tx.execute_batch(control).await,
+            ErrorKind::TransactionState,
+        );
+        let _ = tx.rollback().await;
+        assert_eq!(
+            count(&mut conn, "qk").await,
+            1,
+            "[{k}] {control:?} committed nothing"
+        );
+    }
+}
+
 backend_tests! {
     async fn execute_batch(db) { t_execute_batch(&db).await }
     async fn execute_batch_own_tx_failure(db) { t_execute_batch_own_tx_failure(&db).await }
     async fn pipeline(db) { t_pipeline(&db).await }
     async fn pipeline_failure_is_atomic(db) { t_pipeline_failure_is_atomic(&db).await }
     async fn prepared_reuse(db) { t_prepared_reuse(&db).await }
+    async fn procedural_bodies(db) { t_procedural_bodies(&db).await }
+    async fn quoted_keywords_are_data(db) { t_quoted_keywords_are_data(&db).await }
 }
