@@ -140,8 +140,8 @@ impl MiddlewarePoolConnection {
     pub async fn execute_batch(&mut self, sql: &str) -> Result<()> {
         self.enter().await?;
         let in_tx = self.tx != TxFlag::None;
-        if in_tx && crate::sql::ends_or_starts_transaction(sql, self.inner.dialect()) {
-            return self.note(Err(tx_control_in_tx()));
+        if in_tx && let Err(e) = refuse_in_tx(sql, self.inner.dialect()) {
+            return self.note(Err(e));
         }
         let r = self.inner.execute_batch(sql, in_tx).await;
         self.note(r)
@@ -303,9 +303,9 @@ impl MiddlewarePoolConnection {
             return self.note(Err(SqlMiddlewareDbError::blank_sql()));
         }
         if self.tx != TxFlag::None
-            && crate::sql::ends_or_starts_transaction(sql, self.inner.dialect())
+            && let Err(e) = refuse_in_tx(sql, self.inner.dialect())
         {
-            return self.note(Err(tx_control_in_tx()));
+            return self.note(Err(e));
         }
         let r = self.inner.prepare(sql, mode).await;
         self.note(r)
@@ -391,11 +391,25 @@ impl Drop for MiddlewarePoolConnection {
     }
 }
 
-fn tx_control_in_tx() -> SqlMiddlewareDbError {
-    SqlMiddlewareDbError::new(
-        ErrorKind::TransactionState,
-        "this SQL begins or ends a transaction inside a Tx; use Tx::commit / Tx::rollback (savepoints are fine)",
-    )
+/// Inside a `Tx`: SQL that would begin or end the transaction, and statements that cannot do
+/// their work inside one (SQLite ignores `PRAGMA foreign_keys` there; `VACUUM` and others are
+/// refused by the engines), are refused with `TransactionState` before they reach the engine.
+fn refuse_in_tx(sql: &str, d: crate::sql::Dialect) -> Result<()> {
+    if crate::sql::ends_or_starts_transaction(sql, d) {
+        return Err(SqlMiddlewareDbError::new(
+            ErrorKind::TransactionState,
+            "this SQL begins or ends a transaction inside a Tx; use Tx::commit / Tx::rollback (savepoints are fine)",
+        ));
+    }
+    if let Some(what) = crate::sql::first_outside_tx_only(sql, d) {
+        return Err(SqlMiddlewareDbError::new(
+            ErrorKind::TransactionState,
+            format!(
+                "{what} cannot do its work inside a transaction; run it outside the Tx (execute_batch runs it on its own)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn wrong_backend(what: &str, actual: DatabaseType) -> SqlMiddlewareDbError {

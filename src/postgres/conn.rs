@@ -15,6 +15,7 @@ use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::pooling::pool_error;
 use crate::results::ResultSet;
+use crate::sql::Session;
 use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
 use crate::value::RowValues;
 
@@ -48,6 +49,9 @@ pub(crate) struct PgConnection {
     unknown: bool,
     /// Inside a transaction begun through the middleware.
     in_tx: bool,
+    /// What this checkout changed in the session (`SET`, `SET ROLE`, `LISTEN`, temporary
+    /// tables, raw access, …): the connection is reset with `DISCARD ALL` on return.
+    session: Session,
 }
 
 impl PgConnection {
@@ -59,6 +63,20 @@ impl PgConnection {
             in_flight: false,
             unknown: false,
             in_tx: false,
+            session: Session::Untouched,
+        }
+    }
+
+    /// Notes what SQL about to be sent does to the connection's state beyond its rows: session
+    /// changes, and (outside a `Tx`) transaction control, after which the server's transaction
+    /// status is no longer known and is checked or reset before the connection is reused.
+    fn note_sql(&mut self, sql: &str) {
+        let s = crate::sql::session_change(sql, crate::sql::Dialect::Postgres);
+        if s > self.session {
+            self.session = s;
+        }
+        if !self.in_tx && crate::sql::has_transaction_control(sql, crate::sql::Dialect::Postgres) {
+            self.unknown = true;
         }
     }
 
@@ -257,6 +275,7 @@ impl Wing for PgConnection {
             TranslationMode::On => translate_placeholders(sql, PlaceholderStyle::Postgres),
             TranslationMode::Off => std::borrow::Cow::Borrowed(sql),
         };
+        self.note_sql(&sql);
         self.in_flight = true;
         let r = self.client()?.prepare_cached(&sql).await;
         self.in_flight = false;
@@ -322,6 +341,7 @@ impl Wing for PgConnection {
             self.repair().await?;
         }
         crate::sql::reject_nul(sql)?;
+        self.note_sql(sql);
         let own_tx =
             !in_tx && crate::sql::has_transaction_control(sql, crate::sql::Dialect::Postgres);
         if own_tx {
@@ -333,7 +353,22 @@ impl Wing for PgConnection {
             // transaction, abort it. Prepare them again instead.
             self.client()?.statement_cache.clear();
         }
-        let r = self.simple(sql).await;
+        let r = if in_tx || own_tx {
+            self.simple(sql).await
+        } else {
+            // Each run of ordinary statements is one implicit transaction; a statement that
+            // cannot run inside one (`VACUUM`, `CREATE INDEX CONCURRENTLY`, …) runs on its own.
+            let mut r = Ok(());
+            for (part, _) in crate::sql::segments(sql, crate::sql::Dialect::Postgres) {
+                if !crate::sql::is_blank(part, crate::sql::Dialect::Postgres) {
+                    r = self.simple(part).await;
+                    if r.is_err() {
+                        break;
+                    }
+                }
+            }
+            r
+        };
         if r.is_err() && own_tx && !self.is_closed() {
             // A failed script must not leave its own (now aborted) transaction open.
             let _ = self.simple("ROLLBACK").await;
@@ -410,6 +445,7 @@ impl Wing for PgConnection {
 
     fn raw(&mut self) -> Result<&tokio_postgres::Client> {
         self.unknown = true;
+        self.session = Session::State;
         self.client().map(|c| &***c)
     }
 }
@@ -449,7 +485,8 @@ impl Drop for PgConnection {
             }
             return;
         }
-        if !(self.needs_rollback || self.unknown) {
+        let reset = self.session != Session::Untouched;
+        if !(self.needs_rollback || self.unknown || reset) {
             return;
         }
         let mut guard = Cleaning(Some(obj), false);
@@ -459,7 +496,14 @@ impl Drop for PgConnection {
                     let Some(client) = guard.0.as_ref() else {
                         return;
                     };
-                    let ok = client.batch_execute("ROLLBACK").await.is_ok();
+                    let mut ok = client.batch_execute("ROLLBACK").await.is_ok();
+                    if ok && reset {
+                        // Back to the session the pool opened: settings, role, prepared
+                        // statements (the cache forgets them too), temporary tables, listeners,
+                        // advisory locks.
+                        client.statement_cache.clear();
+                        ok = client.batch_execute("DISCARD ALL").await.is_ok();
+                    }
                     guard.cleaned(ok);
                 });
             }

@@ -8,11 +8,13 @@
 //! the wings where a dialect counts parameters its own way (SQLite's `?`/`:name` in the SQLite
 //! family, the `$N` limit in the Postgres wing).
 
+pub(crate) mod effects;
 #[cfg(test)]
 pub(crate) mod props;
 pub(crate) mod scanner;
 pub(crate) mod script;
 
+pub(crate) use effects::{Session, first_outside_tx_only, segments, session_change};
 pub(crate) use scanner::Dialect;
 pub(crate) use script::{
     changes_schema, ends_or_starts_transaction, has_transaction_control, is_blank, is_dml,

@@ -197,12 +197,16 @@ impl SqliteManager {
         .map_err(super::error::map_err)?;
         conn.set_prepared_statement_cache_capacity(opts.statement_cache_capacity);
         let syncing_commits = !opts.in_memory && commits_sync(&conn)?;
+        let sync_level: i64 = conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .map_err(super::error::map_err)?;
         let progress = ProgressState::install(&conn)?;
         Ok(SqliteConn::new(
             conn,
             progress,
             Arc::clone(opts),
             syncing_commits,
+            sync_level,
         ))
     }
 }

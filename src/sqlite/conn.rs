@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rusqlite::Connection;
 
+use super::busy::install_busy_handler;
 use super::config::SqliteOptions;
 use super::error::map_err;
 use super::offload::{ProgressState, broken};
@@ -16,6 +17,7 @@ use crate::contract::Wing;
 use crate::decode::FromRow;
 use crate::error::{Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
+use crate::sql::Session;
 use crate::sqlite_family::columns::Described;
 use crate::sqlite_family::stmt_cache::StmtCache;
 use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
@@ -33,6 +35,10 @@ pub(crate) struct SqliteConn {
     simple_slow: Arc<[AtomicBool; 3]>,
     /// Every commit on this connection waits for an fsync (see `config::commits_sync`).
     syncing_commits: bool,
+    /// `PRAGMA synchronous` as the connection opened with it.
+    sync_level: i64,
+    /// What this checkout changed in the session; the pool restores or discards on recycle.
+    session: Session,
 }
 
 impl std::fmt::Debug for SqliteConn {
@@ -136,7 +142,22 @@ fn run_sql(c: &mut Connection, sql: &str) -> Result<()> {
         .map_err(map_err)
 }
 
+/// Runs a script; with `wrap`, each run of ordinary statements inside its own `BEGIN IMMEDIATE …
+/// COMMIT`, and each statement that cannot work inside a transaction (`VACUUM`, `ATTACH`,
+/// `PRAGMA foreign_keys = …`, see `sql::effects`) on its own between them.
 fn run_batch(c: &mut Connection, sql: &str, wrap: bool) -> Result<()> {
+    if !wrap {
+        return run_script(c, sql, false);
+    }
+    for (part, alone) in crate::sql::segments(sql, crate::sql::Dialect::Sqlite) {
+        if !crate::sql::is_blank(part, crate::sql::Dialect::Sqlite) {
+            run_script(c, part, !alone)?;
+        }
+    }
+    Ok(())
+}
+
+fn run_script(c: &mut Connection, sql: &str, wrap: bool) -> Result<()> {
     if !wrap {
         let was_autocommit = c.is_autocommit();
         return c.execute_batch(sql).map_err(map_err).inspect_err(|_| {
@@ -169,6 +190,7 @@ impl SqliteConn {
         progress: Arc<ProgressState>,
         opts: Arc<SqliteOptions>,
         syncing_commits: bool,
+        sync_level: i64,
     ) -> Self {
         let interrupt = Arc::new(conn.get_interrupt_handle());
         Self {
@@ -180,7 +202,37 @@ impl SqliteConn {
             stmts: StmtCache::new(),
             simple_slow: Arc::new(Default::default()),
             syncing_commits,
+            sync_level,
+            session: Session::Untouched,
         }
+    }
+
+    /// Notes a change to the session made on this checkout.
+    #[inline]
+    fn note_session(&mut self, s: Session) {
+        if s > self.session {
+            self.session = s;
+        }
+    }
+
+    /// Puts back what the pool configured (and `synchronous` as the connection opened with it)
+    /// after `PRAGMA` assignments or raw access: foreign keys, the middleware's busy and
+    /// progress handlers, the statement cache capacity, `query_only` off.
+    fn restore_settings(&mut self) -> Result<()> {
+        let opts = Arc::clone(&self.opts);
+        let level = self.sync_level;
+        let c = self.conn_mut()?;
+        c.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_FKEY,
+            opts.foreign_keys,
+        )
+        .map_err(map_err)?;
+        install_busy_handler(c)?;
+        c.execute_batch(&format!("PRAGMA synchronous={level}; PRAGMA query_only=0"))
+            .map_err(map_err)?;
+        c.set_prepared_statement_cache_capacity(opts.statement_cache_capacity);
+        self.progress = ProgressState::install(c)?;
+        Ok(())
     }
 
     pub(super) fn conn_mut(&mut self) -> Result<&mut Connection> {
@@ -238,11 +290,21 @@ impl SqliteConn {
     /// Recycle check: the connection must be present, not broken, and outside any transaction.
     pub(crate) fn make_clean(&mut self) -> Result<()> {
         self.rollback_if_open();
-        let c = self.conn_mut()?;
-        if c.is_autocommit() {
-            Ok(())
-        } else {
-            Err(broken())
+        if !self.conn_mut()?.is_autocommit() {
+            return Err(broken());
+        }
+        // Settings are restored; attached databases and temporary objects cannot be, so the
+        // connection is discarded (an in-memory database lives on in the pool's keeper).
+        match std::mem::replace(&mut self.session, Session::Untouched) {
+            Session::Untouched => Ok(()),
+            Session::Settings => self.restore_settings().inspect_err(|_| self.broken = true),
+            Session::State => {
+                self.broken = true;
+                Err(SqlMiddlewareDbError::new(
+                    crate::error::ErrorKind::ConnectionLost,
+                    "this SQLite connection attached a database or made temporary objects; it is discarded",
+                ))
+            }
         }
     }
 
@@ -279,7 +341,9 @@ impl Wing for SqliteConn {
         if let Some(s) = self.stmts.get(sql, mode)
             && !s.stale.load(Ordering::Relaxed)
         {
-            return Ok(Arc::clone(s));
+            let s = Arc::clone(s);
+            self.note_session(s.session);
+            return Ok(s);
         }
         crate::sql::reject_nul(sql)?;
         let translated: Box<str> = match mode {
@@ -297,6 +361,7 @@ impl Wing for SqliteConn {
             )
             .await?;
         let stmt = Arc::new(stmt);
+        self.note_session(stmt.session);
         self.stmts.insert(
             sql,
             mode,
@@ -355,6 +420,7 @@ impl Wing for SqliteConn {
             // Describe statements again after DDL; SQLite re-prepares its own.
             self.stmts.clear();
         }
+        self.note_session(crate::sql::session_change(sql, crate::sql::Dialect::Sqlite));
         let sql = sql.to_owned();
         self.dispatch_blocking(move |c| run_batch(c, &sql, wrap))
             .await
@@ -412,7 +478,9 @@ impl Wing for SqliteConn {
         self.rollback_if_open();
     }
 
+    /// Raw access may change any setting: the pool restores its configuration on recycle.
     fn raw(&mut self) -> Result<&Connection> {
+        self.note_session(Session::Settings);
         self.conn_mut().map(|c| &*c)
     }
 }

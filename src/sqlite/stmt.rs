@@ -11,6 +11,7 @@ use super::rows::describe;
 use crate::contract::WingStmt;
 use crate::error::Result;
 use crate::results::Columns;
+use crate::sql::Session;
 use crate::sqlite_family::columns::Described;
 
 /// A statement prepared on a SQLite connection. The engine statement itself lives in rusqlite's
@@ -24,6 +25,8 @@ pub(crate) struct SqliteStmt {
     pub(super) readonly: bool,
     /// It changes rows, so `changes()` counts its rows.
     pub(super) dml: bool,
+    /// What running it changes in the connection's session (`PRAGMA x = …`, `ATTACH`, …).
+    pub(super) session: Session,
     /// SQLite's re-prepare count when `desc` was read.
     pub(super) reprepares: i32,
     /// The schema changed since: the connection's cache describes the statement again.
@@ -52,6 +55,7 @@ impl SqliteStmt {
         drop(st);
         Ok(SqliteStmt {
             dml: crate::sql::is_dml(&sql, crate::sql::Dialect::Sqlite),
+            session: crate::sql::session_change(&sql, crate::sql::Dialect::Sqlite),
             sql,
             desc,
             readonly,

@@ -14,6 +14,7 @@ use crate::contract::Wing;
 use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
+use crate::sql::Session;
 use crate::sqlite_family::columns::Described;
 use crate::sqlite_family::sql::sqlite_param_count;
 use crate::sqlite_family::stmt_cache::StmtCache;
@@ -67,6 +68,8 @@ pub(crate) struct TursoConn {
     native_busy: bool,
     /// The values of the row being decoded by `one`/`optional`/`all`, reused from call to call.
     row_buf: Vec<RowValues>,
+    /// What this checkout changed in the session; the pool restores or discards on recycle.
+    session: Session,
 }
 
 impl TursoConn {
@@ -83,7 +86,31 @@ impl TursoConn {
             epoch_seen,
             native_busy: false,
             row_buf: Vec::new(),
+            session: Session::Untouched,
         }
+    }
+
+    /// Notes a change to the session made on this checkout.
+    #[inline]
+    fn note_session(&mut self, s: Session) {
+        if s > self.session {
+            self.session = s;
+        }
+    }
+
+    /// Puts back what the pool configured after `PRAGMA` assignments or raw access: the
+    /// middleware's lock waiting (Turso's own busy handler off) and foreign keys on.
+    async fn restore_settings(&mut self) -> Result<()> {
+        self.set_native_busy(false)?;
+        self.conn
+            .execute("PRAGMA foreign_keys = ON", ())
+            .await
+            .map_err(map_err)?;
+        self.conn
+            .execute("PRAGMA query_only = 0", ())
+            .await
+            .map_err(map_err)?;
+        Ok(())
     }
 
     /// Turns Turso's own busy handler on (at the configured timeout) or off.
@@ -297,6 +324,18 @@ impl TursoConn {
                 ));
             }
         }
+        // Settings are restored; temporary objects and attachments cannot be, so the
+        // connection is discarded.
+        match std::mem::replace(&mut self.session, Session::Untouched) {
+            Session::Untouched => {}
+            Session::Settings => self.restore_settings().await?,
+            Session::State => {
+                return Err(SqlMiddlewareDbError::new(
+                    ErrorKind::ConnectionLost,
+                    "this Turso connection made temporary objects or attached a database; it is discarded",
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -317,7 +356,9 @@ impl Wing for TursoConn {
             self.epoch_seen = epoch;
         }
         if let Some(s) = self.stmts.get(sql, mode) {
-            return Ok(Arc::clone(s));
+            let s = Arc::clone(s);
+            self.note_session(s.session);
+            return Ok(s);
         }
         crate::sql::reject_nul(sql)?;
         if crate::sqlite_family::sql::has_multiple_statements(sql) {
@@ -334,9 +375,11 @@ impl Wing for TursoConn {
             param_count: sqlite_param_count(&translated),
             dml: crate::sql::is_dml(&translated, crate::sql::Dialect::Sqlite),
             ddl: crate::sql::changes_schema(&translated, crate::sql::Dialect::Sqlite),
+            session: crate::sql::session_change(&translated, crate::sql::Dialect::Sqlite),
             epoch,
             stmt,
         });
+        self.note_session(s.session);
         self.stmts.insert(
             sql,
             mode,
@@ -401,46 +444,18 @@ impl Wing for TursoConn {
         let wrap = !in_tx
             && self.autocommit()?
             && !crate::sql::has_transaction_control(sql, crate::sql::Dialect::Sqlite);
-        if wrap {
-            self.simple("BEGIN IMMEDIATE").await?;
-        }
-        let was_autocommit = self.autocommit()?;
-        // Inside `BEGIN IMMEDIATE` (ours or the caller's) the write lock is held and nothing in
-        // the script waits. A script with its own transaction control cannot be retried as a
-        // whole, so Turso's own busy handler waits for it, statement by statement.
-        let native = !wrap && !in_tx;
-        if native {
-            self.set_native_busy(true)?;
-        }
-        self.in_flight = true;
-        let r = self.conn.execute_batch(sql).await.map_err(map_err);
-        self.in_flight = false;
-        if native {
-            self.set_native_busy(false)?;
-        }
-        if crate::sql::changes_schema(sql, crate::sql::Dialect::Sqlite) {
-            self.schema_changed();
-        }
+        self.note_session(crate::sql::session_change(sql, crate::sql::Dialect::Sqlite));
         if !wrap {
-            if r.is_err() && !in_tx && was_autocommit {
-                // A failed script must not leave its own transaction open.
-                self.rollback_if_open().await;
-            }
-            return r;
+            return self.run_script(sql, in_tx, false).await;
         }
-        match r {
-            Ok(()) => match self.simple("COMMIT").await {
-                Ok(()) => Ok(()),
-                Err(e) => {
-                    self.rollback_if_open().await;
-                    Err(e)
-                }
-            },
-            Err(e) => {
-                self.rollback_if_open().await;
-                Err(e)
+        // Each run of ordinary statements in its own transaction; a statement that cannot work
+        // inside one (see `sql::effects`) on its own between them.
+        for (part, alone) in crate::sql::segments(sql, crate::sql::Dialect::Sqlite) {
+            if !crate::sql::is_blank(part, crate::sql::Dialect::Sqlite) {
+                self.run_script(part, false, !alone).await?;
             }
         }
+        Ok(())
     }
 
     async fn begin(&mut self) -> Result<()> {
@@ -529,12 +544,60 @@ impl Wing for TursoConn {
     /// middleware's next statement turns it off again.
     fn raw(&mut self) -> Result<&turso::Connection> {
         // Raw SQL may change the schema: every connection describes its statements again,
-        // now and after this connection's next statement.
+        // now and after this connection's next statement. It may change settings too: the pool
+        // restores its configuration on recycle.
         self.raw_used = true;
+        self.note_session(Session::Settings);
         self.schema_changed();
         if !self.native_busy {
             self.set_native_busy(true)?;
         }
         Ok(&self.conn)
+    }
+}
+
+impl TursoConn {
+    /// Runs a script as one piece; with `wrap`, inside `BEGIN IMMEDIATE … COMMIT`.
+    async fn run_script(&mut self, sql: &str, in_tx: bool, wrap: bool) -> Result<()> {
+        if wrap {
+            self.simple("BEGIN IMMEDIATE").await?;
+        }
+        let was_autocommit = self.autocommit()?;
+        // Inside `BEGIN IMMEDIATE` (ours or the caller's) the write lock is held and nothing in
+        // the script waits. A script with its own transaction control cannot be retried as a
+        // whole, so Turso's own busy handler waits for it, statement by statement.
+        let native = !wrap && !in_tx;
+        if native {
+            self.set_native_busy(true)?;
+        }
+        self.in_flight = true;
+        let r = self.conn.execute_batch(sql).await.map_err(map_err);
+        self.in_flight = false;
+        if native {
+            self.set_native_busy(false)?;
+        }
+        if crate::sql::changes_schema(sql, crate::sql::Dialect::Sqlite) {
+            self.schema_changed();
+        }
+        if !wrap {
+            if r.is_err() && !in_tx && was_autocommit {
+                // A failed script must not leave its own transaction open.
+                self.rollback_if_open().await;
+            }
+            return r;
+        }
+        match r {
+            Ok(()) => match self.simple("COMMIT").await {
+                Ok(()) => Ok(()),
+                Err(e) => {
+                    self.rollback_if_open().await;
+                    Err(e)
+                }
+            },
+            Err(e) => {
+                self.rollback_if_open().await;
+                Err(e)
+            }
+        }
     }
 }

@@ -17,6 +17,8 @@ pub(crate) struct TursoStmt {
     pub(super) dml: bool,
     /// It changes the schema: the pool's cached statements are described again after it.
     pub(super) ddl: bool,
+    /// What running it changes in the connection's session (`PRAGMA x = …`, …).
+    pub(super) session: crate::sql::Session,
     /// The pool's schema epoch when `desc` was read.
     pub(super) epoch: u64,
 }

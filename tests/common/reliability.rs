@@ -281,8 +281,8 @@ pub async fn check_idle(conn: &mut MiddlewarePoolConnection, kind: Kind) -> Resu
 }
 
 /// A stable identity of the physical connection behind `conn`, when the backend offers one:
-/// Postgres' backend pid; on SQLite a random id kept in a TEMP table (which only that
-/// connection sees). `None` on Turso (no connection-local state the API can show).
+/// Postgres' backend pid; on SQLite an id marked in the connection's own `cache_size` (which
+/// only that connection sees). `None` on Turso (no connection-local state the API can show).
 pub async fn conn_identity(conn: &mut MiddlewarePoolConnection, kind: Kind) -> Option<i64> {
     match kind {
         Kind::Postgres => conn
@@ -292,21 +292,17 @@ pub async fn conn_identity(conn: &mut MiddlewarePoolConnection, kind: Kind) -> O
             .ok()
             .map(|r| r.0),
         Kind::Sqlite => {
-            conn.execute_batch("CREATE TEMP TABLE IF NOT EXISTS conn_identity (v INTEGER)")
-                .await
-                .ok()?;
-            if let Ok(Some((v,))) = conn
-                .query("SELECT v FROM temp.conn_identity")
-                .optional::<(i64,)>()
-                .await
-            {
-                return Some(v);
+            // A mark in `cache_size`: a per-connection setting that the pool neither configures
+            // nor restores (a temporary table would do, but one makes the pool discard the
+            // connection, which is what this identity has to detect).
+            const BASE: i64 = -1_000_000;
+            let (size,): (i64,) = conn.query("PRAGMA cache_size").one().await.ok()?;
+            if size < BASE {
+                return Some(BASE - size);
             }
             static NEXT: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1);
             let v = NEXT.fetch_add(1, Ordering::Relaxed);
-            conn.query("INSERT INTO temp.conn_identity (v) VALUES ($1)")
-                .params(&[v.into()])
-                .dml()
+            conn.execute_batch(&format!("PRAGMA cache_size = {}", BASE - v))
                 .await
                 .ok()?;
             Some(v)

@@ -24,4 +24,5 @@ mod integrity;
 mod model;
 mod props;
 mod runtime;
+mod session;
 mod transactions;
