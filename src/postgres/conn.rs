@@ -2,6 +2,7 @@
 //! folder has a `conn.rs` with the same operations.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::{TryStreamExt, pin_mut};
 use tokio_postgres::NoTls;
@@ -89,6 +90,12 @@ impl PgConnection {
         })
     }
 
+    /// How long cancelling a statement or cleaning a connection may take: the pool's recycle
+    /// timeout. Past it the connection is given up (detached and closed), never waited for.
+    fn net_bound(&self) -> Duration {
+        net_bound(&self.pool)
+    }
+
     fn is_closed(&self) -> bool {
         self.obj.as_ref().is_none_or(|o| o.is_closed())
     }
@@ -104,7 +111,9 @@ impl PgConnection {
             if let Some(old) = self.obj.take() {
                 let token = old.cancel_token();
                 drop(deadpool_postgres::Object::take(old));
-                let _ = token.cancel_query(NoTls).await;
+                // A server that does not answer must not hold the caller: the cancel is best
+                // effort, and the old connection is closed either way.
+                let _ = tokio::time::timeout(self.net_bound(), token.cancel_query(NoTls)).await;
             }
             self.in_flight = false;
             self.needs_rollback = false;
@@ -114,10 +123,20 @@ impl PgConnection {
             self.obj = Some(fresh);
         }
         if self.needs_rollback {
-            self.client()?
-                .batch_execute("ROLLBACK")
-                .await
-                .map_err(map_err)?;
+            let bound = self.net_bound();
+            match tokio::time::timeout(bound, self.client()?.batch_execute("ROLLBACK")).await {
+                Ok(r) => r.map_err(map_err)?,
+                Err(_) => {
+                    // The rollback may still be running: the connection is given up on drop.
+                    self.in_flight = true;
+                    return Err(SqlMiddlewareDbError::new(
+                        ErrorKind::ConnectionLost,
+                        format!(
+                            "the server did not confirm the rollback of an abandoned transaction within {bound:?}; the connection is discarded"
+                        ),
+                    ));
+                }
+            }
             self.needs_rollback = false;
         }
         Ok(())
@@ -470,9 +489,15 @@ impl Drop for Cleaning {
     }
 }
 
+/// The pool's recycle timeout, the bound on cancelling and cleaning (5 s when unset).
+fn net_bound(pool: &super::Pool) -> Duration {
+    pool.timeouts().recycle.unwrap_or(Duration::from_secs(5))
+}
+
 impl Drop for PgConnection {
     fn drop(&mut self) {
         let Some(obj) = self.obj.take() else { return };
+        let bound = self.net_bound();
         if self.in_flight {
             // A statement may still run: cancel it and close the connection (never reuse it,
             // since a late cancel could hit the next user's statement).
@@ -480,7 +505,7 @@ impl Drop for PgConnection {
             drop(deadpool_postgres::Object::take(obj));
             if let Ok(handle) = tokio::runtime::Handle::try_current() {
                 handle.spawn(async move {
-                    let _ = token.cancel_query(NoTls).await;
+                    let _ = tokio::time::timeout(bound, token.cancel_query(NoTls)).await;
                 });
             }
             return;
@@ -496,14 +521,20 @@ impl Drop for PgConnection {
                     let Some(client) = guard.0.as_ref() else {
                         return;
                     };
-                    let mut ok = client.batch_execute("ROLLBACK").await.is_ok();
-                    if ok && reset {
-                        // Back to the session the pool opened: settings, role, prepared
-                        // statements (the cache forgets them too), temporary tables, listeners,
-                        // advisory locks.
-                        client.statement_cache.clear();
-                        ok = client.batch_execute("DISCARD ALL").await.is_ok();
-                    }
+                    let clean = async {
+                        let mut ok = client.batch_execute("ROLLBACK").await.is_ok();
+                        if ok && reset {
+                            // Back to the session the pool opened: settings, role, prepared
+                            // statements (the cache forgets them too), temporary tables,
+                            // listeners, advisory locks.
+                            client.statement_cache.clear();
+                            ok = client.batch_execute("DISCARD ALL").await.is_ok();
+                        }
+                        ok
+                    };
+                    // Past the bound the connection is detached (the guard's drop), so a
+                    // server that stopped answering never holds a pool slot.
+                    let ok = tokio::time::timeout(bound, clean).await.unwrap_or(false);
                     guard.cleaned(ok);
                 });
             }

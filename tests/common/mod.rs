@@ -7,4 +7,5 @@ pub mod fuzz_harness;
 pub mod groups;
 #[cfg(feature = "postgres")]
 pub mod pg;
+pub mod proxy;
 pub mod reliability;

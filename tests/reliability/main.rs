@@ -18,6 +18,8 @@
 mod common;
 
 mod bad_input;
+#[cfg(feature = "postgres")]
+mod bounded;
 mod cancel;
 mod chaos;
 mod integrity;

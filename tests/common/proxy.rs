@@ -1,0 +1,142 @@
+//! A TCP relay in front of a server that can be told to stop answering: a network that drops
+//! packets (or a server that hangs) without closing connections. Existing connections stop
+//! relaying; the relay stops accepting, and once its small accept queue is full (see
+//! [`Relay::fill_backlog`]) new connection attempts hang as they do towards an unreachable host.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Where the relay forwards to.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A TCP address.
+    Tcp(SocketAddr),
+    /// A unix socket path.
+    Unix(PathBuf),
+}
+
+/// The server end of one relayed connection.
+type Halves = (
+    Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+    Box<dyn tokio::io::AsyncWrite + Unpin + Send>,
+);
+
+async fn connect(target: &Target) -> Option<Halves> {
+    match target {
+        Target::Tcp(a) => {
+            let (r, w) = TcpStream::connect(a).await.ok()?.into_split();
+            Some((Box::new(r), Box::new(w)))
+        }
+        Target::Unix(p) => {
+            let (r, w) = tokio::net::UnixStream::connect(p).await.ok()?.into_split();
+            Some((Box::new(r), Box::new(w)))
+        }
+    }
+}
+
+/// The relay; it stops when dropped (with the runtime's tasks).
+pub struct Relay {
+    /// Where clients connect.
+    pub addr: SocketAddr,
+    silent: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Relay {
+    /// Starts relaying a loopback port to `target`.
+    pub async fn start(target: Target) -> Relay {
+        let socket = tokio::net::TcpSocket::new_v4().expect("relay socket");
+        socket
+            .bind("127.0.0.1:0".parse().expect("loopback"))
+            .expect("bind relay");
+        let listener: TcpListener = socket.listen(1).expect("listen");
+        let addr = listener.local_addr().expect("relay address");
+        let silent = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&silent);
+        let task = tokio::spawn(async move {
+            loop {
+                if flag.load(Ordering::SeqCst) {
+                    // Silent: accept nothing more; the queue fills and connects hang.
+                    let _held = listener;
+                    std::future::pending::<()>().await;
+                    return;
+                }
+                let Ok((client, _)) = listener.accept().await else {
+                    return;
+                };
+                let flag = Arc::clone(&flag);
+                let target = target.clone();
+                tokio::spawn(async move {
+                    if flag.load(Ordering::SeqCst) {
+                        // Accept and never answer.
+                        let _held = client;
+                        std::future::pending::<()>().await;
+                        return;
+                    }
+                    let Some((sr, sw)) = connect(&target).await else {
+                        return;
+                    };
+                    let (cr, cw) = client.into_split();
+                    tokio::join!(
+                        pump(cr, sw, Arc::clone(&flag)),
+                        pump(sr, cw, Arc::clone(&flag))
+                    );
+                });
+            }
+        });
+        Relay { addr, silent, task }
+    }
+
+    /// From now on nothing is relayed, on old or new connections; nothing is closed either.
+    pub fn go_silent(&self) {
+        self.silent.store(true, Ordering::SeqCst);
+    }
+
+    /// After [`Self::go_silent`]: fills the accept queue with idle connections (returned; keep
+    /// them) so that every later connection attempt hangs in the handshake.
+    pub fn fill_backlog(&self) -> Vec<std::net::TcpStream> {
+        (0..6)
+            .filter_map(|_| {
+                std::net::TcpStream::connect_timeout(
+                    &self.addr,
+                    std::time::Duration::from_millis(200),
+                )
+                .ok()
+            })
+            .collect()
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Copies bytes until EOF or until the relay goes silent; then holds both ends open.
+async fn pump<R, W>(mut from: R, mut to: W, silent: Arc<AtomicBool>)
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if silent.load(Ordering::SeqCst) {
+            let _held = (from, to);
+            std::future::pending::<()>().await;
+            return;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}

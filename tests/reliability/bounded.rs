@@ -1,0 +1,106 @@
+//! Reliability 14: every network wait is bounded (Postgres). A server that stops answering
+//! without closing anything (a dropped network path, a hung host) costs the caller a typed error
+//! within the pool's timeouts: cancelling the abandoned statement, repairing the connection,
+//! connecting a replacement and checking out each give up in time. (Found: the cancel request
+//! sent while repairing a connection waited for the server forever.)
+
+use std::time::{Duration, Instant};
+
+use sql_middleware::ErrorKind;
+use sql_middleware::prelude::*;
+
+use crate::common::groups;
+use crate::common::proxy::{Relay, Target};
+
+/// The first host of the test server's URL, as a relay target.
+fn target_of(cfg: &tokio_postgres::Config) -> Target {
+    let port = cfg.get_ports().first().copied().unwrap_or(5432);
+    match cfg.get_hosts().first().expect("the test URL names a host") {
+        tokio_postgres::config::Host::Tcp(h) => {
+            let addr = std::net::ToSocketAddrs::to_socket_addrs(&(h.as_str(), port))
+                .expect("resolve the test server")
+                .next()
+                .expect("an address");
+            Target::Tcp(addr)
+        }
+        tokio_postgres::config::Host::Unix(dir) => {
+            Target::Unix(dir.join(format!(".s.PGSQL.{port}")))
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswering_server_costs_typed_errors_in_bounded_time() {
+    let _group = groups::enter("bounded");
+    let base: tokio_postgres::Config = crate::common::pg::base_url().parse().expect("test URL");
+    let relay = Relay::start(target_of(&base)).await;
+    let mut cfg = tokio_postgres::Config::new();
+    cfg.host("127.0.0.1").port(relay.addr.port());
+    if let Some(u) = base.get_user() {
+        cfg.user(u);
+    }
+    if let Some(d) = base.get_dbname() {
+        cfg.dbname(d);
+    }
+    if let Some(p) = base.get_password() {
+        cfg.password(p);
+    }
+    let bound = Duration::from_millis(500);
+    let pool = ConfigAndPool::postgres_config(cfg)
+        .max_size(1)
+        .wait_timeout(bound)
+        .create_timeout(bound)
+        .recycle_timeout(bound)
+        .build()
+        .await
+        .expect("pool through the relay");
+    let mut conn = pool.get_connection().await.expect("checkout");
+    conn.query("SELECT 1")
+        .select()
+        .await
+        .expect("a first query");
+
+    relay.go_silent();
+    let _queue = relay.fill_backlog();
+    // A statement the server never answers; the caller gives up on it.
+    let abandoned =
+        tokio::time::timeout(Duration::from_millis(200), conn.query("SELECT 2").select()).await;
+    assert!(
+        abandoned.is_err(),
+        "the silent server answered: {abandoned:?}"
+    );
+
+    // The next call repairs the connection: cancel, replacement, each bounded.
+    let limit = Duration::from_secs(20);
+    let t = Instant::now();
+    let next = tokio::time::timeout(limit, conn.query("SELECT 3").select())
+        .await
+        .unwrap_or_else(|_| panic!("the call after an abandoned one hung for {limit:?}"));
+    let repair = t.elapsed();
+    let e = next.expect_err("a silent server cannot answer");
+    assert!(
+        matches!(e.kind(), ErrorKind::ConnectionLost | ErrorKind::PoolTimeout),
+        "untyped error: {e:?}"
+    );
+    drop(conn);
+
+    let t = Instant::now();
+    let checkout = tokio::time::timeout(limit, pool.get_connection())
+        .await
+        .unwrap_or_else(|_| panic!("checkout hung for {limit:?}"));
+    let checkout_took = t.elapsed();
+    let e = checkout.expect_err("a silent server cannot give a connection");
+    assert!(
+        matches!(e.kind(), ErrorKind::ConnectionLost | ErrorKind::PoolTimeout),
+        "untyped error: {e:?}"
+    );
+    println!(
+        "bounded_waits bound_ms={} repair_ms={} checkout_ms={}",
+        bound.as_millis(),
+        repair.as_millis(),
+        checkout_took.as_millis()
+    );
+    // Cancel (one bound) and a replacement's creation (one more), with room for a loaded machine.
+    assert!(repair < bound * 6, "repair took {repair:?}");
+    assert!(checkout_took < bound * 6, "checkout took {checkout_took:?}");
+}
