@@ -22,6 +22,7 @@ mod bad_input;
 mod bounded;
 mod cancel;
 mod chaos;
+mod control;
 mod integrity;
 mod model;
 mod props;
