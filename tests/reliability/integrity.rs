@@ -1,6 +1,7 @@
 //! Reliability 12: integrity at the edges, on every backend.
 //!
-//! - A panic in user code (`FromRow`) mid-statement leaves nothing armed for the next borrower:
+//! - A panic in user code (`FromRow`, `FromValue`, a raw-access closure mid-step; on multi-thread
+//!   and current-thread runtimes) mid-statement leaves nothing armed for the next borrower:
 //!   the connection is clean or discarded, and the next borrower's scripts, raw closures and
 //!   queries behave as on a fresh connection. (Found: SQLite's adaptive inline path left the
 //!   statement deadline armed, so the next borrower's long script was interrupted.)
@@ -36,6 +37,63 @@ impl FromRow for PanicsInDecode {
     }
 }
 
+/// Decoding this value always panics, as buggy user code would.
+struct PanicsInValue;
+
+impl sql_middleware::FromValue for PanicsInValue {
+    fn from_value(_v: sql_middleware::ValueRef<'_>) -> Result<Self, sql_middleware::DecodeError> {
+        panic!("user code panicked while decoding a value");
+    }
+}
+
+/// Makes user code panic in the middle of a call on `conn` through `source`; the outcome as
+/// the caller saw it (a panic, or the error the backend turned it into).
+async fn panic_via(
+    conn: &mut MiddlewarePoolConnection,
+    kind: Kind,
+    source: &str,
+) -> Option<String> {
+    let outcome: Result<Result<(), SqlMiddlewareDbError>, _> = match source {
+        "FromRow" => std::panic::AssertUnwindSafe(
+            conn.query("SELECT id, v FROM p WHERE id = $1")
+                .params(&[1.into()])
+                .one::<PanicsInDecode>(),
+        )
+        .catch_unwind()
+        .await
+        .map(|r| r.map(drop)),
+        "FromValue" => {
+            std::panic::AssertUnwindSafe(conn.query("SELECT id FROM p").all::<(PanicsInValue,)>())
+                .catch_unwind()
+                .await
+                .map(|r| r.map(drop))
+        }
+        "raw closure" => match kind {
+            #[cfg(feature = "sqlite")]
+            Kind::Sqlite => {
+                std::panic::AssertUnwindSafe(conn.with_blocking_sqlite(|c| {
+                    // Mid-statement: a row is being stepped when user code panics.
+                    let mut st = c.prepare("SELECT id FROM p")?;
+                    let mut rows = st.query([])?;
+                    let _row = rows.next()?;
+                    panic!("user code panicked inside a raw closure");
+                    #[allow(unreachable_code)]
+                    Ok(())
+                }))
+                .catch_unwind()
+                .await
+            }
+            _ => return None,
+        },
+        _ => unreachable!(),
+    };
+    Some(match outcome {
+        Err(_) => "panic".to_owned(),
+        Ok(Err(e)) => format!("error({:?})", e.kind()),
+        Ok(Ok(())) => panic!("[{}] a panicking {source} returned a value", kind.name()),
+    })
+}
+
 /// A script that runs for a while (well past SQLite's 1 ms inline budget) on every engine,
 /// returning no rows.
 fn long_script(kind: Kind) -> &'static str {
@@ -66,30 +124,42 @@ async fn t_panic_in_user_code_leaves_nothing_armed(db: &crate::common::backends:
         .dml()
         .await
         .unwrap();
-    let outcome = std::panic::AssertUnwindSafe(
-        conn.query("SELECT id, v FROM p WHERE id = $1")
-            .params(&[1.into()])
-            .one::<PanicsInDecode>(),
-    )
-    .catch_unwind()
-    .await;
-    // Either the panic reached us, or the backend turned it into an error; never a value.
-    let how = match &outcome {
-        Err(_) => "panic".to_owned(),
-        Ok(Err(e)) => format!("error({:?})", e.kind()),
-        Ok(Ok(_)) => panic!("[{k}] a panicking FromRow returned a value"),
-    };
-    drop(outcome);
     drop(conn);
+    let mut outcomes = Vec::new();
+    for source in ["FromRow", "FromValue", "raw closure"] {
+        let mut conn = pool.get_connection().await.unwrap();
+        let Some(how) = panic_via(&mut conn, db.kind, source).await else {
+            continue;
+        };
+        drop(conn);
+        let script_ms = next_borrower_is_unaffected(&pool, db.kind, source, &how).await;
+        outcomes.push(format!("{source}:{how}:{script_ms}ms"));
+    }
+    println!(
+        "panic_in_user_code backend={k} sources={} outcomes={} next_ok=1",
+        outcomes.len(),
+        outcomes.join(",")
+    );
+}
 
-    // The next borrower: a long script, a raw closure, a query, a transaction.
+/// The next borrower's long script, raw closure, query and transaction behave as on a fresh
+/// connection; returns the script's time.
+async fn next_borrower_is_unaffected(
+    pool: &ConfigAndPool,
+    kind: Kind,
+    source: &str,
+    how: &str,
+) -> u128 {
+    let k = kind.name();
     let mut next = pool.get_connection().await.unwrap();
     let started = Instant::now();
-    next.execute_batch(long_script(db.kind))
+    next.execute_batch(long_script(kind))
         .await
-        .unwrap_or_else(|e| panic!("[{k}] the next borrower's script failed after a {how}: {e:?}"));
+        .unwrap_or_else(|e| {
+            panic!("[{k}] the next borrower's script failed after a {how} in {source}: {e:?}")
+        });
     let script_ms = started.elapsed().as_millis();
-    match db.kind {
+    match kind {
         #[cfg(feature = "sqlite")]
         Kind::Sqlite => {
             let sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) SELECT count(*) FROM c";
@@ -114,7 +184,7 @@ async fn t_panic_in_user_code_leaves_nothing_armed(db: &crate::common::backends:
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    println!("panic_in_user_code backend={k} outcome={how} next_script_ms={script_ms} next_ok=1");
+    script_ms
 }
 
 async fn t_snapshot_conflict_is_a_serialization_failure(db: &crate::common::backends::TestDb) {
@@ -474,6 +544,23 @@ async fn t_bound_values_never_reach_error_messages(db: &crate::common::backends:
     // The connection is still usable after these ordinary errors.
     let (n,): (i64,) = conn.query("SELECT count(*) FROM tok").one().await.unwrap();
     assert_eq!(n, 1);
+}
+
+/// The same on a current-thread runtime, where SQLite runs statements inline on the only
+/// executor thread (the in-process engines; Postgres does not depend on the flavour).
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "current_thread")]
+async fn panic_in_user_code_on_a_current_thread_runtime_sqlite() {
+    let _group = groups::enter("integrity");
+    t_panic_in_user_code_leaves_nothing_armed(&crate::common::backends::sqlite().await).await
+}
+
+/// See [`panic_in_user_code_on_a_current_thread_runtime_sqlite`].
+#[cfg(feature = "turso")]
+#[tokio::test(flavor = "current_thread")]
+async fn panic_in_user_code_on_a_current_thread_runtime_turso() {
+    let _group = groups::enter("integrity");
+    t_panic_in_user_code_leaves_nothing_armed(&crate::common::backends::turso().await).await
 }
 
 crate::backend_tests! {
