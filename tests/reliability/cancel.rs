@@ -1,9 +1,11 @@
 //! Reliability 1: cancellation at every await point.
 //!
 //! Each scenario drops one future — `begin`, a query or a script inside a transaction,
-//! `commit`, `rollback`, an autocommit query or script, and a lock wait — after 0, 1, 2 …
-//! polls (driven by a counting waker, up to completion), either right after the last poll or
-//! after the engine had a moment to finish the work ("settled"). Then, on a pool of size 1:
+//! `commit`, `rollback`, an autocommit query or script, a lock wait, `prepare`, a prepared
+//! statement's `dml`, a `pipeline`, a typed `all` read, and a raw-access write — after 0, 1,
+//! 2 … polls (driven by a counting waker, up to completion), then again at drop points drawn
+//! from the printed seed, either right after the last poll or after the engine had a moment to
+//! finish the work ("settled"). Then, on a pool of size 1:
 //!
 //! - an acknowledged write made on the same checkout right after the drop is kept;
 //! - the next checkout is idle (not inside an open or aborted transaction);
@@ -25,7 +27,8 @@ use crate::backend_tests;
 use crate::common;
 use crate::common::backends::{Kind, Logical, TestDb};
 use crate::common::reliability::{
-    Audit, DropAt, Fate, Ledger, Polled, SeedGuard, check_idle, conn_identity, poll_at_most,
+    Audit, DropAt, Fate, Ledger, Polled, Rng, SeedGuard, check_idle, conn_identity, knob_usize,
+    poll_at_most,
 };
 
 type Conn = MiddlewarePoolConnection;
@@ -46,9 +49,19 @@ enum Target {
     /// SQLite/Turso: `begin` while another connection holds the write lock (released 20 ms
     /// later). Postgres: an UPDATE inside a transaction waiting for a row lock.
     LockWait,
+    /// `prepare`, then (when it completed) the prepared insert.
+    Prepare,
+    /// A prepared statement's `dml`, in autocommit mode.
+    PreparedDml,
+    /// A `pipeline` of two inserts, in autocommit mode (all or nothing).
+    Pipeline,
+    /// A typed `all` read inside a transaction that wrote a row.
+    All,
+    /// An autocommit insert through raw access.
+    Raw,
 }
 
-const TARGETS: [Target; 8] = [
+const TARGETS: [Target; 13] = [
     Target::Begin,
     Target::TxQuery,
     Target::TxBatch,
@@ -57,6 +70,11 @@ const TARGETS: [Target; 8] = [
     Target::AutoQuery,
     Target::AutoBatch,
     Target::LockWait,
+    Target::Prepare,
+    Target::PreparedDml,
+    Target::Pipeline,
+    Target::All,
+    Target::Raw,
 ];
 
 impl Target {
@@ -70,6 +88,11 @@ impl Target {
             Target::AutoQuery => "auto_query",
             Target::AutoBatch => "auto_batch",
             Target::LockWait => "lock_wait",
+            Target::Prepare => "prepare",
+            Target::PreparedDml => "prepared_dml",
+            Target::Pipeline => "pipeline",
+            Target::All => "all",
+            Target::Raw => "raw",
         }
     }
 }
@@ -336,6 +359,81 @@ async fn scenario(
                 .await
                 .map_err(|e| format!("holder task: {e}"))??;
         }
+        Target::Prepare => match poll_at_most(conn.prepare(INS), budget, at).await {
+            Polled::Done(Ok(mut st), n) => {
+                stats.max_polls = stats.max_polls.max(n);
+                let r = st
+                    .dml(&[a.into(), grp.into()])
+                    .await
+                    .map_err(|e| fail("prepared insert", e))?;
+                assert_eq!(r, 1);
+                ledger.record(grp, Fate::Acked, vec![a]);
+                completed = true;
+            }
+            Polled::Done(Err(e), _) => return Err(fail("prepare", e)),
+            Polled::Dropped(_) => {
+                ledger.record(grp, Fate::Unacked, vec![a]);
+                completed = false;
+            }
+        },
+        Target::PreparedDml => {
+            let mut st = conn
+                .prepare("INSERT INTO cx (id, grp) VALUES ($1, $3), ($2, $3)")
+                .await
+                .map_err(|e| fail("prepare", e))?;
+            let params: [RowValues; 3] = [a.into(), b.into(), grp.into()];
+            let polled = match poll_at_most(st.dml(&params), budget, at).await {
+                Polled::Done(r, n) => Polled::Done(r.map(drop), n),
+                Polled::Dropped(n) => Polled::Dropped(n),
+            };
+            drop(st);
+            completed = settle_write(polled, "prepared dml", grp, vec![a, b], stats, ledger)?;
+        }
+        Target::Pipeline => {
+            let (pa, pb): ([RowValues; 2], [RowValues; 2]) =
+                ([a.into(), grp.into()], [b.into(), grp.into()]);
+            let sets: [&[RowValues]; 2] = [&pa, &pb];
+            let polled = match poll_at_most(conn.pipeline(INS, &sets), budget, at).await {
+                Polled::Done(r, n) => Polled::Done(r.map(drop), n),
+                Polled::Dropped(n) => Polled::Dropped(n),
+            };
+            completed = settle_write(polled, "pipeline", grp, vec![a, b], stats, ledger)?;
+        }
+        Target::All => {
+            let mut tx = conn.begin().await.map_err(|e| fail("begin", e))?;
+            tx.query(INS)
+                .params(&[a.into(), grp.into()])
+                .dml()
+                .await
+                .map_err(|e| fail("insert", e))?;
+            let polled = poll_at_most(
+                tx.query("SELECT id FROM cx WHERE grp = $1")
+                    .params(&[grp.into()])
+                    .all::<(i64,)>(),
+                budget,
+                at,
+            )
+            .await;
+            match polled {
+                Polled::Done(Ok(rows), n) => {
+                    stats.max_polls = stats.max_polls.max(n);
+                    assert_eq!(rows, vec![(a,)]);
+                    tx.commit().await.map_err(|e| fail("commit", e))?;
+                    ledger.record(grp, Fate::Acked, vec![a]);
+                    completed = true;
+                }
+                Polled::Done(Err(e), _) => return Err(fail("all", e)),
+                Polled::Dropped(_) => {
+                    drop(tx);
+                    ledger.record(grp, Fate::Unacked, vec![a]);
+                    completed = false;
+                }
+            }
+        }
+        Target::Raw => {
+            let polled = raw_insert(&mut conn, kind, a, b, grp, budget, at).await;
+            completed = settle_write(polled, "raw insert", grp, vec![a, b], stats, ledger)?;
+        }
     }
     stats.scenarios += 1;
     if completed {
@@ -376,6 +474,63 @@ async fn scenario(
         stats.evicted += 1;
     }
     Ok(completed)
+}
+
+/// Inserts rows `a` and `b` of group `grp` in one autocommit statement through the backend's
+/// raw access, polled at most `budget` times.
+async fn raw_insert(
+    conn: &mut Conn,
+    kind: Kind,
+    a: i64,
+    b: i64,
+    grp: i64,
+    budget: usize,
+    at: DropAt,
+) -> Polled<Result<(), SqlMiddlewareDbError>> {
+    let sql = format!("INSERT INTO cx (id, grp) VALUES ({a}, {grp}), ({b}, {grp})");
+    let polled = match kind {
+        #[cfg(feature = "sqlite")]
+        Kind::Sqlite => {
+            poll_at_most(
+                conn.with_blocking_sqlite(move |c| c.execute(&sql, []).map(drop)),
+                budget,
+                at,
+            )
+            .await
+        }
+        #[cfg(feature = "postgres")]
+        Kind::Postgres => {
+            let client = match conn.postgres_client() {
+                Ok(c) => c,
+                Err(e) => return Polled::Done(Err(e), 0),
+            };
+            match poll_at_most(client.batch_execute(&sql), budget, at).await {
+                Polled::Done(r, n) => Polled::Done(
+                    r.map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string())),
+                    n,
+                ),
+                Polled::Dropped(n) => Polled::Dropped(n),
+            }
+        }
+        #[cfg(feature = "turso")]
+        Kind::Turso => {
+            let raw = match conn.turso_connection() {
+                Ok(c) => c,
+                Err(e) => return Polled::Done(Err(e), 0),
+            };
+            match poll_at_most(raw.execute(&sql, ()), budget, at).await {
+                Polled::Done(r, n) => Polled::Done(
+                    r.map(drop)
+                        .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string())),
+                    n,
+                ),
+                Polled::Dropped(n) => Polled::Dropped(n),
+            }
+        }
+        #[allow(unreachable_patterns)]
+        _ => unreachable!("no raw access compiled for {kind:?}"),
+    };
+    polled
 }
 
 async fn ids_between(pool: &ConfigAndPool, lo: i64, hi: i64) -> BTreeSet<i64> {
@@ -435,7 +590,9 @@ fn report(label: &str, stats: &Stats, audit: &Audit) {
 }
 
 async fn t_cancel_everywhere(db: &TestDb, builder: PoolBuilder, label: &str) {
-    let (_guard, _seed) = SeedGuard::new(&format!("cancel_everywhere/{label}"));
+    let (_guard, seed) = SeedGuard::new(&format!("cancel_everywhere/{label}"));
+    let mut rng = Rng::new(seed);
+    let random_points = knob_usize("RELIABILITY_CANCEL_RANDOM", 6);
     setup(db).await;
     let pool = builder
         .max_size(1)
@@ -449,7 +606,20 @@ async fn t_cancel_everywhere(db: &TestDb, builder: PoolBuilder, label: &str) {
     let mut grp = 0_i64;
     let mut errors = Vec::new();
     for target in TARGETS {
-        for at in [DropAt::Immediately, DropAt::Settled] {
+        // The fixed sweep (0, 1, 2 … polls up to completion) in both drop modes, then drop
+        // points drawn from the seed: a random mode and a random budget below the sweep's cap.
+        let sweeps = [DropAt::Immediately, DropAt::Settled].map(|at| (at, None));
+        let random: Vec<(DropAt, Option<usize>)> = (0..random_points)
+            .map(|_| {
+                let at = if rng.chance(0.5) {
+                    DropAt::Immediately
+                } else {
+                    DropAt::Settled
+                };
+                (at, Some(rng.below(12) as usize))
+            })
+            .collect();
+        for (at, fixed) in sweeps.into_iter().chain(random) {
             let first = usize::from(at == DropAt::Settled);
             for step in first..=MAX_POLLS {
                 // A lock wait may be polled many times (Turso retries its busy handler by
@@ -459,7 +629,12 @@ async fn t_cancel_everywhere(db: &TestDb, builder: PoolBuilder, label: &str) {
                 } else {
                     MAX_POLLS
                 };
-                let budget = if step >= cap { usize::MAX } else { step };
+                let budget = match fixed {
+                    // A random point runs once at its budget (at least the mode's first).
+                    Some(b) => b.max(first).min(cap.saturating_sub(1)),
+                    None if step >= cap => usize::MAX,
+                    None => step,
+                };
                 grp += 2;
                 let mut local = Ledger::default();
                 let outcome = scenario(
@@ -489,6 +664,7 @@ async fn t_cancel_everywhere(db: &TestDb, builder: PoolBuilder, label: &str) {
                 ledger.absorb(local);
                 match outcome {
                     Ok(true) => break,
+                    Ok(false) if fixed.is_some() => break,
                     Ok(false) => {}
                     Err(e) => {
                         errors.push(format!(
@@ -505,6 +681,10 @@ async fn t_cancel_everywhere(db: &TestDb, builder: PoolBuilder, label: &str) {
     }
     let audit = ledger.audit(&all_ids(&db.db).await);
     report(label, &stats, &audit);
+    println!(
+        "cancel_points {label} seed={seed} targets={} random_points_per_target={random_points}",
+        TARGETS.len()
+    );
     let status = pool.status();
     let mut problems = Vec::new();
     if status.size > 1 {
