@@ -488,7 +488,7 @@ async fn raw_insert(
     at: DropAt,
 ) -> Polled<Result<(), SqlMiddlewareDbError>> {
     let sql = format!("INSERT INTO cx (id, grp) VALUES ({a}, {grp}), ({b}, {grp})");
-    let polled = match kind {
+    match kind {
         #[cfg(feature = "sqlite")]
         Kind::Sqlite => {
             poll_at_most(
@@ -529,8 +529,7 @@ async fn raw_insert(
         }
         #[allow(unreachable_patterns)]
         _ => unreachable!("no raw access compiled for {kind:?}"),
-    };
-    polled
+    }
 }
 
 async fn ids_between(pool: &ConfigAndPool, lo: i64, hi: i64) -> BTreeSet<i64> {
