@@ -84,9 +84,12 @@ pub(crate) fn map_err(err: tokio_postgres::Error) -> SqlMiddlewareDbError {
         src = s.source();
     }
     let text = err.to_string();
+    // `error connecting to server`: refused, reset or timed out while (re)connecting, as while
+    // a server restarts; the pool retries on the next checkout.
     let kind = if err.is_closed()
         || text.contains("connection closed")
         || text.contains("error communicating")
+        || text.contains("error connecting")
     {
         ErrorKind::ConnectionLost
     } else if text.contains("deserializing column") {

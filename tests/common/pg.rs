@@ -417,6 +417,52 @@ pub fn start_throwaway_cluster() -> Option<String> {
     }
 }
 
+/// A throwaway cluster that a test may restart (see [`start_restartable_cluster`]).
+#[derive(Debug)]
+pub struct Throwaway {
+    /// `postgres://postgres@127.0.0.1:<port>/postgres`.
+    pub url: String,
+    restart: Vec<String>,
+}
+
+impl Throwaway {
+    /// Restarts the server (`pg_ctl restart -m fast -w`: clients are disconnected, open
+    /// transactions rolled back, a checkpoint written) and returns once it accepts connections.
+    pub fn restart(&self) -> Result<(), String> {
+        let (program, args) = self
+            .restart
+            .split_first()
+            .ok_or("no pg_ctl: this cluster cannot be restarted")?;
+        let out = std::process::Command::new(program)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run {program}: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "restart failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+}
+
+/// Starts a throwaway cluster (as [`start_throwaway_cluster`]) that the test may restart. It
+/// needs the PostgreSQL server binaries; the error says what is missing.
+pub fn start_restartable_cluster() -> Result<Throwaway, String> {
+    #[cfg(unix)]
+    {
+        cluster::start_restartable()
+    }
+    #[cfg(not(unix))]
+    {
+        Err("throwaway clusters are only supported on unix".to_owned())
+    }
+}
+
 /// [`start_throwaway_cluster`] is only implemented on unix.
 #[cfg(not(unix))]
 fn try_start_throwaway_cluster() -> Result<String, String> {
@@ -702,6 +748,21 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
 
     /// See [`super::start_throwaway_cluster`].
     pub(super) fn start() -> Result<String, String> {
+        start_with_restart().map(|(url, _)| url)
+    }
+
+    /// See [`super::start_restartable_cluster`].
+    pub(super) fn start_restartable() -> Result<super::Throwaway, String> {
+        let (url, restart) = start_with_restart()?;
+        if restart.is_empty() {
+            return Err("no pg_ctl next to initdb: the cluster cannot be restarted".to_owned());
+        }
+        Ok(super::Throwaway { url, restart })
+    }
+
+    /// Starts a cluster; returns its URL and the command that restarts it (empty without
+    /// `pg_ctl`).
+    fn start_with_restart() -> Result<(String, Vec<String>), String> {
         let bins = find_pg_bins().ok_or(
             "no PostgreSQL server binaries (initdb plus pg_ctl or postgres) in PATH or \
              /usr/lib/postgresql/*/bin",
@@ -740,6 +801,20 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
             return Err(format!("cannot spawn the watchdog shell /bin/sh: {e}"));
         }
 
+        // The log must be a file: a restarted server would otherwise keep pg_ctl's output open.
+        let log = format!("{base_str}/server.log");
+        let restart = bins
+            .pg_ctl
+            .as_ref()
+            .map(|pg_ctl| {
+                run_as.argv(
+                    pg_ctl,
+                    &[
+                        "-D", &data, "-l", &log, "-m", "fast", "-w", "-t", "60", "restart",
+                    ],
+                )
+            })
+            .unwrap_or_default();
         let result = init_and_start(&bins, &run_as, &base_str, &data, &stop_cmd);
         match &result {
             Ok(url) => eprintln!(
@@ -748,7 +823,7 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
             ),
             Err(_) => stop_now(&base_str, &data, &stop_cmd),
         }
-        result
+        result.map(|url| (url, restart))
     }
 
     /// Runs `initdb`, then starts the server, retrying with another port if the start fails.

@@ -1,6 +1,11 @@
 //! Reliability 4 and 5: connections killed under load (Postgres), and many writers on one
 //! database file (SQLite, Turso).
 //!
+//! - Postgres: a throwaway cluster restarted (`pg_ctl restart -m fast`) under load by 8 workers
+//!   on a ledger: only `ConnectionLost`/`PoolTimeout` errors, nothing lost, phantom or torn, the
+//!   first success within 1 s of the server accepting connections again, and an error-free
+//!   final period.
+//!
 //! Knobs (environment):
 //! - `RELIABILITY_CHAOS_SECS` (default 6): how long connections are killed; then a calm
 //!   period of `RELIABILITY_CALM_SECS` (default 3) follows.
@@ -27,6 +32,8 @@ struct WorkerLog {
     errors: Vec<(Instant, ErrorKind, String)>,
     first_ok_after_chaos: Option<Instant>,
     commit_kills: usize,
+    /// When each operation succeeded.
+    ok_times: Vec<Instant>,
 }
 
 #[cfg(feature = "postgres")]
@@ -150,6 +157,7 @@ async fn pg_worker(
             Ok(()) => {
                 log.ok_ops += 1;
                 let now = Instant::now();
+                log.ok_times.push(now);
                 if now >= chaos_end && log.first_ok_after_chaos.is_none() {
                     log.first_ok_after_chaos = Some(now);
                 }
@@ -619,4 +627,145 @@ async fn sqlite_new_connection_waits_for_a_held_lock() {
              after {waited:?}: opening a connection must wait for the lock like any statement"
         ),
     }
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_server_restarted_under_load() {
+    let _group = common::groups::enter("chaos");
+    let cluster = common::pg::start_restartable_cluster().unwrap_or_else(|e| {
+        panic!(
+            "the restart test starts its own PostgreSQL cluster and needs the server binaries \
+             (initdb, pg_ctl) in PATH or /usr/lib/postgresql/*/bin: {e}"
+        )
+    });
+    let (_guard, seed) = SeedGuard::new("pg_restart");
+    let workers = knob_usize("RELIABILITY_PG_WORKERS", 8) as i64;
+    let before = Duration::from_secs_f64(knob_f64("RELIABILITY_RESTART_BEFORE_SECS", 1.5));
+    let calm = Duration::from_secs_f64(knob_f64("RELIABILITY_CALM_SECS", 3.0));
+    let pool = ConfigAndPool::postgres(&cluster.url)
+        .max_size(8)
+        .wait_timeout(Duration::from_secs(2))
+        .create_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .expect("pool");
+    {
+        let mut c = pool.get_connection().await.expect("setup");
+        c.execute_batch("CREATE TABLE ch (id int8 PRIMARY KEY, w int8 NOT NULL)")
+            .await
+            .expect("create");
+    }
+    let mut rng = Rng::new(seed);
+    let start = Instant::now();
+    // Workers run through the restart (a few seconds at most) and a calm period after it.
+    let end = start + before + Duration::from_secs(8) + calm;
+    let mut tasks = Vec::new();
+    for w in 0..workers {
+        tasks.push(tokio::spawn(pg_worker(
+            w + 1,
+            pool.clone(),
+            pool.clone(),
+            rng.fork(),
+            // No kills: the restart is the outage.
+            start,
+            end,
+        )));
+    }
+    tokio::time::sleep(before).await;
+    let down = Instant::now();
+    let url = cluster.url.clone();
+    tokio::task::spawn_blocking(move || cluster.restart().map(|()| cluster))
+        .await
+        .expect("restart task")
+        .unwrap_or_else(|e| panic!("restarting {url}: {e}"));
+    let ready = Instant::now();
+    let mut ledger = Ledger::default();
+    let mut ok_ops = 0;
+    let mut errors: BTreeMap<String, usize> = BTreeMap::new();
+    let mut samples: BTreeMap<String, String> = BTreeMap::new();
+    let mut late_errors = Vec::new();
+    let mut first_ok_after_ready: Option<Instant> = None;
+    let mut ok_before_restart = 0;
+    let quiet_from = end - calm / 2;
+    for t in tasks {
+        let log = t.await.expect("worker panicked");
+        ok_ops += log.ok_ops;
+        ok_before_restart += log.ok_times.iter().filter(|t| **t < down).count();
+        if let Some(t) = log.ok_times.iter().find(|t| **t >= ready) {
+            first_ok_after_ready = Some(first_ok_after_ready.map_or(*t, |f| f.min(*t)));
+        }
+        for (at, kind, msg) in &log.errors {
+            let k = format!("{kind:?}");
+            *errors.entry(k.clone()).or_default() += 1;
+            samples.entry(k).or_insert_with(|| msg.clone());
+            if *at >= quiet_from {
+                late_errors.push(format!("{kind:?}: {msg}"));
+            }
+        }
+        ledger.absorb(log.ledger);
+    }
+    let found: BTreeSet<i64> = {
+        let mut c = pool.get_connection().await.expect("verifier");
+        let rows: Vec<(i64,)> = c.query("SELECT id FROM ch").all().await.expect("read");
+        rows.into_iter().map(|r| r.0).collect()
+    };
+    let audit = ledger.audit(&found);
+    let recovery = first_ok_after_ready.map(|t| t - ready);
+    let unexpected: Vec<&String> = errors
+        .keys()
+        .filter(|k| !matches!(k.as_str(), "ConnectionLost" | "PoolTimeout"))
+        .collect();
+    println!(
+        "pg_restart workers={workers} restart_ms={} ops_ok={ok_ops} ok_before_restart={ok_before_restart} \
+         errors={errors:?} acked_rows={} found={} lost={} phantom={} indeterminate={} \
+         (committed={} absent={}) torn={} first_ok_after_ready_ms={} errors_in_last_{:.1}s={}",
+        (ready - down).as_millis(),
+        audit.acked_rows,
+        audit.acked_found,
+        audit.lost.len(),
+        audit.phantom.len(),
+        audit.indeterminate,
+        audit.indeterminate_committed,
+        audit.indeterminate_absent,
+        audit.torn.len(),
+        recovery.map_or(-1, |d| d.as_millis() as i64),
+        (calm / 2).as_secs_f64(),
+        late_errors.len(),
+    );
+    assert!(ok_before_restart > 0, "no work before the restart");
+    assert!(
+        audit.lost.is_empty(),
+        "acknowledged rows lost: {:?}",
+        audit.lost
+    );
+    assert!(
+        audit.phantom.is_empty(),
+        "phantom rows: {:?}",
+        audit.phantom
+    );
+    assert!(
+        audit.unknown_rows.is_empty(),
+        "rows nobody wrote: {:?}",
+        audit.unknown_rows
+    );
+    assert!(
+        audit.torn.is_empty(),
+        "half-committed transactions: {:?}",
+        audit.torn
+    );
+    assert!(
+        unexpected.is_empty(),
+        "error kinds other than ConnectionLost/PoolTimeout: {errors:?}, e.g. {samples:?}"
+    );
+    let recovery = recovery.expect("no success after the server came back");
+    assert!(
+        recovery <= Duration::from_secs(1),
+        "first success {recovery:?} after the server accepted connections again"
+    );
+    assert!(
+        late_errors.is_empty(),
+        "errors in the final {:?}: {late_errors:?}",
+        calm / 2
+    );
 }
