@@ -15,8 +15,8 @@
 //!    other JSON files in CRITERION_HOME) and `svg` (charts).
 //! 3. `results`: every catalog group as found in CRITERION_HOME.
 //! 4. `targets`: the performance targets, evaluated on the results.
-//! 5. The commands: `report` (`bench-report`), `runner` (`bench`) and `nightly`; none uses
-//!    another.
+//! 5. The commands: `report` (`bench-report`), `runner` (`bench`), `nightly` and
+//!    `reliability` (the generated `docs/Reliability.md`); none uses another.
 //!
 //! The binary (`main.rs`) parses the command line and calls the commands. Inside the folder
 //! modules (`catalog/`, `nightly/`, `report/`), `mod.rs` sits above its files, and a file
@@ -28,6 +28,7 @@ pub mod catalog;
 pub mod criterion;
 pub mod environment;
 pub mod nightly;
+pub mod reliability;
 pub mod report;
 pub mod results;
 pub mod runner;

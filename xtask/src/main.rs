@@ -37,6 +37,12 @@ commands:
       --slowdown builds with --cfg sqlmw_bench_slowdown (every fifth SQLite lookup runs its
       query twice, ~20% slower): an experiment, never used as a reference.
 
+  reliability
+      Run the reliability suite once (`cargo test --all-features --test reliability --
+      --nocapture --test-threads=1`) and write docs/Reliability.md from that run: the
+      notes in docs/reliability/notes.md, each topic file's documentation, and every
+      test's result and figures. Exit 1 when a test failed (the page shows it).
+
 suites: ";
 
 fn suites_help() -> String {
@@ -189,6 +195,16 @@ fn cmd_report(mut args: Args) -> Result<ExitCode> {
         home.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_reliability(mut args: Args) -> Result<ExitCode> {
+    args.rest()?;
+    let passed = xtask::reliability::generate(&util::repo_root())?;
+    Ok(if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn cmd_bench(mut args: Args) -> Result<ExitCode> {
@@ -435,6 +451,7 @@ fn main() -> ExitCode {
         "bench-report" | "report" => cmd_report(args),
         "bench" => cmd_bench(args),
         "nightly" => cmd_nightly(args),
+        "reliability" => cmd_reliability(args),
         "help" | "--help" | "-h" => {
             println!("{USAGE}{}", suites_help());
             Ok(ExitCode::SUCCESS)

@@ -15,7 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["catalog", "criterion", "environment", "side_files", "svg"],
     &["results"],
     &["targets"],
-    &["nightly", "report", "runner"],
+    &["nightly", "reliability", "report", "runner"],
 ];
 
 /// The files of each folder module, lowest layer first; the folder's `mod.rs` is above them.
