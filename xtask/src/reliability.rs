@@ -129,7 +129,7 @@ pub fn topics(dir: &Path) -> Result<Vec<Topic>> {
 /// Where and when the run happened.
 #[derive(Debug, Clone)]
 pub struct Header {
-    /// `YYYY-MM-DD HH:MM UTC`.
+    /// When the run ended, as `util::datetime_of` writes it.
     pub when: String,
     /// The commit the run was made on (and whether the tree had changes).
     pub commit: String,
@@ -222,7 +222,7 @@ pub fn generate(root: &Path) -> Result<bool> {
     let notes = util::read_to_string(&notes_path)?;
     let topics = topics(&root.join("tests/reliability"))?;
     let header = Header {
-        when: format!("{} UTC", util::datetime_of(util::unix_now())),
+        when: util::datetime_of(util::unix_now()),
         commit: commit(root),
         machine: machine(),
     };
