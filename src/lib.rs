@@ -38,6 +38,7 @@ pub mod config;
 mod dispatch;
 pub mod pool;
 pub mod query;
+mod savepoint;
 pub mod statement;
 pub mod transaction;
 

@@ -59,6 +59,7 @@ impl MiddlewarePool {
             tx: TxFlag::None,
             translation: self.translation,
             pending: false,
+            sp_pending: None,
             calls: 0,
         })
     }
@@ -97,6 +98,8 @@ pub struct MiddlewarePoolConnection {
     /// Set while an operation awaits its backend; still set afterwards means its future was
     /// dropped mid-way (cancelled), and the connection's state must be repaired first.
     pub(crate) pending: bool,
+    /// The outermost savepoint dropped unfinished, to roll back to before the next operation.
+    pub(crate) sp_pending: Option<u32>,
     /// Operations started on this checkout, for [`BUDGET_EVERY`].
     calls: u32,
 }
@@ -264,6 +267,9 @@ impl MiddlewarePoolConnection {
         if self.calls.is_multiple_of(BUDGET_EVERY) {
             tokio::task::coop::consume_budget().await;
         }
+        if self.sp_pending.is_some() {
+            self.settle_savepoints().await?;
+        }
         if self.pending {
             self.pending = false;
             match self.tx {
@@ -344,6 +350,9 @@ impl MiddlewarePoolConnection {
     }
 
     pub(crate) async fn tx_commit(&mut self) -> Result<()> {
+        if self.settle_savepoints().await.is_err() {
+            self.tx = TxFlag::Aborted;
+        }
         if self.pending {
             // A statement of this transaction was cancelled mid-way.
             self.pending = false;
@@ -365,6 +374,7 @@ impl MiddlewarePoolConnection {
     }
 
     pub(crate) async fn tx_rollback(&mut self) -> Result<()> {
+        self.sp_pending = None;
         self.pending = true;
         let r = self.inner.rollback().await;
         self.pending = false;
@@ -375,6 +385,7 @@ impl MiddlewarePoolConnection {
     /// A transaction was dropped without commit or rollback (also when its `commit` or
     /// `rollback` future was dropped mid-way): the backend rolls it back or marks the connection.
     pub(crate) fn tx_abandon(&mut self) {
+        self.sp_pending = None;
         self.inner.abandon_tx();
         self.tx = TxFlag::None;
         self.pending = false;

@@ -1,4 +1,5 @@
-//! [`Tx`]: a transaction with the same query API as a connection, rolled back when dropped.
+//! [`Tx`]: a transaction (or a savepoint inside one) with the same query API as a connection,
+//! rolled back when dropped.
 
 use crate::error::Result;
 use crate::pool::MiddlewarePoolConnection;
@@ -16,14 +17,39 @@ use crate::value::RowValues;
 ///   process; on Postgres the connection is marked and rolled back before anyone uses it again
 ///   (or discarded when that is impossible). `Drop` never blocks on the network, needs no
 ///   runtime, and never panics.
+/// - [`Tx::savepoint`] opens a nested transaction, itself a `Tx` with the same rules, at any
+///   depth: its `commit` keeps its work in the enclosing transaction; its `rollback` (or drop)
+///   undoes its work only. An error inside a savepoint aborts the transaction until the
+///   savepoint is rolled back, which makes it usable again on every backend (on Postgres this
+///   is how a transaction goes on after an error); committing an aborted savepoint rolls it
+///   back and returns [`crate::ErrorKind::TransactionAborted`].
+///
+/// ```
+/// # async fn demo(conn: &mut sql_middleware::MiddlewarePoolConnection) -> Result<(), sql_middleware::SqlMiddlewareDbError> {
+/// let mut tx = conn.begin().await?;
+/// tx.query("INSERT INTO t (id) VALUES (1)").dml().await?;
+/// let mut sp = tx.savepoint().await?;
+/// if sp.query("INSERT INTO t (id) VALUES (1)").dml().await.is_err() {
+///     sp.rollback().await?; // only the savepoint's work is undone
+/// } else {
+///     sp.commit().await?;
+/// }
+/// tx.commit().await?; // row 1 is committed either way
+/// # Ok(()) }
+/// ```
 pub struct Tx<'c> {
     conn: &'c mut MiddlewarePoolConnection,
     finished: bool,
+    /// 0 for the transaction itself, `n` for a savepoint nested `n` deep.
+    level: u32,
 }
 
 impl std::fmt::Debug for Tx<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tx").field("conn", &self.conn).finish()
+        f.debug_struct("Tx")
+            .field("level", &self.level)
+            .field("conn", &self.conn)
+            .finish()
     }
 }
 
@@ -32,7 +58,20 @@ impl<'c> Tx<'c> {
         Self {
             conn,
             finished: false,
+            level: 0,
         }
+    }
+
+    /// Opens a savepoint: a nested transaction with the same rules (see [`Tx`]). While it is
+    /// open, this transaction is reached through it.
+    pub async fn savepoint(&mut self) -> Result<Tx<'_>> {
+        let level = self.level + 1;
+        self.conn.sp_begin(level).await?;
+        Ok(Tx {
+            conn: &mut *self.conn,
+            finished: false,
+            level,
+        })
     }
 
     /// Starts a query inside the transaction (see [`MiddlewarePoolConnection::query`]).
@@ -86,16 +125,23 @@ impl<'c> Tx<'c> {
         self.conn.turso_connection()
     }
 
-    /// Commits. Returns `Ok` only if the engine committed everything.
+    /// Commits. Returns `Ok` only if the engine committed everything. On a savepoint: releases
+    /// it, keeping its work in the enclosing transaction.
     pub async fn commit(mut self) -> Result<()> {
-        let r = self.conn.tx_commit().await;
+        let r = match self.level {
+            0 => self.conn.tx_commit().await,
+            n => self.conn.sp_release(n).await,
+        };
         self.finished = true;
         r
     }
 
-    /// Rolls back.
+    /// Rolls back. On a savepoint: undoes its work only, and the enclosing transaction goes on.
     pub async fn rollback(mut self) -> Result<()> {
-        let r = self.conn.tx_rollback().await;
+        let r = match self.level {
+            0 => self.conn.tx_rollback().await,
+            n => self.conn.sp_rollback(n).await,
+        };
         self.finished = true;
         r
     }
@@ -104,7 +150,10 @@ impl<'c> Tx<'c> {
 impl Drop for Tx<'_> {
     fn drop(&mut self) {
         if !self.finished {
-            self.conn.tx_abandon();
+            match self.level {
+                0 => self.conn.tx_abandon(),
+                n => self.conn.sp_abandon(n),
+            }
         }
     }
 }

@@ -28,6 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "dispatch",
             "pool",
             "query",
+            "savepoint",
             "statement",
             "transaction",
         ],

@@ -21,4 +21,5 @@ mod errors;
 mod pool;
 mod round_trips;
 mod runtime;
+mod savepoints;
 mod transactions;
