@@ -2,7 +2,8 @@
 //!
 //! Each scenario drops one future — `begin`, a query or a script inside a transaction,
 //! `commit`, `rollback`, an autocommit query or script, a lock wait, `prepare`, a prepared
-//! statement's `dml`, a `pipeline`, a typed `all` read, and a raw-access write — after 0, 1,
+//! statement's `dml`, a `pipeline`, a typed `all` read, a raw-access write, and an insert inside
+//! a savepoint (then dropped, and the transaction committed) — after 0, 1,
 //! 2 … polls (driven by a counting waker, up to completion), then again at drop points drawn
 //! from the printed seed, either right after the last poll or after the engine had a moment to
 //! finish the work ("settled"). Then, on a pool of size 1:
@@ -59,9 +60,11 @@ enum Target {
     All,
     /// An autocommit insert through raw access.
     Raw,
+    /// An insert inside a savepoint; the savepoint is dropped, the transaction committed.
+    Savepoint,
 }
 
-const TARGETS: [Target; 13] = [
+const TARGETS: [Target; 14] = [
     Target::Begin,
     Target::TxQuery,
     Target::TxBatch,
@@ -75,6 +78,7 @@ const TARGETS: [Target; 13] = [
     Target::Pipeline,
     Target::All,
     Target::Raw,
+    Target::Savepoint,
 ];
 
 impl Target {
@@ -93,6 +97,7 @@ impl Target {
             Target::Pipeline => "pipeline",
             Target::All => "all",
             Target::Raw => "raw",
+            Target::Savepoint => "savepoint",
         }
     }
 }
@@ -433,6 +438,55 @@ async fn scenario(
         Target::Raw => {
             let polled = raw_insert(&mut conn, kind, a, b, grp, budget, at).await;
             completed = settle_write(polled, "raw insert", grp, vec![a, b], stats, ledger)?;
+        }
+        Target::Savepoint => {
+            let mut tx = conn.begin().await.map_err(|e| fail("begin", e))?;
+            tx.query(INS)
+                .params(&[a.into(), grp.into()])
+                .dml()
+                .await
+                .map_err(|e| fail("insert", e))?;
+            let mut sp = tx.savepoint().await.map_err(|e| fail("savepoint", e))?;
+            let polled = match poll_at_most(
+                sp.query(INS).params(&[b.into(), grp.into()]).dml(),
+                budget,
+                at,
+            )
+            .await
+            {
+                Polled::Done(r, n) => Polled::Done(r.map(drop), n),
+                Polled::Dropped(n) => Polled::Dropped(n),
+            };
+            match polled {
+                Polled::Done(Ok(()), n) => {
+                    stats.max_polls = stats.max_polls.max(n);
+                    sp.commit().await.map_err(|e| fail("release", e))?;
+                    tx.commit().await.map_err(|e| fail("commit", e))?;
+                    ledger.record(grp, Fate::Acked, vec![a, b]);
+                    completed = true;
+                }
+                Polled::Done(Err(e), _) => return Err(fail("insert in a savepoint", e)),
+                Polled::Dropped(_) => {
+                    drop(sp);
+                    // The savepoint is rolled back before the commit, taking the dropped
+                    // insert with it; the transaction's own row commits, unless the
+                    // connection went with the cancelled call (then nothing does).
+                    match tx.commit().await {
+                        Ok(()) => ledger.record(grp, Fate::Acked, vec![a]),
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                ErrorKind::TransactionAborted | ErrorKind::ConnectionLost
+                            ) =>
+                        {
+                            ledger.record(grp, Fate::Unacked, vec![a]);
+                        }
+                        Err(e) => return Err(fail("commit after a dropped savepoint insert", e)),
+                    }
+                    ledger.record(-grp, Fate::Unacked, vec![b]);
+                    completed = false;
+                }
+            }
         }
     }
     stats.scenarios += 1;
