@@ -36,6 +36,7 @@ mod turso;
 // hall
 pub mod config;
 mod dispatch;
+pub mod executor;
 pub mod pool;
 pub mod query;
 mod savepoint;
@@ -50,7 +51,10 @@ pub mod prelude;
 
 pub use config::{ConfigAndPool, DatabaseType, PoolBuilder};
 pub use decode::{ColumnRef, FromRow, FromValue, SqlRow};
-pub use error::{Backend, DecodeError, ErrorKind, SqlMiddlewareDbError};
+pub use error::{Backend, DecodeError, ErrorKind, Result, SqlMiddlewareDbError};
+/// The crate's error type, by its short name.
+pub type Error = SqlMiddlewareDbError;
+pub use executor::Executor;
 pub use pool::{MiddlewarePool, MiddlewarePoolConnection, PoolStatus};
 pub use query::{QueryAndParams, QueryBuilder};
 pub use results::{Columns, CustomDbRow, ResultSet};

@@ -26,6 +26,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "config",
             "dispatch",
+            "executor",
             "pool",
             "query",
             "savepoint",

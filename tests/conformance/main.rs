@@ -18,6 +18,7 @@ mod bad_input;
 mod batches;
 mod columns;
 mod errors;
+mod executor;
 mod pool;
 mod round_trips;
 mod runtime;

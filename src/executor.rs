@@ -1,0 +1,98 @@
+//! [`Executor`]: one trait over a connection, a transaction and a savepoint, so a helper is
+//! written once and called with any of them.
+
+use std::future::Future;
+
+use crate::error::Result;
+use crate::pool::MiddlewarePoolConnection;
+use crate::query::QueryBuilder;
+use crate::results::ResultSet;
+use crate::statement::PreparedStatement;
+use crate::transaction::Tx;
+use crate::value::RowValues;
+
+/// What runs SQL: a checked-out connection ([`MiddlewarePoolConnection`]), a transaction or a
+/// savepoint ([`Tx`]). The methods are the types' own, without boxing: a helper generic over
+/// `impl Executor` costs what a direct call does.
+///
+/// ```
+/// use sql_middleware::prelude::*;
+///
+/// async fn save_user(db: &mut impl Executor, id: i64, name: &str) -> Result<usize, SqlMiddlewareDbError> {
+///     db.query("INSERT INTO users (id, name) VALUES ($1, $2)")
+///         .params(&[id.into(), name.into()])
+///         .dml()
+///         .await
+/// }
+///
+/// # async fn demo(conn: &mut MiddlewarePoolConnection) -> Result<(), SqlMiddlewareDbError> {
+/// save_user(conn, 1, "ada").await?; // autocommit
+/// let mut tx = conn.begin().await?;
+/// save_user(&mut tx, 2, "grace").await?; // inside a transaction
+/// tx.commit().await
+/// # }
+/// ```
+pub trait Executor: Send {
+    /// Starts a query (see [`MiddlewarePoolConnection::query`]).
+    fn query<'a, 'q>(&'a mut self, sql: &'q str) -> QueryBuilder<'a, 'q>;
+
+    /// Prepares a statement (see [`MiddlewarePoolConnection::prepare`]).
+    fn prepare(&mut self, sql: &str) -> impl Future<Output = Result<PreparedStatement<'_>>> + Send;
+
+    /// Runs a script (see [`MiddlewarePoolConnection::execute_batch`]).
+    fn execute_batch(&mut self, sql: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// Runs one statement over several parameter sets (see
+    /// [`MiddlewarePoolConnection::pipeline`]).
+    fn pipeline(
+        &mut self,
+        sql: &str,
+        param_sets: &[&[RowValues]],
+    ) -> impl Future<Output = Result<Vec<ResultSet>>> + Send;
+}
+
+impl Executor for MiddlewarePoolConnection {
+    #[inline]
+    fn query<'a, 'q>(&'a mut self, sql: &'q str) -> QueryBuilder<'a, 'q> {
+        MiddlewarePoolConnection::query(self, sql)
+    }
+
+    fn prepare(&mut self, sql: &str) -> impl Future<Output = Result<PreparedStatement<'_>>> + Send {
+        MiddlewarePoolConnection::prepare(self, sql)
+    }
+
+    fn execute_batch(&mut self, sql: &str) -> impl Future<Output = Result<()>> + Send {
+        MiddlewarePoolConnection::execute_batch(self, sql)
+    }
+
+    fn pipeline(
+        &mut self,
+        sql: &str,
+        param_sets: &[&[RowValues]],
+    ) -> impl Future<Output = Result<Vec<ResultSet>>> + Send {
+        MiddlewarePoolConnection::pipeline(self, sql, param_sets)
+    }
+}
+
+impl Executor for Tx<'_> {
+    #[inline]
+    fn query<'a, 'q>(&'a mut self, sql: &'q str) -> QueryBuilder<'a, 'q> {
+        Tx::query(self, sql)
+    }
+
+    fn prepare(&mut self, sql: &str) -> impl Future<Output = Result<PreparedStatement<'_>>> + Send {
+        Tx::prepare(self, sql)
+    }
+
+    fn execute_batch(&mut self, sql: &str) -> impl Future<Output = Result<()>> + Send {
+        Tx::execute_batch(self, sql)
+    }
+
+    fn pipeline(
+        &mut self,
+        sql: &str,
+        param_sets: &[&[RowValues]],
+    ) -> impl Future<Output = Result<Vec<ResultSet>>> + Send {
+        Tx::pipeline(self, sql, param_sets)
+    }
+}
