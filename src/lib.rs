@@ -52,6 +52,11 @@ pub mod prelude;
 pub use config::{ConfigAndPool, DatabaseType, PoolBuilder};
 pub use decode::{ColumnRef, FromRow, FromValue, SqlRow};
 pub use error::{Backend, DecodeError, ErrorKind, Result, SqlMiddlewareDbError};
+/// `#[derive(FromRow)]`: named fields by column name, tuple fields by position, with
+/// `#[sql(rename = "..")]`, `#[sql(default)]`, `#[sql(try_from = "T")]` and `#[sql(flatten)]`
+/// (feature `derive`; see the `sql-middleware-derive` crate).
+#[cfg(feature = "derive")]
+pub use sql_middleware_derive::FromRow;
 /// The crate's error type, by its short name.
 pub type Error = SqlMiddlewareDbError;
 pub use executor::Executor;

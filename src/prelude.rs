@@ -13,3 +13,5 @@ pub use crate::statement::PreparedStatement;
 pub use crate::transaction::Tx;
 pub use crate::translation::TranslationMode;
 pub use crate::value::RowValues;
+#[cfg(feature = "derive")]
+pub use sql_middleware_derive::FromRow;

@@ -17,6 +17,8 @@ mod helpers;
 mod bad_input;
 mod batches;
 mod columns;
+#[cfg(feature = "derive")]
+mod derive;
 mod errors;
 mod executor;
 mod pool;

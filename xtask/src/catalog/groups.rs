@@ -21,6 +21,8 @@ pub const GROUPS: &[GroupSpec] = &[
             "middleware_interact",
             "middleware_marshalling",
             "middleware_decode",
+            "middleware_decode_by_name",
+            "middleware_decode_derive",
             "middleware_param_convert",
         ],
     },

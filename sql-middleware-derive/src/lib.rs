@@ -1,0 +1,161 @@
+//! `#[derive(FromRow)]` for sql-middleware (re-exported by `sql_middleware` behind its `derive`
+//! feature; use it from there).
+//!
+//! - A struct with named fields reads each field from the column of the same name (exact, then
+//!   ASCII case-insensitive, as `SqlRow::get` does).
+//! - A tuple struct reads its fields by position.
+//! - Field attributes, inside `#[sql(..)]`:
+//!   - `rename = "col"`: read column `col` instead of the field's name;
+//!   - `default`: a missing column, or `NULL`, gives `Default::default()`;
+//!   - `try_from = "T"`: read a `T`, then convert with `TryFrom<T>` (a failed conversion is a
+//!     `TypeMismatch` error naming the column);
+//!   - `flatten`: the field is itself `FromRow`, read from the same row.
+#![forbid(unsafe_code)]
+
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as Tokens};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Data, DeriveInput, Fields, LitStr, Type, parse_macro_input};
+
+/// Derives `sql_middleware::FromRow`; see the crate documentation for the attributes.
+#[proc_macro_derive(FromRow, attributes(sql))]
+pub fn derive_from_row(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    match expand(&input) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+/// What `#[sql(..)]` says about one field.
+#[derive(Default)]
+struct FieldOpts {
+    rename: Option<LitStr>,
+    default: bool,
+    try_from: Option<Type>,
+    flatten: bool,
+}
+
+fn field_opts(attrs: &[syn::Attribute]) -> syn::Result<FieldOpts> {
+    let mut o = FieldOpts::default();
+    for attr in attrs.iter().filter(|a| a.path().is_ident("sql")) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("rename") {
+                o.rename = Some(meta.value()?.parse()?);
+            } else if meta.path.is_ident("default") {
+                o.default = true;
+            } else if meta.path.is_ident("try_from") {
+                let s: LitStr = meta.value()?.parse()?;
+                o.try_from = Some(s.parse()?);
+            } else if meta.path.is_ident("flatten") {
+                o.flatten = true;
+            } else {
+                return Err(meta.error(
+                    "unknown sql attribute; expected `rename = \"..\"`, `default`, `try_from = \"T\"` or `flatten`",
+                ));
+            }
+            Ok(())
+        })?;
+    }
+    if o.flatten && (o.rename.is_some() || o.try_from.is_some() || o.default) {
+        return Err(syn::Error::new(
+            attrs[0].span(),
+            "`flatten` reads a whole row: it cannot be combined with `rename`, `default` or `try_from`",
+        ));
+    }
+    Ok(o)
+}
+
+/// The expression that reads one field from `row`, with the column given by `col` (a name
+/// literal or an index).
+fn read_field(ty: &Type, opts: &FieldOpts, col: Tokens, label: &str, span: Span) -> Tokens {
+    let m = quote!(::sql_middleware);
+    if opts.flatten {
+        return quote_spanned!(span=> <#ty as #m::FromRow>::from_row(row)?);
+    }
+    let read = |t: &Type, at: &Tokens| quote_spanned!(span=> #m::SqlRow::get::<#t>(row, #at)?);
+    let convert = |v: Tokens, from: &Type| {
+        quote_spanned!(span=> <#ty as ::core::convert::TryFrom<#from>>::try_from(#v)
+            .map_err(|e| #m::SqlMiddlewareDbError::new(
+                #m::ErrorKind::TypeMismatch,
+                ::std::format!("column `{}`: {}", #label, e),
+            ))?)
+    };
+    let value = |at: &Tokens| match &opts.try_from {
+        None => read(ty, at),
+        Some(from) => convert(read(from, at), from),
+    };
+    if !opts.default {
+        return value(&col);
+    }
+    let at = quote!(i);
+    let present = value(&at);
+    quote_spanned!(span=> match #m::ColumnRef::index_in(&#col, row) {
+        ::core::result::Result::Ok(i)
+            if !::core::matches!(#m::SqlRow::value_ref(row, i)?, #m::ValueRef::Null) =>
+        {
+            #present
+        }
+        _ => ::core::default::Default::default(),
+    })
+}
+
+fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
+    let Data::Struct(data) = &input.data else {
+        return Err(syn::Error::new(
+            input.ident.span(),
+            "FromRow can be derived for structs only (named fields by column name, tuple structs by position)",
+        ));
+    };
+    let name = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let body = match &data.fields {
+        Fields::Named(fields) => {
+            let mut inits = Vec::new();
+            for f in &fields.named {
+                let opts = field_opts(&f.attrs)?;
+                let ident = f.ident.as_ref().expect("named field");
+                let column = opts.rename.as_ref().map_or_else(
+                    || ident.to_string().trim_start_matches("r#").to_owned(),
+                    LitStr::value,
+                );
+                let lit = LitStr::new(&column, f.span());
+                let read = read_field(&f.ty, &opts, quote!(#lit), &column, f.ty.span());
+                inits.push(quote!(#ident: #read));
+            }
+            quote!(::core::result::Result::Ok(Self { #(#inits),* }))
+        }
+        Fields::Unnamed(fields) => {
+            let mut inits = Vec::new();
+            for (i, f) in fields.unnamed.iter().enumerate() {
+                let opts = field_opts(&f.attrs)?;
+                if opts.rename.is_some() {
+                    return Err(syn::Error::new(
+                        f.span(),
+                        "`rename` names a column; tuple struct fields are read by position",
+                    ));
+                }
+                let read = read_field(&f.ty, &opts, quote!(#i), &i.to_string(), f.ty.span());
+                inits.push(read);
+            }
+            quote!(::core::result::Result::Ok(Self(#(#inits),*)))
+        }
+        Fields::Unit => {
+            return Err(syn::Error::new(
+                input.ident.span(),
+                "FromRow cannot be derived for a unit struct: it reads no column",
+            ));
+        }
+    };
+    Ok(quote! {
+        impl #impl_generics ::sql_middleware::FromRow for #name #ty_generics #where_clause {
+            #[inline]
+            fn from_row<R: ::sql_middleware::SqlRow>(
+                row: &R,
+            ) -> ::sql_middleware::Result<Self> {
+                #body
+            }
+        }
+    })
+}

@@ -1,0 +1,8 @@
+use sql_middleware::FromRow;
+
+#[derive(FromRow)]
+enum Shape {
+    Circle,
+}
+
+fn main() {}

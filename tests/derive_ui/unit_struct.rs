@@ -1,0 +1,6 @@
+use sql_middleware::FromRow;
+
+#[derive(FromRow)]
+struct Nothing;
+
+fn main() {}
