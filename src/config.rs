@@ -227,8 +227,19 @@ impl PoolBuilder {
         b
     }
 
-    /// How many prepared statements each connection keeps (default 128).
+    /// How many prepared statements each connection keeps (default 128, at least 1), on every
+    /// backend; past it the least recently used statement is dropped (on Postgres, closed on
+    /// the server). See [`MiddlewarePoolConnection::statement_cache_stats`](crate::MiddlewarePoolConnection::statement_cache_stats).
     pub fn statement_cache_capacity(mut self, n: usize) -> Self {
+        if n == 0 {
+            self.error.get_or_insert_with(|| {
+                SqlMiddlewareDbError::new(
+                    ErrorKind::Config,
+                    "statement_cache_capacity must be at least 1: a statement is cached while it runs",
+                )
+            });
+            return self;
+        }
         match &self.target {
             #[cfg(feature = "sqlite")]
             Target::Sqlite(_) => self.sqlite.statement_cache_capacity = n,

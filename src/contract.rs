@@ -25,6 +25,7 @@ use crate::decode::FromRow;
 use crate::error::Result;
 use crate::results::{Columns, ResultSet};
 use crate::sql::Dialect;
+use crate::stmt_cache::StatementCacheStats;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
 
@@ -55,6 +56,9 @@ pub(crate) trait Wing {
     fn dialect(&self) -> Dialect {
         Self::DIALECT
     }
+
+    /// What the connection's statement cache has done since the connection opened.
+    fn cache_stats(&self) -> StatementCacheStats;
 
     /// Prepares `sql` (or finds it in the connection's statement cache), translating
     /// placeholders under `mode`.

@@ -12,6 +12,7 @@ use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::pooling::{self, PoolStatus};
 use crate::results::{Columns, ResultSet};
 use crate::sql::Dialect;
+use crate::stmt_cache::StatementCacheStats;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
 
@@ -207,6 +208,12 @@ macro_rules! wings {
             pub(crate) fn dialect(&self) -> Dialect {
                 match self {
                     $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.dialect(),)+
+                }
+            }
+
+            pub(crate) fn cache_stats(&self) -> StatementCacheStats {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.cache_stats(),)+
                 }
             }
 

@@ -22,6 +22,8 @@ pub mod value;
 // the SQLite family, the neutral layer
 mod contract;
 mod pooling;
+mod stmt_cache;
+pub use stmt_cache::StatementCacheStats;
 #[cfg(any(feature = "sqlite", feature = "turso"))]
 mod sqlite_family;
 

@@ -136,6 +136,13 @@ impl MiddlewarePoolConnection {
         Ok(PreparedStatement::new(self, handle))
     }
 
+    /// What this connection's statement cache has done since the connection was opened: hits,
+    /// misses, evictions (least recently used first), and its size and capacity. Every backend
+    /// keeps at most `statement_cache_capacity` prepared statements per connection.
+    pub fn statement_cache_stats(&self) -> crate::StatementCacheStats {
+        self.inner.cache_stats()
+    }
+
     /// Runs a script of `;`-separated statements without parameters.
     ///
     /// Outside a transaction the script is atomic on every backend: it applies entirely or not at

@@ -19,7 +19,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &["value", "results", "decode", "error", "translation", "sql"],
     ),
     ("family", &["sqlite_family"]),
-    ("neutral", &["contract", "pooling"]),
+    ("neutral", &["contract", "pooling", "stmt_cache"]),
     ("wings", &["sqlite", "postgres", "turso"]),
     (
         "hall",

@@ -1,17 +1,22 @@
-//! PostgreSQL settings and pool construction.
+//! PostgreSQL settings and pool construction: deadpool-postgres connects and recycles; each
+//! pooled connection carries the middleware's bounded statement cache beside it.
 
-use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod};
+use std::sync::Arc;
+
+use deadpool::managed::{Manager, Metrics, RecycleResult};
+use deadpool_postgres::{ClientWrapper, ManagerConfig, RecyclingMethod};
 use tokio_postgres::NoTls;
 
 use super::conn::PgConnection;
+use super::stmt::PgStmt;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::pooling::{self, PoolOptions, pool_error};
+use crate::stmt_cache::StmtCache;
 
 /// Postgres-specific settings.
 #[derive(Debug, Clone)]
 pub(crate) struct PgOptions {
-    /// Kept for symmetry with the other backends; deadpool-postgres caches every statement
-    /// prepared through it for the connection's lifetime.
+    /// How many prepared statements each connection keeps (least recently used go first).
     pub(crate) statement_cache_capacity: usize,
 }
 
@@ -23,11 +28,52 @@ impl Default for PgOptions {
     }
 }
 
-/// Builds the deadpool-postgres pool. The connector is the TLS seam: `NoTls` today; a TLS
-/// feature would pass its connector here without changing the public API.
+/// One pooled Postgres connection: deadpool-postgres's client, and the statements the
+/// middleware prepared on it (bounded by `statement_cache_capacity`; deadpool-postgres's own
+/// unbounded cache is not used).
+pub(crate) struct PgClient {
+    pub(crate) client: ClientWrapper,
+    pub(crate) stmts: StmtCache<PgStmt>,
+    pub(crate) opts: Arc<PgOptions>,
+}
+
+/// deadpool-postgres's manager, with a statement cache per connection.
+pub(crate) struct PgManager {
+    inner: deadpool_postgres::Manager,
+    opts: Arc<PgOptions>,
+}
+
+impl std::fmt::Debug for PgManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgManager").finish_non_exhaustive()
+    }
+}
+
+impl Manager for PgManager {
+    type Type = PgClient;
+    type Error = tokio_postgres::Error;
+
+    async fn create(&self) -> std::result::Result<PgClient, tokio_postgres::Error> {
+        Ok(PgClient {
+            client: self.inner.create().await?,
+            stmts: StmtCache::new(),
+            opts: Arc::clone(&self.opts),
+        })
+    }
+
+    async fn recycle(
+        &self,
+        c: &mut PgClient,
+        metrics: &Metrics,
+    ) -> RecycleResult<tokio_postgres::Error> {
+        self.inner.recycle(&mut c.client, metrics).await
+    }
+}
+
+/// Builds the pool. The connector is the TLS seam: `NoTls` today.
 pub(crate) fn build_pool(
     cfg: tokio_postgres::Config,
-    _opts: PgOptions,
+    opts: PgOptions,
     pool: &PoolOptions,
 ) -> Result<super::Pool> {
     if cfg.get_hosts().is_empty() {
@@ -38,13 +84,17 @@ pub(crate) fn build_pool(
     }
     // `Fast` only checks `is_closed`; the transaction state is checked by the middleware itself
     // before a connection goes back (see conn.rs), without a round trip.
-    let manager = Manager::from_config(
+    let inner = deadpool_postgres::Manager::from_config(
         cfg,
         NoTls,
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
     );
+    let manager = PgManager {
+        inner,
+        opts: Arc::new(opts),
+    };
     pooling::build(manager, pool)
 }
 

@@ -4,6 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+/// A pooled Postgres connection as deadpool hands it out.
+type Obj = deadpool::managed::Object<super::config::PgManager>;
+
 use futures_util::{TryStreamExt, pin_mut};
 use tokio_postgres::NoTls;
 
@@ -44,7 +47,7 @@ macro_rules! replanned {
 pub(crate) struct PgConnection {
     /// The pool, to replace a connection whose abandoned statement may still be running.
     pool: super::Pool,
-    obj: Option<deadpool_postgres::Object>,
+    obj: Option<Obj>,
     needs_rollback: bool,
     in_flight: bool,
     unknown: bool,
@@ -56,7 +59,7 @@ pub(crate) struct PgConnection {
 }
 
 impl PgConnection {
-    pub(crate) fn new(pool: super::Pool, obj: deadpool_postgres::Object) -> Self {
+    pub(crate) fn new(pool: super::Pool, obj: Obj) -> Self {
         Self {
             pool,
             obj: Some(obj),
@@ -81,8 +84,8 @@ impl PgConnection {
         }
     }
 
-    fn client(&self) -> Result<&deadpool_postgres::Object> {
-        self.obj.as_ref().ok_or_else(|| {
+    fn client(&self) -> Result<&tokio_postgres::Client> {
+        self.obj.as_ref().map(|o| &*o.client).ok_or_else(|| {
             SqlMiddlewareDbError::new(
                 ErrorKind::ConnectionLost,
                 "this connection was discarded after a cancelled statement and no replacement could be checked out",
@@ -97,7 +100,7 @@ impl PgConnection {
     }
 
     fn is_closed(&self) -> bool {
-        self.obj.as_ref().is_none_or(|o| o.is_closed())
+        self.obj.as_ref().is_none_or(|o| o.client.is_closed())
     }
 
     /// Makes the connection usable again after an abandoned transaction or query.
@@ -109,8 +112,8 @@ impl PgConnection {
     async fn repair(&mut self) -> Result<()> {
         if self.in_flight {
             if let Some(old) = self.obj.take() {
-                let token = old.cancel_token();
-                drop(deadpool_postgres::Object::take(old));
+                let token = old.client.cancel_token();
+                drop(deadpool::managed::Object::take(old));
                 // A server that does not answer must not hold the caller: the cancel is best
                 // effort, and the old connection is closed either way.
                 let _ = tokio::time::timeout(self.net_bound(), token.cancel_query(NoTls)).await;
@@ -255,9 +258,21 @@ impl PgConnection {
     }
 
     async fn replan(&mut self, s: &PgStmt) -> Result<Arc<PgStmt>> {
-        let client = self.client()?;
-        client.statement_cache.remove(&s.sql, &[]);
-        self.prepare(&s.sql, TranslationMode::Off).await
+        if let Some(o) = self.obj.as_mut() {
+            o.stmts.remove(&s.key, s.mode);
+        }
+        self.prepare(&s.key, s.mode).await
+    }
+
+    /// Notes what a statement about to run does beyond its rows (see [`Self::note_sql`]).
+    #[inline]
+    fn note_stmt(&mut self, s: &PgStmt) {
+        if s.session > self.session {
+            self.session = s.session;
+        }
+        if s.tx_control && !self.in_tx {
+            self.unknown = true;
+        }
     }
 
     async fn simple(&mut self, sql: &str) -> Result<()> {
@@ -288,23 +303,49 @@ impl Wing for PgConnection {
         if self.needs_rollback || self.in_flight {
             self.repair().await?;
         }
+        let cached = match self.obj.as_mut() {
+            Some(o) => o.stmts.get(sql, mode).cloned(),
+            None => None,
+        };
+        if let Some(s) = cached {
+            self.note_stmt(&s);
+            return Ok(s);
+        }
         crate::sql::reject_nul(sql)?;
         too_many_placeholders(sql)?;
-        let sql = match mode {
+        let translated = match mode {
             TranslationMode::On => translate_placeholders(sql, PlaceholderStyle::Postgres),
             TranslationMode::Off => std::borrow::Cow::Borrowed(sql),
         };
-        self.note_sql(&sql);
+        const PG: crate::sql::Dialect = crate::sql::Dialect::Postgres;
+        let session = crate::sql::session_change(&translated, PG);
+        let tx_control = crate::sql::has_transaction_control(&translated, PG);
+        // Noted before it reaches the server: a cancelled prepare may still have run.
+        if session > self.session {
+            self.session = session;
+        }
+        if tx_control && !self.in_tx {
+            self.unknown = true;
+        }
         self.in_flight = true;
-        let r = self.client()?.prepare_cached(&sql).await;
+        let r = self.client()?.prepare(&translated).await;
         self.in_flight = false;
+        // A failed prepare is not cached.
         let stmt = r.map_err(map_err)?;
-        Ok(Arc::new(PgStmt {
+        let s = Arc::new(PgStmt {
+            key: sql.into(),
+            mode,
             columns: Arc::new(columns_of(&stmt)),
-            dml: crate::sql::is_dml(&sql, crate::sql::Dialect::Postgres),
-            sql: sql.into(),
+            dml: crate::sql::is_dml(&translated, PG),
+            session,
+            tx_control,
             stmt,
-        }))
+        });
+        if let Some(o) = self.obj.as_mut() {
+            let capacity = o.opts.statement_cache_capacity;
+            o.stmts.insert(sql, mode, Arc::clone(&s), capacity);
+        }
+        Ok(s)
     }
 
     async fn select(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<ResultSet> {
@@ -370,7 +411,9 @@ impl Wing for PgConnection {
             // Plans cached on this connection may describe tables the script changes; a stale
             // one would fail ("cached plan must not change result type") and, inside a
             // transaction, abort it. Prepare them again instead.
-            self.client()?.statement_cache.clear();
+            if let Some(o) = self.obj.as_mut() {
+                o.stmts.clear();
+            }
         }
         let r = if in_tx || own_tx {
             self.simple(sql).await
@@ -462,16 +505,22 @@ impl Wing for PgConnection {
     /// needs a round trip, so [`PgConnection`]'s `Drop` spawns it (or detaches the connection).
     fn on_return(&mut self) {}
 
+    fn cache_stats(&self) -> crate::StatementCacheStats {
+        self.obj.as_ref().map_or_else(Default::default, |o| {
+            o.stmts.stats(o.opts.statement_cache_capacity)
+        })
+    }
+
     fn raw(&mut self) -> Result<&tokio_postgres::Client> {
         self.unknown = true;
         self.session = Session::State;
-        self.client().map(|c| &***c)
+        self.client()
     }
 }
 
 /// Holds a connection while it is cleaned; if cleaning does not finish (error, cancelled task,
 /// runtime shutdown), the connection is detached from the pool and closed instead of returned.
-struct Cleaning(Option<deadpool_postgres::Object>, bool);
+struct Cleaning(Option<Obj>, bool);
 
 impl Cleaning {
     fn cleaned(&mut self, ok: bool) {
@@ -484,7 +533,7 @@ impl Drop for Cleaning {
         if let Some(obj) = self.0.take()
             && !self.1
         {
-            drop(deadpool_postgres::Object::take(obj));
+            drop(deadpool::managed::Object::take(obj));
         }
     }
 }
@@ -501,8 +550,8 @@ impl Drop for PgConnection {
         if self.in_flight {
             // A statement may still run: cancel it and close the connection (never reuse it,
             // since a late cancel could hit the next user's statement).
-            let token = obj.cancel_token();
-            drop(deadpool_postgres::Object::take(obj));
+            let token = obj.client.cancel_token();
+            drop(deadpool::managed::Object::take(obj));
             if let Ok(handle) = tokio::runtime::Handle::try_current() {
                 handle.spawn(async move {
                     let _ = tokio::time::timeout(bound, token.cancel_query(NoTls)).await;
@@ -518,17 +567,17 @@ impl Drop for PgConnection {
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 handle.spawn(async move {
-                    let Some(client) = guard.0.as_ref() else {
+                    let Some(obj) = guard.0.as_mut() else {
                         return;
                     };
                     let clean = async {
-                        let mut ok = client.batch_execute("ROLLBACK").await.is_ok();
+                        let mut ok = obj.client.batch_execute("ROLLBACK").await.is_ok();
                         if ok && reset {
                             // Back to the session the pool opened: settings, role, prepared
                             // statements (the cache forgets them too), temporary tables,
                             // listeners, advisory locks.
-                            client.statement_cache.clear();
-                            ok = client.batch_execute("DISCARD ALL").await.is_ok();
+                            obj.stmts.clear();
+                            ok = obj.client.batch_execute("DISCARD ALL").await.is_ok();
                         }
                         ok
                     };

@@ -1,4 +1,5 @@
-//! The PostgreSQL wing: tokio-postgres pooled by deadpool-postgres.
+//! The PostgreSQL wing: tokio-postgres pooled by deadpool-postgres, with a bounded statement
+//! cache per connection.
 //!
 //! The same file set as every wing — `config` (settings, pool), `conn` (the
 //! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bench`.
@@ -14,7 +15,7 @@ pub(crate) mod stmt;
 pub(crate) use config::{build_pool, checkout};
 
 /// The pool type of the Postgres wing.
-pub(crate) type Pool = deadpool_postgres::Pool;
+pub(crate) type Pool = deadpool::managed::Pool<config::PgManager>;
 /// The Postgres wing's prepared statement.
 pub(crate) type Stmt = stmt::PgStmt;
 /// A checked-out Postgres connection.

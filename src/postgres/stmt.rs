@@ -15,12 +15,17 @@ pub(super) const MAX_PARAMS: usize = 65_535;
 /// A server-side prepared statement and its columns.
 #[derive(Debug)]
 pub(crate) struct PgStmt {
-    /// The SQL as sent to the server (after translation).
-    pub(super) sql: Box<str>,
+    /// The SQL as the caller wrote it: the statement cache's key, with `mode`.
+    pub(super) key: Box<str>,
+    pub(super) mode: crate::translation::TranslationMode,
     pub(super) stmt: tokio_postgres::Statement,
     pub(super) columns: Arc<Columns>,
     /// It changes rows, so the command tag counts changed rows.
     pub(super) dml: bool,
+    /// What running it changes in the session (`SET`, temporary tables, …).
+    pub(super) session: crate::sql::Session,
+    /// It holds transaction control (`BEGIN`, `COMMIT`, …).
+    pub(super) tx_control: bool,
 }
 
 impl WingStmt for PgStmt {

@@ -19,7 +19,7 @@ use crate::error::{Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
 use crate::sql::Session;
 use crate::sqlite_family::columns::Described;
-use crate::sqlite_family::stmt_cache::StmtCache;
+use crate::stmt_cache::StmtCache;
 use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
 use crate::value::RowValues;
 
@@ -476,6 +476,10 @@ impl Wing for SqliteConn {
     /// `BEGIN`, or one left by a cancelled call). In process, and it never waits for a lock.
     fn on_return(&mut self) {
         self.rollback_if_open();
+    }
+
+    fn cache_stats(&self) -> crate::StatementCacheStats {
+        self.stmts.stats(self.opts.statement_cache_capacity)
     }
 
     /// Raw access may change any setting: the pool restores its configuration on recycle.

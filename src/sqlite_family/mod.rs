@@ -6,7 +6,6 @@
 //! - [`text_form`]: the text forms timestamps and dates are stored in.
 //! - [`errors`]: classifying the engines' error messages.
 //! - [`storable`]: refusing values the engines would silently change.
-//! - [`stmt_cache`]: the per-connection statement cache.
 //! - [`busy`]: the busy-wait schedule.
 //! - [`sql`]: SQLite's parameter syntax and one-statement checks, through the SQL scanner.
 //!
@@ -17,6 +16,5 @@ pub(crate) mod columns;
 pub(crate) mod errors;
 #[cfg(feature = "turso")]
 pub(crate) mod sql;
-pub(crate) mod stmt_cache;
 pub(crate) mod storable;
 pub(crate) mod text_form;

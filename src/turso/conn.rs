@@ -17,7 +17,7 @@ use crate::results::ResultSet;
 use crate::sql::Session;
 use crate::sqlite_family::columns::Described;
 use crate::sqlite_family::sql::sqlite_param_count;
-use crate::sqlite_family::stmt_cache::StmtCache;
+use crate::stmt_cache::StmtCache;
 use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
 use crate::value::RowValues;
 
@@ -538,6 +538,10 @@ impl Wing for TursoConn {
                     .spawn(move || futures_executor::block_on(rollback));
             }
         }
+    }
+
+    fn cache_stats(&self) -> crate::StatementCacheStats {
+        self.stmts.stats(self.opts.statement_cache_capacity)
     }
 
     /// The raw connection runs with Turso's own busy handler at the configured timeout; the

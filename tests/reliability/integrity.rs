@@ -563,6 +563,81 @@ async fn panic_in_user_code_on_a_current_thread_runtime_turso() {
     t_panic_in_user_code_leaves_nothing_armed(&crate::common::backends::turso().await).await
 }
 
+/// Every backend keeps at most `statement_cache_capacity` statements per connection, evicts the
+/// least recently used, never caches a failed prepare, and says so in its counters; Postgres
+/// also closes evicted statements on the server.
+async fn t_statement_cache_is_bounded_and_honest(db: &crate::common::backends::TestDb) {
+    let k = db.kind.name();
+    for capacity in [1usize, 4] {
+        let pool = db
+            .builder()
+            .max_size(1)
+            .statement_cache_capacity(capacity)
+            .build()
+            .await
+            .unwrap();
+        let mut conn = pool.get_connection().await.unwrap();
+        let before = conn.statement_cache_stats();
+        let distinct = 40;
+        for i in 0..distinct {
+            // A hot statement between one-off ones: it stays cached whenever there is room
+            // for two.
+            let (_n,): (i64,) = conn.query("SELECT 1 + 1").one().await.unwrap();
+            let sql = format!("SELECT {i} + 0");
+            let (_v,): (i64,) = conn.query(&sql).one().await.unwrap();
+        }
+        let failed = conn.query("SELECT * FROM no_such_table").select().await;
+        assert!(failed.is_err());
+        let st = conn.statement_cache_stats();
+        let (hits, misses, evictions) = (
+            st.hits - before.hits,
+            st.misses - before.misses,
+            st.evictions - before.evictions,
+        );
+        assert_eq!(st.capacity, capacity, "[{k}] capacity reported");
+        assert!(st.cached <= capacity, "[{k}] cap {capacity}: {st:?}");
+        assert_eq!(
+            hits + misses,
+            2 * distinct as u64 + 1,
+            "[{k}] cap {capacity}: every lookup counted: {st:?}"
+        );
+        if capacity >= 2 {
+            assert_eq!(
+                hits,
+                distinct as u64 - 1,
+                "[{k}] cap {capacity}: the hot statement stayed: {st:?}"
+            );
+        }
+        assert!(
+            evictions >= (misses - 1).saturating_sub(capacity as u64),
+            "[{k}] cap {capacity}: evictions counted: {st:?}"
+        );
+        if db.kind == Kind::Postgres {
+            let (server,): (i64,) = conn
+                .query("SELECT count(*) FROM pg_prepared_statements")
+                .one()
+                .await
+                .unwrap();
+            // The count query itself is prepared (and cached) too.
+            assert!(
+                server as usize <= capacity + 1,
+                "[{k}] cap {capacity}: {server} statements prepared on the server"
+            );
+        }
+        println!(
+            "statement_cache backend={k} capacity={capacity} lookups={} hits={hits} misses={misses} evictions={evictions} cached={}",
+            hits + misses,
+            st.cached
+        );
+    }
+    let refused = db.builder().statement_cache_capacity(0).build().await;
+    assert_eq!(
+        refused.err().map(|e| e.kind()),
+        Some(sql_middleware::ErrorKind::Config),
+        "[{k}] a capacity of 0 cannot be honoured"
+    );
+}
+
 crate::backend_tests! {
     let _group = groups::enter("integrity");
     async fn panic_in_user_code_leaves_nothing_armed(db) {
@@ -582,5 +657,8 @@ crate::backend_tests! {
     }
     async fn bound_values_never_reach_error_messages(db) {
         t_bound_values_never_reach_error_messages(&db).await
+    }
+    async fn statement_cache_is_bounded_and_honest(db) {
+        t_statement_cache_is_bounded_and_honest(&db).await
     }
 }

@@ -1,23 +1,32 @@
-//! The per-connection cache of described statements of the in-process backends (SQLite and
-//! Turso): keyed by the SQL text as the caller wrote it, once per translation mode (the same
-//! text can mean different statements with translation on and off), bounded by the pool's
-//! `statement_cache_capacity`, and evicting the least recently used statement when full.
+//! The per-connection cache of prepared statements, the same on every backend: keyed by the SQL
+//! text as the caller wrote it, once per translation mode (the same text can mean different
+//! statements with translation on and off), bounded by the pool's `statement_cache_capacity`,
+//! evicting the least recently used statement when full, and counting what it does. A failed
+//! prepare is never inserted.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::translation::TranslationMode;
 
-/// What a statement cache has done since its connection was opened.
+/// What a connection's statement cache has done since the connection was opened (see
+/// [`crate::MiddlewarePoolConnection::statement_cache_stats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct CacheCounters {
-    /// Lookups that found the statement.
-    pub(crate) hits: u64,
-    /// Lookups that did not (the statement was then prepared).
-    pub(crate) misses: u64,
-    /// Statements dropped to make room for another.
-    pub(crate) evictions: u64,
+#[non_exhaustive]
+pub struct StatementCacheStats {
+    /// Lookups that found the statement prepared.
+    pub hits: u64,
+    /// Lookups that did not (the statement was then prepared, and cached if that worked).
+    pub misses: u64,
+    /// Statements dropped, least recently used first, to stay within the capacity.
+    pub evictions: u64,
+    /// Statements cached now.
+    pub cached: usize,
+    /// The most it keeps (the pool's `statement_cache_capacity`).
+    pub capacity: usize,
 }
+
+type CacheCounters = StatementCacheStats;
 
 struct Entry<S> {
     stmt: Arc<S>,
@@ -108,6 +117,11 @@ impl<S> StmtCache<S> {
         self.slots.iter().flat_map(HashMap::values).map(|e| &e.stmt)
     }
 
+    /// Forgets the statement for `sql` under `mode` (not counted as an eviction).
+    pub(crate) fn remove(&mut self, sql: &str, mode: TranslationMode) {
+        self.slots[Self::slot(mode)].remove(sql);
+    }
+
     /// Forgets every statement (not counted as evictions).
     pub(crate) fn clear(&mut self) {
         for slot in &mut self.slots {
@@ -120,10 +134,13 @@ impl<S> StmtCache<S> {
         self.slots.iter().map(HashMap::len).sum()
     }
 
-    /// Hits, misses and evictions so far.
-    #[cfg(test)]
-    pub(crate) fn counters(&self) -> CacheCounters {
-        self.counters
+    /// Hits, misses and evictions so far, with the current size and `capacity`.
+    pub(crate) fn stats(&self, capacity: usize) -> StatementCacheStats {
+        StatementCacheStats {
+            cached: self.len(),
+            capacity,
+            ..self.counters
+        }
     }
 }
 
@@ -161,7 +178,7 @@ mod tests {
         assert!(c.get("a", ON).is_some(), "the statement in use was evicted");
         assert!(c.get("b", ON).is_none());
         assert!(c.get("c", ON).is_some());
-        let n = c.counters();
+        let n = c.stats(0);
         assert_eq!((n.hits, n.misses, n.evictions), (3, 1, 1));
     }
 
@@ -175,7 +192,7 @@ mod tests {
             }
             c.insert(&format!("SELECT {i}"), ON, Arc::new(i), 4);
         }
-        let n = c.counters();
+        let n = c.stats(0);
         assert_eq!((n.hits, n.misses), (19, 1), "{n:?}");
         assert_eq!(c.len(), 4);
     }
@@ -191,7 +208,7 @@ mod tests {
         assert_eq!(c.len(), 3);
         assert_eq!(c.get("SELECT 1", ON).map(|s| **s), Some(11));
         assert_eq!(c.get("SELECT 0", ON).map(|s| **s), Some(0));
-        assert_eq!(c.counters().evictions, 0);
+        assert_eq!(c.stats(0).evictions, 0);
     }
 
     #[test]
