@@ -5,10 +5,10 @@
 //! of the backend's dialect (strings, quoted identifiers, comments, and on Postgres `E'…'`
 //! strings, dollar quotes and nested comments), and real control in random casing after
 //! statements and comments like those. Each is sent inside a fresh transaction that has written
-//! a row, through `query(..).dml()`, `query(..).select()`, `prepare` and `execute_batch`. Real
-//! control must be refused with `TransactionState`; data must never be; and after the
-//! transaction is rolled back its row is gone and the connection is outside any transaction,
-//! whatever the statement did.
+//! a row, through `query(..).dml()`, `query(..).select()`, `prepare`, `pipeline` and
+//! `execute_batch`. Real control must be refused with `TransactionState`; data must never be;
+//! and after the transaction is rolled back its row is gone and the connection is outside any
+//! transaction, whatever the statement did.
 
 use sql_middleware::ErrorKind;
 use sql_middleware::prelude::*;
@@ -100,7 +100,7 @@ async fn t_control_is_seen_on_every_path(db: &TestDb) {
         } else {
             data_statement(&mut rng, db.kind)
         };
-        for path in ["dml", "select", "prepare", "execute_batch"] {
+        for path in ["dml", "select", "prepare", "pipeline", "execute_batch"] {
             let mut tx = conn.begin().await.unwrap();
             tx.query("INSERT INTO ctl (id) VALUES ($1)")
                 .params(&[RowValues::Int(case as i64)])
@@ -111,6 +111,7 @@ async fn t_control_is_seen_on_every_path(db: &TestDb) {
                 "dml" => tx.query(&sql).dml().await.map(drop),
                 "select" => tx.query(&sql).select().await.map(drop),
                 "prepare" => tx.prepare(&sql).await.map(drop),
+                "pipeline" => tx.pipeline(&sql, &[&[], &[]]).await.map(drop),
                 _ => tx.execute_batch(&sql).await,
             };
             match (&r, real) {
@@ -143,7 +144,7 @@ async fn t_control_is_seen_on_every_path(db: &TestDb) {
     let mut next = pool.get_connection().await.unwrap();
     next.begin().await.unwrap().rollback().await.unwrap();
     println!(
-        "control_on_every_path backend={k} seed={seed} cases={cases} paths=4 refused={refused} data_ok={accepted} data_engine_errors={engine_errors} committed=0"
+        "control_on_every_path backend={k} seed={seed} cases={cases} paths=5 refused={refused} data_ok={accepted} data_engine_errors={engine_errors} committed=0"
     );
 }
 
