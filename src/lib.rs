@@ -24,6 +24,8 @@ mod contract;
 mod pooling;
 mod stmt_cache;
 pub use stmt_cache::StatementCacheStats;
+#[cfg(feature = "serde")]
+pub use url::Config;
 #[cfg(any(feature = "sqlite", feature = "turso"))]
 mod sqlite_family;
 
@@ -44,6 +46,7 @@ pub mod query;
 mod savepoint;
 pub mod statement;
 pub mod transaction;
+mod url;
 
 // face
 #[cfg(feature = "bench")]

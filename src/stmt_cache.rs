@@ -118,6 +118,7 @@ impl<S> StmtCache<S> {
     }
 
     /// Forgets the statement for `sql` under `mode` (not counted as an eviction).
+    #[cfg(feature = "postgres")]
     pub(crate) fn remove(&mut self, sql: &str, mode: TranslationMode) {
         self.slots[Self::slot(mode)].remove(sql);
     }

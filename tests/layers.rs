@@ -32,6 +32,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "savepoint",
             "statement",
             "transaction",
+            "url",
         ],
     ),
     ("face", &["lib", "prelude", "bench_support", "drivers"]),

@@ -26,3 +26,4 @@ mod round_trips;
 mod runtime;
 mod savepoints;
 mod transactions;
+mod urls;

@@ -1,0 +1,501 @@
+//! Configuration from a URL (`ConfigAndPool::from_url`, `from_env`): the scheme picks the
+//! backend, query parameters set the pool (the forms are listed on `from_url`).
+
+use std::time::Duration;
+
+use crate::config::{ConfigAndPool, PoolBuilder};
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::translation::TranslationMode;
+
+fn config_error(msg: impl Into<String>) -> SqlMiddlewareDbError {
+    SqlMiddlewareDbError::new(ErrorKind::Config, msg.into())
+}
+
+/// Decodes `%XX` escapes (and `+` as a space, as in form-encoded query strings).
+fn percent_decode(s: &str) -> Result<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let hex = s
+                    .get(i + 1..i + 3)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    .ok_or_else(|| config_error("a URL parameter has a bad %-escape"))?;
+                out.push(hex);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).map_err(|_| config_error("a URL parameter is not UTF-8"))
+}
+
+/// `key=value` pairs of a query string, decoded, in order.
+#[cfg(any(feature = "sqlite", feature = "turso"))]
+fn params(query: &str) -> Result<Vec<(String, String)>> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            Ok((percent_decode(k)?, percent_decode(v)?))
+        })
+        .collect()
+}
+
+/// `250ms`, `5s`, `2m`, or a number of milliseconds.
+fn duration(key: &str, v: &str) -> Result<Duration> {
+    let bad = || {
+        config_error(format!(
+            "`{key}` must be a duration such as 250ms, 5s or 2m"
+        ))
+    };
+    let (num, unit) = match v.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => v.split_at(i),
+        None => (v, "ms"),
+    };
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(n)),
+        "s" => Ok(Duration::from_secs(n)),
+        "m" => Ok(Duration::from_secs(n.saturating_mul(60))),
+        _ => Err(bad()),
+    }
+}
+
+fn number(key: &str, v: &str) -> Result<usize> {
+    v.parse()
+        .map_err(|_| config_error(format!("`{key}` must be a whole number")))
+}
+
+fn flag(key: &str, v: &str) -> Result<bool> {
+    match v {
+        "true" | "on" | "1" => Ok(true),
+        "false" | "off" | "0" => Ok(false),
+        _ => Err(config_error(format!("`{key}` must be true or false"))),
+    }
+}
+
+/// Applies a pool parameter every backend knows; `Ok(Err(builder))` gives the builder back
+/// untouched when `key` is not one of them.
+fn pool_param(
+    b: PoolBuilder,
+    key: &str,
+    v: &str,
+) -> Result<std::result::Result<PoolBuilder, PoolBuilder>> {
+    Ok(Ok(match key {
+        "max_size" => b.max_size(number(key, v)?),
+        "wait_timeout" => b.wait_timeout(duration(key, v)?),
+        "create_timeout" => b.create_timeout(duration(key, v)?),
+        "recycle_timeout" => b.recycle_timeout(duration(key, v)?),
+        "statement_cache_capacity" => b.statement_cache_capacity(number(key, v)?),
+        "translation" => b.translation(if flag(key, v)? {
+            TranslationMode::On
+        } else {
+            TranslationMode::Off
+        }),
+        _ => return Ok(Err(b)),
+    }))
+}
+
+/// Splits `scheme:rest` and `rest?query`.
+fn split(url: &str) -> Result<(&str, &str, &str)> {
+    let (scheme, rest) = url.split_once(':').ok_or_else(|| {
+        config_error("a database URL starts with a scheme: postgres://, sqlite:, turso:")
+    })?;
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    Ok((scheme, rest, query))
+}
+
+/// The file (or `None` for an in-memory database) of a `sqlite:`/`turso:` URL body.
+#[cfg(any(feature = "sqlite", feature = "turso"))]
+fn local_target(rest: &str) -> Result<Option<String>> {
+    let path = rest.strip_prefix("//").unwrap_or(rest);
+    let path = percent_decode(path)?;
+    match path.as_str() {
+        ":memory:" => Ok(None),
+        "" => Err(config_error(
+            "the database URL names no file (use :memory: for an in-memory database)",
+        )),
+        p => Ok(Some(p.to_owned())),
+    }
+}
+
+impl ConfigAndPool {
+    /// A pool builder from a database URL: the scheme picks the backend, query parameters set
+    /// the pool. The builder's settings can still be changed before `build()`.
+    ///
+    /// | URL | backend |
+    /// |---|---|
+    /// | `postgres://user:pass@host:port/db?…`, `postgresql://…` | PostgreSQL |
+    /// | `sqlite://relative/app.db`, `sqlite:///absolute/app.db`, `sqlite:app.db` | SQLite file |
+    /// | `sqlite::memory:`, `sqlite://:memory:` | private in-memory SQLite |
+    /// | `turso://…`, `turso:…`, `turso::memory:` | Turso (a local file, or in memory) |
+    ///
+    /// Pool parameters, on every backend: `max_size`, `wait_timeout`, `create_timeout`,
+    /// `recycle_timeout` (durations: `250ms`, `5s`, or a number of milliseconds),
+    /// `statement_cache_capacity`, `translation` (`on`/`off`). SQLite: `busy_timeout`, `wal`,
+    /// `foreign_keys` (`true`/`false`), `exec_model` (`adaptive`/`inline`/`offload`). Turso:
+    /// `busy_timeout`. Postgres passes every other parameter to tokio-postgres
+    /// (`application_name`, `connect_timeout`, `options`, `sslmode`, …). An unknown parameter, a
+    /// bad value or an unknown scheme is an `ErrorKind::Config` error. Errors never repeat the URL,
+    /// so a password in it never reaches a log.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), sql_middleware::SqlMiddlewareDbError> {
+    /// use sql_middleware::prelude::*;
+    ///
+    /// let db = ConfigAndPool::from_url("sqlite::memory:?max_size=2&busy_timeout=2s")?
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(db.status().max_size, 2);
+    /// # Ok(()) }
+    /// ```
+    pub fn from_url(url: &str) -> Result<PoolBuilder> {
+        let (scheme, rest, query) = split(url.trim())?;
+        match scheme {
+            #[cfg(feature = "postgres")]
+            "postgres" | "postgresql" => postgres(scheme, rest, query),
+            #[cfg(feature = "sqlite")]
+            "sqlite" => {
+                let mut b = match local_target(rest)? {
+                    None => ConfigAndPool::sqlite_memory(),
+                    Some(p) => ConfigAndPool::sqlite(p),
+                };
+                for (k, v) in params(query)? {
+                    b = match pool_param(b, &k, &v)? {
+                        Ok(b) => b,
+                        Err(b) => match k.as_str() {
+                            "busy_timeout" => b.busy_timeout(duration(&k, &v)?),
+                            "wal" => b.wal(flag(&k, &v)?),
+                            "foreign_keys" => b.foreign_keys(flag(&k, &v)?),
+                            "exec_model" => b.sqlite_exec_model(match v.as_str() {
+                                "adaptive" => crate::SqliteExecModel::default(),
+                                "inline" => crate::SqliteExecModel::Inline,
+                                "offload" => crate::SqliteExecModel::Offload,
+                                _ => {
+                                    return Err(config_error(
+                                        "`exec_model` must be adaptive, inline or offload",
+                                    ));
+                                }
+                            }),
+                            _ => return Err(unknown(&k, "SQLite")),
+                        },
+                    };
+                }
+                Ok(b)
+            }
+            #[cfg(feature = "turso")]
+            "turso" => {
+                let mut b = match local_target(rest)? {
+                    None => ConfigAndPool::turso_memory(),
+                    Some(p) => ConfigAndPool::turso(p),
+                };
+                for (k, v) in params(query)? {
+                    b = match pool_param(b, &k, &v)? {
+                        Ok(b) => b,
+                        Err(b) if k == "busy_timeout" => b.busy_timeout(duration(&k, &v)?),
+                        Err(_) => return Err(unknown(&k, "Turso")),
+                    };
+                }
+                Ok(b)
+            }
+            other => Err(config_error(format!(
+                "unknown database URL scheme `{other}:` (this build knows {})",
+                known_schemes()
+            ))),
+        }
+    }
+
+    /// [`Self::from_url`] with the URL in the `DATABASE_URL` environment variable.
+    pub fn from_env() -> Result<PoolBuilder> {
+        match std::env::var("DATABASE_URL") {
+            Ok(url) if !url.trim().is_empty() => Self::from_url(&url),
+            _ => Err(config_error(
+                "DATABASE_URL is not set; set it to a URL such as postgres://user@host/db or sqlite://app.db",
+            )),
+        }
+    }
+}
+
+/// `url` with any password in it replaced by `***` (the `user:password@` of the authority and
+/// a `password=` parameter), for `Debug` output.
+#[cfg(any(test, feature = "serde"))]
+pub(crate) fn redact(url: &str) -> String {
+    let mut out = url.to_owned();
+    if let Some(start) = out.find("://").map(|i| i + 3) {
+        let end = out[start..]
+            .find(['/', '?'])
+            .map_or(out.len(), |i| start + i);
+        if let Some(at) = out[start..end].rfind('@').map(|i| start + i)
+            && let Some(colon) = out[start..at].find(':').map(|i| start + i)
+        {
+            out.replace_range(colon + 1..at, "***");
+        }
+    }
+    if let Some(q) = out.find('?') {
+        let (head, query) = out.split_at(q + 1);
+        let query: Vec<String> = query
+            .split('&')
+            .map(|p| match p.split_once('=') {
+                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                _ => p.to_owned(),
+            })
+            .collect();
+        out = format!("{head}{}", query.join("&"));
+    }
+    out
+}
+
+/// Pool settings as data, for configuration files and the environment (feature `serde`): a
+/// URL (see [`ConfigAndPool::from_url`]) and optional overrides. It deserialises from TOML,
+/// JSON, or environment variables through any serde source (for example the `config` or `envy`
+/// crates), as deadpool's configs do. `Debug` never shows the password.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let cfg: sql_middleware::Config = serde_json::from_str(
+///     r#"{ "url": "sqlite::memory:", "max_size": 3, "wait_timeout_ms": 500 }"#,
+/// )?;
+/// let db = cfg.builder()?.build().await?;
+/// assert_eq!(db.status().max_size, 3);
+/// # Ok(()) }
+/// ```
+#[cfg(feature = "serde")]
+#[derive(Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// The database URL; pool parameters may also be given in it.
+    pub url: String,
+    /// The largest number of open connections.
+    pub max_size: Option<usize>,
+    /// How long a checkout waits for a free connection, in milliseconds.
+    pub wait_timeout_ms: Option<u64>,
+    /// How long opening a connection may take, in milliseconds.
+    pub create_timeout_ms: Option<u64>,
+    /// How long checking a returned connection may take, in milliseconds.
+    pub recycle_timeout_ms: Option<u64>,
+    /// How many prepared statements each connection keeps.
+    pub statement_cache_capacity: Option<usize>,
+}
+
+#[cfg(feature = "serde")]
+impl Config {
+    /// A pool builder from these settings (the fields override the URL's parameters).
+    pub fn builder(&self) -> Result<PoolBuilder> {
+        let mut b = ConfigAndPool::from_url(&self.url)?;
+        if let Some(n) = self.max_size {
+            b = b.max_size(n);
+        }
+        if let Some(ms) = self.wait_timeout_ms {
+            b = b.wait_timeout(Duration::from_millis(ms));
+        }
+        if let Some(ms) = self.create_timeout_ms {
+            b = b.create_timeout(Duration::from_millis(ms));
+        }
+        if let Some(ms) = self.recycle_timeout_ms {
+            b = b.recycle_timeout(Duration::from_millis(ms));
+        }
+        if let Some(n) = self.statement_cache_capacity {
+            b = b.statement_cache_capacity(n);
+        }
+        Ok(b)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("url", &redact(&self.url))
+            .field("max_size", &self.max_size)
+            .field("wait_timeout_ms", &self.wait_timeout_ms)
+            .field("create_timeout_ms", &self.create_timeout_ms)
+            .field("recycle_timeout_ms", &self.recycle_timeout_ms)
+            .field("statement_cache_capacity", &self.statement_cache_capacity)
+            .finish()
+    }
+}
+
+#[cfg(any(feature = "sqlite", feature = "turso"))]
+fn unknown(key: &str, backend: &str) -> SqlMiddlewareDbError {
+    config_error(format!("unknown {backend} URL parameter `{key}`"))
+}
+
+fn known_schemes() -> String {
+    let mut s: Vec<&str> = Vec::new();
+    if cfg!(feature = "postgres") {
+        s.push("postgres://, postgresql://");
+    }
+    if cfg!(feature = "sqlite") {
+        s.push("sqlite:");
+    }
+    if cfg!(feature = "turso") {
+        s.push("turso:");
+    }
+    s.join(", ")
+}
+
+/// A Postgres URL: the pool's parameters are taken out, TLS requests are checked against this
+/// build, the rest goes to tokio-postgres.
+#[cfg(feature = "postgres")]
+fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
+    let mut pool_params = Vec::new();
+    let mut driver = Vec::new();
+    for raw in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = raw.split_once('=').unwrap_or((raw, ""));
+        let (key, value) = (percent_decode(k)?, percent_decode(v)?);
+        match key.as_str() {
+            "max_size"
+            | "wait_timeout"
+            | "create_timeout"
+            | "recycle_timeout"
+            | "statement_cache_capacity"
+            | "translation" => pool_params.push((key, value)),
+            "sslmode" => match value.as_str() {
+                // As libpq built without TLS support: `prefer` connects in plain text.
+                "disable" | "prefer" => driver.push(raw),
+                "require" | "verify-ca" | "verify-full" => {
+                    return Err(config_error(format!(
+                        "sslmode={value} asks for TLS, which this build does not support; \
+                         refusing to connect in plain text"
+                    )));
+                }
+                _ => {
+                    return Err(config_error(
+                        "sslmode must be disable, prefer, require, verify-ca or verify-full",
+                    ));
+                }
+            },
+            _ => driver.push(raw),
+        }
+    }
+    let url = if driver.is_empty() {
+        format!("{scheme}:{rest}")
+    } else {
+        format!("{scheme}:{rest}?{}", driver.join("&"))
+    };
+    let cfg: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
+        // tokio-postgres' message names the bad option, never the URL.
+        config_error(format!("the Postgres URL is invalid: {e}"))
+    })?;
+    let mut b = ConfigAndPool::postgres_config(cfg);
+    for (k, v) in pool_params {
+        b = pool_param(b, &k, &v)?.unwrap_or_else(|b| b);
+    }
+    Ok(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(r: Result<PoolBuilder>) -> String {
+        match r {
+            Ok(b) => panic!("expected an error, got {b:?}"),
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::Config, "{e:?}");
+                e.to_string()
+            }
+        }
+    }
+
+    #[test]
+    fn durations_and_flags() {
+        assert_eq!(duration("d", "250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(duration("d", "5s").unwrap(), Duration::from_secs(5));
+        assert_eq!(duration("d", "2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(duration("d", "40").unwrap(), Duration::from_millis(40));
+        assert!(duration("d", "5 s").is_err());
+        assert!(duration("d", "s").is_err());
+        assert!(flag("f", "maybe").is_err());
+        assert_eq!(percent_decode("a%20b+c").unwrap(), "a b c");
+        assert!(percent_decode("%zz").is_err());
+    }
+
+    #[test]
+    fn schemes_and_errors() {
+        assert!(
+            err(ConfigAndPool::from_url("mysql://x/y")).contains("unknown database URL scheme")
+        );
+        assert!(err(ConfigAndPool::from_url("no scheme at all")).contains("scheme"));
+        #[cfg(feature = "sqlite")]
+        {
+            assert!(ConfigAndPool::from_url("sqlite::memory:").is_ok());
+            assert!(ConfigAndPool::from_url("sqlite://:memory:?max_size=3").is_ok());
+            assert!(err(ConfigAndPool::from_url("sqlite://")).contains("names no file"));
+            assert!(
+                err(ConfigAndPool::from_url("sqlite::memory:?colour=blue")).contains("`colour`")
+            );
+            assert!(
+                err(ConfigAndPool::from_url("sqlite::memory:?max_size=many"))
+                    .contains("whole number")
+            );
+        }
+    }
+
+    #[test]
+    fn redaction() {
+        assert_eq!(
+            redact("postgres://u:pw@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
+        assert_eq!(
+            redact("postgres://u@h/db?password=pw&x=1"),
+            "postgres://u@h/db?password=***&x=1"
+        );
+        assert_eq!(redact("postgres://u:p@ss@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact("sqlite::memory:"), "sqlite::memory:");
+    }
+
+    #[cfg(all(feature = "serde", feature = "postgres"))]
+    #[test]
+    fn config_from_toml_and_json() {
+        let toml_text =
+            "url = \"postgres://app:hunter2@db/app\"\nmax_size = 5\nwait_timeout_ms = 250\n";
+        let cfg: Config = toml::from_str(toml_text).unwrap();
+        assert_eq!(cfg.max_size, Some(5));
+        assert!(!format!("{cfg:?}").contains("hunter2"), "{cfg:?}");
+        let b = cfg.builder().unwrap();
+        assert_eq!(b.pool.max_size, 5);
+        assert_eq!(b.pool.wait_timeout, Duration::from_millis(250));
+        let json: Config =
+            serde_json::from_str(r#"{"url":"postgres://app@db/app","statement_cache_capacity":9}"#)
+                .unwrap();
+        assert_eq!(json.statement_cache_capacity, Some(9));
+        assert!(serde_json::from_str::<Config>(r#"{"url":"x","colour":1}"#).is_err());
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn postgres_urls_never_show_the_password() {
+        let secret = "s3cr3t-pw";
+        let url = format!(
+            "postgres://app:{secret}@db.example:5433/app?application_name=x&max_size=7&sslmode=prefer"
+        );
+        let b = ConfigAndPool::from_url(&url).unwrap();
+        assert_eq!(b.pool.max_size, 7);
+        assert!(!format!("{b:?}").contains(secret), "{b:?}");
+        for bad in [
+            format!("postgres://app:{secret}@h/db?sslmode=require"),
+            format!("postgres://app:{secret}@h/db?sslmode=verify-full"),
+            format!("postgres://app:{secret}@h/db?sslmode=sometimes"),
+            format!("postgres://app:{secret}@h:notaport/db"),
+            format!("postgres://app:{secret}@h/db?max_size=-1"),
+        ] {
+            let msg = err(ConfigAndPool::from_url(&bad));
+            assert!(!msg.contains(secret), "{msg}");
+        }
+    }
+}
