@@ -84,12 +84,19 @@ pub(crate) trait Wing {
         p: &[RowValues],
     ) -> Result<Vec<T>>;
 
-    /// Runs the statement once per parameter set (pipelined where the engine can).
+    /// Runs the statement once per parameter set (pipelined where the engine can; by default,
+    /// one after another, as the in-process engines do).
     async fn pipeline(
         &mut self,
         s: &Arc<Self::Stmt>,
         sets: &[&[RowValues]],
-    ) -> Result<Vec<ResultSet>>;
+    ) -> Result<Vec<ResultSet>> {
+        let mut out = Vec::with_capacity(sets.len());
+        for p in sets {
+            out.push(self.select(s, p).await?);
+        }
+        Ok(out)
+    }
 
     /// Runs a script without parameters. `in_tx`: inside a transaction of the middleware.
     async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()>;

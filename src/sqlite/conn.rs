@@ -395,19 +395,6 @@ impl Wing for SqliteConn {
         self.run(s, p, run_all::<T>).await
     }
 
-    /// SQLite has no pipelining: the statements run one after another.
-    async fn pipeline(
-        &mut self,
-        s: &Arc<SqliteStmt>,
-        sets: &[&[RowValues]],
-    ) -> Result<Vec<ResultSet>> {
-        let mut out = Vec::with_capacity(sets.len());
-        for p in sets {
-            out.push(self.select(s, p).await?);
-        }
-        Ok(out)
-    }
-
     /// Runs a script. Outside a transaction, and when the script has no transaction control of
     /// its own, it runs inside one `BEGIN IMMEDIATE … COMMIT`, so it applies entirely or not at all.
     async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {

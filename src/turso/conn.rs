@@ -421,19 +421,6 @@ impl Wing for TursoConn {
         waiting!(self, self.all_once(s, p).await)
     }
 
-    /// Turso has no pipelining: the statements run one after another.
-    async fn pipeline(
-        &mut self,
-        s: &Arc<TursoStmt>,
-        sets: &[&[RowValues]],
-    ) -> Result<Vec<ResultSet>> {
-        let mut out = Vec::with_capacity(sets.len());
-        for p in sets {
-            out.push(self.select(s, p).await?);
-        }
-        Ok(out)
-    }
-
     /// Runs a script; outside a transaction and without its own transaction control it runs
     /// inside `BEGIN IMMEDIATE … COMMIT`, so it applies entirely or not at all.
     async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {

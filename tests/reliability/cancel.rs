@@ -117,6 +117,17 @@ fn row(group: i64, j: i64) -> i64 {
     group * 10 + j
 }
 
+/// Begins a transaction and writes row `a` of group `grp` in it.
+async fn begin_with_row(conn: &mut Conn, a: i64, grp: i64) -> Result<Tx<'_>, String> {
+    let mut tx = conn.begin().await.map_err(|e| fail("begin", e))?;
+    tx.query(INS)
+        .params(&[a.into(), grp.into()])
+        .dml()
+        .await
+        .map_err(|e| fail("insert", e))?;
+    Ok(tx)
+}
+
 async fn ins(conn: &mut Conn, id: i64, grp: i64) -> Result<usize, SqlMiddlewareDbError> {
     conn.query(INS).params(&[id.into(), grp.into()]).dml().await
 }
@@ -193,12 +204,7 @@ async fn scenario(
             }
         },
         Target::TxQuery | Target::TxBatch => {
-            let mut tx = conn.begin().await.map_err(|e| fail("begin", e))?;
-            tx.query(INS)
-                .params(&[a.into(), grp.into()])
-                .dml()
-                .await
-                .map_err(|e| fail("first insert", e))?;
+            let mut tx = begin_with_row(&mut conn, a, grp).await?;
             let script = format!("INSERT INTO cx (id, grp) VALUES ({b}, {grp})");
             let polled = if target == Target::TxQuery {
                 match poll_at_most(
@@ -242,12 +248,7 @@ async fn scenario(
             completed = settle_write(polled, "commit", grp, vec![a, b], stats, ledger)?;
         }
         Target::Rollback => {
-            let mut tx = conn.begin().await.map_err(|e| fail("begin", e))?;
-            tx.query(INS)
-                .params(&[a.into(), grp.into()])
-                .dml()
-                .await
-                .map_err(|e| fail("insert", e))?;
+            let tx = begin_with_row(&mut conn, a, grp).await?;
             match poll_at_most(tx.rollback(), budget, at).await {
                 Polled::Done(Ok(()), n) => {
                     stats.max_polls = stats.max_polls.max(n);
@@ -314,12 +315,7 @@ async fn scenario(
                 .map_err(|_| "the lock holder failed".to_string())?;
             release.notify_one();
             if kind == Kind::Postgres {
-                let mut tx = conn.begin().await.map_err(|e| fail("begin", e))?;
-                tx.query(INS)
-                    .params(&[a.into(), grp.into()])
-                    .dml()
-                    .await
-                    .map_err(|e| fail("insert", e))?;
+                let mut tx = begin_with_row(&mut conn, a, grp).await?;
                 match poll_at_most(
                     tx.query("UPDATE lockrow SET v = v + 1 WHERE id = 1").dml(),
                     budget,
@@ -405,12 +401,7 @@ async fn scenario(
             completed = settle_write(polled, "pipeline", grp, vec![a, b], stats, ledger)?;
         }
         Target::All => {
-            let mut tx = conn.begin().await.map_err(|e| fail("begin", e))?;
-            tx.query(INS)
-                .params(&[a.into(), grp.into()])
-                .dml()
-                .await
-                .map_err(|e| fail("insert", e))?;
+            let mut tx = begin_with_row(&mut conn, a, grp).await?;
             let polled = poll_at_most(
                 tx.query("SELECT id FROM cx WHERE grp = $1")
                     .params(&[grp.into()])
@@ -440,12 +431,7 @@ async fn scenario(
             completed = settle_write(polled, "raw insert", grp, vec![a, b], stats, ledger)?;
         }
         Target::Savepoint => {
-            let mut tx = conn.begin().await.map_err(|e| fail("begin", e))?;
-            tx.query(INS)
-                .params(&[a.into(), grp.into()])
-                .dml()
-                .await
-                .map_err(|e| fail("insert", e))?;
+            let mut tx = begin_with_row(&mut conn, a, grp).await?;
             let mut sp = tx.savepoint().await.map_err(|e| fail("savepoint", e))?;
             let polled = match poll_at_most(
                 sp.query(INS).params(&[b.into(), grp.into()]).dml(),

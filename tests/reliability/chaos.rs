@@ -53,6 +53,25 @@ async fn kill_where(admin: &ConfigAndPool, app: &str, filter: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// Adds a worker's errors to the counts by kind (with a sample message of each kind), and
+/// lists those from `quiet_from` on.
+fn tally_errors(
+    log: &WorkerLog,
+    quiet_from: Instant,
+    errors: &mut BTreeMap<String, usize>,
+    samples: &mut BTreeMap<String, String>,
+    late: &mut Vec<String>,
+) {
+    for (at, kind, msg) in &log.errors {
+        let k = format!("{kind:?}");
+        *errors.entry(k.clone()).or_default() += 1;
+        samples.entry(k).or_insert_with(|| msg.clone());
+        if *at >= quiet_from {
+            late.push(format!("{kind:?}: {msg}"));
+        }
+    }
+}
+
 #[cfg(feature = "postgres")]
 #[allow(clippy::too_many_arguments)]
 async fn pg_worker(
@@ -267,14 +286,7 @@ async fn postgres_connections_killed_under_load() {
             let log = t.await.expect("worker panicked");
             ok_ops += log.ok_ops;
             commit_kills += log.commit_kills;
-            for (at, kind, msg) in &log.errors {
-                let k = format!("{kind:?}");
-                *errors.entry(k.clone()).or_default() += 1;
-                samples.entry(k).or_insert_with(|| msg.clone());
-                if *at >= quiet_from {
-                    late_errors.push(format!("{kind:?}: {msg}"));
-                }
-            }
+            tally_errors(&log, quiet_from, &mut errors, &mut samples, &mut late_errors);
             match log.first_ok_after_chaos {
                 Some(t) => recovery = recovery.max(t.saturating_duration_since(last_kill)),
                 None => late_errors.push("a worker never succeeded after the chaos".into()),
@@ -695,14 +707,13 @@ async fn postgres_server_restarted_under_load() {
         if let Some(t) = log.ok_times.iter().find(|t| **t >= ready) {
             first_ok_after_ready = Some(first_ok_after_ready.map_or(*t, |f| f.min(*t)));
         }
-        for (at, kind, msg) in &log.errors {
-            let k = format!("{kind:?}");
-            *errors.entry(k.clone()).or_default() += 1;
-            samples.entry(k).or_insert_with(|| msg.clone());
-            if *at >= quiet_from {
-                late_errors.push(format!("{kind:?}: {msg}"));
-            }
-        }
+        tally_errors(
+            &log,
+            quiet_from,
+            &mut errors,
+            &mut samples,
+            &mut late_errors,
+        );
         ledger.absorb(log.ledger);
     }
     let found: BTreeSet<i64> = {
