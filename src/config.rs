@@ -202,6 +202,42 @@ impl PoolBuilder {
         self
     }
 
+    /// Close connections this old (default: never), at their next checkout or, when idle, in
+    /// the background. Each connection's lifetime is shortened by up to a fifth, by an amount
+    /// fixed per connection, so pools started together do not all reconnect at once.
+    /// [`PoolStatus::retired_max_lifetime`] counts them.
+    pub fn max_lifetime(mut self, d: Duration) -> Self {
+        self.pool.max_lifetime = Some(d);
+        self
+    }
+
+    /// Close connections idle this long (default: never), in the background or at their next
+    /// checkout. [`PoolStatus::retired_idle`] counts them.
+    pub fn idle_timeout(mut self, d: Duration) -> Self {
+        self.pool.idle_timeout = Some(d);
+        self
+    }
+
+    /// Keep at least this many connections open (default 0), opened in the background after
+    /// the pool is built and whenever retirements leave fewer.
+    pub fn min_idle(mut self, n: usize) -> Self {
+        self.pool.min_idle = n;
+        self
+    }
+
+    /// Postgres: check every connection with a round trip (bounded by the recycle timeout)
+    /// before handing it out, and replace it if the check fails: for networks that drop idle
+    /// connections silently. Off by default (a closed connection is always noticed without it).
+    #[cfg(feature = "postgres")]
+    pub fn test_before_acquire(mut self, on: bool) -> Self {
+        match &self.target {
+            Target::Postgres(_) => self.postgres.test_before_acquire = on,
+            #[allow(unreachable_patterns)]
+            _ => return self.reject("test_before_acquire"),
+        }
+        self
+    }
+
     /// Default placeholder translation for this pool's connections (default on); each query can override it.
     pub fn translation(mut self, mode: TranslationMode) -> Self {
         self.translation = mode;

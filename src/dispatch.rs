@@ -56,9 +56,9 @@ macro_rules! wings {
                 }
             }
 
-            pub(crate) fn status(&self) -> PoolStatus {
+            pub(crate) fn status(&self, counters: &pooling::Counters) -> PoolStatus {
                 match self {
-                    $(#[cfg(feature = $feature)] PoolInner::$name(p) => pooling::status(p),)+
+                    $(#[cfg(feature = $feature)] PoolInner::$name(p) => pooling::status(p, counters),)+
                 }
             }
 

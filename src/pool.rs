@@ -20,6 +20,7 @@ pub use crate::pooling::PoolStatus;
 pub struct MiddlewarePool {
     inner: PoolInner,
     translation: TranslationMode,
+    counters: std::sync::Arc<crate::pooling::Counters>,
 }
 
 impl std::fmt::Debug for MiddlewarePool {
@@ -34,6 +35,7 @@ impl std::fmt::Debug for MiddlewarePool {
 impl MiddlewarePool {
     pub(crate) async fn build(b: PoolBuilder) -> Result<Self> {
         let translation = b.translation;
+        let counters = std::sync::Arc::clone(&b.pool.counters);
         let inner = match b.target {
             #[cfg(feature = "sqlite")]
             Target::Sqlite(t) => {
@@ -48,7 +50,11 @@ impl MiddlewarePool {
                 PoolInner::Turso(crate::turso::build_pool(t, b.turso, &b.pool).await?)
             }
         };
-        Ok(Self { inner, translation })
+        Ok(Self {
+            inner,
+            translation,
+            counters,
+        })
     }
 
     /// Checks out a connection, waiting at most the wait timeout.
@@ -71,7 +77,7 @@ impl MiddlewarePool {
 
     /// Pool size and availability.
     pub fn status(&self) -> PoolStatus {
-        self.inner.status()
+        self.inner.status(&self.counters)
     }
 
     /// Closes the pool.

@@ -5,9 +5,12 @@
 //! wings. deadpool is one release in the lockfile (deadpool-postgres re-exports the same
 //! `deadpool::managed` types), so every function here is generic over the manager.
 
-use std::time::Duration;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-use deadpool::managed::{Manager, Pool, PoolError, TimeoutType};
+use deadpool::managed::{Hook, HookError, Manager, Metrics, Pool, PoolError, TimeoutType};
 
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 
@@ -18,6 +21,80 @@ pub(crate) struct PoolOptions {
     pub(crate) wait_timeout: Duration,
     pub(crate) create_timeout: Duration,
     pub(crate) recycle_timeout: Duration,
+    /// Retire a connection this old (less up to a fifth, spread per connection).
+    pub(crate) max_lifetime: Option<Duration>,
+    /// Retire a connection idle this long.
+    pub(crate) idle_timeout: Option<Duration>,
+    /// Keep at least this many connections open.
+    pub(crate) min_idle: usize,
+    /// What the pool did with its connections; shared with the built pool.
+    pub(crate) counters: Arc<Counters>,
+}
+
+/// Counts of what a pool did with its connections (reported in [`PoolStatus`]).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    created: AtomicU64,
+    retired_lifetime: AtomicU64,
+    retired_idle: AtomicU64,
+}
+
+/// A pooled connection that knows when it last went back to the pool.
+pub(crate) trait Pooled {
+    /// When the connection was last returned (`None` before its first use ended).
+    fn returned_at(&self) -> Option<Instant>;
+}
+
+/// Why a connection is retired.
+enum Retire {
+    Lifetime,
+    Idle,
+}
+
+/// The lifecycle limits, as the hooks and the reaper apply them.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    max_lifetime: Option<Duration>,
+    idle_timeout: Option<Duration>,
+}
+
+impl Limits {
+    /// Whether the connection created at `metrics.created` and last returned at `returned` is
+    /// past a limit. The lifetime is shortened by up to a fifth, by an amount fixed per
+    /// connection (from its creation instant), so a fleet of pools started together does not
+    /// reconnect at once.
+    fn check(&self, returned: Option<Instant>, metrics: &Metrics) -> Option<Retire> {
+        if let Some(max) = self.max_lifetime
+            && metrics.age() >= max.saturating_sub(jitter(max, metrics.created))
+        {
+            return Some(Retire::Lifetime);
+        }
+        match (self.idle_timeout, returned) {
+            (Some(idle), Some(at)) if at.elapsed() >= idle => Some(Retire::Idle),
+            _ => None,
+        }
+    }
+}
+
+/// How much earlier than `max` the connection created at `created` retires: up to a fifth of
+/// `max`, fixed per connection.
+fn jitter(max: Duration, created: Instant) -> Duration {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    created.hash(&mut h);
+    let fifth = u64::try_from((max / 5).as_nanos())
+        .unwrap_or(u64::MAX)
+        .max(1);
+    Duration::from_nanos(h.finish() % fifth)
+}
+
+impl Counters {
+    fn retire(&self, why: &Retire) {
+        match why {
+            Retire::Lifetime => &self.retired_lifetime,
+            Retire::Idle => &self.retired_idle,
+        }
+        .fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 impl Default for PoolOptions {
@@ -28,12 +105,17 @@ impl Default for PoolOptions {
             wait_timeout: Duration::from_secs(10),
             create_timeout: Duration::from_secs(10),
             recycle_timeout: Duration::from_secs(5),
+            max_lifetime: None,
+            idle_timeout: None,
+            min_idle: 0,
+            counters: Arc::default(),
         }
     }
 }
 
-/// A snapshot of a pool's size.
+/// A snapshot of a pool's size, and what it has done with its connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PoolStatus {
     /// The configured maximum.
     pub max_size: usize,
@@ -43,28 +125,115 @@ pub struct PoolStatus {
     pub available: usize,
     /// Tasks waiting for a connection.
     pub waiting: usize,
+    /// Connections opened since the pool was built.
+    pub created: u64,
+    /// Connections closed for reaching `max_lifetime`.
+    pub retired_max_lifetime: u64,
+    /// Connections closed for being idle longer than `idle_timeout`.
+    pub retired_idle: u64,
 }
 
-/// Builds a deadpool pool for `manager` with the shared settings and tokio's timers.
-pub(crate) fn build<M: Manager>(manager: M, opts: &PoolOptions) -> Result<Pool<M>> {
-    Pool::builder(manager)
+/// Builds a deadpool pool for `manager` with the shared settings and tokio's timers: counts
+/// the connections it opens, retires those past `max_lifetime` or `idle_timeout` at checkout,
+/// and (with a runtime) starts the background upkeep (see [`upkeep`]).
+pub(crate) fn build<M>(manager: M, opts: &PoolOptions) -> Result<Pool<M>>
+where
+    M: Manager + 'static,
+    M::Type: Pooled,
+{
+    let limits = Limits {
+        max_lifetime: opts.max_lifetime,
+        idle_timeout: opts.idle_timeout,
+    };
+    let (created, retiring) = (Arc::clone(&opts.counters), Arc::clone(&opts.counters));
+    let pool = Pool::builder(manager)
         .max_size(opts.max_size)
         .wait_timeout(Some(opts.wait_timeout))
         .create_timeout(Some(opts.create_timeout))
         .recycle_timeout(Some(opts.recycle_timeout))
         .runtime(deadpool::Runtime::Tokio1)
+        .post_create(Hook::sync_fn(move |_, _| {
+            created.created.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }))
+        .pre_recycle(Hook::sync_fn(
+            move |c: &mut M::Type, m: &Metrics| match limits.check(c.returned_at(), m) {
+                None => Ok(()),
+                Some(why) => {
+                    retiring.retire(&why);
+                    Err(HookError::Message(
+                        "the connection reached a lifecycle limit".into(),
+                    ))
+                }
+            },
+        ))
         .build()
-        .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Config, e.to_string()))
+        .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Config, e.to_string()))?;
+    if limits.max_lifetime.is_some() || limits.idle_timeout.is_some() || opts.min_idle > 0 {
+        upkeep(&pool, limits, opts.min_idle, Arc::clone(&opts.counters));
+    }
+    Ok(pool)
 }
 
-/// The size and availability of `pool`.
-pub(crate) fn status<M: Manager>(pool: &Pool<M>) -> PoolStatus {
+/// Background upkeep, on the runtime the pool was built on, for as long as the pool lives:
+/// idle connections past a limit are closed without waiting for a checkout, and at least
+/// `min_idle` connections are kept open (warm) for the next checkouts.
+fn upkeep<M>(pool: &Pool<M>, limits: Limits, min_idle: usize, counters: Arc<Counters>)
+where
+    M: Manager + 'static,
+    M::Type: Pooled,
+{
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let every = [limits.max_lifetime, limits.idle_timeout]
+        .into_iter()
+        .flatten()
+        .min()
+        .map_or(Duration::from_secs(1), |d| d / 4)
+        .clamp(Duration::from_millis(25), Duration::from_secs(30));
+    let weak = pool.weak();
+    handle.spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            let Some(pool) = weak.upgrade() else { return };
+            if pool.is_closed() {
+                return;
+            }
+            pool.retain(|c, m| match limits.check(c.returned_at(), &m) {
+                None => true,
+                Some(why) => {
+                    counters.retire(&why);
+                    false
+                }
+            });
+            let want = min_idle.min(pool.status().max_size);
+            if pool.status().size < want {
+                // Taking `want` connections at once makes the pool open the missing ones; they
+                // go back idle right away.
+                let mut warm = Vec::with_capacity(want);
+                for _ in 0..want {
+                    match pool.get().await {
+                        Ok(c) => warm.push(c),
+                        Err(_) => break,
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// The size and availability of `pool`, with `counters`.
+pub(crate) fn status<M: Manager>(pool: &Pool<M>, counters: &Counters) -> PoolStatus {
     let s = pool.status();
     PoolStatus {
         max_size: s.max_size,
         size: s.size,
         available: s.available,
         waiting: s.waiting,
+        created: counters.created.load(Ordering::Relaxed),
+        retired_max_lifetime: counters.retired_lifetime.load(Ordering::Relaxed),
+        retired_idle: counters.retired_idle.load(Ordering::Relaxed),
     }
 }
 
@@ -94,5 +263,26 @@ where
         ),
         PoolError::Closed => SqlMiddlewareDbError::new(ErrorKind::PoolClosed, "the pool is closed"),
         other => SqlMiddlewareDbError::new(ErrorKind::Config, other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lifetimes_are_spread_over_a_fifth() {
+        let max = Duration::from_secs(100);
+        let base = Instant::now();
+        let js: Vec<Duration> = (0..50)
+            .map(|i| jitter(max, base + Duration::from_nanos(i)))
+            .collect();
+        assert!(js.iter().all(|j| *j < max / 5), "{js:?}");
+        let distinct: std::collections::BTreeSet<_> = js.iter().collect();
+        assert!(
+            distinct.len() > 40,
+            "connections made together get different lifetimes"
+        );
+        assert_eq!(jitter(max, base), jitter(max, base), "fixed per connection");
     }
 }

@@ -97,6 +97,9 @@ fn pool_param(
         "wait_timeout" => b.wait_timeout(duration(key, v)?),
         "create_timeout" => b.create_timeout(duration(key, v)?),
         "recycle_timeout" => b.recycle_timeout(duration(key, v)?),
+        "max_lifetime" => b.max_lifetime(duration(key, v)?),
+        "idle_timeout" => b.idle_timeout(duration(key, v)?),
+        "min_idle" => b.min_idle(number(key, v)?),
         "statement_cache_capacity" => b.statement_cache_capacity(number(key, v)?),
         "translation" => b.translation(if flag(key, v)? {
             TranslationMode::On
@@ -142,10 +145,12 @@ impl ConfigAndPool {
     /// | `turso://…`, `turso:…`, `turso::memory:` | Turso (a local file, or in memory) |
     ///
     /// Pool parameters, on every backend: `max_size`, `wait_timeout`, `create_timeout`,
-    /// `recycle_timeout` (durations: `250ms`, `5s`, or a number of milliseconds),
+    /// `recycle_timeout`, `max_lifetime`, `idle_timeout` (durations: `250ms`, `5s`, `2m`, or a
+    /// number of milliseconds), `min_idle`,
     /// `statement_cache_capacity`, `translation` (`on`/`off`). SQLite: `busy_timeout`, `wal`,
     /// `foreign_keys` (`true`/`false`), `exec_model` (`adaptive`/`inline`/`offload`). Turso:
-    /// `busy_timeout`. Postgres passes every other parameter to tokio-postgres
+    /// `busy_timeout`. Postgres: `test_before_acquire`, and every other parameter goes to
+    /// tokio-postgres
     /// (`application_name`, `connect_timeout`, `options`, `sslmode`, …). An unknown parameter, a
     /// bad value or an unknown scheme is an `ErrorKind::Config` error. Errors never repeat the URL,
     /// so a password in it never reaches a log.
@@ -353,6 +358,7 @@ fn known_schemes() -> String {
 fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
     let mut pool_params = Vec::new();
     let mut driver = Vec::new();
+    let mut test_before_acquire = None;
     for raw in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = raw.split_once('=').unwrap_or((raw, ""));
         let (key, value) = (percent_decode(k)?, percent_decode(v)?);
@@ -361,8 +367,12 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
             | "wait_timeout"
             | "create_timeout"
             | "recycle_timeout"
+            | "max_lifetime"
+            | "idle_timeout"
+            | "min_idle"
             | "statement_cache_capacity"
             | "translation" => pool_params.push((key, value)),
+            "test_before_acquire" => test_before_acquire = Some(flag(&key, &value)?),
             "sslmode" => match value.as_str() {
                 // As libpq built without TLS support: `prefer` connects in plain text.
                 "disable" | "prefer" => driver.push(raw),
@@ -393,6 +403,9 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
     let mut b = ConfigAndPool::postgres_config(cfg);
     for (k, v) in pool_params {
         b = pool_param(b, &k, &v)?.unwrap_or_else(|b| b);
+    }
+    if let Some(on) = test_before_acquire {
+        b = b.test_before_acquire(on);
     }
     Ok(b)
 }

@@ -18,12 +18,15 @@ use crate::stmt_cache::StmtCache;
 pub(crate) struct PgOptions {
     /// How many prepared statements each connection keeps (least recently used go first).
     pub(crate) statement_cache_capacity: usize,
+    /// Check each connection with a round trip before handing it out.
+    pub(crate) test_before_acquire: bool,
 }
 
 impl Default for PgOptions {
     fn default() -> Self {
         Self {
             statement_cache_capacity: 128,
+            test_before_acquire: false,
         }
     }
 }
@@ -35,6 +38,14 @@ pub(crate) struct PgClient {
     pub(crate) client: ClientWrapper,
     pub(crate) stmts: StmtCache<PgStmt>,
     pub(crate) opts: Arc<PgOptions>,
+    /// When the connection last went back to the pool.
+    pub(crate) returned_at: Option<std::time::Instant>,
+}
+
+impl crate::pooling::Pooled for PgClient {
+    fn returned_at(&self) -> Option<std::time::Instant> {
+        self.returned_at
+    }
 }
 
 /// deadpool-postgres's manager, with a statement cache per connection.
@@ -58,6 +69,7 @@ impl Manager for PgManager {
             client: self.inner.create().await?,
             stmts: StmtCache::new(),
             opts: Arc::clone(&self.opts),
+            returned_at: None,
         })
     }
 
@@ -83,14 +95,16 @@ pub(crate) fn build_pool(
         ));
     }
     // `Fast` only checks `is_closed`; the transaction state is checked by the middleware itself
-    // before a connection goes back (see conn.rs), without a round trip.
-    let inner = deadpool_postgres::Manager::from_config(
-        cfg,
-        NoTls,
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    );
+    // before a connection goes back (see conn.rs), without a round trip. `test_before_acquire`
+    // adds one (an empty query, bounded by the recycle timeout) for networks that drop idle
+    // connections silently.
+    let recycling_method = if opts.test_before_acquire {
+        RecyclingMethod::Verified
+    } else {
+        RecyclingMethod::Fast
+    };
+    let inner =
+        deadpool_postgres::Manager::from_config(cfg, NoTls, ManagerConfig { recycling_method });
     let manager = PgManager {
         inner,
         opts: Arc::new(opts),

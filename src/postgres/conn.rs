@@ -545,7 +545,10 @@ fn net_bound(pool: &super::Pool) -> Duration {
 
 impl Drop for PgConnection {
     fn drop(&mut self) {
-        let Some(obj) = self.obj.take() else { return };
+        let Some(mut obj) = self.obj.take() else {
+            return;
+        };
+        obj.returned_at = Some(std::time::Instant::now());
         let bound = self.net_bound();
         if self.in_flight {
             // A statement may still run: cancel it and close the connection (never reuse it,

@@ -39,6 +39,8 @@ pub(crate) struct SqliteConn {
     sync_level: i64,
     /// What this checkout changed in the session; the pool restores or discards on recycle.
     session: Session,
+    /// When the connection last went back to the pool.
+    returned_at: Option<std::time::Instant>,
 }
 
 impl std::fmt::Debug for SqliteConn {
@@ -204,6 +206,7 @@ impl SqliteConn {
             syncing_commits,
             sync_level,
             session: Session::Untouched,
+            returned_at: None,
         }
     }
 
@@ -462,6 +465,7 @@ impl Wing for SqliteConn {
     /// The connection goes back to the pool: roll back whatever transaction is still open (a raw
     /// `BEGIN`, or one left by a cancelled call). In process, and it never waits for a lock.
     fn on_return(&mut self) {
+        self.returned_at = Some(std::time::Instant::now());
         self.rollback_if_open();
     }
 
@@ -473,5 +477,11 @@ impl Wing for SqliteConn {
     fn raw(&mut self) -> Result<&Connection> {
         self.note_session(Session::Settings);
         self.conn_mut().map(|c| &*c)
+    }
+}
+
+impl crate::pooling::Pooled for SqliteConn {
+    fn returned_at(&self) -> Option<std::time::Instant> {
+        self.returned_at
     }
 }

@@ -70,6 +70,8 @@ pub(crate) struct TursoConn {
     row_buf: Vec<RowValues>,
     /// What this checkout changed in the session; the pool restores or discards on recycle.
     session: Session,
+    /// When the connection last went back to the pool.
+    returned_at: Option<std::time::Instant>,
 }
 
 impl TursoConn {
@@ -87,6 +89,7 @@ impl TursoConn {
             native_busy: false,
             row_buf: Vec::new(),
             session: Session::Untouched,
+            returned_at: None,
         }
     }
 
@@ -503,6 +506,7 @@ impl Wing for TursoConn {
     /// (or, outside any runtime, on a short-lived thread), so an idle pooled connection never
     /// holds the write lock and `Drop` never blocks or drives a future itself.
     fn on_return(&mut self) {
+        self.returned_at = Some(std::time::Instant::now());
         let open = self.needs_rollback || !self.autocommit().unwrap_or(false);
         if !(self.in_flight || open) {
             return;
@@ -590,5 +594,11 @@ impl TursoConn {
                 Err(e)
             }
         }
+    }
+}
+
+impl crate::pooling::Pooled for TursoConn {
+    fn returned_at(&self) -> Option<std::time::Instant> {
+        self.returned_at
     }
 }

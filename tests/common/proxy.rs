@@ -44,6 +44,8 @@ pub struct Relay {
     /// Where clients connect.
     pub addr: SocketAddr,
     silent: Arc<AtomicBool>,
+    /// Connections accepted before the last [`Relay::cut_existing`] are cut.
+    generation: Arc<std::sync::atomic::AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -58,6 +60,8 @@ impl Relay {
         let addr = listener.local_addr().expect("relay address");
         let silent = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&silent);
+        let generation = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let gen_all = Arc::clone(&generation);
         let task = tokio::spawn(async move {
             loop {
                 if flag.load(Ordering::SeqCst) {
@@ -71,6 +75,8 @@ impl Relay {
                 };
                 let flag = Arc::clone(&flag);
                 let target = target.clone();
+                let gens = Arc::clone(&gen_all);
+                let born = gen_all.load(Ordering::SeqCst);
                 tokio::spawn(async move {
                     if flag.load(Ordering::SeqCst) {
                         // Accept and never answer.
@@ -82,19 +88,32 @@ impl Relay {
                         return;
                     };
                     let (cr, cw) = client.into_split();
-                    tokio::join!(
-                        pump(cr, sw, Arc::clone(&flag)),
-                        pump(sr, cw, Arc::clone(&flag))
-                    );
+                    let cut = Cut {
+                        silent: Arc::clone(&flag),
+                        generation: gens,
+                        born,
+                    };
+                    tokio::join!(pump(cr, sw, cut.clone()), pump(sr, cw, cut));
                 });
             }
         });
-        Relay { addr, silent, task }
+        Relay {
+            addr,
+            silent,
+            generation,
+            task,
+        }
     }
 
     /// From now on nothing is relayed, on old or new connections; nothing is closed either.
     pub fn go_silent(&self) {
         self.silent.store(true, Ordering::SeqCst);
+    }
+
+    /// Existing connections stop relaying (silently, as a NAT that forgot them would); new
+    /// connections are relayed as before.
+    pub fn cut_existing(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
     }
 
     /// After [`Self::go_silent`]: fills the accept queue with idle connections (returned; keep
@@ -118,8 +137,22 @@ impl Drop for Relay {
     }
 }
 
-/// Copies bytes until EOF or until the relay goes silent; then holds both ends open.
-async fn pump<R, W>(mut from: R, mut to: W, silent: Arc<AtomicBool>)
+/// When a relayed connection stops relaying.
+#[derive(Clone)]
+struct Cut {
+    silent: Arc<AtomicBool>,
+    generation: Arc<std::sync::atomic::AtomicU64>,
+    born: u64,
+}
+
+impl Cut {
+    fn now(&self) -> bool {
+        self.silent.load(Ordering::SeqCst) || self.generation.load(Ordering::SeqCst) != self.born
+    }
+}
+
+/// Copies bytes until EOF or until the connection is cut; then holds both ends open.
+async fn pump<R, W>(mut from: R, mut to: W, cut: Cut)
 where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
@@ -130,7 +163,7 @@ where
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
-        if silent.load(Ordering::SeqCst) {
+        if cut.now() {
             let _held = (from, to);
             std::future::pending::<()>().await;
             return;

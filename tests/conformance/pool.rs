@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use sql_middleware::ErrorKind;
 use sql_middleware::prelude::*;
+use sql_middleware::{ErrorKind, PoolStatus};
 
 use crate::backend_tests;
 use crate::common::backends::{Kind, Logical, TestDb, expect_kind};
@@ -205,9 +205,75 @@ async fn t_raw_access(db: &TestDb) {
     );
 }
 
+/// Waits (up to 5 s) until `f` holds for the pool's status; returns the last status.
+async fn status_until(db: &ConfigAndPool, f: impl Fn(&PoolStatus) -> bool) -> PoolStatus {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let st = db.status();
+        if f(&st) || Instant::now() > deadline {
+            return st;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn one_query(db: &ConfigAndPool) {
+    let mut c = db.get_connection().await.unwrap();
+    let (n,): (i64,) = c.query("SELECT 1").one().await.unwrap();
+    assert_eq!(n, 1);
+}
+
+/// Connections are retired at `max_lifetime` (the next checkout gets a new one) and after
+/// `idle_timeout` (in the background, without a checkout); `min_idle` keeps some open; the
+/// status counts all of it.
+async fn t_lifecycle(db: &TestDb) {
+    let k = db.kind.name();
+    let old = db
+        .builder()
+        .max_size(1)
+        .max_lifetime(Duration::from_millis(150))
+        .build()
+        .await
+        .unwrap();
+    one_query(&old).await;
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    one_query(&old).await;
+    let st = old.status();
+    assert!(
+        st.created >= 2 && st.retired_max_lifetime >= 1,
+        "[{k}] max_lifetime: {st:?}"
+    );
+
+    let idle = db
+        .builder()
+        .max_size(2)
+        .idle_timeout(Duration::from_millis(100))
+        .build()
+        .await
+        .unwrap();
+    one_query(&idle).await;
+    assert_eq!(idle.status().size, 1, "[{k}]");
+    let st = status_until(&idle, |s| s.size == 0).await;
+    assert!(
+        st.size == 0 && st.retired_idle == 1,
+        "[{k}] idle_timeout: {st:?}"
+    );
+
+    let warm = db.builder().max_size(4).min_idle(2).build().await.unwrap();
+    let st = status_until(&warm, |s| s.size >= 2).await;
+    assert!(st.size >= 2 && st.created >= 2, "[{k}] min_idle: {st:?}");
+    one_query(&warm).await;
+    assert_eq!(
+        warm.status().created,
+        st.created,
+        "[{k}] the checkout used a warm one"
+    );
+}
+
 backend_tests! {
     async fn pool_timeout(db) { t_pool_timeout(&db).await }
     async fn return_rolls_back_open_tx(db) { t_return_rolls_back_open_tx(&db).await }
     async fn concurrent_writers(db) { t_concurrent_writers(&db).await }
     async fn raw_access(db) { t_raw_access(&db).await }
+    async fn lifecycle(db) { t_lifecycle(&db).await }
 }

@@ -104,3 +104,54 @@ async fn an_unanswering_server_costs_typed_errors_in_bounded_time() {
     assert!(repair < bound * 6, "repair took {repair:?}");
     assert!(checkout_took < bound * 6, "checkout took {checkout_took:?}");
 }
+
+/// A network that silently forgets idle connections (a NAT or load balancer timing them out):
+/// with `test_before_acquire`, a checkout notices within the recycle timeout and hands out a new
+/// connection, so the caller's query succeeds instead of hanging.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_before_acquire_replaces_silently_dropped_connections() {
+    let _group = groups::enter("bounded");
+    let base: tokio_postgres::Config = crate::common::pg::base_url().parse().expect("test URL");
+    let relay = Relay::start(target_of(&base)).await;
+    let mut cfg = tokio_postgres::Config::new();
+    cfg.host("127.0.0.1").port(relay.addr.port());
+    if let Some(u) = base.get_user() {
+        cfg.user(u);
+    }
+    if let Some(d) = base.get_dbname() {
+        cfg.dbname(d);
+    }
+    let bound = Duration::from_millis(300);
+    let pool = ConfigAndPool::postgres_config(cfg)
+        .max_size(1)
+        .recycle_timeout(bound)
+        .test_before_acquire(true)
+        .build()
+        .await
+        .expect("pool through the relay");
+    {
+        let mut c = pool.get_connection().await.expect("checkout");
+        c.query("SELECT 1").select().await.expect("a first query");
+    }
+    relay.cut_existing();
+    let t = Instant::now();
+    let mut c = tokio::time::timeout(Duration::from_secs(20), pool.get_connection())
+        .await
+        .expect("checkout hung")
+        .expect("a fresh connection");
+    let (n,): (i32,) = tokio::time::timeout(Duration::from_secs(20), c.query("SELECT 2").one())
+        .await
+        .expect("the query hung on a dead connection")
+        .expect("query");
+    let took = t.elapsed();
+    assert_eq!(n, 2);
+    let st = pool.status();
+    println!(
+        "test_before_acquire bound_ms={} checkout_and_query_ms={} created={}",
+        bound.as_millis(),
+        took.as_millis(),
+        st.created
+    );
+    assert_eq!(st.created, 2, "the dead connection was replaced");
+    assert!(took < bound * 6, "took {took:?}");
+}
