@@ -124,6 +124,24 @@ impl ConfigAndPool {
         self.pool.status()
     }
 
+    /// Checks out a first connection, retrying with backoff until `bound` has passed.
+    async fn first_connection(&self, bound: Duration) -> Result<()> {
+        let deadline = std::time::Instant::now() + bound;
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let e = match self.get_connection().await {
+                Ok(_) => return Ok(()),
+                Err(e) => e,
+            };
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(e);
+            }
+            tokio::time::sleep(pause.min(left)).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
+        }
+    }
+
     /// Closes the pool: waiting and later checkouts fail with [`ErrorKind::PoolClosed`].
     pub fn close(&self) {
         self.pool.close();
@@ -145,6 +163,7 @@ pub struct PoolBuilder {
     #[cfg(feature = "turso")]
     pub(crate) turso: crate::turso::config::TursoOptions,
     pub(crate) error: Option<SqlMiddlewareDbError>,
+    connect_on_build: Option<Duration>,
 }
 
 impl PoolBuilder {
@@ -160,6 +179,7 @@ impl PoolBuilder {
             #[cfg(feature = "turso")]
             turso: Default::default(),
             error: None,
+            connect_on_build: None,
         }
     }
 
@@ -333,13 +353,28 @@ impl PoolBuilder {
         self
     }
 
-    /// Creates the pool. Connections are opened lazily, on first checkout.
+    /// Makes [`Self::build`] open a first connection before it returns, retrying with
+    /// backoff (50 ms, doubling up to 1 s) while it fails, for at most `bound`; then `build`
+    /// fails with the driver's last error. For services that start beside their database.
+    /// Without it, connections open on first checkout.
+    pub fn connect_on_build(mut self, bound: Duration) -> Self {
+        self.connect_on_build = Some(bound);
+        self
+    }
+
+    /// Creates the pool. Connections are opened lazily, on first checkout, unless
+    /// [`Self::connect_on_build`] asks for one now.
     pub async fn build(self) -> Result<ConfigAndPool> {
         if let Some(e) = self.error {
             return Err(e);
         }
-        Ok(ConfigAndPool {
+        let connect = self.connect_on_build;
+        let db = ConfigAndPool {
             pool: MiddlewarePool::build(self).await?,
-        })
+        };
+        if let Some(bound) = connect {
+            db.first_connection(bound).await?;
+        }
+        Ok(db)
     }
 }

@@ -100,6 +100,7 @@ fn pool_param(
         "max_lifetime" => b.max_lifetime(duration(key, v)?),
         "idle_timeout" => b.idle_timeout(duration(key, v)?),
         "min_idle" => b.min_idle(number(key, v)?),
+        "connect_on_build" => b.connect_on_build(duration(key, v)?),
         "statement_cache_capacity" => b.statement_cache_capacity(number(key, v)?),
         "translation" => b.translation(if flag(key, v)? {
             TranslationMode::On
@@ -146,7 +147,7 @@ impl ConfigAndPool {
     ///
     /// Pool parameters, on every backend: `max_size`, `wait_timeout`, `create_timeout`,
     /// `recycle_timeout`, `max_lifetime`, `idle_timeout` (durations: `250ms`, `5s`, `2m`, or a
-    /// number of milliseconds), `min_idle`,
+    /// number of milliseconds), `min_idle`, `connect_on_build` (a duration),
     /// `statement_cache_capacity`, `translation` (`on`/`off`). SQLite: `busy_timeout`, `wal`,
     /// `foreign_keys` (`true`/`false`), `exec_model` (`adaptive`/`inline`/`offload`). Turso:
     /// `busy_timeout`. Postgres: `test_before_acquire`, and every other parameter goes to
@@ -370,6 +371,7 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
             | "max_lifetime"
             | "idle_timeout"
             | "min_idle"
+            | "connect_on_build"
             | "statement_cache_capacity"
             | "translation" => pool_params.push((key, value)),
             "test_before_acquire" => test_before_acquire = Some(flag(&key, &value)?),

@@ -52,9 +52,15 @@ pub struct Relay {
 impl Relay {
     /// Starts relaying a loopback port to `target`.
     pub async fn start(target: Target) -> Relay {
+        Self::start_on(0, target).await
+    }
+
+    /// Starts relaying loopback port `port` (0: any free one) to `target`.
+    pub async fn start_on(port: u16, target: Target) -> Relay {
         let socket = tokio::net::TcpSocket::new_v4().expect("relay socket");
+        socket.set_reuseaddr(true).expect("reuseaddr");
         socket
-            .bind("127.0.0.1:0".parse().expect("loopback"))
+            .bind(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
             .expect("bind relay");
         let listener: TcpListener = socket.listen(1).expect("listen");
         let addr = listener.local_addr().expect("relay address");

@@ -2,7 +2,9 @@
 //! without closing anything (a dropped network path, a hung host) costs the caller a typed error
 //! within the pool's timeouts: cancelling the abandoned statement, repairing the connection,
 //! connecting a replacement and checking out each give up in time. (Found: the cancel request
-//! sent while repairing a connection waited for the server forever.)
+//! sent while repairing a connection waited for the server forever.) With
+//! `test_before_acquire`, a connection the network dropped silently is replaced at checkout;
+//! with `connect_on_build`, a pool built before its server is up waits for it, within a bound.
 
 use std::time::{Duration, Instant};
 
@@ -154,4 +156,67 @@ async fn test_before_acquire_replaces_silently_dropped_connections() {
     );
     assert_eq!(st.created, 2, "the dead connection was replaced");
     assert!(took < bound * 6, "took {took:?}");
+}
+
+/// A service started before its database: `connect_on_build` retries with backoff until the
+/// server answers, within its bound; past the bound, `build` fails with the driver's error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_on_build_waits_for_a_server_that_comes_up() {
+    let _group = groups::enter("bounded");
+    let base: tokio_postgres::Config = crate::common::pg::base_url().parse().expect("test URL");
+    // A port with nothing behind it yet.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut cfg = tokio_postgres::Config::new();
+    cfg.host("127.0.0.1").port(port);
+    if let Some(u) = base.get_user() {
+        cfg.user(u);
+    }
+    if let Some(d) = base.get_dbname() {
+        cfg.dbname(d);
+    }
+    let t = Instant::now();
+    let e = ConfigAndPool::postgres_config(cfg.clone())
+        .connect_on_build(Duration::from_millis(300))
+        .build()
+        .await
+        .expect_err("no server yet");
+    let gave_up = t.elapsed();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::ConnectionLost,
+        "the driver's error: {e:?}"
+    );
+    assert!(
+        gave_up < Duration::from_secs(3),
+        "gave up after {gave_up:?}"
+    );
+
+    let target = target_of(&base);
+    let starter = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        Relay::start_on(port, target).await
+    });
+    let t = Instant::now();
+    let db = ConfigAndPool::postgres_config(cfg)
+        .connect_on_build(Duration::from_secs(10))
+        .build()
+        .await
+        .expect("connected once the server came up");
+    let waited = t.elapsed();
+    let _relay = starter.await.expect("relay");
+    assert_eq!(db.status().created, 1);
+    let mut c = db.get_connection().await.expect("checkout");
+    c.query("SELECT 1").select().await.expect("query");
+    println!(
+        "connect_on_build gave_up_ms={} waited_for_server_ms={}",
+        gave_up.as_millis(),
+        waited.as_millis()
+    );
+    assert!(
+        waited >= Duration::from_millis(300),
+        "it waited: {waited:?}"
+    );
 }
