@@ -142,6 +142,13 @@ impl ConfigAndPool {
         }
     }
 
+    /// A `LISTEN`/`NOTIFY` [`Listener`](crate::Listener) on a connection of its own (Postgres
+    /// only).
+    #[cfg(feature = "postgres")]
+    pub async fn listener(&self) -> Result<crate::Listener> {
+        self.pool.listener().await
+    }
+
     /// Closes the pool: waiting and later checkouts fail with [`ErrorKind::PoolClosed`].
     pub fn close(&self) {
         self.pool.close();

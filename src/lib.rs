@@ -23,6 +23,8 @@ pub mod value;
 mod contract;
 mod pooling;
 mod stmt_cache;
+#[cfg(feature = "postgres")]
+pub use postgres::listen::{Listener, Notification};
 pub use stmt_cache::StatementCacheStats;
 #[cfg(feature = "serde")]
 pub use url::Config;

@@ -75,6 +75,19 @@ impl MiddlewarePool {
         self.inner.database_type()
     }
 
+    /// A `LISTEN`/`NOTIFY` listener on a connection of its own, made with this pool's
+    /// settings (Postgres only; `Unsupported` on other backends).
+    #[cfg(feature = "postgres")]
+    pub async fn listener(&self) -> Result<crate::Listener> {
+        match &self.inner {
+            PoolInner::Postgres(p) => {
+                crate::postgres::listen::Listener::start(p.manager().config.clone()).await
+            }
+            #[allow(unreachable_patterns)]
+            _ => Err(wrong_backend("listener", self.database_type())),
+        }
+    }
+
     /// Pool size and availability.
     pub fn status(&self) -> PoolStatus {
         self.inner.status(&self.counters)

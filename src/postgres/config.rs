@@ -52,6 +52,8 @@ impl crate::pooling::Pooled for PgClient {
 pub(crate) struct PgManager {
     inner: deadpool_postgres::Manager,
     opts: Arc<PgOptions>,
+    /// The connection settings, for connections outside the pool (a `Listener`).
+    pub(crate) config: tokio_postgres::Config,
 }
 
 impl std::fmt::Debug for PgManager {
@@ -103,11 +105,15 @@ pub(crate) fn build_pool(
     } else {
         RecyclingMethod::Fast
     };
-    let inner =
-        deadpool_postgres::Manager::from_config(cfg, NoTls, ManagerConfig { recycling_method });
+    let inner = deadpool_postgres::Manager::from_config(
+        cfg.clone(),
+        NoTls,
+        ManagerConfig { recycling_method },
+    );
     let manager = PgManager {
         inner,
         opts: Arc::new(opts),
+        config: cfg,
     };
     pooling::build(manager, pool)
 }

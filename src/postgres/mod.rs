@@ -8,6 +8,7 @@ pub(crate) mod bench;
 pub(crate) mod config;
 pub(crate) mod conn;
 pub(crate) mod error;
+pub(crate) mod listen;
 pub(crate) mod params;
 pub(crate) mod rows;
 pub(crate) mod stmt;

@@ -58,6 +58,8 @@ pub(crate) fn value_ref<'a>(row: &'a Row, idx: usize, columns: &Columns) -> Resu
         Type::TIMESTAMP => v!(NaiveDateTime, Timestamp),
         Type::TIMESTAMPTZ => v!(DateTime<Utc>, TimestampTz),
         Type::UUID => v!(uuid::Uuid, Uuid),
+        // A function returning `void` (`SELECT pg_notify(..)`, `pg_sleep`): no value.
+        Type::VOID => ValueRef::Null,
         ref other => {
             return Err(SqlMiddlewareDbError::new(
                 ErrorKind::TypeMismatch,

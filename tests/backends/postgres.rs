@@ -682,3 +682,80 @@ async fn throwaway_cluster_serves_the_middleware() {
     assert_eq!(v, "a");
     println!("throwaway_cluster url={url} ok=1");
 }
+
+async fn next(l: &mut sql_middleware::Listener) -> sql_middleware::Notification {
+    tokio::time::timeout(Duration::from_secs(10), l.recv())
+        .await
+        .expect("a notification within 10 s")
+        .expect("the listener is running")
+}
+
+/// `LISTEN`/`NOTIFY`: notifications arrive; after the listener's backend is killed it
+/// reconnects, listens again, and no notification sent after that is missed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listener_survives_a_killed_backend() {
+    let _group = groups::enter("postgres");
+    let url = pg::base_url();
+    let db = pool(&url, 2).await;
+    let channel = format!("sqlmw_ch_{}", pg::random_hex());
+    let mut listener = db.listener().await.expect("listener");
+    listener.listen(&channel).await.expect("listen");
+    let notify = |payload: String| {
+        let (db, channel) = (db.clone(), channel.clone());
+        async move {
+            let mut c = db.get_connection().await.expect("checkout");
+            c.query("SELECT pg_notify($1, $2)")
+                .params(&[channel.into(), payload.into()])
+                .select()
+                .await
+                .expect("notify");
+        }
+    };
+    notify("one".into()).await;
+    let n = next(&mut listener).await;
+    assert_eq!(
+        (n.channel.as_str(), n.payload.as_str()),
+        (channel.as_str(), "one")
+    );
+
+    // Kill the listener's backend.
+    let pid = listener.backend_pid();
+    {
+        let mut c = db.get_connection().await.expect("admin");
+        c.query("SELECT pg_terminate_backend($1)")
+            .params(&[i64::from(pid).into()])
+            .select()
+            .await
+            .expect("terminate");
+    }
+    let t = Instant::now();
+    while listener.reconnects() == 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the listener never reconnected"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_ne!(listener.backend_pid(), pid, "a new connection");
+    // Everything sent after the reconnection arrives, in order.
+    for i in 0..5 {
+        notify(format!("after-{i}")).await;
+    }
+    for i in 0..5 {
+        let n = next(&mut listener).await;
+        assert_eq!(n.payload, format!("after-{i}"));
+    }
+    listener.unlisten(&channel).await.expect("unlisten");
+    notify("ignored".into()).await;
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), listener.recv())
+            .await
+            .is_err(),
+        "nothing after UNLISTEN"
+    );
+    println!(
+        "listener reconnects={} reconnect_ms={}",
+        listener.reconnects(),
+        t.elapsed().as_millis()
+    );
+}
