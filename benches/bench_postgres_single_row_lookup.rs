@@ -1,10 +1,15 @@
 //! `postgres_single_row_lookup`: N point lookups per iteration against a Postgres server, raw
-//! tokio-postgres against the middleware (sequential and pipelined). The bench creates its own
-//! schema (`dataset::postgres_schema(N)`) and drops it at the end. See docs/Benchmarks.md.
+//! tokio-postgres against the middleware (sequential and pipelined; named and unnamed
+//! statements; and through a PgBouncer in transaction mode, which the bench starts when the
+//! `pgbouncer` binary is installed). The bench creates its own schema
+//! (`dataset::postgres_schema(N)`) and drops it at the end. See docs/Benchmarks.md.
 
 mod common;
 #[path = "../tests/common/pg.rs"]
 mod pg;
+#[path = "../tests/common/pgbouncer.rs"]
+#[allow(dead_code)]
+mod pgbouncer;
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -35,6 +40,30 @@ fn postgres_single_row_lookup(c: &mut Criterion) {
     let db = rt
         .block_on(ConfigAndPool::postgres(&url).build())
         .expect("build the middleware pool");
+    let unnamed = rt
+        .block_on(
+            ConfigAndPool::postgres(&url)
+                .statement_cache(sql_middleware::StatementCache::Unnamed)
+                .build(),
+        )
+        .expect("build the unnamed-statement pool");
+    // The same lookups through PgBouncer (transaction mode, unnamed statements); the bouncer
+    // gives its server connections the bench schema as search_path.
+    let bounced = match pgbouncer::start(&base, 4, Some(("sqlmw_lookup", &schema))) {
+        Ok(b) => Some((
+            rt.block_on(
+                ConfigAndPool::postgres(&b.url("sqlmw_lookup"))
+                    .statement_cache(sql_middleware::StatementCache::Unnamed)
+                    .build(),
+            )
+            .expect("build the pool through PgBouncer"),
+            b,
+        )),
+        Err(e) => {
+            eprintln!("[{GROUP}] middleware_via_pgbouncer is not measured: {e}");
+            None
+        }
+    };
     let raw = {
         let url = url.clone();
         common::in_task(&rt, async move {
@@ -130,6 +159,32 @@ fn postgres_single_row_lookup(c: &mut Criterion) {
             )
         });
     });
+
+    g.bench_function(BenchmarkId::new("middleware_unnamed", n), |b| {
+        b.iter_custom(|iters| {
+            common::middleware_lookups::<BenchRow>(
+                &rt,
+                &unnamed,
+                &ids,
+                dataset::LOOKUP_SQL_DOLLAR,
+                iters,
+            )
+        });
+    });
+
+    if let Some((bounced, _bouncer)) = &bounced {
+        g.bench_function(BenchmarkId::new("middleware_via_pgbouncer", n), |b| {
+            b.iter_custom(|iters| {
+                common::middleware_lookups::<BenchRow>(
+                    &rt,
+                    bounced,
+                    &ids,
+                    dataset::LOOKUP_SQL_DOLLAR,
+                    iters,
+                )
+            });
+        });
+    }
 
     g.bench_function(BenchmarkId::new("middleware_pipelined", n), |b| {
         b.iter_custom(|iters| {

@@ -5,6 +5,9 @@
 mod common;
 #[path = "../tests/common/pg.rs"]
 mod pg;
+#[path = "../tests/common/pgbouncer.rs"]
+#[allow(dead_code)]
+mod pgbouncer;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

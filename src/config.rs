@@ -67,6 +67,17 @@ impl ConfigAndPool {
     /// `key=value` connection string.
     #[cfg(feature = "postgres")]
     pub fn postgres(url: &str) -> PoolBuilder {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            // URL parameters for the pool (see `from_url`) are understood here too.
+            return match Self::from_url(url) {
+                Ok(b) => b,
+                Err(e) => {
+                    let mut b = Self::postgres_config(tokio_postgres::Config::new());
+                    b.error = Some(e);
+                    b
+                }
+            };
+        }
         match url.parse::<tokio_postgres::Config>() {
             Ok(cfg) => Self::postgres_config(cfg),
             Err(e) => {
@@ -249,6 +260,19 @@ impl PoolBuilder {
     /// the pool is built and whenever retirements leave fewer.
     pub fn min_idle(mut self, n: usize) -> Self {
         self.pool.min_idle = n;
+        self
+    }
+
+    /// Postgres: named (default) or unnamed prepared statements; use
+    /// [`crate::StatementCache::Unnamed`] behind PgBouncer in transaction mode or any pooler that
+    /// does not track prepared statements (see the README's "Scaling out").
+    #[cfg(feature = "postgres")]
+    pub fn statement_cache(mut self, mode: crate::StatementCache) -> Self {
+        match &self.target {
+            Target::Postgres(_) => self.postgres.statement_cache = mode,
+            #[allow(unreachable_patterns)]
+            _ => return self.reject("statement_cache"),
+        }
         self
     }
 

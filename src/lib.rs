@@ -25,6 +25,8 @@ mod pooling;
 mod stmt_cache;
 #[cfg(feature = "postgres")]
 pub use postgres::listen::{Listener, Notification};
+#[cfg(feature = "postgres")]
+pub use postgres::stmt::StatementCache;
 pub use stmt_cache::StatementCacheStats;
 #[cfg(feature = "serde")]
 pub use url::Config;

@@ -150,7 +150,8 @@ impl ConfigAndPool {
     /// number of milliseconds), `min_idle`, `connect_on_build` (a duration),
     /// `statement_cache_capacity`, `translation` (`on`/`off`). SQLite: `busy_timeout`, `wal`,
     /// `foreign_keys` (`true`/`false`), `exec_model` (`adaptive`/`inline`/`offload`). Turso:
-    /// `busy_timeout`. Postgres: `test_before_acquire`, and every other parameter goes to
+    /// `busy_timeout`. Postgres: `test_before_acquire`, `statement_cache` (`named`/`unnamed`),
+    /// and every other parameter goes to
     /// tokio-postgres
     /// (`application_name`, `connect_timeout`, `options`, `sslmode`, …). An unknown parameter, a
     /// bad value or an unknown scheme is an `ErrorKind::Config` error. Errors never repeat the URL,
@@ -360,6 +361,7 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
     let mut pool_params = Vec::new();
     let mut driver = Vec::new();
     let mut test_before_acquire = None;
+    let mut statement_cache = None;
     for raw in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = raw.split_once('=').unwrap_or((raw, ""));
         let (key, value) = (percent_decode(k)?, percent_decode(v)?);
@@ -375,6 +377,13 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
             | "statement_cache_capacity"
             | "translation" => pool_params.push((key, value)),
             "test_before_acquire" => test_before_acquire = Some(flag(&key, &value)?),
+            "statement_cache" => {
+                statement_cache = Some(match value.as_str() {
+                    "named" => crate::StatementCache::Named,
+                    "unnamed" => crate::StatementCache::Unnamed,
+                    _ => return Err(config_error("`statement_cache` must be named or unnamed")),
+                })
+            }
             "sslmode" => match value.as_str() {
                 // As libpq built without TLS support: `prefer` connects in plain text.
                 "disable" | "prefer" => driver.push(raw),
@@ -408,6 +417,9 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
     }
     if let Some(on) = test_before_acquire {
         b = b.test_before_acquire(on);
+    }
+    if let Some(mode) = statement_cache {
+        b = b.statement_cache(mode);
     }
     Ok(b)
 }

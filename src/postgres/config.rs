@@ -20,6 +20,8 @@ pub(crate) struct PgOptions {
     pub(crate) statement_cache_capacity: usize,
     /// Check each connection with a round trip before handing it out.
     pub(crate) test_before_acquire: bool,
+    /// Named or unnamed prepared statements.
+    pub(crate) statement_cache: super::stmt::StatementCache,
 }
 
 impl Default for PgOptions {
@@ -27,6 +29,7 @@ impl Default for PgOptions {
         Self {
             statement_cache_capacity: 128,
             test_before_acquire: false,
+            statement_cache: super::stmt::StatementCache::Named,
         }
     }
 }

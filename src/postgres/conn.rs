@@ -7,13 +7,51 @@ use std::time::Duration;
 /// A pooled Postgres connection as deadpool hands it out.
 type Obj = deadpool::managed::Object<super::config::PgManager>;
 
+/// What a statement takes and returns, as the server described it.
+struct Described {
+    params: Vec<tokio_postgres::types::Type>,
+    columns: crate::results::Columns,
+}
+
+/// Runs `s` with `p`: the named statement, or (unnamed mode) the text with the described
+/// parameter types, in one round trip.
+async fn rows_of(
+    client: &tokio_postgres::Client,
+    s: &PgStmt,
+    p: &[RowValues],
+) -> std::result::Result<tokio_postgres::RowStream, tokio_postgres::Error> {
+    match &s.stmt {
+        Some(st) => client.query_raw(st, p.iter().map(PgParam)).await,
+        None => {
+            client
+                .query_typed_raw(
+                    &s.text,
+                    p.iter().map(PgParam).zip(s.param_types.iter().cloned()),
+                )
+                .await
+        }
+    }
+}
+
+/// The unnamed mode's `execute`: runs `s` and returns the rows it changed.
+async fn count_rows(
+    client: &tokio_postgres::Client,
+    s: &PgStmt,
+    p: &[RowValues],
+) -> std::result::Result<u64, tokio_postgres::Error> {
+    let stream = rows_of(client, s, p).await?;
+    pin_mut!(stream);
+    while stream.try_next().await?.is_some() {}
+    Ok(stream.rows_affected().unwrap_or(0))
+}
+
 use futures_util::{TryStreamExt, pin_mut};
 use tokio_postgres::NoTls;
 
 use super::error::map_err;
 use super::params::PgParam;
 use super::rows::{PgRow, collect, columns_of};
-use super::stmt::{PgStmt, too_many_placeholders};
+use super::stmt::{PgStmt, StatementCache, too_many_placeholders};
 use crate::contract::Wing;
 use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
@@ -149,11 +187,7 @@ impl PgConnection {
         s.check(p)?;
         self.in_flight = true;
         let r = async {
-            let stream = self
-                .client()?
-                .query_raw(&s.stmt, p.iter().map(PgParam))
-                .await
-                .map_err(map_err)?;
+            let stream = rows_of(self.client()?, s, p).await.map_err(map_err)?;
             pin_mut!(stream);
             let mut rows = Vec::new();
             while let Some(row) = stream.try_next().await.map_err(map_err)? {
@@ -174,10 +208,10 @@ impl PgConnection {
     async fn dml_once(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<usize> {
         s.check(p)?;
         self.in_flight = true;
-        let r = self
-            .client()?
-            .execute_raw(&s.stmt, p.iter().map(PgParam))
-            .await;
+        let r = match &s.stmt {
+            Some(st) => self.client()?.execute_raw(st, p.iter().map(PgParam)).await,
+            None => count_rows(self.client()?, s, p).await,
+        };
         self.in_flight = false;
         let n = r.map_err(map_err)?;
         Ok(if s.dml {
@@ -195,11 +229,7 @@ impl PgConnection {
         s.check(p)?;
         self.in_flight = true;
         let r = async {
-            let stream = self
-                .client()?
-                .query_raw(&s.stmt, p.iter().map(PgParam))
-                .await
-                .map_err(map_err)?;
+            let stream = rows_of(self.client()?, s, p).await.map_err(map_err)?;
             pin_mut!(stream);
             let first = stream.try_next().await.map_err(map_err)?;
             if first.is_some() {
@@ -229,11 +259,7 @@ impl PgConnection {
         s.check(p)?;
         self.in_flight = true;
         let r = async {
-            let stream = self
-                .client()?
-                .query_raw(&s.stmt, p.iter().map(PgParam))
-                .await
-                .map_err(map_err)?;
+            let stream = rows_of(self.client()?, s, p).await.map_err(map_err)?;
             pin_mut!(stream);
             let mut out = Vec::new();
             while let Some(row) = stream.try_next().await.map_err(map_err)? {
@@ -247,6 +273,36 @@ impl PgConnection {
         .await;
         self.in_flight = false;
         r
+    }
+
+    /// The unnamed mode's prepare: learns the statement's parameter types and columns from a
+    /// named statement that lives only inside a transaction (its own when none is open), which
+    /// a transaction-mode pooler keeps on one server connection; the statement is closed before
+    /// the transaction ends, so nothing is left on the server.
+    async fn describe(&mut self, sql: &str) -> Result<Described> {
+        let own_tx = !self.in_tx;
+        let client = self.client()?;
+        if own_tx {
+            client.batch_execute("BEGIN").await.map_err(map_err)?;
+        }
+        // The statement is dropped (its Close sent) before the transaction ends.
+        let described = client
+            .prepare(sql)
+            .await
+            .map(|st| Described {
+                params: st.params().to_vec(),
+                columns: columns_of(&st),
+            })
+            .map_err(map_err);
+        if own_tx {
+            let end = if described.is_ok() {
+                "COMMIT"
+            } else {
+                "ROLLBACK"
+            };
+            client.batch_execute(end).await.map_err(map_err)?;
+        }
+        described
     }
 
     /// After a schema change the server refuses a cached statement whose result type changed
@@ -327,15 +383,35 @@ impl Wing for PgConnection {
         if tx_control && !self.in_tx {
             self.unknown = true;
         }
+        let unnamed = self
+            .obj
+            .as_ref()
+            .is_some_and(|o| o.opts.statement_cache == StatementCache::Unnamed);
         self.in_flight = true;
-        let r = self.client()?.prepare(&translated).await;
+        let r = if unnamed {
+            self.describe(&translated).await.map(|d| (d, None))
+        } else {
+            self.client()?
+                .prepare(&translated)
+                .await
+                .map(|st| {
+                    let d = Described {
+                        params: st.params().to_vec(),
+                        columns: columns_of(&st),
+                    };
+                    (d, Some(st))
+                })
+                .map_err(map_err)
+        };
         self.in_flight = false;
         // A failed prepare is not cached.
-        let stmt = r.map_err(map_err)?;
+        let (described, stmt) = r?;
         let s = Arc::new(PgStmt {
             key: sql.into(),
             mode,
-            columns: Arc::new(columns_of(&stmt)),
+            text: translated.as_ref().into(),
+            param_types: described.params,
+            columns: Arc::new(described.columns),
             dml: crate::sql::is_dml(&translated, PG),
             session,
             tx_control,
@@ -380,8 +456,7 @@ impl Wing for PgConnection {
         self.in_flight = true;
         let client = self.client()?;
         let r = futures_util::future::try_join_all(sets.iter().map(|p| async move {
-            let rows: Vec<tokio_postgres::Row> = client
-                .query_raw(&s.stmt, p.iter().map(PgParam))
+            let rows: Vec<tokio_postgres::Row> = rows_of(client, s, p)
                 .await
                 .map_err(map_err)?
                 .try_collect()

@@ -18,7 +18,13 @@ pub(crate) struct PgStmt {
     /// The SQL as the caller wrote it: the statement cache's key, with `mode`.
     pub(super) key: Box<str>,
     pub(super) mode: crate::translation::TranslationMode,
-    pub(super) stmt: tokio_postgres::Statement,
+    /// The SQL as sent (after translation): what the unnamed statement parses on every run.
+    pub(super) text: Box<str>,
+    /// The parameter types the server inferred when the statement was described.
+    pub(super) param_types: Vec<tokio_postgres::types::Type>,
+    /// The server-side named statement; `None` in the unnamed mode
+    /// ([`crate::StatementCache::Unnamed`]), where every run parses the text again.
+    pub(super) stmt: Option<tokio_postgres::Statement>,
     pub(super) columns: Arc<Columns>,
     /// It changes rows, so the command tag counts changed rows.
     pub(super) dml: bool,
@@ -76,10 +82,27 @@ impl PgStmt {
                 ),
             ));
         }
-        let expected = self.stmt.params().len();
+        let expected = self.param_types.len();
         if expected != p.len() {
             return Err(SqlMiddlewareDbError::parameter_count(expected, p.len()));
         }
         Ok(())
     }
+}
+
+/// How a pool's Postgres connections prepare statements.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StatementCache {
+    /// Named server-side prepared statements, parsed once per connection and kept in its
+    /// bounded cache: the fastest, for direct connections and poolers that track prepared
+    /// statements (PgBouncer 1.21+ with `max_prepared_statements`, session pooling).
+    #[default]
+    Named,
+    /// The unnamed statement: every run is one Parse/Bind/Execute round trip, with no
+    /// statement left on the server between transactions, so the pool works behind PgBouncer in
+    /// transaction mode and any pooler that does not track prepared statements. A statement is
+    /// described once per connection (parameter types and columns) inside a transaction of its
+    /// own, which such poolers keep on one server connection.
+    Unnamed,
 }

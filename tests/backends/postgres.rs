@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{NaiveDate, TimeZone, Utc};
 use rust_decimal::Decimal;
+use sql_middleware::StatementCache;
 use sql_middleware::prelude::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -758,4 +759,48 @@ async fn listener_survives_a_killed_backend() {
         listener.reconnects(),
         t.elapsed().as_millis()
     );
+}
+
+/// Behind PgBouncer in transaction mode, named prepared statements break the way the README
+/// says: a statement prepared on one server connection is run later on another (the first is
+/// busy in someone else's transaction), where it does not exist (`26000`). The unnamed mode
+/// runs the same sequence, and leaves no prepared statement on the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn named_statements_fail_behind_a_transaction_pooler_and_unnamed_ones_work() {
+    let _group = groups::enter("postgres");
+    // A PgBouncer of its own for each mode, with two server connections.
+    let run = |mode: StatementCache| {
+        let url = crate::common::pgbouncer::dedicated(2).base_db_url();
+        async move {
+            let db = ConfigAndPool::postgres(&url)
+                .max_size(2)
+                .statement_cache(mode)
+                .build()
+                .await
+                .expect("pool through PgBouncer");
+            let mut a = db.get_connection().await.expect("a");
+            let mut b = db.get_connection().await.expect("b");
+            // Prepared (in named mode) and run on the pooler's only server connection.
+            let (x,): (i32,) = a.query("SELECT 1").one().await?;
+            // B's transaction holds that server connection...
+            let mut tx = b.begin().await?;
+            let (y,): (i32,) = tx.query("SELECT 2").one().await?;
+            // ...so A's next run goes to a second one.
+            let z = a.query("SELECT 1").one::<(i32,)>().await;
+            tx.commit().await?;
+            let (z,) = z?;
+            let (left,): (i64,) = a
+                .query("SELECT count(*) FROM pg_prepared_statements")
+                .one()
+                .await?;
+            Ok::<_, SqlMiddlewareDbError>((x + y + z, left))
+        }
+    };
+    let named = run(StatementCache::Named).await;
+    let e = named.expect_err("named statements through a transaction-mode pooler");
+    assert_eq!(e.driver_code(), Some("26000"), "{e:?}");
+    let (sum, left) = run(StatementCache::Unnamed).await.expect("unnamed mode");
+    assert_eq!(sum, 4);
+    assert_eq!(left, 0, "no prepared statement left on the server");
+    println!("pgbouncer_modes named_error=26000 unnamed_ok=1 prepared_left=0");
 }

@@ -122,7 +122,7 @@ impl TestDb {
             #[cfg(feature = "turso")]
             (Location::File(p), Kind::Turso) => ConfigAndPool::turso(p),
             #[cfg(feature = "postgres")]
-            (Location::Url(u), Kind::Postgres) => ConfigAndPool::postgres(u),
+            (Location::Url(u), Kind::Postgres) => postgres_builder(u),
             (loc, kind) => panic!("no builder for {kind:?} at {loc:?} in this build"),
         }
     }
@@ -159,10 +159,24 @@ pub async fn sqlite() -> TestDb {
     }
 }
 
+/// A Postgres pool builder for `url`, in the statement mode `SQL_MIDDLEWARE_PG_STATEMENT_CACHE`
+/// names (`named`, the default, or `unnamed`): the whole suite runs in either mode.
+#[cfg(feature = "postgres")]
+pub fn postgres_builder(url: &str) -> PoolBuilder {
+    let b = ConfigAndPool::postgres(url);
+    match std::env::var("SQL_MIDDLEWARE_PG_STATEMENT_CACHE").as_deref() {
+        Ok("unnamed") => b.statement_cache(sql_middleware::StatementCache::Unnamed),
+        Ok("named") | Ok("") | Err(_) => b,
+        Ok(other) => {
+            panic!("SQL_MIDDLEWARE_PG_STATEMENT_CACHE must be named or unnamed, not {other}")
+        }
+    }
+}
+
 /// A pool on the schema URL given by `common::pg::with_schema`.
 #[cfg(feature = "postgres")]
 pub async fn postgres(url: &str) -> TestDb {
-    let db = ConfigAndPool::postgres(url)
+    let db = postgres_builder(url)
         .max_size(4)
         .build()
         .await

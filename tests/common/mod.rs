@@ -7,5 +7,7 @@ pub mod fuzz_harness;
 pub mod groups;
 #[cfg(feature = "postgres")]
 pub mod pg;
+#[cfg(feature = "postgres")]
+pub mod pgbouncer;
 pub mod proxy;
 pub mod reliability;

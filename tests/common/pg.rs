@@ -307,6 +307,18 @@ impl PgSchema {
         let base = base_url();
         let schema = format!("{SCHEMA_PREFIX}{}", random_hex());
         let client = raw_client(&base).await;
+        if super::pgbouncer::via_bouncer() {
+            // Through a transaction-mode pooler a session's search_path does not stick: the
+            // test gets a database of its own instead, reached through the pooler.
+            client
+                .batch_execute(&format!("CREATE DATABASE \"{schema}\""))
+                .await
+                .unwrap_or_else(|e| {
+                    panic!("cannot create test database {schema}: {}", error_text(&e))
+                });
+            let url = super::pgbouncer::shared().url(&schema);
+            return PgSchema { url, schema, base };
+        }
         client
             .batch_execute(&format!("CREATE SCHEMA \"{schema}\""))
             .await
@@ -330,10 +342,14 @@ impl PgSchema {
             .map_err(|e| error_text(&e))?;
         let connection = tokio::spawn(connection);
         let result = client
-            .batch_execute(&format!(
-                "SET lock_timeout = '30s'; DROP SCHEMA IF EXISTS \"{}\" CASCADE",
-                self.schema
-            ))
+            .batch_execute(&if super::pgbouncer::via_bouncer() {
+                format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.schema)
+            } else {
+                format!(
+                    "SET lock_timeout = '30s'; DROP SCHEMA IF EXISTS \"{}\" CASCADE",
+                    self.schema
+                )
+            })
             .await
             .map_err(|e| error_text(&e));
         drop(client);

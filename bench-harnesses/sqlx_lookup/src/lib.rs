@@ -23,6 +23,10 @@ pub mod dataset;
 /// local default server, or a throwaway cluster).
 #[path = "../../../tests/common/pg.rs"]
 pub mod pg;
+/// The PgBouncer the shared server code can route through (`SQL_MIDDLEWARE_PG_VIA_PGBOUNCER`).
+#[path = "../../../tests/common/pgbouncer.rs"]
+#[allow(dead_code)]
+pub mod pgbouncer;
 
 /// The timed-loop helpers of the main crate's benches (std and tokio only), shared as source:
 /// both harnesses spawn, fan out and split the ids the same way.

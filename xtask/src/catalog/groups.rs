@@ -53,6 +53,8 @@ pub const GROUPS: &[GroupSpec] = &[
             "tokio_postgres_raw",
             "middleware",
             "middleware_pipelined",
+            "middleware_unnamed",
+            "middleware_via_pgbouncer",
             "pool_acquire",
         ],
     },
