@@ -213,9 +213,7 @@ impl SqliteConn {
     /// Notes a change to the session made on this checkout.
     #[inline]
     fn note_session(&mut self, s: Session) {
-        if s > self.session {
-            self.session = s;
-        }
+        self.session = self.session.max(s);
     }
 
     /// Puts back what the pool configured (and `synchronous` as the connection opened with it)

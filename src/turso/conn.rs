@@ -96,9 +96,7 @@ impl TursoConn {
     /// Notes a change to the session made on this checkout.
     #[inline]
     fn note_session(&mut self, s: Session) {
-        if s > self.session {
-            self.session = s;
-        }
+        self.session = self.session.max(s);
     }
 
     /// Puts back what the pool configured after `PRAGMA` assignments or raw access: the

@@ -31,13 +31,10 @@ fn target_of(cfg: &tokio_postgres::Config) -> Target {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unanswering_server_costs_typed_errors_in_bounded_time() {
-    let _group = groups::enter("bounded");
-    let base: tokio_postgres::Config = crate::common::pg::base_url().parse().expect("test URL");
-    let relay = Relay::start(target_of(&base)).await;
+/// The test server's user, database and password, at `127.0.0.1:port`.
+fn config_at(base: &tokio_postgres::Config, port: u16) -> tokio_postgres::Config {
     let mut cfg = tokio_postgres::Config::new();
-    cfg.host("127.0.0.1").port(relay.addr.port());
+    cfg.host("127.0.0.1").port(port);
     if let Some(u) = base.get_user() {
         cfg.user(u);
     }
@@ -47,6 +44,15 @@ async fn an_unanswering_server_costs_typed_errors_in_bounded_time() {
     if let Some(p) = base.get_password() {
         cfg.password(p);
     }
+    cfg
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswering_server_costs_typed_errors_in_bounded_time() {
+    let _group = groups::enter("bounded");
+    let base: tokio_postgres::Config = crate::common::pg::base_url().parse().expect("test URL");
+    let relay = Relay::start(target_of(&base)).await;
+    let cfg = config_at(&base, relay.addr.port());
     let bound = Duration::from_millis(500);
     let pool = ConfigAndPool::postgres_config(cfg)
         .max_size(1)
@@ -115,14 +121,7 @@ async fn test_before_acquire_replaces_silently_dropped_connections() {
     let _group = groups::enter("bounded");
     let base: tokio_postgres::Config = crate::common::pg::base_url().parse().expect("test URL");
     let relay = Relay::start(target_of(&base)).await;
-    let mut cfg = tokio_postgres::Config::new();
-    cfg.host("127.0.0.1").port(relay.addr.port());
-    if let Some(u) = base.get_user() {
-        cfg.user(u);
-    }
-    if let Some(d) = base.get_dbname() {
-        cfg.dbname(d);
-    }
+    let cfg = config_at(&base, relay.addr.port());
     let bound = Duration::from_millis(300);
     let pool = ConfigAndPool::postgres_config(cfg)
         .max_size(1)
@@ -169,14 +168,7 @@ async fn connect_on_build_waits_for_a_server_that_comes_up() {
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let mut cfg = tokio_postgres::Config::new();
-    cfg.host("127.0.0.1").port(port);
-    if let Some(u) = base.get_user() {
-        cfg.user(u);
-    }
-    if let Some(d) = base.get_dbname() {
-        cfg.dbname(d);
-    }
+    let cfg = config_at(&base, port);
     let t = Instant::now();
     let e = ConfigAndPool::postgres_config(cfg.clone())
         .connect_on_build(Duration::from_millis(300))
