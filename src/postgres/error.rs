@@ -50,6 +50,11 @@ pub(crate) fn map_err(err: tokio_postgres::Error) -> SqlMiddlewareDbError {
         if code == "42601" && db.message().contains("multiple commands") {
             kind = ErrorKind::InvalidInput;
         }
+        // 08P01 is a protocol violation: the server's for a wrong parameter count, but also a
+        // pooler's for a lost server connection ("server conn crashed?").
+        if code == "08P01" && !db.message().contains("parameter") {
+            kind = ErrorKind::ConnectionLost;
+        }
         // The server's DETAIL is left out: it quotes row values ("Key (email)=(…) already
         // exists"), which are often the bound parameters. It stays reachable through `source()`.
         let mut message = db.message().to_owned();

@@ -1,6 +1,9 @@
 //! Reliability 4 and 5: connections killed under load (Postgres), and many writers on one
 //! database file (SQLite, Turso).
 //!
+//! - Postgres: backends killed under load, directly and behind PgBouncer in transaction mode
+//!   (unnamed statements): only `ConnectionLost`, nothing lost, phantom or torn. (Found: the
+//!   pooler's `08P01 server connection closed` was classified as a parameter-count error.)
 //! - Postgres: a throwaway cluster restarted (`pg_ctl restart -m fast`) under load by 8 workers
 //!   on a ledger: only `ConnectionLost`/`PoolTimeout` errors, nothing lost, phantom or torn, the
 //!   first success within 1 s of the server accepting connections again, and an error-free
@@ -210,142 +213,222 @@ async fn pg_worker(
     log
 }
 
+/// The kill test on a pool of `url` (in `mode`), with the kills and the audit through `admin`
+/// (a direct connection to the same database). `label` names the figures line.
+#[cfg(feature = "postgres")]
+async fn killed_under_load(
+    label: &str,
+    url: &str,
+    admin: &str,
+    mode: sql_middleware::StatementCache,
+) {
+    let (_guard, seed) = SeedGuard::new(label);
+    let chaos = Duration::from_secs_f64(knob_f64("RELIABILITY_CHAOS_SECS", 6.0));
+    let calm = Duration::from_secs_f64(knob_f64("RELIABILITY_CALM_SECS", 3.0));
+    let workers = knob_usize("RELIABILITY_PG_WORKERS", 8) as i64;
+    let app = format!("sqlmw_chaos_{}", common::backends::unique_hex());
+    let pool = ConfigAndPool::postgres(url)
+        .statement_cache(mode)
+        .application_name(&app)
+        .max_size(8)
+        .wait_timeout(Duration::from_secs(5))
+        .create_timeout(Duration::from_secs(5))
+        .build()
+        .await
+        .expect("pool");
+    let admin = ConfigAndPool::postgres(admin)
+        .max_size(4)
+        .build()
+        .await
+        .expect("admin pool");
+    {
+        let mut c = admin.get_connection().await.expect("admin");
+        c.execute_batch("CREATE TABLE ch (id int8 PRIMARY KEY, w int8 NOT NULL)")
+            .await
+            .expect("create");
+    }
+    let mut rng = Rng::new(seed);
+    let start = Instant::now();
+    let chaos_end = start + chaos;
+    let end = chaos_end + calm;
+    let mut tasks = Vec::new();
+    for w in 0..workers {
+        tasks.push(tokio::spawn(pg_worker(
+            w + 1,
+            pool.clone(),
+            admin.clone(),
+            rng.fork(),
+            chaos_end,
+            end,
+        )));
+    }
+    // The killer: every 250 ms, one backend in a transaction, one at random, or all.
+    let mut kills = 0;
+    let mut ticks = 0;
+    let mut last_kill = start;
+    let mut krng = rng.fork();
+    while Instant::now() + Duration::from_millis(250) < chaos_end {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        ticks += 1;
+        let filter = match ticks % 3 {
+            0 => "AND state IN ('idle in transaction', 'active')".to_owned(),
+            1 => format!(
+                "AND pid = (SELECT pid FROM pg_stat_activity WHERE application_name = $1 \
+                     ORDER BY pid OFFSET {} LIMIT 1)",
+                krng.below(8)
+            ),
+            _ => String::new(),
+        };
+        kills += kill_where(&admin, &app, &filter).await;
+        last_kill = Instant::now();
+    }
+    let mut ledger = Ledger::default();
+    let mut ok_ops = 0;
+    let mut errors: BTreeMap<String, usize> = BTreeMap::new();
+    let mut samples: BTreeMap<String, String> = BTreeMap::new();
+    let mut late_errors = Vec::new();
+    let mut recovery = Duration::ZERO;
+    let mut commit_kills = 0;
+    let quiet_from = end - calm / 2;
+    for t in tasks {
+        let log = t.await.expect("worker panicked");
+        ok_ops += log.ok_ops;
+        commit_kills += log.commit_kills;
+        tally_errors(
+            &log,
+            quiet_from,
+            &mut errors,
+            &mut samples,
+            &mut late_errors,
+        );
+        match log.first_ok_after_chaos {
+            Some(t) => recovery = recovery.max(t.saturating_duration_since(last_kill)),
+            None => late_errors.push("a worker never succeeded after the chaos".into()),
+        }
+        ledger.absorb(log.ledger);
+    }
+    let found: BTreeSet<i64> = {
+        let mut c = admin.get_connection().await.expect("verifier");
+        let rows: Vec<(i64,)> = c.query("SELECT id FROM ch").all().await.expect("read");
+        rows.into_iter().map(|r| r.0).collect()
+    };
+    let audit = ledger.audit(&found);
+    let unexpected: Vec<&String> = errors
+        .keys()
+        .filter(|k| k.as_str() != "ConnectionLost")
+        .collect();
+    let status = pool.status();
+    println!(
+        "{label} secs={:.1} calm_secs={:.1} workers={workers} kills={kills} commit_kills={commit_kills} \
+             ops_ok={ok_ops} errors={errors:?} acked_rows={} found={} lost={} phantom={} \
+             indeterminate={} (committed={} absent={}) torn={} recovery_ms={} errors_in_last_{:.1}s={} pool_size={}/{}",
+        chaos.as_secs_f64(),
+        calm.as_secs_f64(),
+        audit.acked_rows,
+        audit.acked_found,
+        audit.lost.len(),
+        audit.phantom.len(),
+        audit.indeterminate,
+        audit.indeterminate_committed,
+        audit.indeterminate_absent,
+        audit.torn.len(),
+        recovery.as_millis(),
+        (calm / 2).as_secs_f64(),
+        late_errors.len(),
+        status.size,
+        status.max_size,
+    );
+    assert!(kills > 0, "nothing was killed");
+    assert!(ok_ops > 0);
+    assert!(
+        audit.lost.is_empty(),
+        "acknowledged rows lost: {:?}",
+        audit.lost
+    );
+    assert!(
+        audit.phantom.is_empty(),
+        "phantom rows: {:?}",
+        audit.phantom
+    );
+    assert!(
+        audit.unknown_rows.is_empty(),
+        "rows nobody wrote: {:?}",
+        audit.unknown_rows
+    );
+    assert!(
+        audit.torn.is_empty(),
+        "half-committed transactions: {:?}",
+        audit.torn
+    );
+    assert!(
+        late_errors.is_empty(),
+        "errors in the calm period's last {:?}: {late_errors:?}",
+        calm / 2
+    );
+    assert!(
+        unexpected.is_empty(),
+        "error kinds other than ConnectionLost: {errors:?}, e.g. {samples:?}"
+    );
+    assert!(status.size <= status.max_size);
+}
+
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_connections_killed_under_load() {
     let _group = common::groups::enter("chaos");
     common::pg::with_schema(|url| async move {
-        let (_guard, seed) = SeedGuard::new("pg_chaos");
-        let chaos = Duration::from_secs_f64(knob_f64("RELIABILITY_CHAOS_SECS", 6.0));
-        let calm = Duration::from_secs_f64(knob_f64("RELIABILITY_CALM_SECS", 3.0));
-        let workers = knob_usize("RELIABILITY_PG_WORKERS", 8) as i64;
-        let app = format!("sqlmw_chaos_{}", common::backends::unique_hex());
-        let pool = ConfigAndPool::postgres(&url)
-            .application_name(&app)
-            .max_size(8)
-            .wait_timeout(Duration::from_secs(5))
-            .create_timeout(Duration::from_secs(5))
-            .build()
-            .await
-            .expect("pool");
-        let admin = ConfigAndPool::postgres(&url)
-            .max_size(4)
-            .build()
-            .await
-            .expect("admin pool");
-        {
-            let mut c = admin.get_connection().await.expect("admin");
-            c.execute_batch("CREATE TABLE ch (id int8 PRIMARY KEY, w int8 NOT NULL)")
-                .await
-                .expect("create");
-        }
-        let mut rng = Rng::new(seed);
-        let start = Instant::now();
-        let chaos_end = start + chaos;
-        let end = chaos_end + calm;
-        let mut tasks = Vec::new();
-        for w in 0..workers {
-            tasks.push(tokio::spawn(pg_worker(
-                w + 1,
-                pool.clone(),
-                admin.clone(),
-                rng.fork(),
-                chaos_end,
-                end,
-            )));
-        }
-        // The killer: every 250 ms, one backend in a transaction, one at random, or all.
-        let mut kills = 0;
-        let mut ticks = 0;
-        let mut last_kill = start;
-        let mut krng = rng.fork();
-        while Instant::now() + Duration::from_millis(250) < chaos_end {
-            tokio::time::sleep(Duration::from_millis(250)).await;
-            ticks += 1;
-            let filter = match ticks % 3 {
-                0 => "AND state IN ('idle in transaction', 'active')".to_owned(),
-                1 => format!(
-                    "AND pid = (SELECT pid FROM pg_stat_activity WHERE application_name = $1 \
-                     ORDER BY pid OFFSET {} LIMIT 1)",
-                    krng.below(8)
-                ),
-                _ => String::new(),
-            };
-            kills += kill_where(&admin, &app, &filter).await;
-            last_kill = Instant::now();
-        }
-        let mut ledger = Ledger::default();
-        let mut ok_ops = 0;
-        let mut errors: BTreeMap<String, usize> = BTreeMap::new();
-        let mut samples: BTreeMap<String, String> = BTreeMap::new();
-        let mut late_errors = Vec::new();
-        let mut recovery = Duration::ZERO;
-        let mut commit_kills = 0;
-        let quiet_from = end - calm / 2;
-        for t in tasks {
-            let log = t.await.expect("worker panicked");
-            ok_ops += log.ok_ops;
-            commit_kills += log.commit_kills;
-            tally_errors(&log, quiet_from, &mut errors, &mut samples, &mut late_errors);
-            match log.first_ok_after_chaos {
-                Some(t) => recovery = recovery.max(t.saturating_duration_since(last_kill)),
-                None => late_errors.push("a worker never succeeded after the chaos".into()),
-            }
-            ledger.absorb(log.ledger);
-        }
-        let found: BTreeSet<i64> = {
-            let mut c = admin.get_connection().await.expect("verifier");
-            let rows: Vec<(i64,)> = c.query("SELECT id FROM ch").all().await.expect("read");
-            rows.into_iter().map(|r| r.0).collect()
-        };
-        let audit = ledger.audit(&found);
-        let unexpected: Vec<&String> = errors
-            .keys()
-            .filter(|k| k.as_str() != "ConnectionLost")
-            .collect();
-        let status = pool.status();
-        println!(
-            "pg_chaos secs={:.1} calm_secs={:.1} workers={workers} kills={kills} commit_kills={commit_kills} \
-             ops_ok={ok_ops} errors={errors:?} acked_rows={} found={} lost={} phantom={} \
-             indeterminate={} (committed={} absent={}) torn={} recovery_ms={} errors_in_last_{:.1}s={} pool_size={}/{}",
-            chaos.as_secs_f64(),
-            calm.as_secs_f64(),
-            audit.acked_rows,
-            audit.acked_found,
-            audit.lost.len(),
-            audit.phantom.len(),
-            audit.indeterminate,
-            audit.indeterminate_committed,
-            audit.indeterminate_absent,
-            audit.torn.len(),
-            recovery.as_millis(),
-            (calm / 2).as_secs_f64(),
-            late_errors.len(),
-            status.size,
-            status.max_size,
-        );
-        assert!(kills > 0, "nothing was killed");
-        assert!(ok_ops > 0);
-        assert!(audit.lost.is_empty(), "acknowledged rows lost: {:?}", audit.lost);
-        assert!(audit.phantom.is_empty(), "phantom rows: {:?}", audit.phantom);
-        assert!(audit.unknown_rows.is_empty(), "rows nobody wrote: {:?}", audit.unknown_rows);
-        assert!(
-            audit.torn.is_empty(),
-            "half-committed transactions: {:?}",
-            audit.torn
-        );
-        assert!(
-            late_errors.is_empty(),
-            "errors in the calm period's last {:?}: {late_errors:?}",
-            calm / 2
-        );
-        assert!(
-            unexpected.is_empty(),
-            "error kinds other than ConnectionLost: {errors:?}, e.g. {samples:?}"
-        );
-        assert!(status.size <= status.max_size);
+        killed_under_load(
+            "pg_chaos",
+            &url,
+            &url,
+            sql_middleware::StatementCache::Named,
+        )
+        .await
     })
     .await;
+}
+
+/// The same through PgBouncer in transaction mode (unnamed statements): the server connections
+/// behind the pooler are killed; the pooler reports it to its clients.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_connections_killed_behind_pgbouncer() {
+    let _group = common::groups::enter("chaos");
+    let base = common::pg::base_url();
+    let db = format!("sqlmw_t_{}", common::pg::random_hex());
+    let admin_client = common::pg::raw_client(&base).await;
+    admin_client
+        .batch_execute(&format!("CREATE DATABASE \"{db}\""))
+        .await
+        .expect("create the test database");
+    let direct = {
+        let mut cfg: tokio_postgres::Config = base.parse().expect("test URL");
+        cfg.dbname(&db);
+        let host = match cfg.get_hosts().first() {
+            Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+            Some(tokio_postgres::config::Host::Unix(p)) => p.display().to_string(),
+            None => "127.0.0.1".to_owned(),
+        };
+        format!(
+            "host={host} port={} user={} dbname={db}",
+            cfg.get_ports().first().copied().unwrap_or(5432),
+            cfg.get_user().unwrap_or("postgres")
+        )
+    };
+    let through = common::pgbouncer::shared().url(&db);
+    let run = std::panic::AssertUnwindSafe(killed_under_load(
+        "pg_chaos_pgbouncer",
+        &through,
+        &direct,
+        sql_middleware::StatementCache::Unnamed,
+    ));
+    let outcome = futures::FutureExt::catch_unwind(run).await;
+    let _ = admin_client
+        .batch_execute(&format!("DROP DATABASE IF EXISTS \"{db}\" WITH (FORCE)"))
+        .await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
 }
 
 // ---- 5. SQLite and Turso: many writers, one file -------------------------------------------------
