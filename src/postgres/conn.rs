@@ -7,6 +7,15 @@ use std::time::Duration;
 /// A pooled Postgres connection as deadpool hands it out.
 type Obj = deadpool::managed::Object<super::config::PgManager>;
 
+/// Whether an abandoned statement on `obj` is cancelled with a cancel request before the
+/// connection is closed. Not in the unnamed (pooler) mode: a pooler routes cancel requests to
+/// whatever server connection it maps them to, and PgBouncer 1.18 was seen to crash on them
+/// (`disconnect_client(): bad client state`); the connection is closed instead, and the statement
+/// runs to its end on the server.
+fn cancels(obj: &Obj) -> bool {
+    obj.opts.statement_cache == StatementCache::Named
+}
+
 /// What a statement takes and returns, as the server described it.
 struct Described {
     params: Vec<tokio_postgres::types::Type>,
@@ -150,11 +159,13 @@ impl PgConnection {
     async fn repair(&mut self) -> Result<()> {
         if self.in_flight {
             if let Some(old) = self.obj.take() {
-                let token = old.client.cancel_token();
+                let token = cancels(&old).then(|| old.client.cancel_token());
                 drop(deadpool::managed::Object::take(old));
                 // A server that does not answer must not hold the caller: the cancel is best
                 // effort, and the old connection is closed either way.
-                let _ = tokio::time::timeout(self.net_bound(), token.cancel_query(NoTls)).await;
+                if let Some(token) = token {
+                    let _ = tokio::time::timeout(self.net_bound(), token.cancel_query(NoTls)).await;
+                }
             }
             self.in_flight = false;
             self.needs_rollback = false;
@@ -628,9 +639,9 @@ impl Drop for PgConnection {
         if self.in_flight {
             // A statement may still run: cancel it and close the connection (never reuse it,
             // since a late cancel could hit the next user's statement).
-            let token = obj.client.cancel_token();
+            let token = cancels(&obj).then(|| obj.client.cancel_token());
             drop(deadpool::managed::Object::take(obj));
-            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            if let (Some(token), Ok(handle)) = (token, tokio::runtime::Handle::try_current()) {
                 handle.spawn(async move {
                     let _ = tokio::time::timeout(bound, token.cancel_query(NoTls)).await;
                 });

@@ -103,6 +103,8 @@ pub enum StatementCache {
     /// statement left on the server between transactions, so the pool works behind PgBouncer in
     /// transaction mode and any pooler that does not track prepared statements. A statement is
     /// described once per connection (parameter types and columns) inside a transaction of its
-    /// own, which such poolers keep on one server connection.
+    /// own, which such poolers keep on one server connection. A statement abandoned mid-way
+    /// (its future dropped) is not cancelled with a cancel request, which poolers route
+    /// unreliably: its connection is closed, and the statement runs to its end on the server.
     Unnamed,
 }
