@@ -263,6 +263,26 @@ impl PoolBuilder {
         self
     }
 
+    /// The default time limit of every statement run on the pool's connections (default: none).
+    /// A statement still running when it passes is stopped and its call fails with
+    /// [`ErrorKind::Timeout`]; the connection stays usable. Postgres sends the server a cancel
+    /// request, SQLite interrupts the statement, Turso stops between rows (see the README's
+    /// "Deploying on Postgres" for what each engine can stop). Override it per connection with
+    /// [`crate::MiddlewarePoolConnection::set_statement_timeout`] and per call with
+    /// [`crate::QueryBuilder::timeout`]. `begin`, `commit` and `rollback` are never cut short.
+    pub fn statement_timeout(mut self, d: Duration) -> Self {
+        if d.is_zero() {
+            self.error.get_or_insert_with(|| {
+                SqlMiddlewareDbError::new(
+                    ErrorKind::Config,
+                    "statement_timeout must be greater than zero; leave it unset for no limit",
+                )
+            });
+        }
+        self.pool.statement_timeout = Some(d);
+        self
+    }
+
     /// Postgres: named (default) or unnamed prepared statements; use
     /// [`crate::StatementCache::Unnamed`] behind PgBouncer in transaction mode or any pooler that
     /// does not track prepared statements (see the README's "Scaling out").

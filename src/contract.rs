@@ -13,6 +13,7 @@
 //! | `conn.begin()`, `tx.commit()`, `tx.rollback()` | `begin`, `tx_commit`, `tx_rollback` | [`Wing::begin`], [`Wing::commit`], [`Wing::rollback`] |
 //! | dropping a `Tx` | `tx_abandon` | [`Wing::abandon_tx`] |
 //! | a cancelled call | `enter` | [`Wing::recover`] |
+//! | `statement_timeout`, `.timeout(d)` | `timed` | [`Wing::set_deadline`] |
 //! | dropping the connection | `Drop` | [`Wing::on_return`] |
 //! | `postgres_client()`, `turso_connection()` | — | [`Wing::raw`] |
 //!
@@ -60,6 +61,17 @@ pub(crate) trait Wing {
     /// What the connection's statement cache has done since the connection opened.
     fn cache_stats(&self) -> StatementCacheStats;
 
+    /// The time limit of the next operation: the hall sets it immediately before calling
+    /// `prepare`, `select`, `dml`, `optional`, `all`, `pipeline`, `execute_batch` or raw
+    /// SQLite work, and that operation takes it (so it never reaches a later one). Past it the
+    /// operation stops its statement the way the engine allows and fails with
+    /// [`ErrorKind::Timeout`](crate::ErrorKind::Timeout), leaving the connection usable, or
+    /// marked to be replaced when the engine's state is unknown.
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>);
+
+    /// Takes the limit set by [`Self::set_deadline`]: the first thing each limited operation does.
+    fn take_deadline(&mut self) -> Option<std::time::Instant>;
+
     /// Prepares `sql` (or finds it in the connection's statement cache), translating
     /// placeholders under `mode`.
     async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<Self::Stmt>>;
@@ -91,8 +103,13 @@ pub(crate) trait Wing {
         s: &Arc<Self::Stmt>,
         sets: &[&[RowValues]],
     ) -> Result<Vec<ResultSet>> {
+        // One limit for the whole pipeline.
+        let deadline = self.take_deadline();
         let mut out = Vec::with_capacity(sets.len());
         for p in sets {
+            if deadline.is_some() {
+                self.set_deadline(deadline);
+            }
             out.push(self.select(s, p).await?);
         }
         Ok(out)

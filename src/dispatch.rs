@@ -211,6 +211,12 @@ macro_rules! wings {
                 }
             }
 
+            pub(crate) fn set_deadline(&mut self, d: Option<std::time::Instant>) {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.set_deadline(d),)+
+                }
+            }
+
             pub(crate) fn cache_stats(&self) -> StatementCacheStats {
                 match self {
                     $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.cache_stats(),)+

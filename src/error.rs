@@ -52,8 +52,13 @@ pub enum ErrorKind {
     TransactionAborted,
     /// The transaction state does not allow this operation (e.g. nested `BEGIN`).
     TransactionState,
-    /// The statement was interrupted or timed out and was cancelled.
+    /// The statement was interrupted (cancelled by another session, or by the engine).
     Interrupted,
+    /// The statement ran past its timeout (the pool's `statement_timeout` or a per-call
+    /// `.timeout(..)`, or the server's own `statement_timeout`) and was stopped. Inside a
+    /// transaction the transaction is aborted; outside one, a write that timed out may still
+    /// have taken effect, as with any database over a network.
+    Timeout,
     /// The operation does not exist on this connection's backend (e.g. raw SQLite access on Postgres).
     Unsupported,
     /// The connection or pool configuration is invalid.

@@ -21,6 +21,7 @@ pub mod value;
 
 // the SQLite family, the neutral layer
 mod contract;
+mod deadline;
 mod pooling;
 mod stmt_cache;
 #[cfg(feature = "postgres")]

@@ -12,6 +12,7 @@ use crate::statement::PreparedStatement;
 use crate::transaction::Tx;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
+use std::time::{Duration, Instant};
 
 pub use crate::pooling::PoolStatus;
 
@@ -20,6 +21,7 @@ pub use crate::pooling::PoolStatus;
 pub struct MiddlewarePool {
     inner: PoolInner,
     translation: TranslationMode,
+    statement_timeout: Option<Duration>,
     counters: std::sync::Arc<crate::pooling::Counters>,
 }
 
@@ -35,6 +37,7 @@ impl std::fmt::Debug for MiddlewarePool {
 impl MiddlewarePool {
     pub(crate) async fn build(b: PoolBuilder) -> Result<Self> {
         let translation = b.translation;
+        let statement_timeout = b.pool.statement_timeout;
         let counters = std::sync::Arc::clone(&b.pool.counters);
         let inner = match b.target {
             #[cfg(feature = "sqlite")]
@@ -53,6 +56,7 @@ impl MiddlewarePool {
         Ok(Self {
             inner,
             translation,
+            statement_timeout,
             counters,
         })
     }
@@ -64,6 +68,7 @@ impl MiddlewarePool {
             inner,
             tx: TxFlag::None,
             translation: self.translation,
+            timeout: self.statement_timeout,
             pending: false,
             sp_pending: None,
             calls: 0,
@@ -114,6 +119,8 @@ pub struct MiddlewarePoolConnection {
     pub(crate) inner: ConnInner,
     pub(crate) tx: TxFlag,
     pub(crate) translation: TranslationMode,
+    /// The time limit of each statement (the pool's `statement_timeout` until changed).
+    timeout: Option<Duration>,
     /// Set while an operation awaits its backend; still set afterwards means its future was
     /// dropped mid-way (cancelled), and the connection's state must be repaired first.
     pub(crate) pending: bool,
@@ -151,8 +158,23 @@ impl MiddlewarePoolConnection {
     /// Prepares `sql` once; run it many times with [`PreparedStatement::query`] and friends.
     pub async fn prepare(&mut self, sql: &str) -> Result<PreparedStatement<'_>> {
         let mode = self.translation;
-        let handle = self.prepare_handle(sql, mode).await?;
+        let deadline = self.deadline(None);
+        let handle = self.prepare_handle(sql, mode, deadline).await?;
         Ok(PreparedStatement::new(self, handle))
+    }
+
+    /// Sets the time limit of each statement run on this checkout (`None`: no limit), in place
+    /// of the pool's `statement_timeout`; a query's own `.timeout(..)` still wins. A statement
+    /// still running when it passes is stopped and its call fails with [`ErrorKind::Timeout`].
+    /// `begin`, `commit` and `rollback` are never cut short.
+    pub fn set_statement_timeout(&mut self, limit: Option<Duration>) {
+        self.timeout = limit;
+    }
+
+    /// The time limit of each statement run on this checkout (see
+    /// [`Self::set_statement_timeout`]).
+    pub fn statement_timeout(&self) -> Option<Duration> {
+        self.timeout
     }
 
     /// What this connection's statement cache has done since the connection was opened: hits,
@@ -172,6 +194,8 @@ impl MiddlewarePoolConnection {
         if in_tx && let Err(e) = refuse_in_tx(sql, self.inner.dialect()) {
             return self.note(Err(e));
         }
+        let deadline = self.deadline(None);
+        self.arm(deadline);
         let r = self.inner.execute_batch(sql, in_tx).await;
         self.note(r)
     }
@@ -203,6 +227,8 @@ impl MiddlewarePoolConnection {
     {
         self.enter().await?;
         let ty = self.database_type();
+        let deadline = self.deadline(None);
+        self.arm(deadline);
         let r = match &mut self.inner {
             ConnInner::Sqlite(c) => c.with_raw(f).await,
             #[allow(unreachable_patterns)]
@@ -253,10 +279,12 @@ impl MiddlewarePoolConnection {
         param_sets: &[&[RowValues]],
     ) -> Result<Vec<ResultSet>> {
         let mode = self.translation;
-        let handle = self.prepare_handle(sql, mode).await?;
+        let deadline = self.deadline(None);
+        let handle = self.prepare_handle(sql, mode, deadline).await?;
         let own_tx = self.tx == TxFlag::None && handle.writes() && param_sets.len() > 1;
         self.enter().await?;
         if !own_tx {
+            self.arm(deadline);
             let r = self.inner.pipeline(&handle, param_sets).await;
             return self.note(r);
         }
@@ -264,6 +292,7 @@ impl MiddlewarePoolConnection {
         // recovers the connection: the open transaction is rolled back.
         let r = async {
             self.inner.begin().await?;
+            self.arm(deadline);
             match self.inner.pipeline(&handle, param_sets).await {
                 Ok(sets) => self.inner.commit().await.map(|()| sets),
                 Err(e) => {
@@ -277,6 +306,21 @@ impl MiddlewarePoolConnection {
     }
 
     // ---- the internal operations every public type goes through ----
+
+    /// When a call that starts now must end: its own limit, else this checkout's.
+    #[inline]
+    pub(crate) fn deadline(&self, own: Option<Duration>) -> Option<Instant> {
+        own.or(self.timeout)
+            .and_then(|d| Instant::now().checked_add(d))
+    }
+
+    /// Hands the wing the limit of the operation called next (which takes it at once).
+    #[inline]
+    fn arm(&mut self, deadline: Option<Instant>) {
+        if deadline.is_some() {
+            self.inner.set_deadline(deadline);
+        }
+    }
 
     /// Starts an operation: repairs what a cancelled earlier operation left behind, refuses work
     /// in an aborted transaction, and marks the operation as pending until [`Self::note`].
@@ -329,6 +373,7 @@ impl MiddlewarePoolConnection {
         &mut self,
         sql: &str,
         mode: TranslationMode,
+        deadline: Option<Instant>,
     ) -> Result<StmtHandle> {
         self.enter().await?;
         if crate::sql::is_blank(sql, self.inner.dialect()) {
@@ -339,18 +384,31 @@ impl MiddlewarePoolConnection {
         {
             return self.note(Err(e));
         }
+        self.arm(deadline);
         let r = self.inner.prepare(sql, mode).await;
         self.note(r)
     }
 
-    pub(crate) async fn select(&mut self, h: &StmtHandle, p: &[RowValues]) -> Result<ResultSet> {
+    pub(crate) async fn select(
+        &mut self,
+        h: &StmtHandle,
+        p: &[RowValues],
+        deadline: Option<Instant>,
+    ) -> Result<ResultSet> {
         self.enter().await?;
+        self.arm(deadline);
         let r = self.inner.select(h, p).await;
         self.note(r)
     }
 
-    pub(crate) async fn dml(&mut self, h: &StmtHandle, p: &[RowValues]) -> Result<usize> {
+    pub(crate) async fn dml(
+        &mut self,
+        h: &StmtHandle,
+        p: &[RowValues],
+        deadline: Option<Instant>,
+    ) -> Result<usize> {
         self.enter().await?;
+        self.arm(deadline);
         let r = self.inner.dml(h, p).await;
         self.note(r)
     }
@@ -359,8 +417,10 @@ impl MiddlewarePoolConnection {
         &mut self,
         h: &StmtHandle,
         p: &[RowValues],
+        deadline: Option<Instant>,
     ) -> Result<Option<T>> {
         self.enter().await?;
+        self.arm(deadline);
         let r = self.inner.optional::<T>(h, p).await;
         self.note(r)
     }
@@ -369,8 +429,10 @@ impl MiddlewarePoolConnection {
         &mut self,
         h: &StmtHandle,
         p: &[RowValues],
+        deadline: Option<Instant>,
     ) -> Result<Vec<T>> {
         self.enter().await?;
+        self.arm(deadline);
         let r = self.inner.all::<T>(h, p).await;
         self.note(r)
     }

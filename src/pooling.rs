@@ -27,6 +27,8 @@ pub(crate) struct PoolOptions {
     pub(crate) idle_timeout: Option<Duration>,
     /// Keep at least this many connections open.
     pub(crate) min_idle: usize,
+    /// The default bound on each statement of the pool's connections.
+    pub(crate) statement_timeout: Option<Duration>,
     /// What the pool did with its connections; shared with the built pool.
     pub(crate) counters: Arc<Counters>,
 }
@@ -108,6 +110,7 @@ impl Default for PoolOptions {
             max_lifetime: None,
             idle_timeout: None,
             min_idle: 0,
+            statement_timeout: None,
             counters: Arc::default(),
         }
     }

@@ -17,6 +17,7 @@ pub struct QueryBuilder<'c, 'q> {
     sql: &'q str,
     params: &'q [RowValues],
     translation: TranslationMode,
+    timeout: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for QueryBuilder<'_, '_> {
@@ -25,6 +26,7 @@ impl std::fmt::Debug for QueryBuilder<'_, '_> {
             .field("sql", &self.sql)
             .field("params", &ParamKinds(self.params))
             .field("translation", &self.translation)
+            .field("timeout", &self.timeout)
             .finish()
     }
 }
@@ -37,6 +39,7 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
             sql,
             params: &[],
             translation,
+            timeout: None,
         }
     }
 
@@ -52,16 +55,32 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
         self
     }
 
+    /// Limits this call (preparing and running the statement) to `limit`, in place of the
+    /// connection's `statement_timeout`. Past it the statement is stopped and the call fails
+    /// with [`crate::ErrorKind::Timeout`].
+    pub fn timeout(mut self, limit: std::time::Duration) -> Self {
+        self.timeout = Some(limit);
+        self
+    }
+
     /// Runs the query and materialises every row.
     pub async fn select(self) -> Result<ResultSet> {
-        let h = self.conn.prepare_handle(self.sql, self.translation).await?;
-        self.conn.select(&h, self.params).await
+        let deadline = self.conn.deadline(self.timeout);
+        let h = self
+            .conn
+            .prepare_handle(self.sql, self.translation, deadline)
+            .await?;
+        self.conn.select(&h, self.params, deadline).await
     }
 
     /// Runs a data-changing statement and returns the number of rows it changed.
     pub async fn dml(self) -> Result<usize> {
-        let h = self.conn.prepare_handle(self.sql, self.translation).await?;
-        self.conn.dml(&h, self.params).await
+        let deadline = self.conn.deadline(self.timeout);
+        let h = self
+            .conn
+            .prepare_handle(self.sql, self.translation, deadline)
+            .await?;
+        self.conn.dml(&h, self.params, deadline).await
     }
 
     /// Decodes the first row into `T`; no row is an [`crate::ErrorKind::NoRows`] error.
@@ -73,14 +92,22 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
 
     /// Decodes the first row into `T`, or `None` when there is none.
     pub async fn optional<T: FromRow + Send + 'static>(self) -> Result<Option<T>> {
-        let h = self.conn.prepare_handle(self.sql, self.translation).await?;
-        self.conn.optional::<T>(&h, self.params).await
+        let deadline = self.conn.deadline(self.timeout);
+        let h = self
+            .conn
+            .prepare_handle(self.sql, self.translation, deadline)
+            .await?;
+        self.conn.optional::<T>(&h, self.params, deadline).await
     }
 
     /// Decodes every row into `T`.
     pub async fn all<T: FromRow + Send + 'static>(self) -> Result<Vec<T>> {
-        let h = self.conn.prepare_handle(self.sql, self.translation).await?;
-        self.conn.all::<T>(&h, self.params).await
+        let deadline = self.conn.deadline(self.timeout);
+        let h = self
+            .conn
+            .prepare_handle(self.sql, self.translation, deadline)
+            .await?;
+        self.conn.all::<T>(&h, self.params, deadline).await
     }
 }
 

@@ -18,6 +18,7 @@ use crate::value::RowValues;
 pub struct PreparedStatement<'c> {
     conn: &'c mut MiddlewarePoolConnection,
     handle: StmtHandle,
+    timeout: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for PreparedStatement<'_> {
@@ -30,7 +31,11 @@ impl std::fmt::Debug for PreparedStatement<'_> {
 
 impl<'c> PreparedStatement<'c> {
     pub(crate) fn new(conn: &'c mut MiddlewarePoolConnection, handle: StmtHandle) -> Self {
-        Self { conn, handle }
+        Self {
+            conn,
+            handle,
+            timeout: None,
+        }
     }
 
     /// The columns this statement returns (empty for DML without `RETURNING`).
@@ -38,14 +43,24 @@ impl<'c> PreparedStatement<'c> {
         self.handle.columns()
     }
 
+    /// Limits each later run of this statement to `limit`, in place of the connection's
+    /// `statement_timeout`. Past it the statement is stopped and the run fails with
+    /// [`crate::ErrorKind::Timeout`].
+    pub fn timeout(&mut self, limit: std::time::Duration) -> &mut Self {
+        self.timeout = Some(limit);
+        self
+    }
+
     /// Runs it and materialises every row.
     pub async fn select(&mut self, params: &[RowValues]) -> Result<ResultSet> {
-        self.conn.select(&self.handle, params).await
+        let deadline = self.conn.deadline(self.timeout);
+        self.conn.select(&self.handle, params, deadline).await
     }
 
     /// Runs a data-changing statement and returns the number of rows it changed.
     pub async fn dml(&mut self, params: &[RowValues]) -> Result<usize> {
-        self.conn.dml(&self.handle, params).await
+        let deadline = self.conn.deadline(self.timeout);
+        self.conn.dml(&self.handle, params, deadline).await
     }
 
     /// The former name of [`select`](Self::select).
@@ -72,7 +87,10 @@ impl<'c> PreparedStatement<'c> {
         &mut self,
         params: &[RowValues],
     ) -> Result<Option<T>> {
-        self.conn.optional::<T>(&self.handle, params).await
+        let deadline = self.conn.deadline(self.timeout);
+        self.conn
+            .optional::<T>(&self.handle, params, deadline)
+            .await
     }
 
     /// Runs it and decodes every row.
@@ -80,6 +98,7 @@ impl<'c> PreparedStatement<'c> {
         &mut self,
         params: &[RowValues],
     ) -> Result<Vec<T>> {
-        self.conn.all::<T>(&self.handle, params).await
+        let deadline = self.conn.deadline(self.timeout);
+        self.conn.all::<T>(&self.handle, params, deadline).await
     }
 }

@@ -100,6 +100,7 @@ fn pool_param(
         "max_lifetime" => b.max_lifetime(duration(key, v)?),
         "idle_timeout" => b.idle_timeout(duration(key, v)?),
         "min_idle" => b.min_idle(number(key, v)?),
+        "statement_timeout" => b.statement_timeout(duration(key, v)?),
         "connect_on_build" => b.connect_on_build(duration(key, v)?),
         "statement_cache_capacity" => b.statement_cache_capacity(number(key, v)?),
         "translation" => b.translation(if flag(key, v)? {
@@ -146,8 +147,8 @@ impl ConfigAndPool {
     /// | `turso://…`, `turso:…`, `turso::memory:` | Turso (a local file, or in memory) |
     ///
     /// Pool parameters, on every backend: `max_size`, `wait_timeout`, `create_timeout`,
-    /// `recycle_timeout`, `max_lifetime`, `idle_timeout` (durations: `250ms`, `5s`, `2m`, or a
-    /// number of milliseconds), `min_idle`, `connect_on_build` (a duration),
+    /// `recycle_timeout`, `max_lifetime`, `idle_timeout`, `statement_timeout` (durations: `250ms`,
+    /// `5s`, `2m`, or a number of milliseconds), `min_idle`, `connect_on_build` (a duration),
     /// `statement_cache_capacity`, `translation` (`on`/`off`). SQLite: `busy_timeout`, `wal`,
     /// `foreign_keys` (`true`/`false`), `exec_model` (`adaptive`/`inline`/`offload`). Turso:
     /// `busy_timeout`. Postgres: `test_before_acquire`, `statement_cache` (`named`/`unnamed`),
@@ -295,6 +296,8 @@ pub struct Config {
     pub recycle_timeout_ms: Option<u64>,
     /// How many prepared statements each connection keeps.
     pub statement_cache_capacity: Option<usize>,
+    /// The default time limit of each statement, in milliseconds.
+    pub statement_timeout_ms: Option<u64>,
 }
 
 #[cfg(feature = "serde")]
@@ -317,6 +320,9 @@ impl Config {
         if let Some(n) = self.statement_cache_capacity {
             b = b.statement_cache_capacity(n);
         }
+        if let Some(ms) = self.statement_timeout_ms {
+            b = b.statement_timeout(Duration::from_millis(ms));
+        }
         Ok(b)
     }
 }
@@ -331,6 +337,7 @@ impl std::fmt::Debug for Config {
             .field("create_timeout_ms", &self.create_timeout_ms)
             .field("recycle_timeout_ms", &self.recycle_timeout_ms)
             .field("statement_cache_capacity", &self.statement_cache_capacity)
+            .field("statement_timeout_ms", &self.statement_timeout_ms)
             .finish()
     }
 }
@@ -373,6 +380,7 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
             | "max_lifetime"
             | "idle_timeout"
             | "min_idle"
+            | "statement_timeout"
             | "connect_on_build"
             | "statement_cache_capacity"
             | "translation" => pool_params.push((key, value)),

@@ -185,8 +185,12 @@ fn allocations_per_lookup() {
         // SQLite: the raw rusqlite lookup (a statement prepared once, `query_row`, decode),
         // then the middleware's paths, on the same WAL file, as in the benchmark.
         let file = SqliteFile::new();
+        // The inline model: the adaptive one (the default) runs these lookups inline too, but
+        // on a loaded machine a lookup preempted past its 1 ms budget moves to the blocking
+        // pool, whose hand-off allocates; that is the machine's load, not the lookup's cost.
         let db = ConfigAndPool::sqlite(&file.0)
             .max_size(1)
+            .sqlite_exec_model(SqliteExecModel::Inline)
             .build()
             .await
             .unwrap();

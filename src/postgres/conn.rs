@@ -86,6 +86,31 @@ macro_rules! replanned {
     }};
 }
 
+/// Runs `$call` (an expression that awaits the operation) within the time limit the hall set
+/// for it, if any (see `timeout.rs`); the hot path without a limit is `$call` alone.
+/// `$several`: the call sends several statements at once (a pipeline).
+macro_rules! limited {
+    ($self:ident, $call:expr) => {
+        limited!($self, $call, false)
+    };
+    ($self:ident, $call:expr, $several:expr) => {{
+        match $self.deadline.take() {
+            None => $call,
+            Some(at) => {
+                crate::deadline::check(Some(at))?;
+                let cancel = $self
+                    .obj
+                    .as_ref()
+                    .filter(|o| cancels(o))
+                    .map(|o| o.client.cancel_token());
+                let bound = $self.net_bound();
+                let (r, ended) = super::timeout::within(at, cancel, bound, async { $call }).await;
+                $self.after_limit(ended, r, $several).await
+            }
+        }
+    }};
+}
+
 /// A checked-out Postgres connection and what the middleware knows about its state.
 ///
 /// tokio-postgres does not expose the server's transaction status, so the middleware keeps it:
@@ -103,6 +128,8 @@ pub(crate) struct PgConnection {
     /// What this checkout changed in the session (`SET`, `SET ROLE`, `LISTEN`, temporary
     /// tables, raw access, …): the connection is reset with `DISCARD ALL` on return.
     session: Session,
+    /// The time limit of the next operation (see `Wing::set_deadline`).
+    deadline: Option<std::time::Instant>,
 }
 
 impl PgConnection {
@@ -115,6 +142,42 @@ impl PgConnection {
             unknown: false,
             in_tx: false,
             session: Session::Untouched,
+            deadline: None,
+        }
+    }
+
+    /// After a limited call: a statement that was not cleanly cancelled may still run, or a
+    /// late cancel request may still arrive, so the connection is not reused. Outside a
+    /// transaction it is replaced now, and the next call starts on a fresh one; inside one the
+    /// call fails with `Timeout` (the hall then treats the transaction as aborted, and its
+    /// rollback replaces the connection, which the server rolls back as it closes).
+    /// `several`: several statements were sent at once (a pipeline); a cancel request stops
+    /// only the one running, so the rest are abandoned with the connection.
+    async fn after_limit<T>(
+        &mut self,
+        ended: super::timeout::Ended,
+        r: Result<T>,
+        several: bool,
+    ) -> Result<T> {
+        use super::timeout::Ended;
+        let ended = match ended {
+            Ended::Cancelled if several => Ended::Abandoned,
+            e => e,
+        };
+        match ended {
+            Ended::InTime | Ended::Cancelled => r,
+            Ended::Unclear | Ended::Abandoned => {
+                self.in_flight = true;
+                if self.in_tx {
+                    return Err(crate::deadline::error());
+                }
+                // A failed replacement leaves no connection: the next call says so.
+                let _ = self.repair().await;
+                match ended {
+                    Ended::Unclear => r,
+                    _ => Err(crate::deadline::error()),
+                }
+            }
         }
     }
 
@@ -348,25 +411,9 @@ impl PgConnection {
         self.in_flight = false;
         r.map_err(map_err)
     }
-}
 
-impl Wing for PgConnection {
-    type Stmt = PgStmt;
-    type Raw = tokio_postgres::Client;
-    const DIALECT: crate::sql::Dialect = crate::sql::Dialect::Postgres;
-
-    /// After an operation of the middleware was cancelled outside a transaction: whatever it
-    /// left (a running statement, an open `BEGIN`) is cleaned before the next one.
-    async fn recover(&mut self) -> Result<()> {
-        let replaced = self.in_flight;
-        self.repair().await?;
-        if !replaced {
-            self.simple("ROLLBACK").await?;
-        }
-        Ok(())
-    }
-
-    async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<PgStmt>> {
+    /// [`Wing::prepare`] without its time limit.
+    async fn prepare_within(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<PgStmt>> {
         if self.needs_rollback || self.in_flight {
             self.repair().await?;
         }
@@ -435,32 +482,12 @@ impl Wing for PgConnection {
         Ok(s)
     }
 
-    async fn select(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<ResultSet> {
-        replanned!(self, s, |s| self.select_once(s, p))
-    }
-
-    async fn dml(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<usize> {
-        replanned!(self, s, |s| self.dml_once(s, p))
-    }
-
-    async fn optional<T: FromRow + Send + 'static>(
+    /// [`Wing::pipeline`] without its time limit.
+    async fn pipeline_within(
         &mut self,
         s: &Arc<PgStmt>,
-        p: &[RowValues],
-    ) -> Result<Option<T>> {
-        replanned!(self, s, |s| self.optional_once::<T>(s, p))
-    }
-
-    async fn all<T: FromRow + Send + 'static>(
-        &mut self,
-        s: &Arc<PgStmt>,
-        p: &[RowValues],
-    ) -> Result<Vec<T>> {
-        replanned!(self, s, |s| self.all_once::<T>(s, p))
-    }
-
-    /// Sends every execution before awaiting any answer; tokio-postgres pipelines them.
-    async fn pipeline(&mut self, s: &Arc<PgStmt>, sets: &[&[RowValues]]) -> Result<Vec<ResultSet>> {
+        sets: &[&[RowValues]],
+    ) -> Result<Vec<ResultSet>> {
         for p in sets {
             s.check(p)?;
         }
@@ -480,9 +507,8 @@ impl Wing for PgConnection {
         r
     }
 
-    /// Runs a script with the simple-query protocol. Postgres runs a multi-statement script as
-    /// one implicit transaction unless it contains its own transaction control.
-    async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+    /// [`Wing::execute_batch`] without its time limit.
+    async fn execute_batch_within(&mut self, sql: &str, in_tx: bool) -> Result<()> {
         if self.needs_rollback || self.in_flight {
             self.repair().await?;
         }
@@ -522,6 +548,62 @@ impl Wing for PgConnection {
             let _ = self.simple("ROLLBACK").await;
         }
         r
+    }
+}
+
+impl Wing for PgConnection {
+    type Stmt = PgStmt;
+    type Raw = tokio_postgres::Client;
+    const DIALECT: crate::sql::Dialect = crate::sql::Dialect::Postgres;
+
+    /// After an operation of the middleware was cancelled outside a transaction: whatever it
+    /// left (a running statement, an open `BEGIN`) is cleaned before the next one.
+    async fn recover(&mut self) -> Result<()> {
+        let replaced = self.in_flight;
+        self.repair().await?;
+        if !replaced {
+            self.simple("ROLLBACK").await?;
+        }
+        Ok(())
+    }
+
+    async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<PgStmt>> {
+        limited!(self, self.prepare_within(sql, mode).await)
+    }
+
+    async fn select(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<ResultSet> {
+        limited!(self, replanned!(self, s, |s| self.select_once(s, p)))
+    }
+
+    async fn dml(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<usize> {
+        limited!(self, replanned!(self, s, |s| self.dml_once(s, p)))
+    }
+
+    async fn optional<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<PgStmt>,
+        p: &[RowValues],
+    ) -> Result<Option<T>> {
+        limited!(self, replanned!(self, s, |s| self.optional_once::<T>(s, p)))
+    }
+
+    async fn all<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<PgStmt>,
+        p: &[RowValues],
+    ) -> Result<Vec<T>> {
+        limited!(self, replanned!(self, s, |s| self.all_once::<T>(s, p)))
+    }
+
+    /// Sends every execution before awaiting any answer; tokio-postgres pipelines them.
+    async fn pipeline(&mut self, s: &Arc<PgStmt>, sets: &[&[RowValues]]) -> Result<Vec<ResultSet>> {
+        limited!(self, self.pipeline_within(s, sets).await, sets.len() > 1)
+    }
+
+    /// Runs a script with the simple-query protocol. Postgres runs a multi-statement script as
+    /// one implicit transaction unless it contains its own transaction control.
+    async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+        limited!(self, self.execute_batch_within(sql, in_tx).await)
     }
 
     async fn begin(&mut self) -> Result<()> {
@@ -579,6 +661,12 @@ impl Wing for PgConnection {
     async fn rollback(&mut self) -> Result<()> {
         self.needs_rollback = false;
         self.in_tx = false;
+        if self.in_flight {
+            // A statement of the transaction was left running (a call past its time limit
+            // whose cancel was not confirmed): rather than wait for it, close the connection,
+            // which ends the transaction on the server, and continue on a fresh one.
+            return self.repair().await;
+        }
         self.simple("ROLLBACK").await
     }
 
@@ -590,6 +678,14 @@ impl Wing for PgConnection {
     /// The connection goes back to the pool. Nothing to do here: cleaning a Postgres connection
     /// needs a round trip, so [`PgConnection`]'s `Drop` spawns it (or detaches the connection).
     fn on_return(&mut self) {}
+
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.deadline = deadline;
+    }
+
+    fn take_deadline(&mut self) -> Option<std::time::Instant> {
+        self.deadline.take()
+    }
 
     fn cache_stats(&self) -> crate::StatementCacheStats {
         self.obj.as_ref().map_or_else(Default::default, |o| {

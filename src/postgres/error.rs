@@ -55,6 +55,10 @@ pub(crate) fn map_err(err: tokio_postgres::Error) -> SqlMiddlewareDbError {
         if code == "08P01" && !db.message().contains("parameter") {
             kind = ErrorKind::ConnectionLost;
         }
+        // 57014 is any cancel; the server's own `statement_timeout` says so in its message.
+        if code == "57014" && db.message().contains("statement timeout") {
+            kind = ErrorKind::Timeout;
+        }
         // The server's DETAIL is left out: it quotes row values ("Key (email)=(…) already
         // exists"), which are often the bound parameters. It stays reachable through `source()`.
         let mut message = db.message().to_owned();

@@ -12,6 +12,7 @@ pub(crate) mod listen;
 pub(crate) mod params;
 pub(crate) mod rows;
 pub(crate) mod stmt;
+mod timeout;
 
 pub(crate) use config::{build_pool, checkout};
 

@@ -41,6 +41,10 @@ pub(crate) struct SqliteConn {
     session: Session,
     /// When the connection last went back to the pool.
     returned_at: Option<std::time::Instant>,
+    /// The time limit of the next operation (see `Wing::set_deadline`).
+    deadline: Option<std::time::Instant>,
+    /// The time limit of the call running now, for lock waits.
+    pub(super) stop_at: Option<std::time::Instant>,
 }
 
 impl std::fmt::Debug for SqliteConn {
@@ -207,6 +211,8 @@ impl SqliteConn {
             sync_level,
             session: Session::Untouched,
             returned_at: None,
+            deadline: None,
+            stop_at: None,
         }
     }
 
@@ -248,10 +254,12 @@ impl SqliteConn {
         R: Send + 'static,
         F: Fn(&mut Connection, &SqliteStmt, &[RowValues]) -> Result<R> + Copy + Send + 'static,
     {
+        let deadline = self.deadline.take();
         let owned = Arc::clone(s);
         // A write in autocommit mode commits, and may wait for the disk.
         let syncs = self.syncing_commits && !s.readonly && self.conn_mut()?.is_autocommit();
         self.dispatch(
+            deadline,
             s.readonly,
             syncs,
             Some(&s.slow),
@@ -270,6 +278,7 @@ impl SqliteConn {
     async fn simple(&mut self, sql: &'static str, slot: usize) -> Result<()> {
         let slow = Arc::clone(&self.simple_slow);
         self.dispatch(
+            None,
             false,
             slot == 1 && self.syncing_commits,
             Some(&slow[slot]),
@@ -318,8 +327,9 @@ impl SqliteConn {
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> rusqlite::Result<R> + Send + 'static,
     {
+        let deadline = self.deadline.take();
         self.raw()?;
-        self.dispatch_blocking(move |c| {
+        self.dispatch_blocking(deadline, move |c| {
             let was_autocommit = c.is_autocommit();
             let r = f(c).map_err(map_err);
             // Like a failed script: a failed closure must not leave its own transaction open.
@@ -339,6 +349,7 @@ impl Wing for SqliteConn {
 
     /// Prepares (or finds in this connection's cache) the statement for `sql`.
     async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<SqliteStmt>> {
+        let deadline = self.deadline.take();
         if let Some(s) = self.stmts.get(sql, mode)
             && !s.stale.load(Ordering::Relaxed)
         {
@@ -354,6 +365,7 @@ impl Wing for SqliteConn {
         let owned = translated.clone();
         let stmt = self
             .dispatch(
+                deadline,
                 true,
                 false,
                 None,
@@ -399,6 +411,7 @@ impl Wing for SqliteConn {
     /// Runs a script. Outside a transaction, and when the script has no transaction control of
     /// its own, it runs inside one `BEGIN IMMEDIATE … COMMIT`, so it applies entirely or not at all.
     async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+        let deadline = self.deadline.take();
         crate::sql::reject_nul(sql)?;
         let autocommit = self.conn_mut()?.is_autocommit();
         let wrap = !in_tx
@@ -410,7 +423,7 @@ impl Wing for SqliteConn {
         }
         self.note_session(crate::sql::session_change(sql, crate::sql::Dialect::Sqlite));
         let sql = sql.to_owned();
-        self.dispatch_blocking(move |c| run_batch(c, &sql, wrap))
+        self.dispatch_blocking(deadline, move |c| run_batch(c, &sql, wrap))
             .await
     }
 
@@ -469,6 +482,14 @@ impl Wing for SqliteConn {
 
     fn cache_stats(&self) -> crate::StatementCacheStats {
         self.stmts.stats(self.opts.statement_cache_capacity)
+    }
+
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.deadline = deadline;
+    }
+
+    fn take_deadline(&mut self) -> Option<std::time::Instant> {
+        self.deadline.take()
     }
 
     /// Raw access may change any setting: the pool restores its configuration on recycle.

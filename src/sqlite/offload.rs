@@ -19,13 +19,16 @@ fn now_nanos() -> u64 {
     u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX) + 1
 }
 
-/// Shared with the connection's progress handler: the deadline of the statement running inline.
+/// Shared with the connection's progress handler: the inline budget of the statement running
+/// inline (`deadline`), and the time limit of the call (`stop`), on the `now_nanos` clock.
 #[derive(Debug, Default)]
 pub(crate) struct ProgressState {
     deadline: AtomicU64,
     may_interrupt: AtomicBool,
     exceeded: AtomicBool,
     interrupted: AtomicBool,
+    stop: AtomicU64,
+    stopped: AtomicBool,
 }
 
 /// SQLite calls the handler every this many virtual-machine steps.
@@ -38,8 +41,18 @@ impl ProgressState {
         conn.progress_handler(
             PROGRESS_OPS,
             Some(move || {
+                let stop = st.stop.load(Ordering::Relaxed);
                 let deadline = st.deadline.load(Ordering::Relaxed);
-                if deadline == 0 || now_nanos() < deadline {
+                if stop == 0 && deadline == 0 {
+                    return false;
+                }
+                let now = now_nanos();
+                if stop != 0 && now >= stop {
+                    // The call's time limit passed: stop the statement, read or write.
+                    st.stopped.store(true, Ordering::Relaxed);
+                    return true;
+                }
+                if deadline == 0 || now < deadline {
                     return false;
                 }
                 st.exceeded.store(true, Ordering::Relaxed);
@@ -61,6 +74,21 @@ impl ProgressState {
         self.may_interrupt.store(may_interrupt, Ordering::Relaxed);
         self.deadline
             .store(now_nanos().saturating_add(budget), Ordering::Relaxed);
+    }
+
+    /// Arms the call's time limit: every statement of the call is interrupted once it passes.
+    fn arm_stop(&self, at: Instant) {
+        let left = u64::try_from(at.saturating_duration_since(Instant::now()).as_nanos())
+            .unwrap_or(u64::MAX);
+        self.stopped.store(false, Ordering::Relaxed);
+        self.stop
+            .store(now_nanos().saturating_add(left).max(1), Ordering::Relaxed);
+    }
+
+    /// Disarms the call's time limit; returns whether a statement was interrupted for it.
+    fn disarm_stop(&self) -> bool {
+        self.stop.store(0, Ordering::Relaxed);
+        self.stopped.swap(false, Ordering::Relaxed)
     }
 
     /// Returns (ran past the budget, was interrupted for it). The clock is read again here:
@@ -99,8 +127,88 @@ enum Inline<R> {
 }
 
 impl SqliteConn {
+    /// How long a lock wait may last: the busy timeout, cut to what is left of the call's limit.
     fn busy_ms(&self) -> u64 {
-        u64::try_from(self.opts.busy_timeout.as_millis()).unwrap_or(u64::MAX)
+        let busy = match self.stop_at {
+            Some(at) => self
+                .opts
+                .busy_timeout
+                .min(at.saturating_duration_since(Instant::now())),
+            None => self.opts.busy_timeout,
+        };
+        u64::try_from(busy.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Arms the call's time limit: the progress handler interrupts any statement still
+    /// running when it passes, and lock waits end by then (see [`Self::busy_ms`]).
+    fn start_limit(&mut self, at: Instant) -> Result<()> {
+        crate::deadline::check(Some(at))?;
+        self.stop_at = Some(at);
+        self.progress.arm_stop(at);
+        Ok(())
+    }
+
+    /// Disarms the limit (panic or not: the next borrower's statements must never see it) and
+    /// reports a statement interrupted for it, or a lock wait cut short by it, as `Timeout`.
+    /// SQLite undoes the interrupted statement, so the connection stays usable; inside a
+    /// transaction the hall treats the failure as aborting it.
+    fn end_limit<R>(&mut self, at: Instant, r: Result<R>) -> Result<R> {
+        self.stop_at = None;
+        let fired = self.progress.disarm_stop();
+        match r {
+            Err(e) if fired && e.kind() == ErrorKind::Interrupted => Err(crate::deadline::error()),
+            Err(e) if e.kind() == ErrorKind::Busy && crate::deadline::passed(at) => {
+                Err(crate::deadline::error())
+            }
+            r => r,
+        }
+    }
+
+    /// Runs one unit of work under the configured model (see [`Self::dispatch_within`]),
+    /// within `deadline` when the call has one.
+    pub(crate) async fn dispatch<R, I, O, MO>(
+        &mut self,
+        deadline: Option<Instant>,
+        restartable: bool,
+        syncs: bool,
+        slow: Option<&AtomicBool>,
+        inline: I,
+        offload: MO,
+    ) -> Result<R>
+    where
+        R: Send + 'static,
+        I: FnOnce(&mut Connection) -> Result<R>,
+        MO: FnOnce() -> O,
+        O: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
+    {
+        let Some(at) = deadline else {
+            return self
+                .dispatch_within(restartable, syncs, slow, inline, offload)
+                .await;
+        };
+        self.start_limit(at)?;
+        let r = self
+            .dispatch_within(restartable, syncs, slow, inline, offload)
+            .await;
+        self.end_limit(at, r)
+    }
+
+    /// Runs raw work (see [`Self::blocking_within`]), within `deadline` when the call has one.
+    pub(crate) async fn dispatch_blocking<R, F>(
+        &mut self,
+        deadline: Option<Instant>,
+        f: F,
+    ) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
+    {
+        let Some(at) = deadline else {
+            return self.blocking_within(f).await;
+        };
+        self.start_limit(at)?;
+        let r = self.blocking_within(f).await;
+        self.end_limit(at, r)
     }
 
     /// Runs one unit of work under the configured model.
@@ -110,7 +218,7 @@ impl SqliteConn {
     /// `syncs` says the work commits to a database whose commits wait for an fsync: its time is
     /// the disk's, unknowable in advance and often many milliseconds, so under the adaptive
     /// model it goes to the blocking pool without an inline attempt.
-    pub(crate) async fn dispatch<R, I, O, MO>(
+    async fn dispatch_within<R, I, O, MO>(
         &mut self,
         restartable: bool,
         syncs: bool,
@@ -149,7 +257,7 @@ impl SqliteConn {
     }
 
     /// Runs raw work: on the blocking pool unless the model is `Inline`.
-    pub(crate) async fn dispatch_blocking<R, F>(&mut self, f: F) -> Result<R>
+    async fn blocking_within<R, F>(&mut self, f: F) -> Result<R>
     where
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R> + Send + 'static,

@@ -36,9 +36,12 @@ macro_rules! waiting {
         loop {
             match $op {
                 Err(e) if e.kind() == ErrorKind::Busy => {
-                    let w = wait.get_or_insert_with(|| BusyWait::new($conn.opts.busy_timeout));
+                    let w = wait.get_or_insert_with(|| BusyWait::new($conn.busy_allowance()));
                     if !w.pause().await {
-                        break Err(e);
+                        break Err(match $conn.stop_at {
+                            Some(at) if crate::deadline::passed(at) => crate::deadline::error(),
+                            _ => e,
+                        });
                     }
                 }
                 r => break r,
@@ -72,6 +75,10 @@ pub(crate) struct TursoConn {
     session: Session,
     /// When the connection last went back to the pool.
     returned_at: Option<std::time::Instant>,
+    /// The time limit of the next operation (see `Wing::set_deadline`).
+    deadline: Option<std::time::Instant>,
+    /// The time limit of the operation running now.
+    stop_at: Option<std::time::Instant>,
 }
 
 impl TursoConn {
@@ -90,7 +97,36 @@ impl TursoConn {
             row_buf: Vec::new(),
             session: Session::Untouched,
             returned_at: None,
+            deadline: None,
+            stop_at: None,
         }
+    }
+
+    /// Starts a limited operation: takes its time limit (see `Wing::set_deadline`), and fails
+    /// at once when it has already passed.
+    #[inline]
+    fn start_limit(&mut self) -> Result<()> {
+        self.stop_at = self.deadline.take();
+        crate::deadline::check(self.stop_at)
+    }
+
+    /// How long a lock wait may last: the busy timeout, cut to what is left of the limit.
+    fn busy_allowance(&self) -> std::time::Duration {
+        match self.stop_at {
+            Some(at) => self
+                .opts
+                .busy_timeout
+                .min(at.saturating_duration_since(std::time::Instant::now())),
+            None => self.opts.busy_timeout,
+        }
+    }
+
+    /// Whether a read must stop before its next row: Turso cannot interrupt a step, so a limit
+    /// is kept between rows (and between the statements of a script). A write is never cut
+    /// short part-way: its rows are all produced, so it either applies whole or fails.
+    #[inline]
+    fn must_stop(&self, s: &TursoStmt) -> bool {
+        !s.dml && self.stop_at.is_some_and(crate::deadline::passed)
     }
 
     /// Notes a change to the session made on this checkout.
@@ -184,7 +220,14 @@ impl TursoConn {
         let mut rs = ResultSet::with_capacity(Arc::clone(&desc.columns), 1);
         if let Some(row) = first {
             rs.push_values(row_values(&row, desc)?);
-            while let Some(row) = rows.next().await.map_err(map_err)? {
+            loop {
+                if self.must_stop(s) {
+                    drop(rows);
+                    return self.stopped(&st);
+                }
+                let Some(row) = rows.next().await.map_err(map_err)? else {
+                    break;
+                };
                 rs.push_values(row_values(&row, desc)?);
             }
         }
@@ -194,6 +237,14 @@ impl TursoConn {
         }
         self.in_flight = false;
         Ok(rs)
+    }
+
+    /// Ends a read stopped at its time limit: its statement is reset (so the cached statement
+    /// is ready for the next call) and the call fails with `Timeout`.
+    fn stopped<R>(&mut self, st: &turso::Statement) -> Result<R> {
+        let _ = st.reset();
+        self.in_flight = false;
+        Err(crate::deadline::error())
     }
 
     /// Resets and drops every cached statement: after a call was abandoned mid-way (their
@@ -242,7 +293,15 @@ impl TursoConn {
         let mut rows = st.query(values).await.map_err(map_err)?;
         let first = rows.next().await.map_err(map_err)?;
         // Run the statement to completion, as Turso requires before reuse.
-        while rows.next().await.map_err(map_err)?.is_some() {}
+        loop {
+            if self.must_stop(s) {
+                drop(rows);
+                return self.stopped(&st);
+            }
+            if rows.next().await.map_err(map_err)?.is_none() {
+                break;
+            }
+        }
         drop(rows);
         self.in_flight = false;
         let Some(row) = first else {
@@ -270,7 +329,15 @@ impl TursoConn {
         let mut rows = st.query(values).await.map_err(map_err)?;
         let mut out = Vec::new();
         let mut fresh: Option<Option<Arc<Described>>> = None;
-        while let Some(row) = rows.next().await.map_err(map_err)? {
+        loop {
+            if self.must_stop(s) {
+                drop(rows);
+                self.row_buf.clear();
+                return self.stopped(&st);
+            }
+            let Some(row) = rows.next().await.map_err(map_err)? else {
+                break;
+            };
             let desc = fresh
                 .get_or_insert_with(|| self.desc_now(s, &st))
                 .as_ref()
@@ -347,6 +414,7 @@ impl Wing for TursoConn {
     const DIALECT: crate::sql::Dialect = crate::sql::Dialect::Sqlite;
 
     async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<TursoStmt>> {
+        self.start_limit()?;
         if self.unsettled() {
             self.settle().await?;
         }
@@ -391,11 +459,13 @@ impl Wing for TursoConn {
     }
 
     async fn select(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<ResultSet> {
+        self.start_limit()?;
         s.check(p)?;
         waiting!(self, self.select_once(s, p).await)
     }
 
     async fn dml(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<usize> {
+        self.start_limit()?;
         if s.ddl {
             let n = self.dml_inner(s, p).await;
             self.schema_changed();
@@ -409,6 +479,7 @@ impl Wing for TursoConn {
         s: &Arc<TursoStmt>,
         p: &[RowValues],
     ) -> Result<Option<T>> {
+        self.start_limit()?;
         s.check(p)?;
         waiting!(self, self.optional_once(s, p).await)
     }
@@ -418,6 +489,7 @@ impl Wing for TursoConn {
         s: &Arc<TursoStmt>,
         p: &[RowValues],
     ) -> Result<Vec<T>> {
+        self.start_limit()?;
         s.check(p)?;
         waiting!(self, self.all_once(s, p).await)
     }
@@ -425,6 +497,7 @@ impl Wing for TursoConn {
     /// Runs a script; outside a transaction and without its own transaction control it runs
     /// inside `BEGIN IMMEDIATE … COMMIT`, so it applies entirely or not at all.
     async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+        self.start_limit()?;
         if self.unsettled() {
             self.settle().await?;
         }
@@ -440,6 +513,8 @@ impl Wing for TursoConn {
         // inside one (see `sql::effects`) on its own between them.
         for (part, alone) in crate::sql::segments(sql, crate::sql::Dialect::Sqlite) {
             if !crate::sql::is_blank(part, crate::sql::Dialect::Sqlite) {
+                // Each segment applies whole or not at all: the limit is kept between them.
+                crate::deadline::check(self.stop_at)?;
                 self.run_script(part, false, !alone).await?;
             }
         }
@@ -527,6 +602,14 @@ impl Wing for TursoConn {
                     .spawn(move || futures_executor::block_on(rollback));
             }
         }
+    }
+
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.deadline = deadline;
+    }
+
+    fn take_deadline(&mut self) -> Option<std::time::Instant> {
+        self.deadline.take()
     }
 
     fn cache_stats(&self) -> crate::StatementCacheStats {

@@ -25,5 +25,6 @@ mod pool;
 mod round_trips;
 mod runtime;
 mod savepoints;
+mod timeouts;
 mod transactions;
 mod urls;

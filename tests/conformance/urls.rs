@@ -20,7 +20,7 @@ async fn sqlite_urls() {
     let dir = crate::common::backends::TempDir::new("url");
     let file = dir.path().join("app.db");
     let url = format!(
-        "sqlite://{}?max_size=3&busy_timeout=250ms&exec_model=offload",
+        "sqlite://{}?max_size=3&busy_timeout=250ms&exec_model=offload&statement_timeout=2s",
         file.display()
     );
     let db = ConfigAndPool::from_url(&url)
@@ -32,6 +32,21 @@ async fn sqlite_urls() {
     assert_eq!(db.status().max_size, 3);
     assert_eq!(answers(&db).await, 42);
     assert!(file.exists(), "the file of the URL was used");
+    let conn = db.get_connection().await.unwrap();
+    assert_eq!(
+        conn.statement_timeout(),
+        Some(std::time::Duration::from_secs(2))
+    );
+    drop(conn);
+    // A zero limit is a mistake, not "no limit".
+    let zero = ConfigAndPool::from_url("sqlite::memory:?statement_timeout=0ms")
+        .unwrap()
+        .build()
+        .await;
+    assert_eq!(
+        zero.map(drop).unwrap_err().kind(),
+        sql_middleware::ErrorKind::Config
+    );
     let mem = ConfigAndPool::from_url("sqlite::memory:")
         .unwrap()
         .build()
