@@ -153,6 +153,20 @@ impl ConfigAndPool {
         }
     }
 
+    /// A connection for reads: on a replica (round-robin among the healthy ones) when the pool
+    /// has replicas, else from the pool as [`Self::get_connection`]. Reader sessions on
+    /// replicas and on the primary are read-only: a write fails with [`ErrorKind::ReadOnly`].
+    pub async fn reader(&self) -> Result<MiddlewarePoolConnection> {
+        self.pool.reader().await
+    }
+
+    /// Each replica's state, measured now: reachable, in recovery, and how far behind the
+    /// primary it is (empty without replicas).
+    #[cfg(feature = "postgres")]
+    pub async fn replica_status(&self) -> Vec<crate::ReplicaStatus> {
+        self.pool.replica_status().await
+    }
+
     /// A `LISTEN`/`NOTIFY` [`Listener`](crate::Listener) on a connection of its own (Postgres
     /// only).
     #[cfg(feature = "postgres")]
@@ -178,6 +192,8 @@ pub struct PoolBuilder {
     pub(crate) sqlite: crate::sqlite::config::SqliteOptions,
     #[cfg(feature = "postgres")]
     pub(crate) postgres: crate::postgres::config::PgOptions,
+    #[cfg(feature = "postgres")]
+    pub(crate) replicas: crate::postgres::replica::ReplicaOptions,
     #[cfg(feature = "turso")]
     pub(crate) turso: crate::turso::config::TursoOptions,
     pub(crate) error: Option<SqlMiddlewareDbError>,
@@ -194,6 +210,8 @@ impl PoolBuilder {
             sqlite: Default::default(),
             #[cfg(feature = "postgres")]
             postgres: Default::default(),
+            #[cfg(feature = "postgres")]
+            replicas: Default::default(),
             #[cfg(feature = "turso")]
             turso: Default::default(),
             error: None,
@@ -293,6 +311,59 @@ impl PoolBuilder {
             #[allow(unreachable_patterns)]
             _ => return self.reject("statement_cache"),
         }
+        self
+    }
+
+    /// Postgres: a read replica (a streaming hot standby), from a URL or connection string, for
+    /// [`ConfigAndPool::reader`]; call it once per replica. Replicas get the pool's settings
+    /// (size, timeouts, statement mode) and their own pools; `get_connection` and
+    /// transactions stay on the primary. See the README's "Scaling out".
+    #[cfg(feature = "postgres")]
+    pub fn replica(mut self, url: &str) -> Self {
+        if !matches!(self.target, Target::Postgres(_)) {
+            return self.reject("replica");
+        }
+        match url.parse::<tokio_postgres::Config>() {
+            Ok(cfg) => self.replicas.replicas.push(cfg),
+            Err(e) => {
+                self.error.get_or_insert_with(|| {
+                    SqlMiddlewareDbError::from_driver(
+                        crate::error::Backend::Postgres,
+                        ErrorKind::Config,
+                        None,
+                        "a replica's connection string is invalid",
+                        e,
+                    )
+                });
+            }
+        }
+        self
+    }
+
+    /// Postgres: how long a replica that could not be reached is skipped before readers try
+    /// it again (default 5 s).
+    #[cfg(feature = "postgres")]
+    pub fn replica_retry_after(mut self, d: Duration) -> Self {
+        self.replicas.retry_after = d;
+        self
+    }
+
+    /// Postgres: whether readers go to the primary (in read-only sessions) when no replica is
+    /// healthy (default `true`); with `false`, [`ConfigAndPool::reader`] fails with
+    /// [`ErrorKind::ConnectionLost`] instead.
+    #[cfg(feature = "postgres")]
+    pub fn replica_fallback(mut self, to_primary: bool) -> Self {
+        self.replicas.fallback_to_primary = to_primary;
+        self
+    }
+
+    /// Postgres with replicas: after a write through this pool completes, readers go to the
+    /// primary (in read-only sessions) for `window`, so a caller reads its own writes while the
+    /// replicas catch up. Off by default; set it to more than the replicas' usual replay delay
+    /// (see [`ConfigAndPool::replica_status`]).
+    #[cfg(feature = "postgres")]
+    pub fn read_your_writes(mut self, window: Duration) -> Self {
+        self.replicas.read_your_writes = Some(window);
         self
     }
 

@@ -52,6 +52,9 @@ pub enum ErrorKind {
     TransactionAborted,
     /// The transaction state does not allow this operation (e.g. nested `BEGIN`).
     TransactionState,
+    /// A write was sent to a read-only session: a reader connection (a replica, or the primary
+    /// serving readers), or a read-only transaction (Postgres `25006`).
+    ReadOnly,
     /// The statement was interrupted (cancelled by another session, or by the engine).
     Interrupted,
     /// The statement ran past its timeout (the pool's `statement_timeout` or a per-call

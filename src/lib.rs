@@ -27,6 +27,8 @@ mod stmt_cache;
 #[cfg(feature = "postgres")]
 pub use postgres::listen::{Listener, Notification};
 #[cfg(feature = "postgres")]
+pub use postgres::replica::ReplicaStatus;
+#[cfg(feature = "postgres")]
 pub use postgres::stmt::StatementCache;
 pub use stmt_cache::StatementCacheStats;
 #[cfg(feature = "serde")]

@@ -23,6 +23,9 @@ pub struct MiddlewarePool {
     translation: TranslationMode,
     statement_timeout: Option<Duration>,
     counters: std::sync::Arc<crate::pooling::Counters>,
+    /// The replicas, when the pool has any (Postgres).
+    #[cfg(feature = "postgres")]
+    readers: Option<std::sync::Arc<crate::postgres::replica::Readers>>,
 }
 
 impl std::fmt::Debug for MiddlewarePool {
@@ -39,6 +42,8 @@ impl MiddlewarePool {
         let translation = b.translation;
         let statement_timeout = b.pool.statement_timeout;
         let counters = std::sync::Arc::clone(&b.pool.counters);
+        #[cfg(feature = "postgres")]
+        let mut readers = None;
         let inner = match b.target {
             #[cfg(feature = "sqlite")]
             Target::Sqlite(t) => {
@@ -46,6 +51,16 @@ impl MiddlewarePool {
             }
             #[cfg(feature = "postgres")]
             Target::Postgres(cfg) => {
+                if !b.replicas.replicas.is_empty() {
+                    readers = Some(std::sync::Arc::new(
+                        crate::postgres::replica::Readers::build(
+                            &cfg,
+                            &b.postgres,
+                            &b.pool,
+                            b.replicas,
+                        )?,
+                    ));
+                }
                 PoolInner::Postgres(crate::postgres::build_pool(*cfg, b.postgres, &b.pool)?)
             }
             #[cfg(feature = "turso")]
@@ -58,13 +73,25 @@ impl MiddlewarePool {
             translation,
             statement_timeout,
             counters,
+            #[cfg(feature = "postgres")]
+            readers,
         })
     }
 
     /// Checks out a connection, waiting at most the wait timeout.
     pub async fn get(&self) -> Result<MiddlewarePoolConnection> {
         let inner = self.inner.checkout().await?;
-        Ok(MiddlewarePoolConnection {
+        #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
+        let mut conn = self.connection(inner);
+        #[cfg(feature = "postgres")]
+        {
+            conn.write_clock = self.readers.as_ref().and_then(|r| r.clock());
+        }
+        Ok(conn)
+    }
+
+    fn connection(&self, inner: ConnInner) -> MiddlewarePoolConnection {
+        MiddlewarePoolConnection {
             inner,
             tx: TxFlag::None,
             translation: self.translation,
@@ -72,7 +99,30 @@ impl MiddlewarePool {
             pending: false,
             sp_pending: None,
             calls: 0,
-        })
+            #[cfg(feature = "postgres")]
+            write_clock: None,
+        }
+    }
+
+    /// A connection for reads: on a replica (round-robin among the healthy ones) when the pool
+    /// has replicas, else as [`Self::get`]. Reader sessions are read-only (a write fails with
+    /// [`ErrorKind::ReadOnly`]); see [`crate::PoolBuilder::replica`].
+    pub async fn reader(&self) -> Result<MiddlewarePoolConnection> {
+        #[cfg(feature = "postgres")]
+        if let Some(r) = &self.readers {
+            let c = r.checkout().await?;
+            return Ok(self.connection(ConnInner::Postgres(c)));
+        }
+        self.get().await
+    }
+
+    /// Each replica's state, measured now (empty without replicas).
+    #[cfg(feature = "postgres")]
+    pub async fn replica_status(&self) -> Vec<crate::ReplicaStatus> {
+        match (&self.readers, &self.inner) {
+            (Some(r), PoolInner::Postgres(p)) => r.status(p).await,
+            _ => Vec::new(),
+        }
     }
 
     /// The engine behind this pool.
@@ -128,6 +178,10 @@ pub struct MiddlewarePoolConnection {
     pub(crate) sp_pending: Option<u32>,
     /// Operations started on this checkout, for [`BUDGET_EVERY`].
     calls: u32,
+    /// Where a completed write is noted, when the pool routes readers to the primary after
+    /// writes (`read_your_writes`).
+    #[cfg(feature = "postgres")]
+    write_clock: Option<std::sync::Arc<crate::postgres::replica::WriteClock>>,
 }
 
 /// Every this many operations, one unit of tokio's cooperative budget is spent (see
@@ -197,6 +251,9 @@ impl MiddlewarePoolConnection {
         let deadline = self.deadline(None);
         self.arm(deadline);
         let r = self.inner.execute_batch(sql, in_tx).await;
+        if r.is_ok() {
+            self.wrote();
+        }
         self.note(r)
     }
 
@@ -286,6 +343,9 @@ impl MiddlewarePoolConnection {
         if !own_tx {
             self.arm(deadline);
             let r = self.inner.pipeline(&handle, param_sets).await;
+            if r.is_ok() && handle.writes() {
+                self.wrote();
+            }
             return self.note(r);
         }
         // If this future is dropped part-way, `pending` stays set and the next operation
@@ -302,6 +362,9 @@ impl MiddlewarePoolConnection {
             }
         }
         .await;
+        if r.is_ok() {
+            self.wrote();
+        }
         self.note(r)
     }
 
@@ -312,6 +375,15 @@ impl MiddlewarePoolConnection {
     pub(crate) fn deadline(&self, own: Option<Duration>) -> Option<Instant> {
         own.or(self.timeout)
             .and_then(|d| Instant::now().checked_add(d))
+    }
+
+    /// Notes that a write completed (for read-your-writes routing).
+    #[inline]
+    fn wrote(&self) {
+        #[cfg(feature = "postgres")]
+        if let Some(c) = &self.write_clock {
+            c.wrote();
+        }
     }
 
     /// Hands the wing the limit of the operation called next (which takes it at once).
@@ -398,6 +470,9 @@ impl MiddlewarePoolConnection {
         self.enter().await?;
         self.arm(deadline);
         let r = self.inner.select(h, p).await;
+        if r.is_ok() && h.writes() {
+            self.wrote();
+        }
         self.note(r)
     }
 
@@ -410,6 +485,9 @@ impl MiddlewarePoolConnection {
         self.enter().await?;
         self.arm(deadline);
         let r = self.inner.dml(h, p).await;
+        if r.is_ok() {
+            self.wrote();
+        }
         self.note(r)
     }
 
@@ -422,6 +500,9 @@ impl MiddlewarePoolConnection {
         self.enter().await?;
         self.arm(deadline);
         let r = self.inner.optional::<T>(h, p).await;
+        if r.is_ok() && h.writes() {
+            self.wrote();
+        }
         self.note(r)
     }
 
@@ -434,6 +515,9 @@ impl MiddlewarePoolConnection {
         self.enter().await?;
         self.arm(deadline);
         let r = self.inner.all::<T>(h, p).await;
+        if r.is_ok() && h.writes() {
+            self.wrote();
+        }
         self.note(r)
     }
 
@@ -456,6 +540,9 @@ impl MiddlewarePoolConnection {
         }
         self.pending = true;
         let r = self.inner.commit().await;
+        if r.is_ok() {
+            self.wrote();
+        }
         self.pending = false;
         self.tx = TxFlag::None;
         r

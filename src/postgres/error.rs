@@ -28,6 +28,7 @@ fn kind_of_sqlstate(code: &str) -> ErrorKind {
         "42P01" | "42703" | "42883" | "42704" | "3F000" | "42P02" => ErrorKind::UndefinedObject,
         "25P02" => ErrorKind::TransactionAborted,
         "25001" | "25P01" | "0B000" => ErrorKind::TransactionState,
+        "25006" => ErrorKind::ReadOnly,
         "57014" => ErrorKind::Interrupted,
         "55P03" => ErrorKind::Busy,
         "57P01" | "57P02" | "57P03" => ErrorKind::ConnectionLost,

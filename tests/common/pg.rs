@@ -479,6 +479,32 @@ pub fn start_restartable_cluster() -> Result<Throwaway, String> {
     }
 }
 
+/// A throwaway primary and its streaming hot standby (see [`start_primary_and_standby`]).
+#[derive(Debug)]
+pub struct Pair {
+    /// The primary: `postgres://postgres@127.0.0.1:<port>/postgres`.
+    pub primary: String,
+    /// The standby (`pg_is_in_recovery()` is true there), on another port.
+    pub standby: String,
+    start_standby: Vec<String>,
+    stop_standby: Vec<String>,
+}
+
+/// Starts a primary and a hot standby that streams from it (`pg_basebackup -R`), both
+/// throwaway clusters on loopback ports, removed when this process exits. It needs the
+/// PostgreSQL server binaries (`initdb`, `pg_ctl`, `pg_basebackup`); the error says what is
+/// missing.
+pub fn start_primary_and_standby() -> Result<Pair, String> {
+    #[cfg(unix)]
+    {
+        cluster::start_pair()
+    }
+    #[cfg(not(unix))]
+    {
+        Err("throwaway clusters are only supported on unix".to_owned())
+    }
+}
+
 /// [`start_throwaway_cluster`] is only implemented on unix.
 #[cfg(not(unix))]
 fn try_start_throwaway_cluster() -> Result<String, String> {
@@ -974,5 +1000,189 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
             })?;
         }
         Ok(url)
+    }
+
+    /// The pair's watchdog (`$1` = pid to wait for, `$2` = directory to remove, the rest =
+    /// data directories): once the test process exits, every server is shut down (SIGQUIT, an
+    /// immediate shutdown; SIGKILL if it lingers) and only then is the directory removed.
+    const PAIR_STOP_SCRIPT: &str = r#"
+parent=$1; base=$2; shift 2
+while kill -0 "$parent" 2>/dev/null; do sleep 1; done
+for d in "$@"; do
+  pid=
+  if [ -f "$d/postmaster.pid" ]; then read -r pid < "$d/postmaster.pid"; fi
+  if [ -n "$pid" ]; then kill -QUIT "$pid" 2>/dev/null; fi
+done
+sleep 2
+for d in "$@"; do
+  pid=
+  if [ -f "$d/postmaster.pid" ]; then read -r pid < "$d/postmaster.pid"; fi
+  if [ -n "$pid" ]; then kill -KILL "$pid" 2>/dev/null; fi
+done
+rm -rf "$base"
+"#;
+
+    /// See [`super::start_primary_and_standby`].
+    pub(super) fn start_pair() -> Result<super::Pair, String> {
+        let bins = find_pg_bins().ok_or(
+            "no PostgreSQL server binaries (initdb plus pg_ctl) in PATH or \
+             /usr/lib/postgresql/*/bin",
+        )?;
+        let pg_ctl = bins
+            .pg_ctl
+            .clone()
+            .ok_or("no pg_ctl next to initdb: a standby is started with it")?;
+        // Next to the real initdb (PATH may hold a symlink to it).
+        let basebackup = fs::canonicalize(&bins.initdb)
+            .unwrap_or_else(|_| bins.initdb.clone())
+            .with_file_name("pg_basebackup");
+        if !is_executable(&basebackup) {
+            return Err(format!("no {} next to initdb", basebackup.display()));
+        }
+        let base = std::env::temp_dir().join(format!(
+            "sqlmw_pgpair_{}_{}",
+            std::process::id(),
+            super::random_hex()
+        ));
+        let base_str = base
+            .to_str()
+            .ok_or("the temporary directory path is not UTF-8")?
+            .to_owned();
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&base)
+            .map_err(|e| format!("cannot create {base_str}: {e}"))?;
+        let run_as = match run_as_for(&base) {
+            Ok(run_as) => run_as,
+            Err(e) => {
+                let _ = fs::remove_dir_all(&base);
+                return Err(e);
+            }
+        };
+        let primary_data = format!("{base_str}/primary");
+        let standby_data = format!("{base_str}/standby");
+        let parent = std::process::id().to_string();
+        Command::new("/bin/sh")
+            .arg("-c")
+            .arg(PAIR_STOP_SCRIPT)
+            .arg("sqlmw-pg-pair-watchdog")
+            .args([&parent, &base_str, &standby_data, &primary_data])
+            .current_dir("/")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("cannot spawn the watchdog shell /bin/sh: {e}"))?;
+
+        let stop_primary = run_as.argv(
+            &pg_ctl,
+            &["-D", &primary_data, "-m", "immediate", "-w", "stop"],
+        );
+        let primary = init_and_start(&bins, &run_as, &base_str, &primary_data, &stop_primary)?;
+        let primary_port = primary
+            .rsplit(':')
+            .next()
+            .and_then(|tail| tail.split('/').next())
+            .ok_or("no port in the primary's URL")?
+            .to_owned();
+
+        // The standby: a base backup that streams WAL and starts in recovery (`-R` writes
+        // standby.signal and primary_conninfo).
+        let out = run_as
+            .command(
+                &basebackup,
+                &[
+                    "-D",
+                    &standby_data,
+                    "-R",
+                    "-X",
+                    "stream",
+                    "-c",
+                    "fast",
+                    "--no-sync",
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    &primary_port,
+                    "-U",
+                    "postgres",
+                ],
+            )
+            .current_dir(&base)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", basebackup.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "pg_basebackup failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let port = free_port()?;
+        let settings = format!(
+            "\nport = {port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{base_str}'\n\
+             fsync = off\nmax_connections = 200\nhot_standby = on\nwal_receiver_status_interval = 1s\n"
+        );
+        let conf = format!("{standby_data}/postgresql.conf");
+        fs::OpenOptions::new()
+            .append(true)
+            .open(&conf)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, settings.as_bytes()))
+            .map_err(|e| format!("cannot write {conf}: {e}"))?;
+        let log = format!("{base_str}/standby.log");
+        let start_standby = run_as.argv(
+            &pg_ctl,
+            &["-D", &standby_data, "-l", &log, "-w", "-t", "60", "start"],
+        );
+        let stop_standby = run_as.argv(&pg_ctl, &["-D", &standby_data, "-m", "fast", "-w", "stop"]);
+        let pair = super::Pair {
+            primary,
+            standby: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+            start_standby,
+            stop_standby,
+        };
+        pair.start_standby()?;
+        eprintln!(
+            "[pg tests] started a throwaway primary at {} and its standby at {} (data in {base_str}); \
+             they are removed when process {parent} exits",
+            pair.primary, pair.standby
+        );
+        Ok(pair)
+    }
+
+    /// Runs `argv`; its error output on failure.
+    fn run(argv: &[String]) -> Result<(), String> {
+        let (program, args) = argv.split_first().ok_or("empty command")?;
+        let out = Command::new(program)
+            .args(args)
+            .current_dir("/")
+            .stdin(Stdio::null())
+            .process_group(0)
+            .output()
+            .map_err(|e| format!("cannot run {program}: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{program} failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+
+    impl super::Pair {
+        /// Starts the standby and waits until it accepts connections.
+        pub fn start_standby(&self) -> Result<(), String> {
+            run(&self.start_standby)?;
+            wait_ready(&self.standby, || None)
+        }
+
+        /// Stops the standby (`pg_ctl stop -m fast`): its clients are disconnected.
+        pub fn stop_standby(&self) -> Result<(), String> {
+            run(&self.stop_standby)
+        }
     }
 }

@@ -1,0 +1,305 @@
+//! Read replicas: reader connections routed round-robin to healthy replicas, with the primary
+//! as the fallback, and every reader session read-only so that a write sent to one fails
+//! instead of succeeding on the wrong server.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use super::config::{PgOptions, build_pool};
+use super::conn::PgConnection;
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::pooling::{PoolOptions, pool_error};
+
+/// How a pool with replicas routes its readers.
+#[derive(Debug, Clone)]
+pub(crate) struct ReplicaOptions {
+    /// The replicas' connection settings.
+    pub(crate) replicas: Vec<tokio_postgres::Config>,
+    /// How long a replica that failed is skipped before it is tried again.
+    pub(crate) retry_after: Duration,
+    /// With no healthy replica, readers go to the primary (read-only) instead of failing.
+    pub(crate) fallback_to_primary: bool,
+    /// After a write through the pool, readers go to the primary for this long.
+    pub(crate) read_your_writes: Option<Duration>,
+}
+
+impl Default for ReplicaOptions {
+    fn default() -> Self {
+        Self {
+            replicas: Vec::new(),
+            retry_after: Duration::from_secs(5),
+            fallback_to_primary: true,
+            read_your_writes: None,
+        }
+    }
+}
+
+/// Nanoseconds on a process-wide clock (0 means never).
+fn now_nanos() -> u64 {
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    let base = *BASE.get_or_init(Instant::now);
+    u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX) + 1
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// When the pool's primary connections last wrote; shared with them.
+#[derive(Debug, Default)]
+pub(crate) struct WriteClock(AtomicU64);
+
+impl WriteClock {
+    /// Notes a write that just completed.
+    #[inline]
+    pub(crate) fn wrote(&self) {
+        self.0.store(now_nanos(), Ordering::Relaxed);
+    }
+
+    /// Whether a write completed within the last `window`.
+    fn within(&self, window: Duration) -> bool {
+        let at = self.0.load(Ordering::Relaxed);
+        at != 0 && now_nanos().saturating_sub(at) < nanos(window)
+    }
+}
+
+/// One replica and what the pool knows of its health.
+struct Replica {
+    pool: super::Pool,
+    /// `host:port/db`, for status reports (never the password).
+    target: String,
+    /// Skip it until this time (on the `now_nanos` clock; 0 = healthy).
+    down_until: AtomicU64,
+}
+
+impl Replica {
+    fn available(&self) -> bool {
+        let until = self.down_until.load(Ordering::Relaxed);
+        until == 0 || now_nanos() >= until
+    }
+
+    fn mark_down(&self, retry_after: Duration) {
+        let until = now_nanos().saturating_add(nanos(retry_after)).max(1);
+        self.down_until.store(until, Ordering::Relaxed);
+    }
+
+    fn mark_up(&self) {
+        self.down_until.store(0, Ordering::Relaxed);
+    }
+}
+
+/// The reader side of a pool: its replicas, and a read-only pool on the primary.
+pub(crate) struct Readers {
+    replicas: Vec<Replica>,
+    primary: super::Pool,
+    next: AtomicUsize,
+    retry_after: Duration,
+    fallback_to_primary: bool,
+    read_your_writes: Option<Duration>,
+    clock: Arc<WriteClock>,
+}
+
+impl std::fmt::Debug for Readers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Readers")
+            .field(
+                "replicas",
+                &self.replicas.iter().map(|r| &r.target).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// `host:port/db` of a configuration, for reports.
+fn target_of(cfg: &tokio_postgres::Config) -> String {
+    let host = cfg
+        .get_hosts()
+        .first()
+        .map(|h| match h {
+            tokio_postgres::config::Host::Tcp(s) => s.clone(),
+            #[cfg(unix)]
+            tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+        })
+        .unwrap_or_default();
+    let port = cfg.get_ports().first().copied().unwrap_or(5432);
+    format!("{host}:{port}/{}", cfg.get_dbname().unwrap_or(""))
+}
+
+/// The same settings, with every transaction of the session read-only: a write sent to a
+/// reader fails with `ReadOnly` on the primary as on a replica.
+fn read_only(cfg: &tokio_postgres::Config) -> tokio_postgres::Config {
+    let mut cfg = cfg.clone();
+    let options = match cfg.get_options() {
+        Some(o) if !o.is_empty() => format!("{o} -c default_transaction_read_only=on"),
+        _ => "-c default_transaction_read_only=on".to_owned(),
+    };
+    cfg.options(options);
+    cfg
+}
+
+impl Readers {
+    /// Builds a pool per replica and a read-only pool on the primary, with the primary's
+    /// settings.
+    pub(crate) fn build(
+        primary: &tokio_postgres::Config,
+        opts: &PgOptions,
+        pool: &PoolOptions,
+        replicas: ReplicaOptions,
+    ) -> Result<Self> {
+        let built = replicas
+            .replicas
+            .iter()
+            .map(|cfg| {
+                Ok(Replica {
+                    pool: build_pool(read_only(cfg), opts.clone(), pool)?,
+                    target: target_of(cfg),
+                    down_until: AtomicU64::new(0),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            replicas: built,
+            primary: build_pool(read_only(primary), opts.clone(), pool)?,
+            next: AtomicUsize::new(0),
+            retry_after: replicas.retry_after,
+            fallback_to_primary: replicas.fallback_to_primary,
+            read_your_writes: replicas.read_your_writes,
+            clock: Arc::default(),
+        })
+    }
+
+    /// The clock the pool's primary connections stamp their writes on, when read-your-writes
+    /// routing needs it.
+    pub(crate) fn clock(&self) -> Option<Arc<WriteClock>> {
+        self.read_your_writes.map(|_| Arc::clone(&self.clock))
+    }
+
+    /// A reader connection: on the primary while a recent write must stay visible, else on the
+    /// next healthy replica (round-robin), else on the primary or an error.
+    pub(crate) async fn checkout(&self) -> Result<PgConnection> {
+        if self.read_your_writes.is_some_and(|w| self.clock.within(w)) {
+            return super::checkout(&self.primary).await;
+        }
+        let n = self.replicas.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut last = None;
+        for i in 0..n {
+            let r = &self.replicas[(start + i) % n];
+            if !r.available() {
+                continue;
+            }
+            match r.pool.get().await {
+                Ok(obj) => {
+                    r.mark_up();
+                    return Ok(PgConnection::new(r.pool.clone(), obj));
+                }
+                Err(e) => {
+                    let e = pool_error(e);
+                    if !unreachable(&e) {
+                        return Err(e);
+                    }
+                    r.mark_down(self.retry_after);
+                    last = Some(e);
+                }
+            }
+        }
+        if self.fallback_to_primary {
+            return super::checkout(&self.primary).await;
+        }
+        Err(SqlMiddlewareDbError::new(
+            ErrorKind::ConnectionLost,
+            match last {
+                Some(e) => format!("no replica is reachable (last error: {e}); readers do not fall back to the primary"),
+                None => "every replica failed recently and is not tried again yet; readers do not fall back to the primary".to_owned(),
+            },
+        ))
+    }
+
+    /// Each replica's state, measured now.
+    pub(crate) async fn status(&self, primary: &super::Pool) -> Vec<ReplicaStatus> {
+        let primary_lsn = match primary.get().await {
+            Ok(obj) => obj
+                .client
+                .query_one("SELECT pg_current_wal_lsn()::text", &[])
+                .await
+                .ok()
+                .map(|row| row.get::<_, String>(0)),
+            Err(_) => None,
+        };
+        let mut out = Vec::with_capacity(self.replicas.len());
+        for r in &self.replicas {
+            out.push(r.status(primary_lsn.as_deref(), self.retry_after).await);
+        }
+        out
+    }
+}
+
+impl Replica {
+    async fn status(&self, primary_lsn: Option<&str>, retry_after: Duration) -> ReplicaStatus {
+        let mut st = ReplicaStatus {
+            target: self.target.clone(),
+            reachable: false,
+            in_recovery: None,
+            lag_bytes: None,
+            replay_delay: None,
+        };
+        let obj = match self.pool.get().await {
+            Ok(obj) => obj,
+            Err(_) => {
+                self.mark_down(retry_after);
+                return st;
+            }
+        };
+        st.reachable = true;
+        // Bytes of WAL the replica has not replayed yet, and how long ago the last replayed
+        // transaction committed on the primary (0 when the replica has replayed all it got).
+        let row = obj
+            .client
+            .query_one(
+                "SELECT pg_is_in_recovery(), \
+                 CASE WHEN $1::text IS NULL OR NOT pg_is_in_recovery() THEN NULL \
+                      ELSE pg_wal_lsn_diff($1::text::pg_lsn, pg_last_wal_replay_lsn())::float8 END, \
+                 CASE WHEN NOT pg_is_in_recovery() THEN NULL \
+                      WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0::float8 \
+                      ELSE EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp())::float8 END",
+                &[&primary_lsn],
+            )
+            .await;
+        if let Ok(row) = row {
+            st.in_recovery = row.get::<_, Option<bool>>(0);
+            st.lag_bytes = row
+                .get::<_, Option<f64>>(1)
+                .map(|b| if b > 0.0 { b as u64 } else { 0 });
+            st.replay_delay = row
+                .get::<_, Option<f64>>(2)
+                .map(|s| Duration::from_secs_f64(s.max(0.0)));
+        }
+        st
+    }
+}
+
+/// Whether a checkout error means the replica cannot be reached (so another is tried).
+fn unreachable(e: &SqlMiddlewareDbError) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::ConnectionLost | ErrorKind::PoolTimeout | ErrorKind::Other
+    )
+}
+
+/// One replica's state, from [`crate::MiddlewarePool::replica_status`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ReplicaStatus {
+    /// `host:port/database` of the replica.
+    pub target: String,
+    /// Whether a connection could be had just now.
+    pub reachable: bool,
+    /// The server's `pg_is_in_recovery()`: `true` for a standby.
+    pub in_recovery: Option<bool>,
+    /// Bytes of the primary's WAL the replica has not replayed yet (`None` when unknown).
+    pub lag_bytes: Option<u64>,
+    /// How far behind the replica's replay is in time: zero when it has replayed everything it
+    /// received, else the age of the last transaction it replayed (`None` when unknown).
+    pub replay_delay: Option<Duration>,
+}
