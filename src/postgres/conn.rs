@@ -104,8 +104,11 @@ macro_rules! limited {
                     .filter(|o| cancels(o))
                     .map(|o| o.client.cancel_token());
                 let bound = $self.net_bound();
-                let (r, ended) = super::timeout::within(at, cancel, bound, async { $call }).await;
-                $self.after_limit(ended, r, $several).await
+                // Boxed: the limited path (a timer, a cancel request, a replacement checkout)
+                // would otherwise grow every future that awaits a Postgres call, limited or not.
+                let (r, ended) =
+                    Box::pin(super::timeout::within(at, cancel, bound, async { $call })).await;
+                Box::pin($self.after_limit(ended, r, $several)).await
             }
         }
     }};
