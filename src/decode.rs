@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Utc};
 use rust_decimal::Decimal;
 use uuid::Uuid;
 
@@ -172,7 +172,7 @@ impl FromValue for bool {
 impl FromValue for String {
     fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {
         match v {
-            ValueRef::Text(s) => Ok(s.to_owned()),
+            ValueRef::Text(s) => Ok(s.into_owned()),
             ValueRef::Uuid(u) => Ok(u.hyphenated().to_string()),
             ValueRef::Numeric(d) => Ok(d.to_string()),
             ValueRef::JSON(j) => Ok(j.to_string()),
@@ -196,7 +196,7 @@ impl FromValue for NaiveDateTime {
             ValueRef::Timestamp(t) => Ok(t),
             ValueRef::Date(d) => Ok(d.and_time(chrono::NaiveTime::MIN)),
             ValueRef::Text(s) => {
-                parse_timestamp(s).ok_or(DecodeError::new("NaiveDateTime", "unparsable Text"))
+                parse_timestamp(&s).ok_or(DecodeError::new("NaiveDateTime", "unparsable Text"))
             }
             other => mismatch("NaiveDateTime", &other),
         }
@@ -209,7 +209,7 @@ impl FromValue for DateTime<Utc> {
             ValueRef::TimestampTz(t) => Ok(t),
             ValueRef::Timestamp(t) => Ok(t.and_utc()),
             ValueRef::Text(s) => {
-                parse_timestamptz(s).ok_or(DecodeError::new("DateTime<Utc>", "unparsable Text"))
+                parse_timestamptz(&s).ok_or(DecodeError::new("DateTime<Utc>", "unparsable Text"))
             }
             other => mismatch("DateTime<Utc>", &other),
         }
@@ -220,7 +220,7 @@ impl FromValue for NaiveDate {
     fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {
         match v {
             ValueRef::Date(d) => Ok(d),
-            ValueRef::Text(s) => NaiveDate::parse_from_str(s, "%Y-%m-%d")
+            ValueRef::Text(s) => NaiveDate::parse_from_str(&s, "%Y-%m-%d")
                 .map_err(|_| DecodeError::new("NaiveDate", "unparsable Text")),
             other => mismatch("NaiveDate", &other),
         }
@@ -232,7 +232,7 @@ impl FromValue for Uuid {
         match v {
             ValueRef::Uuid(u) => Ok(u),
             ValueRef::Text(s) => {
-                Uuid::parse_str(s).map_err(|_| DecodeError::new("Uuid", "unparsable Text"))
+                Uuid::parse_str(&s).map_err(|_| DecodeError::new("Uuid", "unparsable Text"))
             }
             ValueRef::Blob(b) => {
                 Uuid::from_slice(b).map_err(|_| DecodeError::new("Uuid", "Blob not 16 bytes"))
@@ -259,12 +259,73 @@ impl FromValue for serde_json::Value {
     fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {
         match v {
             ValueRef::JSON(j) => Ok(j.into_owned()),
-            ValueRef::Text(s) => serde_json::from_str(s)
+            ValueRef::Text(s) => serde_json::from_str(&s)
                 .map_err(|_| DecodeError::new("serde_json::Value", "unparsable Text")),
             other => mismatch("serde_json::Value", &other),
         }
     }
 }
+
+impl FromValue for NaiveTime {
+    fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {
+        match v {
+            ValueRef::Time(t) => Ok(t),
+            ValueRef::Text(s) => {
+                crate::value::parse_time(&s).ok_or(DecodeError::new("NaiveTime", "unparsable Text"))
+            }
+            other => mismatch("NaiveTime", &other),
+        }
+    }
+}
+
+impl FromValue for crate::Interval {
+    fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {
+        match v {
+            ValueRef::Interval(i) => Ok(i),
+            ValueRef::Text(s) => s
+                .parse()
+                .map_err(|_| DecodeError::new("Interval", "unparsable Text")),
+            other => mismatch("Interval", &other),
+        }
+    }
+}
+
+/// Arrays decode element by element into `Vec<T>` for these element types (`Vec<u8>` is a
+/// blob, not an array).
+macro_rules! vec_from_array {
+    ($($t:ty),*) => {$(
+        impl FromValue for Vec<$t> {
+            fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {
+                match v {
+                    ValueRef::Array(items) => items
+                        .iter()
+                        .map(|x| <$t>::from_value(x.as_value_ref()))
+                        .collect(),
+                    other => mismatch(concat!("Vec<", stringify!($t), ">"), &other),
+                }
+            }
+        }
+    )*};
+}
+vec_from_array!(
+    RowValues,
+    i64,
+    i32,
+    i16,
+    f64,
+    f32,
+    bool,
+    String,
+    Decimal,
+    Uuid,
+    NaiveDate,
+    NaiveDateTime,
+    Option<i64>,
+    Option<i32>,
+    Option<f64>,
+    Option<bool>,
+    Option<String>
+);
 
 impl FromValue for RowValues {
     fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {

@@ -14,6 +14,7 @@
 // core
 pub mod decode;
 pub mod error;
+mod interval;
 pub mod results;
 mod sql;
 pub mod translation;
@@ -72,6 +73,7 @@ pub use sql_middleware_derive::FromRow;
 /// The crate's error type, by its short name.
 pub type Error = SqlMiddlewareDbError;
 pub use executor::Executor;
+pub use interval::{Interval, ParseIntervalError};
 pub use pool::{MiddlewarePool, MiddlewarePoolConnection, PoolStatus};
 pub use query::{QueryAndParams, QueryBuilder};
 pub use results::{Columns, CustomDbRow, ResultSet};

@@ -39,6 +39,7 @@ use crate::sql::scanner::{Dialect, Kind, tokens};
 
 /// Which placeholder syntax the target engine expects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum PlaceholderStyle {
     /// `$1, $2, …` (PostgreSQL).
     Postgres,

@@ -2,9 +2,11 @@
 
 use std::borrow::Cow;
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Utc};
 use rust_decimal::Decimal;
 use uuid::Uuid;
+
+use crate::interval::Interval;
 
 /// A parameter or a result cell, the same on every backend.
 ///
@@ -24,6 +26,14 @@ use uuid::Uuid;
 /// | `Numeric` | `numeric` | `TEXT` exact decimal | `Numeric` when the declared type starts with `NUMERIC`/`DECIMAL` (see below) |
 /// | `Blob` | `bytea` | `BLOB` | `Blob` |
 /// | `JSON` | `json`, `jsonb` | `TEXT` (serialised) | `JSON` when declared `JSON`/`JSONB`, else `Text` |
+/// | `Time` | `time` | `TEXT` `HH:MM:SS[.f]` | `Time` when declared `TIME`, else `Text` |
+/// | `Interval` | `interval` | `TEXT` ISO 8601 (`P14M3DT4.5S`) | `Interval` when declared `INTERVAL`, else `Text` |
+/// | `Array` | one-dimensional arrays of the scalar types above | `TEXT` JSON array | `Array` when declared `ARRAY` (or `…[]` on SQLite; Turso keeps `T[]` for its own STRICT arrays), else `Text` |
+///
+/// More Postgres types, read and bound through the kinds above: `money` as `Numeric` (two
+/// decimal places, the `C` locale's); `inet`/`cidr`, `timetz`, `citext` and enums as `Text`
+/// (bound from `Text` in the server's own text form); a domain as its base type. An array round-trips on SQLite and Turso exactly when its elements are `Int`,
+/// `Float`, `Text`, `Bool` or `Null`; other elements come back as their text form.
 ///
 /// SQLite has no exact decimal type. A column declared `NUMERIC` or `DECIMAL` has *numeric
 /// affinity*: SQLite stores number-like text as INTEGER or REAL, keeping 15 significant digits
@@ -35,6 +45,7 @@ use uuid::Uuid;
 /// Typed decoding ([`crate::FromValue`]) accepts the stored form too: a `NaiveDateTime` decodes
 /// from a timestamp text, a `Uuid` from text or a 16-byte blob, and so on, whatever the declared type.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum RowValues {
     /// SQL `NULL`.
     Null,
@@ -60,10 +71,17 @@ pub enum RowValues {
     Blob(Vec<u8>),
     /// A JSON document.
     JSON(serde_json::Value),
+    /// A time of day without time zone.
+    Time(NaiveTime),
+    /// A Postgres `interval`.
+    Interval(Interval),
+    /// A one-dimensional array (Postgres arrays; JSON text on SQLite and Turso).
+    Array(Vec<RowValues>),
 }
 
 /// A borrowed view of one value, used by decoding so that reading a row does not copy text or bytes.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ValueRef<'a> {
     /// SQL `NULL`.
     Null,
@@ -71,8 +89,9 @@ pub enum ValueRef<'a> {
     Int(i64),
     /// A float.
     Float(f64),
-    /// Borrowed text.
-    Text(&'a str),
+    /// Text, borrowed from the row (or owned when decoding produced it, as for a Postgres
+    /// `inet` in its text form).
+    Text(Cow<'a, str>),
     /// A boolean.
     Bool(bool),
     /// A timestamp without time zone.
@@ -89,6 +108,12 @@ pub enum ValueRef<'a> {
     Blob(&'a [u8]),
     /// A JSON document (borrowed from a [`RowValues`], or owned when decoded from the wire).
     JSON(Cow<'a, serde_json::Value>),
+    /// A time of day.
+    Time(NaiveTime),
+    /// A Postgres `interval`.
+    Interval(Interval),
+    /// An array (borrowed from a [`RowValues`], or owned when decoded).
+    Array(Cow<'a, [RowValues]>),
 }
 
 impl RowValues {
@@ -98,7 +123,7 @@ impl RowValues {
             RowValues::Null => ValueRef::Null,
             RowValues::Int(v) => ValueRef::Int(*v),
             RowValues::Float(v) => ValueRef::Float(*v),
-            RowValues::Text(v) => ValueRef::Text(v),
+            RowValues::Text(v) => ValueRef::Text(Cow::Borrowed(v)),
             RowValues::Bool(v) => ValueRef::Bool(*v),
             RowValues::Timestamp(v) => ValueRef::Timestamp(*v),
             RowValues::TimestampTz(v) => ValueRef::TimestampTz(*v),
@@ -107,6 +132,9 @@ impl RowValues {
             RowValues::Numeric(v) => ValueRef::Numeric(*v),
             RowValues::Blob(v) => ValueRef::Blob(v),
             RowValues::JSON(v) => ValueRef::JSON(Cow::Borrowed(v)),
+            RowValues::Time(v) => ValueRef::Time(*v),
+            RowValues::Interval(v) => ValueRef::Interval(*v),
+            RowValues::Array(v) => ValueRef::Array(Cow::Borrowed(v)),
         }
     }
 
@@ -219,6 +247,9 @@ impl ValueRef<'_> {
             ValueRef::Numeric(_) => "Numeric",
             ValueRef::Blob(_) => "Blob",
             ValueRef::JSON(_) => "JSON",
+            ValueRef::Time(_) => "Time",
+            ValueRef::Interval(_) => "Interval",
+            ValueRef::Array(_) => "Array",
         }
     }
 
@@ -228,7 +259,7 @@ impl ValueRef<'_> {
             ValueRef::Null => RowValues::Null,
             ValueRef::Int(v) => RowValues::Int(*v),
             ValueRef::Float(v) => RowValues::Float(*v),
-            ValueRef::Text(v) => RowValues::Text((*v).to_owned()),
+            ValueRef::Text(v) => RowValues::Text(v.as_ref().to_owned()),
             ValueRef::Bool(v) => RowValues::Bool(*v),
             ValueRef::Timestamp(v) => RowValues::Timestamp(*v),
             ValueRef::TimestampTz(v) => RowValues::TimestampTz(*v),
@@ -237,6 +268,9 @@ impl ValueRef<'_> {
             ValueRef::Numeric(v) => RowValues::Numeric(*v),
             ValueRef::Blob(v) => RowValues::Blob(v.to_vec()),
             ValueRef::JSON(v) => RowValues::JSON(v.as_ref().clone()),
+            ValueRef::Time(v) => RowValues::Time(*v),
+            ValueRef::Interval(v) => RowValues::Interval(*v),
+            ValueRef::Array(v) => RowValues::Array(v.to_vec()),
         }
     }
 }
@@ -257,6 +291,13 @@ pub(crate) fn parse_timestamp(s: &str) -> Option<NaiveDateTime> {
                 .ok()
                 .and_then(|d| d.and_hms_opt(0, 0, 0))
         })
+}
+
+/// Parses a time of day, `HH:MM[:SS[.f]]`.
+pub(crate) fn parse_time(s: &str) -> Option<NaiveTime> {
+    NaiveTime::parse_from_str(s, "%H:%M:%S%.f")
+        .or_else(|_| NaiveTime::parse_from_str(s, "%H:%M"))
+        .ok()
 }
 
 /// Parses RFC 3339 (or a zone-less timestamp, taken as UTC).
@@ -302,7 +343,16 @@ from_impls!(
     Decimal => Numeric,
     Vec<u8> => Blob,
     serde_json::Value => JSON,
+    NaiveTime => Time,
+    Interval => Interval,
 );
+
+impl RowValues {
+    /// An array of `items` (`RowValues::Array`): `RowValues::array([1, 2, 3])`.
+    pub fn array<T: Into<RowValues>>(items: impl IntoIterator<Item = T>) -> Self {
+        RowValues::Array(items.into_iter().map(Into::into).collect())
+    }
+}
 
 impl From<&str> for RowValues {
     fn from(v: &str) -> Self {

@@ -320,6 +320,7 @@ fn check_only_sigils_change(input: &str, to: PlaceholderStyle) -> Result<(), Tes
     let (from, into) = match to {
         PlaceholderStyle::Sqlite => (b'$', b'?'),
         PlaceholderStyle::Postgres => (b'?', b'$'),
+        other => unreachable!("no property for {other:?} yet"),
     };
     let out = translate_placeholders(input, to);
     prop_assert_eq!(out.len(), input.len());

@@ -12,6 +12,7 @@ use rust_decimal::Decimal;
 use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
 
 use super::error::BindError;
+use super::types;
 use crate::value::RowValues;
 
 /// A borrowed [`RowValues`] bound to a Postgres parameter.
@@ -36,6 +37,8 @@ fn is_midnight(t: &chrono::NaiveDateTime) -> bool {
 impl ToSql for PgParam<'_> {
     fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxErr> {
         let v = self.0;
+        // A domain is written as its base type.
+        let ty = types::base(ty);
         let bad = || lossy(v, ty);
         match v {
             RowValues::Null => Ok(IsNull::Yes),
@@ -47,6 +50,7 @@ impl ToSql for PgParam<'_> {
                 Type::FLOAT8 if i.unsigned_abs() <= 1 << 53 => (*i as f64).to_sql(ty, out),
                 Type::FLOAT4 if i.unsigned_abs() <= 1 << 24 => (*i as f32).to_sql(ty, out),
                 Type::NUMERIC => Decimal::from(*i).to_sql(ty, out),
+                Type::MONEY => PgParam(&RowValues::Numeric(Decimal::from(*i))).to_sql(ty, out),
                 Type::BOOL if *i == 0 || *i == 1 => (*i == 1).to_sql(ty, out),
                 _ => Err(bad()),
             },
@@ -86,6 +90,28 @@ impl ToSql for PgParam<'_> {
                 Type::TIMESTAMPTZ => crate::value::parse_timestamptz(s)
                     .ok_or_else(bad)?
                     .to_sql(ty, out),
+                Type::TIME => crate::value::parse_time(s).ok_or_else(bad)?.to_sql(ty, out),
+                Type::INTERVAL => {
+                    let i: crate::Interval = s.parse().map_err(|_| bad())?;
+                    types::interval_to_sql(&i, out);
+                    Ok(IsNull::No)
+                }
+                Type::MONEY => {
+                    let d = s.parse::<Decimal>().map_err(|_| bad())?;
+                    PgParam(&RowValues::Numeric(d)).to_sql(ty, out)
+                }
+                Type::INET | Type::CIDR => {
+                    types::inet_to_sql(ty, s, out).map_err(|_| bad())?;
+                    Ok(IsNull::No)
+                }
+                Type::TIMETZ => {
+                    types::timetz_to_sql(s, out).map_err(|_| bad())?;
+                    Ok(IsNull::No)
+                }
+                ref t if types::is_text_like(t) => {
+                    out.extend_from_slice(s.as_bytes());
+                    Ok(IsNull::No)
+                }
                 _ => Err(bad()),
             },
             RowValues::Bool(b) => match *ty {
@@ -120,6 +146,9 @@ impl ToSql for PgParam<'_> {
             },
             RowValues::Numeric(d) => match *ty {
                 Type::NUMERIC => d.to_sql(ty, out),
+                Type::MONEY => types::money_cents(d)
+                    .ok_or_else(bad)?
+                    .to_sql(&Type::INT8, out),
                 Type::FLOAT8 => {
                     let f = d.to_f64().ok_or_else(bad)?;
                     if Decimal::from_f64(f) == Some(*d) {
@@ -141,6 +170,25 @@ impl ToSql for PgParam<'_> {
             RowValues::JSON(j) => match *ty {
                 Type::JSON | Type::JSONB => j.to_sql(ty, out),
                 Type::TEXT | Type::VARCHAR => j.to_string().to_sql(ty, out),
+                _ => Err(bad()),
+            },
+            RowValues::Time(t) => match *ty {
+                Type::TIME => t.to_sql(ty, out),
+                _ => Err(bad()),
+            },
+            RowValues::Interval(i) => match *ty {
+                Type::INTERVAL => {
+                    types::interval_to_sql(i, out);
+                    Ok(IsNull::No)
+                }
+                _ => Err(bad()),
+            },
+            RowValues::Array(items) => match ty.kind() {
+                // Each element is bound to the array's element type by the rules above.
+                postgres_types::Kind::Array(_) => {
+                    let params: Vec<PgParam<'_>> = items.iter().map(PgParam).collect();
+                    params.as_slice().to_sql(ty, out)
+                }
                 _ => Err(bad()),
             },
         }

@@ -3,11 +3,12 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
-use postgres_types::{FromSql, Type};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Utc};
+use postgres_types::{FromSql, Kind, Type};
 use rust_decimal::Decimal;
 use tokio_postgres::Row;
 
+use super::types::{PgScalar, base, is_text_like};
 use crate::decode::SqlRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::Columns;
@@ -50,7 +51,10 @@ pub(crate) fn value_ref<'a>(row: &'a Row, idx: usize, columns: &Columns) -> Resu
         Type::FLOAT4 => v!(f32, Float),
         Type::FLOAT8 => v!(f64, Float),
         Type::NUMERIC => v!(Decimal, Numeric),
-        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => v!(&str, Text),
+        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => {
+            get::<&str>(row, idx, columns)?
+                .map_or(ValueRef::Null, |x| ValueRef::Text(Cow::Borrowed(x)))
+        }
         Type::BYTEA => v!(&[u8], Blob),
         Type::JSON | Type::JSONB => get::<serde_json::Value>(row, idx, columns)?
             .map_or(ValueRef::Null, |j| ValueRef::JSON(Cow::Owned(j))),
@@ -60,6 +64,19 @@ pub(crate) fn value_ref<'a>(row: &'a Row, idx: usize, columns: &Columns) -> Resu
         Type::UUID => v!(uuid::Uuid, Uuid),
         // A function returning `void` (`SELECT pg_notify(..)`, `pg_sleep`): no value.
         Type::VOID => ValueRef::Null,
+        Type::TIME => v!(NaiveTime, Time),
+        Type::INTERVAL | Type::MONEY | Type::INET | Type::CIDR | Type::TIMETZ => {
+            owned(get::<PgScalar>(row, idx, columns)?, idx, columns)?
+        }
+        // Enums and `citext`: their wire form is their text.
+        ref t if is_text_like(t) => get::<PgText<'_>>(row, idx, columns)?
+            .map_or(ValueRef::Null, |x| ValueRef::Text(Cow::Borrowed(x.0))),
+        ref t if matches!(t.kind(), Kind::Domain(_)) && *base(t) == Type::BYTEA => {
+            get::<PgBytes<'_>>(row, idx, columns)?.map_or(ValueRef::Null, |x| ValueRef::Blob(x.0))
+        }
+        ref t if matches!(t.kind(), Kind::Array(_) | Kind::Domain(_)) => {
+            owned(get::<PgScalar>(row, idx, columns)?, idx, columns)?
+        }
         ref other => {
             return Err(SqlMiddlewareDbError::new(
                 ErrorKind::TypeMismatch,
@@ -67,6 +84,71 @@ pub(crate) fn value_ref<'a>(row: &'a Row, idx: usize, columns: &Columns) -> Resu
                     "column `{}` has type {} which has no RowValues kind; cast it in SQL (e.g. col::text)",
                     columns.name(idx).unwrap_or("?"),
                     other.name()
+                ),
+            ));
+        }
+    })
+}
+
+/// Text of any text-like type (enums, `citext`), borrowed from the row.
+struct PgText<'a>(&'a str);
+
+impl<'a> FromSql<'a> for PgText<'a> {
+    fn from_sql(
+        _: &Type,
+        raw: &'a [u8],
+    ) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(PgText(std::str::from_utf8(raw)?))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        is_text_like(ty)
+    }
+}
+
+/// The bytes of a domain over `bytea`, borrowed from the row.
+struct PgBytes<'a>(&'a [u8]);
+
+impl<'a> FromSql<'a> for PgBytes<'a> {
+    fn from_sql(
+        _: &Type,
+        raw: &'a [u8],
+    ) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(PgBytes(raw))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *base(ty) == Type::BYTEA
+    }
+}
+
+/// A value decoded into an owned [`RowValues`], as a [`ValueRef`].
+fn owned(v: Option<PgScalar>, idx: usize, columns: &Columns) -> Result<ValueRef<'static>> {
+    let Some(PgScalar(v)) = v else {
+        return Ok(ValueRef::Null);
+    };
+    Ok(match v {
+        RowValues::Null => ValueRef::Null,
+        RowValues::Int(i) => ValueRef::Int(i),
+        RowValues::Float(f) => ValueRef::Float(f),
+        RowValues::Text(s) => ValueRef::Text(Cow::Owned(s)),
+        RowValues::Bool(b) => ValueRef::Bool(b),
+        RowValues::Timestamp(t) => ValueRef::Timestamp(t),
+        RowValues::TimestampTz(t) => ValueRef::TimestampTz(t),
+        RowValues::Date(d) => ValueRef::Date(d),
+        RowValues::Uuid(u) => ValueRef::Uuid(u),
+        RowValues::Numeric(d) => ValueRef::Numeric(d),
+        RowValues::JSON(j) => ValueRef::JSON(Cow::Owned(j)),
+        RowValues::Time(t) => ValueRef::Time(t),
+        RowValues::Interval(i) => ValueRef::Interval(i),
+        RowValues::Array(a) => ValueRef::Array(Cow::Owned(a)),
+        // Bytes are read borrowed (`PgBytes`), never through here.
+        RowValues::Blob(_) => {
+            return Err(SqlMiddlewareDbError::new(
+                ErrorKind::TypeMismatch,
+                format!(
+                    "column `{}`: bytes of an unexpected type",
+                    columns.name(idx).unwrap_or("?")
                 ),
             ));
         }
@@ -109,6 +191,8 @@ pub(crate) fn collect(rows: &[Row], columns: &Arc<Columns>) -> Result<crate::Res
         for idx in 0..n {
             values.push(match value_ref(row, idx, columns)? {
                 ValueRef::JSON(Cow::Owned(j)) => RowValues::JSON(j),
+                ValueRef::Text(Cow::Owned(s)) => RowValues::Text(s),
+                ValueRef::Array(Cow::Owned(a)) => RowValues::Array(a),
                 other => other.to_owned_value(),
             });
         }

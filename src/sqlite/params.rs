@@ -5,7 +5,9 @@ use rusqlite::{Statement, ToSql};
 
 use crate::error::{Result, SqlMiddlewareDbError};
 use crate::sqlite_family::storable::check_storable;
-use crate::sqlite_family::text_form::{date_text, timestamp_text, timestamptz_text};
+use crate::sqlite_family::text_form::{
+    array_text, date_text, time_text, timestamp_text, timestamptz_text,
+};
 use crate::value::RowValues;
 
 /// A borrowed [`RowValues`] as a rusqlite parameter. Text and blobs are bound by reference.
@@ -26,6 +28,9 @@ impl ToSql for SqliteParam<'_> {
             RowValues::Numeric(d) => ToSqlOutput::Owned(Value::Text(d.to_string())),
             RowValues::Blob(b) => ToSqlOutput::Borrowed(ValueRef::Blob(b)),
             RowValues::JSON(j) => ToSqlOutput::Owned(Value::Text(j.to_string())),
+            RowValues::Time(t) => ToSqlOutput::Owned(Value::Text(time_text(t))),
+            RowValues::Interval(i) => ToSqlOutput::Owned(Value::Text(i.to_string())),
+            RowValues::Array(items) => ToSqlOutput::Owned(Value::Text(array_text(items))),
         })
     }
 }

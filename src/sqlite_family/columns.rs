@@ -22,6 +22,9 @@ pub(crate) enum ColumnHint {
     Uuid,
     Numeric,
     Json,
+    Time,
+    Interval,
+    Array,
 }
 
 impl ColumnHint {
@@ -38,6 +41,10 @@ impl ColumnHint {
             "DATE" => ColumnHint::Date,
             "UUID" => ColumnHint::Uuid,
             "JSON" | "JSONB" => ColumnHint::Json,
+            "TIME" => ColumnHint::Time,
+            "INTERVAL" => ColumnHint::Interval,
+            "ARRAY" => ColumnHint::Array,
+            _ if d.ends_with("[]") => ColumnHint::Array,
             _ if d.starts_with("NUMERIC") || d.starts_with("DECIMAL") => ColumnHint::Numeric,
             _ => ColumnHint::Plain,
         }
@@ -81,8 +88,12 @@ impl ColumnHint {
             ColumnHint::Json => serde_json::from_str(s)
                 .ok()
                 .map(|j| ValueRef::JSON(Cow::Owned(j))),
+            ColumnHint::Time => crate::value::parse_time(s).map(ValueRef::Time),
+            ColumnHint::Interval => s.parse().ok().map(ValueRef::Interval),
+            ColumnHint::Array => crate::sqlite_family::text_form::array_from_text(s)
+                .map(|items| ValueRef::Array(Cow::Owned(items))),
         };
-        widened.unwrap_or(ValueRef::Text(s))
+        widened.unwrap_or(ValueRef::Text(Cow::Borrowed(s)))
     }
 }
 
@@ -150,7 +161,7 @@ mod tests {
         assert_eq!(ColumnHint::Plain.widen_real(0.5), ValueRef::Float(0.5));
         assert_eq!(
             ColumnHint::Date.widen_text("not a date"),
-            ValueRef::Text("not a date")
+            ValueRef::Text(Cow::Borrowed("not a date"))
         );
         assert!(matches!(
             ColumnHint::Uuid.widen_text("67e55044-10b1-426f-9247-bb680e5fe0c8"),

@@ -3,9 +3,25 @@
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::value::RowValues;
 
-/// Rejects values SQLite and Turso would silently change: NaN would be stored as NULL.
+/// Rejects values SQLite and Turso would silently change: NaN would be stored as NULL, and a
+/// non-finite float in an array has no JSON form.
 pub(crate) fn check_storable(idx: usize, value: &RowValues) -> Result<()> {
     match value {
+        RowValues::Array(items) => {
+            if items
+                .iter()
+                .any(|v| matches!(v, RowValues::Float(f) if !f.is_finite()))
+            {
+                return Err(SqlMiddlewareDbError::new(
+                    ErrorKind::ParameterType,
+                    format!(
+                        "parameter ${}: an array stored in SQLite or Turso is JSON text, which has no NaN or infinity",
+                        idx + 1
+                    ),
+                ));
+            }
+            items.iter().try_for_each(|v| check_storable(idx, v))
+        }
         RowValues::Float(f) if f.is_nan() => Err(SqlMiddlewareDbError::new(
             ErrorKind::ParameterType,
             format!(

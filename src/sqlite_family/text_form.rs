@@ -105,6 +105,62 @@ pub(crate) fn date_text(d: &NaiveDate) -> String {
     }
 }
 
+/// The text form used to store a time of day in SQLite and Turso: `03:04:05.123456`.
+pub(crate) fn time_text(t: &NaiveTime) -> String {
+    t.format("%H:%M:%S%.f").to_string()
+}
+
+/// An element of an array as JSON: numbers, strings, booleans and null as themselves, other
+/// kinds as their stored text form.
+fn element_json(v: &crate::value::RowValues) -> serde_json::Value {
+    use crate::value::RowValues as V;
+    use serde_json::Value as J;
+    match v {
+        V::Null => J::Null,
+        V::Int(i) => J::from(*i),
+        V::Float(f) => serde_json::Number::from_f64(*f).map_or(J::Null, J::Number),
+        V::Text(s) => J::String(s.clone()),
+        V::Bool(b) => J::Bool(*b),
+        V::Timestamp(t) => J::String(timestamp_text(t)),
+        V::TimestampTz(t) => J::String(timestamptz_text(t)),
+        V::Date(d) => J::String(date_text(d)),
+        V::Uuid(u) => J::String(u.hyphenated().to_string()),
+        V::Numeric(d) => J::String(d.to_string()),
+        V::Blob(b) => J::Array(b.iter().map(|x| J::from(*x)).collect()),
+        V::JSON(j) => j.clone(),
+        V::Time(t) => J::String(time_text(t)),
+        V::Interval(i) => J::String(i.to_string()),
+        V::Array(items) => J::Array(items.iter().map(element_json).collect()),
+    }
+}
+
+/// The text form used to store an array in SQLite and Turso: a JSON array.
+pub(crate) fn array_text(items: &[crate::value::RowValues]) -> String {
+    serde_json::Value::Array(items.iter().map(element_json).collect()).to_string()
+}
+
+/// Reads an array back from its stored JSON text (`None` when the text is not a JSON array).
+pub(crate) fn array_from_text(s: &str) -> Option<Vec<crate::value::RowValues>> {
+    fn value(j: serde_json::Value) -> crate::value::RowValues {
+        use crate::value::RowValues as V;
+        use serde_json::Value as J;
+        match j {
+            J::Null => V::Null,
+            J::Bool(b) => V::Bool(b),
+            J::Number(n) => n
+                .as_i64()
+                .map_or_else(|| V::Float(n.as_f64().unwrap_or(f64::NAN)), V::Int),
+            J::String(s) => V::Text(s),
+            J::Array(items) => V::Array(items.into_iter().map(value).collect()),
+            obj @ J::Object(_) => V::JSON(obj),
+        }
+    }
+    match serde_json::from_str(s).ok()? {
+        serde_json::Value::Array(items) => Some(items.into_iter().map(value).collect()),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

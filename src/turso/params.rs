@@ -5,7 +5,9 @@ use turso::Value;
 
 use crate::error::Result;
 use crate::sqlite_family::storable::check_storable;
-use crate::sqlite_family::text_form::{date_text, timestamp_text, timestamptz_text};
+use crate::sqlite_family::text_form::{
+    array_text, date_text, time_text, timestamp_text, timestamptz_text,
+};
 use crate::value::RowValues;
 
 /// Converts every parameter (Turso's API takes owned values).
@@ -28,6 +30,9 @@ pub(crate) fn to_values(params: &[RowValues]) -> Result<Vec<Value>> {
                 RowValues::Numeric(d) => Value::Text(d.to_string()),
                 RowValues::Blob(b) => Value::Blob(b.clone()),
                 RowValues::JSON(j) => Value::Text(j.to_string()),
+                RowValues::Time(t) => Value::Text(time_text(t)),
+                RowValues::Interval(i) => Value::Text(i.to_string()),
+                RowValues::Array(items) => Value::Text(array_text(items)),
             })
         })
         .collect()

@@ -221,6 +221,10 @@ pub enum Logical {
     Uuid,
     Numeric,
     Json,
+    Time,
+    Interval,
+    IntArray,
+    TextArray,
 }
 
 /// The column type to declare for `l` on `kind`.
@@ -241,6 +245,10 @@ pub fn ty(kind: Kind, l: Logical) -> &'static str {
             Logical::Uuid => "UUID",
             Logical::Numeric => "NUMERIC",
             Logical::Json => "JSONB",
+            Logical::Time => "TIME",
+            Logical::Interval => "INTERVAL",
+            Logical::IntArray => "BIGINT[]",
+            Logical::TextArray => "TEXT[]",
         },
         Kind::Sqlite | Kind::Turso => match l {
             Logical::Int => "INTEGER",
@@ -258,6 +266,11 @@ pub fn ty(kind: Kind, l: Logical) -> &'static str {
             // middleware to read it back as `RowValues::Numeric` (see the README).
             Logical::Numeric => "DECIMAL_TEXT",
             Logical::Json => "JSON",
+            // Stored as text (see `RowValues`); the declared type reads them back. Turso
+            // reserves `T[]` for its own arrays in STRICT tables, so arrays are `ARRAY` here.
+            Logical::Time => "TIME",
+            Logical::Interval => "INTERVAL",
+            Logical::IntArray | Logical::TextArray => "ARRAY",
         },
     }
 }

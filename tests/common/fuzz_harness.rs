@@ -115,7 +115,7 @@ fn json(b: &mut Bytes<'_>, depth: u8) -> serde_json::Value {
 /// Decodes one value (every `RowValues` kind, with edge values) from the fuzz bytes.
 pub fn value_from_bytes(data: &[u8]) -> RowValues {
     let mut b = Bytes(data);
-    match b.u8() % 12 {
+    match b.u8() % 15 {
         0 => RowValues::Null,
         1 => RowValues::Int(b.i64()),
         2 => RowValues::Float(f64::from_bits(b.u64())),
@@ -147,7 +147,37 @@ pub fn value_from_bytes(data: &[u8]) -> RowValues {
             RowValues::Numeric(Decimal::from_i128_with_scale(m, scale))
         }
         10 => RowValues::Blob(b.bytes()),
-        _ => RowValues::JSON(json(&mut b, 0)),
+        11 => RowValues::JSON(json(&mut b, 0)),
+        12 => chrono::NaiveTime::from_num_seconds_from_midnight_opt(
+            (b.u64() % 86_400) as u32,
+            (b.u64() % 1_000_000) as u32 * 1000,
+        )
+        .map(RowValues::Time)
+        .unwrap_or(RowValues::Null),
+        13 => RowValues::Interval(sql_middleware::Interval {
+            months: b.i64() as i32,
+            days: b.i64() as i32,
+            microseconds: b.i64(),
+        }),
+        // Arrays of the element kinds that round-trip exactly through SQLite's JSON text.
+        _ => RowValues::Array(
+            (0..b.u8() % 5)
+                .map(|_| match b.u8() % 5 {
+                    0 => RowValues::Null,
+                    1 => RowValues::Int(b.i64()),
+                    2 => {
+                        let f = f64::from_bits(b.u64());
+                        if f.is_finite() {
+                            RowValues::Float(f)
+                        } else {
+                            RowValues::Null
+                        }
+                    }
+                    3 => RowValues::Text(b.text()),
+                    _ => RowValues::Bool(b.u8() % 2 == 1),
+                })
+                .collect(),
+        ),
     }
 }
 
@@ -183,6 +213,11 @@ pub fn value_case_pure(data: &[u8]) {
     let _ = dec::<Decimal>(&v);
     let _ = dec::<serde_json::Value>(&v);
     let _ = dec::<Option<i64>>(&v);
+    let _ = dec::<chrono::NaiveTime>(&v);
+    let _ = dec::<sql_middleware::Interval>(&v);
+    let _ = dec::<Vec<i64>>(&v);
+    let _ = dec::<Vec<Option<String>>>(&v);
+    let _ = dec::<Vec<RowValues>>(&v);
     let got = dec::<RowValues>(&v).expect("RowValues decodes anything");
     assert!(same(&v, &got), "{v:?} decoded as RowValues gives {got:?}");
     match &v {
@@ -196,6 +231,9 @@ pub fn value_case_pure(data: &[u8]) {
         RowValues::Timestamp(t) => assert_eq!(dec::<NaiveDateTime>(&v), Some(*t)),
         RowValues::TimestampTz(t) => assert_eq!(dec::<DateTime<Utc>>(&v), Some(*t)),
         RowValues::JSON(j) => assert_eq!(dec::<serde_json::Value>(&v).as_ref(), Some(j)),
+        RowValues::Time(t) => assert_eq!(dec::<chrono::NaiveTime>(&v), Some(*t)),
+        RowValues::Interval(i) => assert_eq!(dec::<sql_middleware::Interval>(&v), Some(*i)),
+        RowValues::Array(a) => assert_eq!(dec::<Vec<RowValues>>(&v).as_ref(), Some(a)),
         _ => {}
     }
 }
@@ -209,7 +247,7 @@ fn dec<T: FromValue>(v: &RowValues) -> Option<T> {
 pub const VALUE_TABLE: &str = "CREATE TABLE IF NOT EXISTS fz (
     k INTEGER PRIMARY KEY,
     i INTEGER, f REAL, t TEXT, bo BOOLEAN, ts TIMESTAMP, tz TIMESTAMPTZ, d DATE,
-    u UUID, n DECIMAL_TEXT, b BLOB, j JSON)";
+    u UUID, n DECIMAL_TEXT, b BLOB, j JSON, tm TIME, iv INTERVAL, ar ARRAY)";
 
 fn column_of(v: &RowValues) -> &'static str {
     match v {
@@ -224,6 +262,11 @@ fn column_of(v: &RowValues) -> &'static str {
         RowValues::Numeric(_) => "n",
         RowValues::Blob(_) => "b",
         RowValues::JSON(_) => "j",
+        RowValues::Time(_) => "tm",
+        RowValues::Interval(_) => "iv",
+        RowValues::Array(_) => "ar",
+        // Kinds added later are stored as text until the table has a column for them.
+        _ => "t",
     }
 }
 
