@@ -135,6 +135,11 @@ impl ConfigAndPool {
         self.pool.status()
     }
 
+    /// A snapshot of the pool's live statistics (see [`MiddlewarePool::stats`]).
+    pub fn stats(&self) -> crate::PoolStats {
+        self.pool.stats()
+    }
+
     /// Checks out a first connection, retrying with backoff until `bound` has passed.
     async fn first_connection(&self, bound: Duration) -> Result<()> {
         let deadline = std::time::Instant::now() + bound;

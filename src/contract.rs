@@ -134,6 +134,11 @@ pub(crate) trait Wing {
     /// connection. Never blocks on the network, never panics.
     fn abandon_tx(&mut self);
 
+    /// An operation failed with `ConnectionLost`: the connection must not be reused (it is
+    /// replaced before the next operation, or discarded when it goes back). In-process engines
+    /// never lose their connection this way.
+    fn lost(&mut self) {}
+
     /// The connection goes back to the pool. Never blocks on the network, never panics.
     fn on_return(&mut self);
 

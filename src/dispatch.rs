@@ -198,6 +198,12 @@ macro_rules! wings {
                 }
             }
 
+            pub(crate) fn lost(&mut self) {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.lost(),)+
+                }
+            }
+
             pub(crate) fn abandon_tx(&mut self) {
                 match self {
                     $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.abandon_tx(),)+

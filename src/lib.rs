@@ -24,6 +24,7 @@ pub mod value;
 mod contract;
 mod deadline;
 mod pooling;
+mod stats;
 mod stmt_cache;
 #[cfg(feature = "postgres")]
 pub use postgres::listen::{Listener, Notification};
@@ -31,6 +32,7 @@ pub use postgres::listen::{Listener, Notification};
 pub use postgres::replica::ReplicaStatus;
 #[cfg(feature = "postgres")]
 pub use postgres::stmt::StatementCache;
+pub use stats::{ExecStats, PoolStats, WAIT_BUCKET_BOUNDS, WaitStats};
 pub use stmt_cache::StatementCacheStats;
 #[cfg(feature = "serde")]
 pub use url::Config;

@@ -80,7 +80,9 @@ impl MiddlewarePool {
 
     /// Checks out a connection, waiting at most the wait timeout.
     pub async fn get(&self) -> Result<MiddlewarePoolConnection> {
+        let started = Instant::now();
         let inner = self.inner.checkout().await?;
+        self.counters.live.checkout(started.elapsed());
         #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
         let mut conn = self.connection(inner);
         #[cfg(feature = "postgres")]
@@ -110,7 +112,9 @@ impl MiddlewarePool {
     pub async fn reader(&self) -> Result<MiddlewarePoolConnection> {
         #[cfg(feature = "postgres")]
         if let Some(r) = &self.readers {
+            let started = Instant::now();
             let c = r.checkout().await?;
+            self.counters.live.checkout(started.elapsed());
             return Ok(self.connection(ConnInner::Postgres(c)));
         }
         self.get().await
@@ -146,6 +150,29 @@ impl MiddlewarePool {
     /// Pool size and availability.
     pub fn status(&self) -> PoolStatus {
         self.inner.status(&self.counters)
+    }
+
+    /// A snapshot of the pool's live statistics: connections, checkout waits (with a
+    /// histogram), connections created, retired and discarded, statement cache hits, misses
+    /// and evictions, and how SQLite ran its calls. Per-call counts join when a checkout ends.
+    pub fn stats(&self) -> crate::PoolStats {
+        let status = self.status();
+        let live = &self.counters.live;
+        let retired = status.retired_max_lifetime + status.retired_idle;
+        crate::PoolStats {
+            max_size: status.max_size,
+            size: status.size,
+            idle: status.available,
+            in_use: status.size.saturating_sub(status.available),
+            waiters: status.waiting,
+            checkout_wait: live.waits(),
+            created: status.created,
+            retired_max_lifetime: status.retired_max_lifetime,
+            retired_idle: status.retired_idle,
+            discarded: status.created.saturating_sub(status.size as u64 + retired),
+            statement_cache: live.cache(),
+            sqlite: live.exec(),
+        }
     }
 
     /// Closes the pool.
@@ -435,8 +462,13 @@ impl MiddlewarePoolConnection {
     /// Ends an operation started by [`Self::enter`]; a failure aborts the open transaction.
     pub(crate) fn note<T>(&mut self, r: Result<T>) -> Result<T> {
         self.pending = false;
-        if r.is_err() && self.tx == TxFlag::Active {
-            self.tx = TxFlag::Aborted;
+        if let Err(e) = &r {
+            if self.tx == TxFlag::Active {
+                self.tx = TxFlag::Aborted;
+            }
+            if e.kind() == ErrorKind::ConnectionLost {
+                self.inner.lost();
+            }
         }
         r
     }

@@ -39,6 +39,8 @@ pub(crate) struct Counters {
     created: AtomicU64,
     retired_lifetime: AtomicU64,
     retired_idle: AtomicU64,
+    /// Checkouts and what the connections did (see `stats.rs`).
+    pub(crate) live: crate::stats::Live,
 }
 
 /// A pooled connection that knows when it last went back to the pool.
@@ -117,7 +119,7 @@ impl Default for PoolOptions {
 }
 
 /// A snapshot of a pool's size, and what it has done with its connections.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PoolStatus {
     /// The configured maximum.

@@ -16,10 +16,19 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &[&str])] = &[
     (
         "core",
-        &["value", "results", "decode", "error", "translation", "sql"],
+        &[
+            "value",
+            "results",
+            "decode",
+            "error",
+            "translation",
+            "sql",
+            "interval",
+            "deadline",
+        ],
     ),
     ("family", &["sqlite_family"]),
-    ("neutral", &["contract", "pooling", "stmt_cache"]),
+    ("neutral", &["contract", "pooling", "stmt_cache", "stats"]),
     ("wings", &["sqlite", "postgres", "turso"]),
     (
         "hall",

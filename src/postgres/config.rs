@@ -22,6 +22,8 @@ pub(crate) struct PgOptions {
     pub(crate) test_before_acquire: bool,
     /// Named or unnamed prepared statements.
     pub(crate) statement_cache: super::stmt::StatementCache,
+    /// The pool's counters, which each connection adds its statistics to when it goes back.
+    pub(crate) counters: Arc<crate::pooling::Counters>,
 }
 
 impl Default for PgOptions {
@@ -30,6 +32,7 @@ impl Default for PgOptions {
             statement_cache_capacity: 128,
             test_before_acquire: false,
             statement_cache: super::stmt::StatementCache::Named,
+            counters: Arc::default(),
         }
     }
 }
@@ -43,6 +46,8 @@ pub(crate) struct PgClient {
     pub(crate) opts: Arc<PgOptions>,
     /// When the connection last went back to the pool.
     pub(crate) returned_at: Option<std::time::Instant>,
+    /// What this connection has added to the pool's statistics.
+    pub(crate) flushed: crate::stats::Flushed,
 }
 
 impl crate::pooling::Pooled for PgClient {
@@ -75,6 +80,7 @@ impl Manager for PgManager {
             stmts: StmtCache::new(),
             opts: Arc::clone(&self.opts),
             returned_at: None,
+            flushed: Default::default(),
         })
     }
 
@@ -90,9 +96,10 @@ impl Manager for PgManager {
 /// Builds the pool. The connector is the TLS seam: `NoTls` today.
 pub(crate) fn build_pool(
     cfg: tokio_postgres::Config,
-    opts: PgOptions,
+    mut opts: PgOptions,
     pool: &PoolOptions,
 ) -> Result<super::Pool> {
+    opts.counters = Arc::clone(&pool.counters);
     if cfg.get_hosts().is_empty() {
         return Err(SqlMiddlewareDbError::new(
             ErrorKind::Config,

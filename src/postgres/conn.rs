@@ -678,9 +678,23 @@ impl Wing for PgConnection {
         self.in_tx = false;
     }
 
-    /// The connection goes back to the pool. Nothing to do here: cleaning a Postgres connection
-    /// needs a round trip, so [`PgConnection`]'s `Drop` spawns it (or detaches the connection).
-    fn on_return(&mut self) {}
+    /// The server or the network ended the session: replace the connection before the next
+    /// operation, or discard it when it goes back (the same path as an abandoned statement).
+    fn lost(&mut self) {
+        self.in_flight = true;
+    }
+
+    /// The connection goes back to the pool: its statistics join the pool's. Cleaning a
+    /// Postgres connection needs a round trip, so [`PgConnection`]'s `Drop` spawns it (or
+    /// detaches the connection).
+    fn on_return(&mut self) {
+        if let Some(o) = self.obj.as_mut() {
+            let c: &mut super::config::PgClient = o;
+            let cache = c.stmts.stats(c.opts.statement_cache_capacity);
+            c.flushed
+                .flush(&c.opts.counters.live, cache, Default::default());
+        }
+    }
 
     fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
         self.deadline = deadline;

@@ -57,6 +57,8 @@ pub(crate) struct SqliteOptions {
     pub(crate) foreign_keys: bool,
     /// The database is the pool's private in-memory one: nothing ever waits for a disk.
     pub(crate) in_memory: bool,
+    /// The pool's counters, which each connection adds its statistics to when it goes back.
+    pub(crate) counters: Arc<crate::pooling::Counters>,
 }
 
 impl Default for SqliteOptions {
@@ -68,6 +70,7 @@ impl Default for SqliteOptions {
             wal: true,
             foreign_keys: true,
             in_memory: false,
+            counters: Arc::default(),
         }
     }
 }
@@ -263,9 +266,10 @@ impl Manager for SqliteManager {
 /// Builds the SQLite wing's pool.
 pub(crate) fn build_pool(
     target: SqliteTarget,
-    opts: SqliteOptions,
+    mut opts: SqliteOptions,
     pool: &PoolOptions,
 ) -> Result<super::Pool> {
+    opts.counters = Arc::clone(&pool.counters);
     pooling::build(SqliteManager::new(target, opts)?, pool)
 }
 

@@ -45,6 +45,10 @@ pub(crate) struct SqliteConn {
     deadline: Option<std::time::Instant>,
     /// The time limit of the call running now, for lock waits.
     pub(super) stop_at: Option<std::time::Instant>,
+    /// How this connection ran its calls (inline, offloaded, re-run), cumulative.
+    pub(super) exec: crate::stats::ExecStats,
+    /// What this connection has added to the pool's statistics.
+    flushed: crate::stats::Flushed,
 }
 
 impl std::fmt::Debug for SqliteConn {
@@ -213,6 +217,8 @@ impl SqliteConn {
             returned_at: None,
             deadline: None,
             stop_at: None,
+            exec: Default::default(),
+            flushed: Default::default(),
         }
     }
 
@@ -478,6 +484,9 @@ impl Wing for SqliteConn {
     fn on_return(&mut self) {
         self.returned_at = Some(std::time::Instant::now());
         self.rollback_if_open();
+        let cache = self.stmts.stats(self.opts.statement_cache_capacity);
+        self.flushed
+            .flush(&self.opts.counters.live, cache, self.exec);
     }
 
     fn cache_stats(&self) -> crate::StatementCacheStats {

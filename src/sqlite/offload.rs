@@ -233,14 +233,22 @@ impl SqliteConn {
         O: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
     {
         match self.opts.exec_model {
-            SqliteExecModel::Inline => return self.inline_blocking(inline),
-            SqliteExecModel::Offload => {}
+            SqliteExecModel::Inline => {
+                self.exec.inline += 1;
+                return self.inline_blocking(inline);
+            }
+            SqliteExecModel::Offload => self.exec.offloaded_by_policy += 1,
             SqliteExecModel::Adaptive { inline_budget } => {
                 if !syncs && !slow.is_some_and(|s| s.load(Ordering::Relaxed)) {
                     match self.inline_budgeted(inline_budget, restartable, slow, inline)? {
-                        Inline::Done(r) => return r,
-                        Inline::Restart => {}
+                        Inline::Done(r) => {
+                            self.exec.inline += 1;
+                            return r;
+                        }
+                        Inline::Restart => self.exec.rerun_after_interrupt += 1,
                     }
+                } else {
+                    self.exec.offloaded_by_policy += 1;
                 }
             }
         }
@@ -263,8 +271,14 @@ impl SqliteConn {
         F: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
     {
         match self.opts.exec_model {
-            SqliteExecModel::Inline => self.inline_blocking(f),
-            _ => self.offload(f).await?,
+            SqliteExecModel::Inline => {
+                self.exec.inline += 1;
+                self.inline_blocking(f)
+            }
+            _ => {
+                self.exec.offloaded_by_policy += 1;
+                self.offload(f).await?
+            }
         }
     }
 

@@ -21,6 +21,8 @@ pub(crate) struct TursoOptions {
     /// statements keep the columns they were prepared with, and the `turso` crate shows no
     /// re-prepare, so a connection whose epoch is behind forgets its cached statements.
     pub(crate) schema_epoch: Arc<AtomicU64>,
+    /// The pool's counters, which each connection adds its statistics to when it goes back.
+    pub(crate) counters: Arc<crate::pooling::Counters>,
 }
 
 impl Default for TursoOptions {
@@ -29,6 +31,7 @@ impl Default for TursoOptions {
             busy_timeout: Duration::from_secs(5),
             statement_cache_capacity: 128,
             schema_epoch: Arc::new(AtomicU64::new(0)),
+            counters: Arc::default(),
         }
     }
 }
@@ -80,9 +83,10 @@ impl Manager for TursoManager {
 /// Opens the database and builds the Turso wing's pool.
 pub(crate) async fn build_pool(
     target: TursoTarget,
-    opts: TursoOptions,
+    mut opts: TursoOptions,
     pool: &PoolOptions,
 ) -> Result<super::Pool> {
+    opts.counters = Arc::clone(&pool.counters);
     let path = match &target {
         TursoTarget::File(p) => p
             .to_str()

@@ -79,6 +79,8 @@ pub(crate) struct TursoConn {
     deadline: Option<std::time::Instant>,
     /// The time limit of the operation running now.
     stop_at: Option<std::time::Instant>,
+    /// What this connection has added to the pool's statistics.
+    flushed: crate::stats::Flushed,
 }
 
 impl TursoConn {
@@ -99,6 +101,7 @@ impl TursoConn {
             returned_at: None,
             deadline: None,
             stop_at: None,
+            flushed: Default::default(),
         }
     }
 
@@ -580,6 +583,9 @@ impl Wing for TursoConn {
     /// holds the write lock and `Drop` never blocks or drives a future itself.
     fn on_return(&mut self) {
         self.returned_at = Some(std::time::Instant::now());
+        let cache = self.stmts.stats(self.opts.statement_cache_capacity);
+        self.flushed
+            .flush(&self.opts.counters.live, cache, Default::default());
         let open = self.needs_rollback || !self.autocommit().unwrap_or(false);
         if !(self.in_flight || open) {
             return;

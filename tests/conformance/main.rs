@@ -25,6 +25,7 @@ mod pool;
 mod round_trips;
 mod runtime;
 mod savepoints;
+mod stats;
 mod timeouts;
 mod transactions;
 mod urls;
