@@ -27,6 +27,8 @@ mod stmt_cache;
 pub use postgres::listen::{Listener, Notification};
 #[cfg(feature = "postgres")]
 pub use postgres::stmt::StatementCache;
+#[cfg(feature = "postgres")]
+pub use postgres::tls::SslMode;
 pub use stmt_cache::StatementCacheStats;
 #[cfg(feature = "serde")]
 pub use url::Config;

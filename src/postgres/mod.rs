@@ -12,6 +12,7 @@ pub(crate) mod listen;
 pub(crate) mod params;
 pub(crate) mod rows;
 pub(crate) mod stmt;
+pub(crate) mod tls;
 
 pub(crate) use config::{build_pool, checkout};
 
