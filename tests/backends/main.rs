@@ -9,5 +9,6 @@
 mod common;
 
 mod postgres;
+mod postgres_tls;
 mod sqlite;
 mod turso;
