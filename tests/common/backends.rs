@@ -189,7 +189,10 @@ pub async fn postgres(url: &str) -> TestDb {
             .one()
             .await
             .expect("pg_stat_ssl");
-        assert!(ssl, "SQL_MIDDLEWARE_PG_TLS=1, but the session is not encrypted");
+        assert!(
+            ssl,
+            "SQL_MIDDLEWARE_PG_TLS=1, but the session is not encrypted"
+        );
     }
     TestDb {
         db,

@@ -85,16 +85,25 @@ pub fn try_shared() -> Result<&'static TlsServer, String> {
     S.get_or_init(start).as_ref().map_err(Clone::clone)
 }
 
-/// Starts a TLS cluster of its own (see the module docs).
+/// Starts a TLS cluster of its own (see the module docs), `hostssl` only over TCP.
 pub fn start() -> Result<TlsServer, String> {
+    start_with(false)
+}
+
+/// [`start`]; with `plain_tcp`, the server also accepts plain-text TCP connections (the
+/// benches compare connecting with and without TLS on one server).
+pub fn start_with(plain_tcp: bool) -> Result<TlsServer, String> {
     let m = Material::new().map_err(|e| format!("cannot make test certificates: {e}"))?;
-    let hba = format!(
+    let mut hba = format!(
         "local all all trust\n\
          hostssl all {CERT_USER} 127.0.0.1/32 cert\n\
          hostssl all {CERT_USER} ::1/128 cert\n\
          hostssl all all 127.0.0.1/32 trust\n\
          hostssl all all ::1/128 trust\n"
     );
+    if plain_tcp {
+        hba.push_str("host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n");
+    }
     let setup = super::pg::ClusterSetup {
         files: vec![
             ("server.crt".to_owned(), m.server_cert.clone().into_bytes()),
@@ -138,8 +147,13 @@ pub fn start() -> Result<TlsServer, String> {
         &format!("CREATE ROLE {CERT_USER} LOGIN"),
     )?;
     eprintln!(
-        "[pg tests] TLS cluster on localhost:{} (hostssl only over TCP; certificates in {})",
+        "[pg tests] TLS cluster on localhost:{} ({} over TCP; certificates in {})",
         server.cluster.port,
+        if plain_tcp {
+            "TLS or plain text"
+        } else {
+            "TLS only"
+        },
         client.display()
     );
     Ok(server)
