@@ -1,19 +1,30 @@
 //! `postgres_single_row_lookup`: N point lookups per iteration against a Postgres server, raw
 //! tokio-postgres against the middleware (sequential and pipelined; named and unnamed
-//! statements; and through a PgBouncer in transaction mode, which the bench starts when the
-//! `pgbouncer` binary is installed). The bench creates its own schema
-//! (`dataset::postgres_schema(N)`) and drops it at the end. See docs/Benchmarks.md.
+//! statements; over TLS; and through a PgBouncer in transaction mode, which the bench starts
+//! when the `pgbouncer` binary is installed). The bench creates its own schema
+//! (`dataset::postgres_schema(N)`) and drops it at the end.
+//!
+//! `postgres_connect`: K = `BENCH_CONNECTS` new connections per iteration (a checkout that
+//! opens a connection, then `SELECT 1`), in plain text and over TLS.
+//!
+//! The TLS ids (`middleware_tls`, `connect_tls`, feature `postgres-tls`) use the server of
+//! `SQL_MIDDLEWARE_PG_TLS_URL`, else a throwaway TLS cluster the bench starts (it needs the
+//! PostgreSQL server binaries); when neither can be had, the bench says why they are not
+//! measured. See docs/Benchmarks.md.
 
 mod common;
 #[path = "../tests/common/pg.rs"]
 mod pg;
+#[cfg(feature = "postgres-tls")]
+#[path = "../tests/common/pg_tls.rs"]
+mod pg_tls;
 #[path = "../tests/common/pgbouncer.rs"]
 #[allow(dead_code)]
 mod pgbouncer;
 
 use std::hint::black_box;
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use sql_middleware::bench_support::workloads::{self, Lookup};
@@ -21,13 +32,82 @@ use sql_middleware::bench_support::{BenchRow, dataset, postgres as bp};
 use sql_middleware::prelude::*;
 
 const GROUP: &str = "postgres_single_row_lookup";
+const CONNECT_GROUP: &str = "postgres_connect";
+
+/// The server of the TLS ids.
+struct TlsTarget {
+    /// A URL that asks for TLS (`verify-full` to the throwaway cluster).
+    url: String,
+    /// The same server in plain text, when it accepts that (the throwaway cluster does).
+    plain_url: Option<String>,
+}
+
+/// `SQL_MIDDLEWARE_PG_TLS_URL`, else a throwaway TLS cluster (started once per process), or why
+/// there is none.
+fn tls_target() -> &'static Result<TlsTarget, String> {
+    static T: OnceLock<Result<TlsTarget, String>> = OnceLock::new();
+    T.get_or_init(|| {
+        if !cfg!(feature = "postgres-tls") {
+            return Err("this build has no TLS: run with --features postgres-tls".to_owned());
+        }
+        if let Some(url) = std::env::var("SQL_MIDDLEWARE_PG_TLS_URL")
+            .ok()
+            .filter(|u| !u.trim().is_empty())
+        {
+            return Ok(TlsTarget {
+                url,
+                plain_url: None,
+            });
+        }
+        #[cfg(feature = "postgres-tls")]
+        {
+            let server = pg_tls::start_with(true).map_err(|e| {
+                format!("no SQL_MIDDLEWARE_PG_TLS_URL, and no throwaway TLS cluster: {e}")
+            })?;
+            Ok(TlsTarget {
+                url: server.verify_full_url(),
+                plain_url: Some(server.url("postgres", "127.0.0.1", "sslmode=disable")),
+            })
+        }
+        #[cfg(not(feature = "postgres-tls"))]
+        unreachable!("checked above")
+    })
+}
+
+/// Recreates the lookup table (the dataset's rows `1..=n`) in `schema` on the server of `url`,
+/// through the middleware (the URL may ask for TLS, which the raw admin client does not speak).
+async fn create_lookup_schema_via(
+    url: &str,
+    schema: &str,
+    n: usize,
+) -> Result<(), SqlMiddlewareDbError> {
+    let db = ConfigAndPool::postgres(url).max_size(1).build().await?;
+    let mut c = db.get_connection().await?;
+    c.execute_batch(&format!(
+        "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}; SET search_path TO {schema}; {}; \
+         INSERT INTO test SELECT g, 'name-' || g, g * 0.5, (g % 2 = 0)::int FROM generate_series(1, {n}) g; \
+         ANALYZE test",
+        dataset::LOOKUP_SCHEMA
+    ))
+    .await
+}
+
+/// Drops `schema` on the server of `url`, through the middleware.
+async fn drop_schema_via(url: &str, schema: &str) -> Result<(), SqlMiddlewareDbError> {
+    let db = ConfigAndPool::postgres(url).max_size(1).build().await?;
+    let mut c = db.get_connection().await?;
+    c.execute_batch(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        .await
+}
 
 fn postgres_single_row_lookup(c: &mut Criterion) {
     let Lookup { n, ids } = Lookup::from_env();
     let ids = Arc::new(ids);
     let base = pg::base_url();
     let schema = dataset::postgres_schema(n);
-    let url = pg::url_with_search_path(&base, &schema);
+    // The plain ids stay plain text, as the raw baseline (NoTls) is, even where the server
+    // offers TLS and the build has it (libpq's default, `prefer`, would take it).
+    let url = plain_text(&pg::url_with_search_path(&base, &schema));
     let rt = common::runtime();
     {
         let (base, schema) = (base.clone(), schema.clone());
@@ -61,6 +141,38 @@ fn postgres_single_row_lookup(c: &mut Criterion) {
         )),
         Err(e) => {
             eprintln!("[{GROUP}] middleware_via_pgbouncer is not measured: {e}");
+            None
+        }
+    };
+    // The same lookups over TLS, on a schema of their own (the TLS server may be this one).
+    let tls_schema = format!("{schema}_tls");
+    let tls = match tls_target() {
+        Ok(t) => {
+            let (t_url, new_schema) = (t.url.clone(), tls_schema.clone());
+            common::in_task(&rt, async move {
+                create_lookup_schema_via(&t_url, &new_schema, n).await
+            })
+            .expect("create the lookup schema on the TLS server");
+            let db = rt
+                .block_on(
+                    ConfigAndPool::postgres(&pg::url_with_search_path(&t.url, &tls_schema)).build(),
+                )
+                .expect("build the TLS pool");
+            let (check, ids) = (db.clone(), Arc::clone(&ids));
+            common::in_task(&rt, async move {
+                let mut conn = check.get_connection().await?;
+                let (ssl,): (bool,) = conn
+                    .query("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+                    .one()
+                    .await?;
+                assert!(ssl, "the TLS pool's session is not encrypted");
+                workloads::verify_lookups(&mut conn, &ids).await
+            })
+            .expect("the TLS pool returns the dataset's rows");
+            Some(db)
+        }
+        Err(e) => {
+            eprintln!("[{GROUP}] middleware_tls is not measured: {e}");
             None
         }
     };
@@ -160,6 +272,20 @@ fn postgres_single_row_lookup(c: &mut Criterion) {
         });
     });
 
+    if let Some(tls) = &tls {
+        g.bench_function(BenchmarkId::new("middleware_tls", n), |b| {
+            b.iter_custom(|iters| {
+                common::middleware_lookups::<BenchRow>(
+                    &rt,
+                    tls,
+                    &ids,
+                    dataset::LOOKUP_SQL_DOLLAR,
+                    iters,
+                )
+            });
+        });
+    }
+
     g.bench_function(BenchmarkId::new("middleware_unnamed", n), |b| {
         b.iter_custom(|iters| {
             common::middleware_lookups::<BenchRow>(
@@ -218,6 +344,16 @@ fn postgres_single_row_lookup(c: &mut Criterion) {
     db.close();
     drop(db);
     drop(raw);
+    if let (Some(tls), Ok(t)) = (tls, tls_target()) {
+        tls.close();
+        drop(tls);
+        let t_url = t.url.clone();
+        common::in_task(
+            &rt,
+            async move { drop_schema_via(&t_url, &tls_schema).await },
+        )
+        .expect("drop the lookup schema on the TLS server");
+    }
     common::in_task(&rt, async move {
         let admin = bp::connect_raw(&base).await?;
         bp::drop_schema(&admin, &schema).await
@@ -225,4 +361,88 @@ fn postgres_single_row_lookup(c: &mut Criterion) {
     .expect("drop the Postgres lookup schema");
 }
 
-bench_main!(postgres_single_row_lookup);
+/// `url` with `sslmode=disable` unless it sets a mode itself.
+fn plain_text(url: &str) -> String {
+    if url.contains("sslmode") {
+        url.to_owned()
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{sep}sslmode=disable")
+    } else {
+        format!("{url} sslmode=disable")
+    }
+}
+
+/// `BENCH_CONNECTS` (default 20): connections opened per iteration of `postgres_connect`.
+fn bench_connects() -> usize {
+    dataset::env_usize("BENCH_CONNECTS").unwrap_or(20).max(1)
+}
+
+/// The timed loop of the connect ids: `count` checkouts, each opening a new connection (the
+/// pool's connections live 1 ns, so the previous one is retired at the next checkout) and
+/// running `SELECT 1`. Checks, outside the timer, that every checkout did connect.
+fn connects(rt: &tokio::runtime::Runtime, db: &ConfigAndPool, count: u64) -> Duration {
+    let db = db.clone();
+    common::in_task(rt, async move {
+        let before = db.status().created;
+        let start = Instant::now();
+        for _ in 0..count {
+            let mut conn = db.get_connection().await.expect("connect");
+            let one: (i32,) = conn.query("SELECT 1").one().await.expect("SELECT 1");
+            black_box(one);
+        }
+        let elapsed = start.elapsed();
+        let made = db.status().created - before;
+        assert!(
+            made >= count,
+            "{made} connections opened for {count} checkouts"
+        );
+        elapsed
+    })
+}
+
+/// A pool whose every checkout opens a new connection.
+fn connecting_pool(rt: &tokio::runtime::Runtime, url: &str) -> ConfigAndPool {
+    rt.block_on(
+        ConfigAndPool::postgres(url)
+            .max_size(1)
+            .max_lifetime(Duration::from_nanos(1))
+            .build(),
+    )
+    .expect("build the connecting pool")
+}
+
+fn postgres_connect(c: &mut Criterion) {
+    let k = bench_connects();
+    let rt = common::runtime();
+    let tls = tls_target();
+    // Plain and TLS on one server when the TLS server also accepts plain text.
+    let plain_url = match tls {
+        Ok(TlsTarget {
+            plain_url: Some(u), ..
+        }) => u.clone(),
+        _ => plain_text(&pg::base_url()),
+    };
+    let plain = connecting_pool(&rt, &plain_url);
+    let tls = match tls {
+        Ok(t) => Some(connecting_pool(&rt, &t.url)),
+        Err(e) => {
+            eprintln!("[{CONNECT_GROUP}] connect_tls is not measured: {e}");
+            None
+        }
+    };
+    eprintln!("[{CONNECT_GROUP}] K = {k} new connections per iteration, each then SELECT 1");
+    let mut g = c.benchmark_group(CONNECT_GROUP);
+    g.throughput(Throughput::Elements(k as u64));
+    g.bench_function(BenchmarkId::new("connect_plain", k), |b| {
+        b.iter_custom(|iters| connects(&rt, &plain, iters * k as u64));
+    });
+    if let Some(tls) = &tls {
+        g.bench_function(BenchmarkId::new("connect_tls", k), |b| {
+            b.iter_custom(|iters| connects(&rt, tls, iters * k as u64));
+        });
+    }
+    g.finish();
+}
+
+bench_main!(postgres_single_row_lookup, postgres_connect);

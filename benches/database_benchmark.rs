@@ -8,6 +8,10 @@ mod pg;
 #[path = "../tests/common/pgbouncer.rs"]
 #[allow(dead_code)]
 mod pgbouncer;
+// The shared server code's TLS mode (`SQL_MIDDLEWARE_PG_TLS`) needs it.
+#[cfg(feature = "postgres-tls")]
+#[path = "../tests/common/pg_tls.rs"]
+mod pg_tls;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

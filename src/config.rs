@@ -385,6 +385,63 @@ impl PoolBuilder {
         self
     }
 
+    /// Postgres: how connections use TLS (libpq's `sslmode`; see [`crate::SslMode`] for each
+    /// mode's meaning). It applies to every connection the pool opens, to a
+    /// [`Listener`](crate::Listener)'s, and to cancel requests. Without this call, the URL's
+    /// `sslmode` (or the `tokio_postgres::Config`'s) applies, else `prefer`. Modes above `prefer`
+    /// need the `postgres-tls` feature: without it [`Self::build`] fails with
+    /// [`ErrorKind::Config`] rather than connecting in plain text.
+    #[cfg(feature = "postgres")]
+    pub fn ssl_mode(mut self, mode: crate::SslMode) -> Self {
+        match &self.target {
+            Target::Postgres(_) => self.postgres.tls.mode = Some(mode),
+            #[allow(unreachable_patterns)]
+            _ => return self.reject("ssl_mode"),
+        }
+        self
+    }
+
+    /// Postgres (feature `postgres-tls`): the PEM file of CA certificates the server's
+    /// certificate must chain to (libpq's `sslrootcert`), instead of the Mozilla root set built
+    /// into the crate. With `prefer` or `require` it turns on the chain check (as `verify-ca`
+    /// does), as libpq does when it finds a root file. The file is read when the pool is built:
+    /// a missing or unreadable file fails [`Self::build`] with [`ErrorKind::Config`].
+    #[cfg(feature = "postgres-tls")]
+    pub fn ssl_root_cert(mut self, path: impl AsRef<std::path::Path>) -> Self {
+        match &self.target {
+            Target::Postgres(_) => {
+                self.postgres.tls.roots = Some(crate::postgres::tls::Roots::File(
+                    path.as_ref().to_path_buf(),
+                ));
+            }
+            #[allow(unreachable_patterns)]
+            _ => return self.reject("ssl_root_cert"),
+        }
+        self
+    }
+
+    /// Postgres (feature `postgres-tls`): a client certificate (PEM chain, libpq's `sslcert`)
+    /// and its private key (PEM: PKCS#8, PKCS#1 or SEC1, libpq's `sslkey`) presented to the
+    /// server, for `cert` authentication in `pg_hba.conf`. Read when the pool is built; a bad
+    /// file, or a key that does not match the certificate, fails [`Self::build`] with
+    /// [`ErrorKind::Config`].
+    #[cfg(feature = "postgres-tls")]
+    pub fn ssl_client_cert(
+        mut self,
+        cert: impl AsRef<std::path::Path>,
+        key: impl AsRef<std::path::Path>,
+    ) -> Self {
+        match &self.target {
+            Target::Postgres(_) => {
+                self.postgres.tls.client_cert = Some(cert.as_ref().to_path_buf());
+                self.postgres.tls.client_key = Some(key.as_ref().to_path_buf());
+            }
+            #[allow(unreachable_patterns)]
+            _ => return self.reject("ssl_client_cert"),
+        }
+        self
+    }
+
     /// Default placeholder translation for this pool's connections (default on); each query can override it.
     pub fn translation(mut self, mode: TranslationMode) -> Self {
         self.translation = mode;

@@ -66,6 +66,10 @@ pub enum ErrorKind {
     Unsupported,
     /// The connection or pool configuration is invalid.
     Config,
+    /// The TLS handshake with the server failed: the server offers no TLS where it is required,
+    /// its certificate does not chain to a trusted root or does not name the host, or the
+    /// server refused the client certificate. The message carries the TLS library's reason.
+    Tls,
     /// Anything else; see the message and [`SqlMiddlewareDbError::driver_code`].
     Other,
 }

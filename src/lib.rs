@@ -32,6 +32,8 @@ pub use postgres::listen::{Listener, Notification};
 pub use postgres::replica::ReplicaStatus;
 #[cfg(feature = "postgres")]
 pub use postgres::stmt::StatementCache;
+#[cfg(feature = "postgres")]
+pub use postgres::tls::SslMode;
 pub use stats::{ExecStats, PoolStats, WAIT_BUCKET_BOUNDS, WaitStats};
 pub use stmt_cache::StatementCacheStats;
 #[cfg(feature = "serde")]

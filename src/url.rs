@@ -152,9 +152,11 @@ impl ConfigAndPool {
     /// `statement_cache_capacity`, `translation` (`on`/`off`). SQLite: `busy_timeout`, `wal`,
     /// `foreign_keys` (`true`/`false`), `exec_model` (`adaptive`/`inline`/`offload`). Turso:
     /// `busy_timeout`. Postgres: `test_before_acquire`, `statement_cache` (`named`/`unnamed`),
-    /// and every other parameter goes to
-    /// tokio-postgres
-    /// (`application_name`, `connect_timeout`, `options`, `sslmode`, …). An unknown parameter, a
+    /// the TLS settings `sslmode` (`disable`, `prefer`, `require`, `verify-ca`, `verify-full`;
+    /// see [`crate::SslMode`]), `sslrootcert` (a PEM file of CA certificates, or `system`),
+    /// `sslcert` and `sslkey` (a client certificate and its key; these three need the
+    /// `postgres-tls` feature), and every other parameter goes to tokio-postgres
+    /// (`application_name`, `connect_timeout`, `options`, …). An unknown parameter, a
     /// bad value or an unknown scheme is an `ErrorKind::Config` error. Errors never repeat the URL,
     /// so a password in it never reaches a log.
     ///
@@ -369,6 +371,7 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
     let mut driver = Vec::new();
     let mut test_before_acquire = None;
     let mut statement_cache = None;
+    let mut tls = crate::postgres::tls::TlsOptions::default();
     for raw in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = raw.split_once('=').unwrap_or((raw, ""));
         let (key, value) = (percent_decode(k)?, percent_decode(v)?);
@@ -392,21 +395,18 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
                     _ => return Err(config_error("`statement_cache` must be named or unnamed")),
                 })
             }
-            "sslmode" => match value.as_str() {
-                // As libpq built without TLS support: `prefer` connects in plain text.
-                "disable" | "prefer" => driver.push(raw),
-                "require" | "verify-ca" | "verify-full" => {
-                    return Err(config_error(format!(
-                        "sslmode={value} asks for TLS, which this build does not support; \
-                         refusing to connect in plain text"
-                    )));
-                }
-                _ => {
-                    return Err(config_error(
-                        "sslmode must be disable, prefer, require, verify-ca or verify-full",
-                    ));
-                }
-            },
+            // TLS settings are the middleware's own (tokio-postgres knows neither the
+            // `verify-*` modes nor the certificate files); see `postgres::tls`.
+            "sslmode" => tls.mode = Some(value.parse()?),
+            "sslrootcert" => {
+                tls.roots = Some(if value == "system" {
+                    crate::postgres::tls::Roots::System
+                } else {
+                    crate::postgres::tls::Roots::File(value.into())
+                })
+            }
+            "sslcert" => tls.client_cert = Some(value.into()),
+            "sslkey" => tls.client_key = Some(value.into()),
             _ => driver.push(raw),
         }
     }
@@ -429,6 +429,10 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
     if let Some(mode) = statement_cache {
         b = b.statement_cache(mode);
     }
+    // Checked now, against this build, so a URL that asks for TLS that cannot be had fails
+    // here rather than at the first connection; the files are read when the pool is built.
+    crate::postgres::tls::check(&tls)?;
+    b.postgres.tls = tls;
     Ok(b)
 }
 
@@ -522,13 +526,22 @@ mod tests {
         let b = ConfigAndPool::from_url(&url).unwrap();
         assert_eq!(b.pool.max_size, 7);
         assert!(!format!("{b:?}").contains(secret), "{b:?}");
-        for bad in [
-            format!("postgres://app:{secret}@h/db?sslmode=require"),
-            format!("postgres://app:{secret}@h/db?sslmode=verify-full"),
+        let mut bad_urls = vec![
             format!("postgres://app:{secret}@h/db?sslmode=sometimes"),
+            format!("postgres://app:{secret}@h/db?sslmode=require&sslcert=c.pem"),
+            format!("postgres://app:{secret}@h/db?sslmode=require&sslrootcert=system"),
             format!("postgres://app:{secret}@h:notaport/db"),
             format!("postgres://app:{secret}@h/db?max_size=-1"),
-        ] {
+        ];
+        if cfg!(not(feature = "postgres-tls")) {
+            // A build without TLS refuses a URL that asks for it, never connects in plain text.
+            bad_urls.push(format!("postgres://app:{secret}@h/db?sslmode=require"));
+            bad_urls.push(format!("postgres://app:{secret}@h/db?sslmode=verify-full"));
+            bad_urls.push(format!(
+                "postgres://app:{secret}@h/db?sslmode=prefer&sslrootcert=ca.pem"
+            ));
+        }
+        for bad in bad_urls {
             let msg = err(ConfigAndPool::from_url(&bad));
             assert!(!msg.contains(secret), "{msg}");
         }

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use deadpool::managed::{Manager, Metrics, RecycleResult};
 use deadpool_postgres::{ClientWrapper, ManagerConfig, RecyclingMethod};
-use tokio_postgres::NoTls;
 
 use super::conn::PgConnection;
 use super::stmt::PgStmt;
+use super::tls::{CancelRequest, Connector, TlsOptions};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::pooling::{self, PoolOptions, pool_error};
 use crate::stmt_cache::StmtCache;
@@ -24,6 +24,8 @@ pub(crate) struct PgOptions {
     pub(crate) statement_cache: super::stmt::StatementCache,
     /// The pool's counters, which each connection adds its statistics to when it goes back.
     pub(crate) counters: Arc<crate::pooling::Counters>,
+    /// `sslmode` and certificate files.
+    pub(crate) tls: TlsOptions,
 }
 
 impl Default for PgOptions {
@@ -33,6 +35,7 @@ impl Default for PgOptions {
             test_before_acquire: false,
             statement_cache: super::stmt::StatementCache::Named,
             counters: Arc::default(),
+            tls: TlsOptions::default(),
         }
     }
 }
@@ -48,6 +51,15 @@ pub(crate) struct PgClient {
     pub(crate) returned_at: Option<std::time::Instant>,
     /// What this connection has added to the pool's statistics.
     pub(crate) flushed: crate::stats::Flushed,
+    /// The pool's connector, for cancel requests (they open a connection of their own).
+    connector: Connector,
+}
+
+impl PgClient {
+    /// A cancel request for the statement running on this connection, over the pool's TLS.
+    pub(crate) fn cancel_request(&self) -> CancelRequest {
+        CancelRequest::new(self.client.cancel_token(), self.connector.clone())
+    }
 }
 
 impl crate::pooling::Pooled for PgClient {
@@ -60,8 +72,15 @@ impl crate::pooling::Pooled for PgClient {
 pub(crate) struct PgManager {
     inner: deadpool_postgres::Manager,
     opts: Arc<PgOptions>,
-    /// The connection settings, for connections outside the pool (a `Listener`).
+    /// The connection settings and connector, for connections outside the pool (a `Listener`).
+    pub(crate) config: Endpoint,
+}
+
+/// Where and how to connect: the driver's settings (TLS mode included) and the connector.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
     pub(crate) config: tokio_postgres::Config,
+    pub(crate) connector: Connector,
 }
 
 impl std::fmt::Debug for PgManager {
@@ -81,6 +100,7 @@ impl Manager for PgManager {
             opts: Arc::clone(&self.opts),
             returned_at: None,
             flushed: Default::default(),
+            connector: self.config.connector.clone(),
         })
     }
 
@@ -93,9 +113,9 @@ impl Manager for PgManager {
     }
 }
 
-/// Builds the pool. The connector is the TLS seam: `NoTls` today.
+/// Builds the pool, with the connector of its TLS settings (see `tls.rs`).
 pub(crate) fn build_pool(
-    cfg: tokio_postgres::Config,
+    mut cfg: tokio_postgres::Config,
     mut opts: PgOptions,
     pool: &PoolOptions,
 ) -> Result<super::Pool> {
@@ -115,15 +135,26 @@ pub(crate) fn build_pool(
     } else {
         RecyclingMethod::Fast
     };
-    let inner = deadpool_postgres::Manager::from_config(
-        cfg.clone(),
-        NoTls,
-        ManagerConfig { recycling_method },
-    );
+    let connector = super::tls::connector(&opts.tls, &mut cfg)?;
+    let manager_config = ManagerConfig { recycling_method };
+    let inner = match &connector {
+        Connector::Plain => deadpool_postgres::Manager::from_config(
+            cfg.clone(),
+            tokio_postgres::NoTls,
+            manager_config,
+        ),
+        #[cfg(feature = "postgres-tls")]
+        Connector::Rustls(tls) => {
+            deadpool_postgres::Manager::from_config(cfg.clone(), tls.clone(), manager_config)
+        }
+    };
     let manager = PgManager {
         inner,
         opts: Arc::new(opts),
-        config: cfg,
+        config: Endpoint {
+            config: cfg,
+            connector,
+        },
     };
     pooling::build(manager, pool)
 }

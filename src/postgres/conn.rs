@@ -55,7 +55,6 @@ async fn count_rows(
 }
 
 use futures_util::{TryStreamExt, pin_mut};
-use tokio_postgres::NoTls;
 
 use super::error::map_err;
 use super::params::PgParam;
@@ -102,7 +101,7 @@ macro_rules! limited {
                     .obj
                     .as_ref()
                     .filter(|o| cancels(o))
-                    .map(|o| o.client.cancel_token());
+                    .map(|o| o.cancel_request());
                 let bound = $self.net_bound();
                 // Boxed: the limited path (a timer, a cancel request, a replacement checkout)
                 // would otherwise grow every future that awaits a Postgres call, limited or not.
@@ -225,12 +224,12 @@ impl PgConnection {
     async fn repair(&mut self) -> Result<()> {
         if self.in_flight {
             if let Some(old) = self.obj.take() {
-                let token = cancels(&old).then(|| old.client.cancel_token());
+                let token = cancels(&old).then(|| old.cancel_request());
                 drop(deadpool::managed::Object::take(old));
                 // A server that does not answer must not hold the caller: the cancel is best
                 // effort, and the old connection is closed either way.
                 if let Some(token) = token {
-                    let _ = tokio::time::timeout(self.net_bound(), token.cancel_query(NoTls)).await;
+                    let _ = tokio::time::timeout(self.net_bound(), token.send()).await;
                 }
             }
             self.in_flight = false;
@@ -752,11 +751,11 @@ impl Drop for PgConnection {
         if self.in_flight {
             // A statement may still run: cancel it and close the connection (never reuse it,
             // since a late cancel could hit the next user's statement).
-            let token = cancels(&obj).then(|| obj.client.cancel_token());
+            let token = cancels(&obj).then(|| obj.cancel_request());
             drop(deadpool::managed::Object::take(obj));
             if let (Some(token), Ok(handle)) = (token, tokio::runtime::Handle::try_current()) {
                 handle.spawn(async move {
-                    let _ = tokio::time::timeout(bound, token.cancel_query(NoTls)).await;
+                    let _ = tokio::time::timeout(bound, token.send()).await;
                 });
             }
             return;

@@ -94,6 +94,27 @@ pub(crate) fn map_err(err: tokio_postgres::Error) -> SqlMiddlewareDbError {
         src = s.source();
     }
     let text = err.to_string();
+    if text.starts_with("error performing TLS handshake") {
+        // tokio-postgres's own text says only that; the reason (an unknown issuer, a name
+        // mismatch, no TLS on the server) is in the sources.
+        let mut message = text;
+        let mut src = err.source();
+        while let Some(s) = src {
+            let part = s.to_string();
+            if !message.contains(&part) {
+                message.push_str(": ");
+                message.push_str(&part);
+            }
+            src = s.source();
+        }
+        return SqlMiddlewareDbError::from_driver(
+            Backend::Postgres,
+            ErrorKind::Tls,
+            None,
+            message,
+            err,
+        );
+    }
     // `error connecting to server`: refused, reset or timed out while (re)connecting, as while
     // a server restarts; the pool retries on the next checkout.
     let kind = if err.is_closed()

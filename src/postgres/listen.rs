@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use futures_util::Stream;
 use tokio::sync::{mpsc, oneshot};
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
 
+use super::config::Endpoint;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 
 /// One notification: the channel, the payload and the sending backend's process id.
@@ -88,8 +89,8 @@ fn gone() -> SqlMiddlewareDbError {
 }
 
 impl Listener {
-    /// Connects with `config` and starts the background task.
-    pub(crate) async fn start(config: tokio_postgres::Config) -> Result<Listener> {
+    /// Connects to `config` (with the pool's TLS) and starts the background task.
+    pub(crate) async fn start(config: Endpoint) -> Result<Listener> {
         let (notes_tx, notifications) = mpsc::unbounded_channel();
         let (commands, cmd_rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared::default());
@@ -152,29 +153,53 @@ struct Live {
     ended: oneshot::Receiver<()>,
 }
 
-/// Connects, drives the connection on a task of its own (forwarding notifications), and
-/// records the backend's process id.
+/// Drives a listener's connection on a task of its own, forwarding its notifications, and
+/// fires `end` when it ends.
+struct Pump {
+    notes: mpsc::UnboundedSender<Notification>,
+    end: oneshot::Sender<()>,
+}
+
+impl super::tls::Driver for Pump {
+    fn drive<S, T>(self, mut connection: tokio_postgres::Connection<S, T>)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+        T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let Pump { notes, end } = self;
+        tokio::spawn(async move {
+            let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+            while let Some(Ok(m)) = futures_util::StreamExt::next(&mut messages).await {
+                if let AsyncMessage::Notification(n) = m {
+                    let _ = notes.send(Notification {
+                        channel: n.channel().to_owned(),
+                        payload: n.payload().to_owned(),
+                        process_id: n.process_id(),
+                    });
+                }
+            }
+            let _ = end.send(());
+        });
+    }
+}
+
+/// Connects (with the pool's TLS), drives the connection on a task of its own (forwarding
+/// notifications), and records the backend's process id.
 async fn connect(
-    config: &tokio_postgres::Config,
+    config: &Endpoint,
     shared: &Shared,
     notes: &mpsc::UnboundedSender<Notification>,
 ) -> Result<Live> {
-    let (client, mut connection) = config.connect(NoTls).await.map_err(super::error::map_err)?;
-    let (end_tx, ended) = oneshot::channel();
-    let notes = notes.clone();
-    tokio::spawn(async move {
-        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-        while let Some(Ok(m)) = futures_util::StreamExt::next(&mut messages).await {
-            if let AsyncMessage::Notification(n) = m {
-                let _ = notes.send(Notification {
-                    channel: n.channel().to_owned(),
-                    payload: n.payload().to_owned(),
-                    process_id: n.process_id(),
-                });
-            }
-        }
-        let _ = end_tx.send(());
-    });
+    let (end, ended) = oneshot::channel();
+    let pump = Pump {
+        notes: notes.clone(),
+        end,
+    };
+    let client = config
+        .connector
+        .connect(&config.config, pump)
+        .await
+        .map_err(super::error::map_err)?;
     let row = client
         .query_one("SELECT pg_backend_pid()", &[])
         .await
@@ -185,7 +210,7 @@ async fn connect(
 
 /// The listener's task: runs commands, and reconnects (re-listening) when the connection ends.
 async fn run(
-    config: tokio_postgres::Config,
+    config: Endpoint,
     first: Live,
     mut commands: mpsc::UnboundedReceiver<Command>,
     notes: mpsc::UnboundedSender<Notification>,

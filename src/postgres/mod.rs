@@ -14,6 +14,7 @@ pub(crate) mod replica;
 pub(crate) mod rows;
 pub(crate) mod stmt;
 mod timeout;
+pub(crate) mod tls;
 pub(crate) mod types;
 
 pub(crate) use config::{build_pool, checkout};

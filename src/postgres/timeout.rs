@@ -7,8 +7,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use tokio_postgres::{CancelToken, NoTls};
-
+use super::tls::CancelRequest;
 use crate::error::{ErrorKind, Result};
 
 /// How a limited call ended.
@@ -29,7 +28,7 @@ pub(super) enum Ended {
 /// most `bound` for it to end.
 pub(super) async fn within<T>(
     deadline: Instant,
-    cancel: Option<CancelToken>,
+    cancel: Option<CancelRequest>,
     bound: Duration,
     work: impl Future<Output = Result<T>>,
 ) -> (Result<T>, Ended) {
@@ -39,11 +38,12 @@ pub(super) async fn within<T>(
         r = &mut work => return (r, Ended::InTime),
         () = tokio::time::sleep_until(tokio::time::Instant::from_std(deadline)) => {}
     }
-    let Some(token) = cancel else {
+    let Some(cancel) = cancel else {
         return (Err(crate::deadline::error()), Ended::Abandoned);
     };
-    // The cancel request is best effort: a server that does not answer is bounded too.
-    let _ = tokio::time::timeout(bound, token.cancel_query(NoTls)).await;
+    // The cancel request (over the pool's TLS settings) is best effort: a server that does not
+    // answer is bounded too.
+    let _ = tokio::time::timeout(bound, cancel.send()).await;
     match tokio::time::timeout(bound, work).await {
         Ok(Err(e)) if matches!(e.kind(), ErrorKind::Interrupted | ErrorKind::Timeout) => {
             (Err(crate::deadline::error()), Ended::Cancelled)

@@ -10,5 +10,6 @@ mod common;
 
 mod postgres;
 mod postgres_replicas;
+mod postgres_tls;
 mod sqlite;
 mod turso;

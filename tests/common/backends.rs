@@ -181,6 +181,19 @@ pub async fn postgres(url: &str) -> TestDb {
         .build()
         .await
         .unwrap_or_else(|e| panic!("cannot build the Postgres pool: {e:?}"));
+    if std::env::var(crate::common::pg::PG_TLS_ENV).is_ok_and(|v| v == "1") {
+        // The TLS mode must really be TLS: the server's view of the session.
+        let mut c = db.get_connection().await.expect("checkout");
+        let (ssl,): (bool,) = c
+            .query("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+            .one()
+            .await
+            .expect("pg_stat_ssl");
+        assert!(
+            ssl,
+            "SQL_MIDDLEWARE_PG_TLS=1, but the session is not encrypted"
+        );
+    }
     TestDb {
         db,
         kind: Kind::Postgres,

@@ -7,6 +7,8 @@ pub mod fuzz_harness;
 pub mod groups;
 #[cfg(feature = "postgres")]
 pub mod pg;
+#[cfg(feature = "postgres-tls")]
+pub mod pg_tls;
 #[cfg(feature = "postgres")]
 pub mod pgbouncer;
 pub mod proxy;

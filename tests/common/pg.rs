@@ -36,7 +36,8 @@ pub const SCHEMA_PREFIX: &str = "sqlmw_t_";
 /// Base URL of a reachable PostgreSQL server (a connect string usable by
 /// `tokio_postgres::Config::from_str`).
 ///
-/// Resolved once per process, in this order:
+/// Resolved once per process, in this order (with `SQL_MIDDLEWARE_PG_TLS=1`, instead: the unix
+/// socket of a TLS cluster started for the process, see `pg_tls.rs`):
 ///  1. the environment variable `SQL_MIDDLEWARE_PG_URL`, if set and non-empty; if that server
 ///     cannot be reached this panics instead of falling through to the other sources;
 ///  2. the local default server: the unix socket in `/var/run/postgresql`, then
@@ -59,8 +60,41 @@ pub fn base_url() -> String {
     }
 }
 
+/// Environment variable that, set to `1`, runs the Postgres tests over TLS (`pg_tls.rs`).
+pub const PG_TLS_ENV: &str = "SQL_MIDDLEWARE_PG_TLS";
+
+/// In the TLS mode (`SQL_MIDDLEWARE_PG_TLS=1`), the base server is a TLS cluster started for
+/// the process, reached through its unix socket (plain text) by the tests' admin connections.
+fn tls_base() -> Option<Result<String, String>> {
+    if !std::env::var(PG_TLS_ENV).is_ok_and(|v| v == "1") {
+        return None;
+    }
+    #[cfg(feature = "postgres-tls")]
+    {
+        Some(super::pg_tls::try_shared().map(|s| s.cluster.socket_url.clone()))
+    }
+    #[cfg(not(feature = "postgres-tls"))]
+    {
+        Some(Err(format!(
+            "{PG_TLS_ENV}=1 needs the `postgres-tls` feature: run with --all-features"
+        )))
+    }
+}
+
+/// In the TLS mode, the URL tests connect with: `verify-full` to `localhost` (see `pg_tls.rs`).
+fn tls_test_url() -> Option<String> {
+    #[cfg(feature = "postgres-tls")]
+    if super::pg_tls::via_tls() {
+        return Some(super::pg_tls::shared().verify_full_url());
+    }
+    None
+}
+
 /// Runs the resolution steps documented on [`base_url`].
 fn resolve_base_url() -> Result<String, String> {
+    if let Some(base) = tls_base() {
+        return base;
+    }
     if let Some(url) = std::env::var(PG_URL_ENV)
         .ok()
         .map(|v| v.trim().to_owned())
@@ -323,7 +357,7 @@ impl PgSchema {
             .batch_execute(&format!("CREATE SCHEMA \"{schema}\""))
             .await
             .unwrap_or_else(|e| panic!("cannot create test schema {schema}: {}", error_text(&e)));
-        let url = url_with_search_path(&base, &schema);
+        let url = url_with_search_path(&tls_test_url().unwrap_or_else(|| base.clone()), &schema);
         PgSchema { url, schema, base }
     }
 
@@ -501,6 +535,46 @@ pub fn start_primary_and_standby() -> Result<Pair, String> {
     }
     #[cfg(not(unix))]
     {
+        Err("throwaway clusters are only supported on unix".to_owned())
+    }
+}
+
+/// What a throwaway cluster gets beyond `initdb`'s defaults (see [`start_cluster_with`]).
+#[derive(Debug, Default, Clone)]
+pub struct ClusterSetup {
+    /// Files written into the data directory, mode 0600 and owned by the server's user (as
+    /// the server demands of a private key).
+    pub files: Vec<(String, Vec<u8>)>,
+    /// Extra `key=value` server settings.
+    pub settings: Vec<(String, String)>,
+    /// A `pg_hba.conf` replacing initdb's. It must keep a `local` line: the cluster is
+    /// probed, and administered, through its unix socket.
+    pub hba: Option<String>,
+}
+
+/// A throwaway cluster started by [`start_cluster_with`].
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    /// Its TCP port on 127.0.0.1.
+    pub port: u16,
+    /// `postgres://postgres@<socket dir>:<port>/postgres`: the unix socket, which TLS never
+    /// applies to.
+    pub socket_url: String,
+    /// The cluster's own temporary directory, removed (with everything put in it) when the
+    /// process exits.
+    pub dir: std::path::PathBuf,
+}
+
+/// Starts a throwaway cluster (as [`start_throwaway_cluster`]) with the files, settings and
+/// `pg_hba.conf` of `setup`. The error says what is missing.
+pub fn start_cluster_with(setup: &ClusterSetup) -> Result<Cluster, String> {
+    #[cfg(unix)]
+    {
+        cluster::start_with(setup)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = setup;
         Err("throwaway clusters are only supported on unix".to_owned())
     }
 }
@@ -790,21 +864,74 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
 
     /// See [`super::start_throwaway_cluster`].
     pub(super) fn start() -> Result<String, String> {
-        start_with_restart().map(|(url, _)| url)
+        start_with_restart(&super::ClusterSetup::default()).map(|(url, _, _)| url)
+    }
+
+    /// See [`super::start_cluster_with`].
+    pub(super) fn start_with(setup: &super::ClusterSetup) -> Result<super::Cluster, String> {
+        let (url, _, dir) = start_with_restart(setup)?;
+        let port: u16 = url
+            .rsplit(':')
+            .next()
+            .and_then(|tail| tail.split('/').next())
+            .and_then(|p| p.parse().ok())
+            .ok_or_else(|| format!("no port in {url}"))?;
+        let socket_url = socket_url(&dir, port)?;
+        Ok(super::Cluster {
+            port,
+            socket_url,
+            dir: PathBuf::from(dir),
+        })
+    }
+
+    /// The URL of the cluster's unix socket in `dir`.
+    fn socket_url(dir: &str, port: u16) -> Result<String, String> {
+        Ok(format!(
+            "postgres://postgres@{}:{port}/postgres",
+            super::percent_encode(dir)
+        ))
+    }
+
+    /// Writes `setup`'s files and `pg_hba.conf` into `data`, owned by the server's user.
+    fn apply(setup: &super::ClusterSetup, run_as: &RunAs, data: &str) -> Result<(), String> {
+        let owner = match run_as {
+            RunAs::Current => None,
+            RunAs::Runuser { user, .. } | RunAs::Su { user, .. } => {
+                Some(lookup_user(user).ok_or_else(|| format!("no user {user}"))?)
+            }
+        };
+        let hba = setup
+            .hba
+            .as_ref()
+            .map(|h| ("pg_hba.conf".to_owned(), h.clone().into_bytes()));
+        for (name, bytes) in setup.files.iter().cloned().chain(hba) {
+            let path = Path::new(data).join(&name);
+            fs::write(&path, &bytes)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o600))
+                .map_err(|e| format!("cannot chmod {}: {e}", path.display()))?;
+            if let Some((uid, gid)) = owner {
+                std::os::unix::fs::chown(&path, Some(uid), Some(gid))
+                    .map_err(|e| format!("cannot chown {}: {e}", path.display()))?;
+            }
+        }
+        Ok(())
     }
 
     /// See [`super::start_restartable_cluster`].
     pub(super) fn start_restartable() -> Result<super::Throwaway, String> {
-        let (url, restart) = start_with_restart()?;
+        let (url, restart, _) = start_with_restart(&super::ClusterSetup::default())?;
         if restart.is_empty() {
             return Err("no pg_ctl next to initdb: the cluster cannot be restarted".to_owned());
         }
         Ok(super::Throwaway { url, restart })
     }
 
-    /// Starts a cluster; returns its URL and the command that restarts it (empty without
-    /// `pg_ctl`).
-    fn start_with_restart() -> Result<(String, Vec<String>), String> {
+    /// Starts a cluster; returns its URL, the command that restarts it (empty without
+    /// `pg_ctl`) and its directory.
+    fn start_with_restart(
+        setup: &super::ClusterSetup,
+    ) -> Result<(String, Vec<String>, String), String> {
         let bins = find_pg_bins().ok_or(
             "no PostgreSQL server binaries (initdb plus pg_ctl or postgres) in PATH or \
              /usr/lib/postgresql/*/bin",
@@ -857,7 +984,7 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
                 )
             })
             .unwrap_or_default();
-        let result = init_and_start(&bins, &run_as, &base_str, &data, &stop_cmd);
+        let result = init_and_start(&bins, &run_as, &base_str, &data, &stop_cmd, setup);
         match &result {
             Ok(url) => eprintln!(
                 "[pg tests] started a throwaway PostgreSQL cluster at {url} (data in {base_str}); \
@@ -865,7 +992,7 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
             ),
             Err(_) => stop_now(&base_str, &data, &stop_cmd),
         }
-        result.map(|url| (url, restart))
+        result.map(|url| (url, restart, base_str))
     }
 
     /// Runs `initdb`, then starts the server, retrying with another port if the start fails.
@@ -875,6 +1002,7 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
         base: &str,
         data: &str,
         stop_cmd: &[String],
+        setup: &super::ClusterSetup,
     ) -> Result<String, String> {
         let out = run_as
             .command(
@@ -904,11 +1032,12 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
                 String::from_utf8_lossy(&out.stderr).trim()
             ));
         }
+        apply(setup, run_as, data)?;
 
         let mut last_error = String::new();
         for _ in 0..3 {
             let port = free_port()?;
-            match start_server(bins, run_as, base, data, port) {
+            match start_server(bins, run_as, base, data, port, setup) {
                 Ok(url) => return Ok(url),
                 Err(e) => {
                     last_error = e;
@@ -926,11 +1055,18 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
         base: &str,
         data: &str,
         port: u16,
+        setup: &super::ClusterSetup,
     ) -> Result<String, String> {
         let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+        // A custom pg_hba.conf may refuse plain TCP: readiness is probed on the socket then.
+        let probe_url = if setup.hba.is_some() {
+            socket_url(base, port)?
+        } else {
+            url.clone()
+        };
         let log = format!("{base}/server.log");
         let port = port.to_string();
-        let settings = [
+        let mut settings = vec![
             ("listen_addresses", "127.0.0.1"),
             ("port", port.as_str()),
             ("unix_socket_directories", base),
@@ -939,6 +1075,7 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
             ("full_page_writes", "off"),
             ("max_connections", "200"),
         ];
+        settings.extend(setup.settings.iter().map(|(k, v)| (k.as_str(), v.as_str())));
 
         if let Some(pg_ctl) = &bins.pg_ctl {
             // pg_ctl hands -o to /bin/sh, hence the quoting.
@@ -968,7 +1105,7 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
                     log_tail(&log)
                 ));
             }
-            wait_ready(&url, || None)?;
+            wait_ready(&probe_url, || None)?;
         } else if let Some(postgres) = &bins.postgres {
             let log_file =
                 fs::File::create(&log).map_err(|e| format!("cannot create {log}: {e}"))?;
@@ -976,7 +1113,7 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
                 .try_clone()
                 .map_err(|e| format!("cannot clone the log file handle: {e}"))?;
             let mut args = vec!["-D".to_owned(), data.to_owned()];
-            for (key, value) in settings {
+            for (key, value) in &settings {
                 args.push("-c".to_owned());
                 args.push(format!("{key}={value}"));
             }
@@ -990,7 +1127,7 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
                 .process_group(0)
                 .spawn()
                 .map_err(|e| format!("cannot run {}: {e}", postgres.display()))?;
-            wait_ready(&url, || match child.try_wait() {
+            wait_ready(&probe_url, || match child.try_wait() {
                 Ok(Some(status)) => Some(format!(
                     "{} exited ({status}); server log:\n{}",
                     postgres.display(),
@@ -1079,7 +1216,14 @@ rm -rf "$base"
             &pg_ctl,
             &["-D", &primary_data, "-m", "immediate", "-w", "stop"],
         );
-        let primary = init_and_start(&bins, &run_as, &base_str, &primary_data, &stop_primary)?;
+        let primary = init_and_start(
+            &bins,
+            &run_as,
+            &base_str,
+            &primary_data,
+            &stop_primary,
+            &super::ClusterSetup::default(),
+        )?;
         let primary_port = primary
             .rsplit(':')
             .next()

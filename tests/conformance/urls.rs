@@ -94,6 +94,22 @@ async fn postgres_urls() {
         .unwrap();
     assert_eq!(app, "sqlmw_url_test", "driver parameters reach the server");
     // TLS asked of a build without it: refused, not plain text.
-    let e = ConfigAndPool::from_url(&format!("{base}{sep}sslmode=require")).unwrap_err();
-    assert_eq!(e.kind(), sql_middleware::ErrorKind::Config, "{e}");
+    #[cfg(not(feature = "postgres-tls"))]
+    {
+        let e = ConfigAndPool::from_url(&format!("{base}{sep}sslmode=require")).unwrap_err();
+        assert_eq!(e.kind(), sql_middleware::ErrorKind::Config, "{e}");
+    }
+    // With TLS built in, a bad root file is a configuration error when the pool is built.
+    #[cfg(feature = "postgres-tls")]
+    {
+        let e = ConfigAndPool::from_url(&format!(
+            "{base}{sep}sslmode=verify-full&sslrootcert=no_such_ca_file.pem"
+        ))
+        .unwrap()
+        .build()
+        .await
+        .unwrap_err();
+        assert_eq!(e.kind(), sql_middleware::ErrorKind::Config, "{e}");
+        assert!(e.to_string().contains("sslrootcert"), "{e}");
+    }
 }

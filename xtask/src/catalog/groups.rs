@@ -55,8 +55,13 @@ pub const GROUPS: &[GroupSpec] = &[
             "middleware_pipelined",
             "middleware_unnamed",
             "middleware_via_pgbouncer",
+            "middleware_tls",
             "pool_acquire",
         ],
+    },
+    GroupSpec {
+        name: "postgres_connect",
+        ids: &["connect_plain", "connect_tls"],
     },
     GroupSpec {
         name: "database_inserts",

@@ -55,8 +55,9 @@ impl Suite {
 }
 
 /// Features every main-crate bench target is built with (one build serves all of them; the
-/// default features add `sqlite` and `postgres`).
-pub const MAIN_FEATURES: &str = "bench,turso";
+/// default features add `sqlite` and `postgres`; `postgres-tls` gives the Postgres suite its
+/// TLS ids).
+pub const MAIN_FEATURES: &str = "bench,turso,postgres-tls";
 
 /// Manifest of the SQLx harness, relative to the repository root.
 pub const SQLX_MANIFEST: &str = "bench-harnesses/sqlx_lookup/Cargo.toml";
@@ -88,7 +89,7 @@ pub const SUITES: &[Suite] = &[
         name: "postgres-lookup",
         krate: Crate::Main,
         target: "bench_postgres_single_row_lookup",
-        groups: &["postgres_single_row_lookup"],
+        groups: &["postgres_single_row_lookup", "postgres_connect"],
         sweep: false,
     },
     Suite {
