@@ -271,7 +271,7 @@ pub fn random_hex() -> String {
 }
 
 /// Percent-encodes everything except RFC 3986 unreserved characters.
-fn percent_encode(value: &str) -> String {
+pub fn percent_encode(value: &str) -> String {
     let mut out = String::with_capacity(value.len() * 3);
     for byte in value.bytes() {
         if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
@@ -927,17 +927,11 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
         Ok(super::Throwaway { url, restart })
     }
 
-    /// Starts a cluster; returns its URL, the command that restarts it (empty without
-    /// `pg_ctl`) and its directory.
-    fn start_with_restart(
-        setup: &super::ClusterSetup,
-    ) -> Result<(String, Vec<String>, String), String> {
-        let bins = find_pg_bins().ok_or(
-            "no PostgreSQL server binaries (initdb plus pg_ctl or postgres) in PATH or \
-             /usr/lib/postgresql/*/bin",
-        )?;
+    /// A new private (0700) temporary directory `<prefix>_<pid>_<random>` for a cluster, and
+    /// who runs the server in it (handed to an unprivileged user when we are root).
+    fn private_dir(prefix: &str) -> Result<(PathBuf, String, RunAs), String> {
         let base = std::env::temp_dir().join(format!(
-            "sqlmw_pg_{}_{}",
+            "{prefix}_{}_{}",
             std::process::id(),
             super::random_hex()
         ));
@@ -949,13 +943,25 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
             .mode(0o700)
             .create(&base)
             .map_err(|e| format!("cannot create {base_str}: {e}"))?;
-        let run_as = match run_as_for(&base) {
-            Ok(run_as) => run_as,
+        match run_as_for(&base) {
+            Ok(run_as) => Ok((base, base_str, run_as)),
             Err(e) => {
                 let _ = fs::remove_dir_all(&base);
-                return Err(e);
+                Err(e)
             }
-        };
+        }
+    }
+
+    /// Starts a cluster; returns its URL, the command that restarts it (empty without
+    /// `pg_ctl`) and its directory.
+    fn start_with_restart(
+        setup: &super::ClusterSetup,
+    ) -> Result<(String, Vec<String>, String), String> {
+        let bins = find_pg_bins().ok_or(
+            "no PostgreSQL server binaries (initdb plus pg_ctl or postgres) in PATH or \
+             /usr/lib/postgresql/*/bin",
+        )?;
+        let (base, base_str, run_as) = private_dir("sqlmw_pg")?;
         let data = format!("{base_str}/data");
         let stop_cmd = bins
             .pg_ctl
@@ -1176,26 +1182,7 @@ rm -rf "$base"
         if !is_executable(&basebackup) {
             return Err(format!("no {} next to initdb", basebackup.display()));
         }
-        let base = std::env::temp_dir().join(format!(
-            "sqlmw_pgpair_{}_{}",
-            std::process::id(),
-            super::random_hex()
-        ));
-        let base_str = base
-            .to_str()
-            .ok_or("the temporary directory path is not UTF-8")?
-            .to_owned();
-        fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&base)
-            .map_err(|e| format!("cannot create {base_str}: {e}"))?;
-        let run_as = match run_as_for(&base) {
-            Ok(run_as) => run_as,
-            Err(e) => {
-                let _ = fs::remove_dir_all(&base);
-                return Err(e);
-            }
-        };
+        let (base, base_str, run_as) = private_dir("sqlmw_pgpair")?;
         let primary_data = format!("{base_str}/primary");
         let standby_data = format!("{base_str}/standby");
         let parent = std::process::id().to_string();

@@ -61,7 +61,7 @@ impl TlsServer {
 
     /// The URL the TLS mode hands the tests: `localhost`, `verify-full`, the test CA.
     pub fn verify_full_url(&self) -> String {
-        let ca = percent_encode(&self.ca.display().to_string());
+        let ca = super::pg::percent_encode(&self.ca.display().to_string());
         self.url(
             "postgres",
             "localhost",
@@ -183,19 +183,6 @@ fn admin(url: &str, sql: &str) -> Result<(), String> {
     })
     .join()
     .unwrap_or_else(|_| Err("the admin thread panicked".to_owned()))
-}
-
-/// Percent-encodes everything except RFC 3986 unreserved characters.
-fn percent_encode(value: &str) -> String {
-    let mut out = String::with_capacity(value.len() * 3);
-    for byte in value.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 /// The PEM texts of the test PKI.
