@@ -62,11 +62,15 @@ fn timed_out<T: std::fmt::Debug>(what: &str, started: Instant, r: Result<T, SqlM
 }
 
 /// The connection answers correctly, several times (a late cancel request would fail one).
+/// Each call has a generous limit of its own: behind a transaction-mode pooler, a statement
+/// the unnamed mode abandoned keeps its server connection busy until it ends, so the next call
+/// may wait for another one longer than the tests' short limit.
 async fn still_fine(what: &str, conn: &mut Conn) {
     for i in 0..20_i64 {
         let (n,): (i64,) = conn
             .query("SELECT CAST($1 AS BIGINT) + 1")
             .params(&[RowValues::Int(i)])
+            .timeout(Duration::from_secs(30))
             .one()
             .await
             .unwrap_or_else(|e| panic!("{what}: the next call failed: {e:?}"));
