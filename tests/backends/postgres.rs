@@ -310,7 +310,10 @@ async fn proxied_pool(url: &str) -> (ConfigAndPool, Arc<Counts>) {
     if let Some(o) = target.get_options() {
         via.options(o);
     }
+    // The proxy reads the protocol's messages, so the session stays plain text even where the
+    // server offers TLS and the build has it (`prefer` would take it).
     let db = ConfigAndPool::postgres_config(via)
+        .ssl_mode(sql_middleware::SslMode::Disable)
         .max_size(1)
         .build()
         .await
