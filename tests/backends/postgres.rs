@@ -304,9 +304,6 @@ async fn proxied_pool(url: &str) -> (ConfigAndPool, Arc<Counts>) {
         .port(port)
         .user(target.get_user().unwrap());
     via.dbname(target.get_dbname().unwrap_or("postgres"));
-    // The proxy reads the plain-text protocol; with `postgres-tls`, `prefer` would open with a
-    // TLS request.
-    via.ssl_mode(tokio_postgres::config::SslMode::Disable);
     if let Some(o) = target.get_options() {
         via.options(o);
     }
