@@ -44,6 +44,11 @@ fn kind_of_sqlstate(code: &str) -> ErrorKind {
     }
 }
 
+/// Whether an `08P01` message is the server's complaint about the number of bound parameters.
+fn is_parameter_count(message: &str) -> bool {
+    message.contains("bind message supplies") || message.contains("parameter formats")
+}
+
 pub(crate) fn map_err(err: tokio_postgres::Error) -> SqlMiddlewareDbError {
     if let Some(db) = err.as_db_error() {
         let code = db.code().code().to_owned();
@@ -51,9 +56,11 @@ pub(crate) fn map_err(err: tokio_postgres::Error) -> SqlMiddlewareDbError {
         if code == "42601" && db.message().contains("multiple commands") {
             kind = ErrorKind::InvalidInput;
         }
-        // 08P01 is a protocol violation: the server's for a wrong parameter count, but also a
-        // pooler's for a lost server connection ("server conn crashed?").
-        if code == "08P01" && !db.message().contains("parameter") {
+        // 08P01 is a protocol violation: the server's for a wrong parameter count ("bind
+        // message supplies 1 parameters, but prepared statement … requires 2"), but also a
+        // pooler's when its server connection is lost or cannot be set up ("server conn
+        // crashed?", "invalid server parameter").
+        if code == "08P01" && !is_parameter_count(db.message()) {
             kind = ErrorKind::ConnectionLost;
         }
         // 57014 is any cancel; the server's own `statement_timeout` says so in its message.
@@ -138,5 +145,22 @@ pub(crate) fn map_err(err: tokio_postgres::Error) -> SqlMiddlewareDbError {
 impl From<tokio_postgres::Error> for SqlMiddlewareDbError {
     fn from(err: tokio_postgres::Error) -> Self {
         map_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_servers_bind_complaints_are_parameter_counts() {
+        assert!(is_parameter_count(
+            "bind message supplies 1 parameters, but prepared statement \"s0\" requires 2"
+        ));
+        assert!(is_parameter_count(
+            "bind message has 2 parameter formats but 1 parameters"
+        ));
+        assert!(!is_parameter_count("invalid server parameter"));
+        assert!(!is_parameter_count("server conn crashed?"));
     }
 }
