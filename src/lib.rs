@@ -25,6 +25,8 @@ mod contract;
 mod deadline;
 mod pooling;
 mod stats;
+#[cfg(feature = "metrics")]
+mod stats_metrics;
 mod stmt_cache;
 #[cfg(feature = "postgres")]
 pub use postgres::listen::{Listener, Notification};

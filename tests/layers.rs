@@ -28,7 +28,16 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("family", &["sqlite_family"]),
-    ("neutral", &["contract", "pooling", "stmt_cache", "stats"]),
+    (
+        "neutral",
+        &[
+            "contract",
+            "pooling",
+            "stmt_cache",
+            "stats",
+            "stats_metrics",
+        ],
+    ),
     ("wings", &["sqlite", "postgres", "turso"]),
     (
         "hall",

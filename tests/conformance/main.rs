@@ -26,6 +26,8 @@ mod round_trips;
 mod runtime;
 mod savepoints;
 mod stats;
+#[cfg(feature = "metrics")]
+mod stats_metrics;
 mod timeouts;
 mod transactions;
 mod urls;
