@@ -479,23 +479,16 @@ impl Throwaway {
     /// Restarts the server (`pg_ctl restart -m fast -w`: clients are disconnected, open
     /// transactions rolled back, a checkpoint written) and returns once it accepts connections.
     pub fn restart(&self) -> Result<(), String> {
-        let (program, args) = self
-            .restart
-            .split_first()
-            .ok_or("no pg_ctl: this cluster cannot be restarted")?;
-        let out = std::process::Command::new(program)
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run {program}: {e}"))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "restart failed ({}): {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
+        if self.restart.is_empty() {
+            return Err("no pg_ctl: this cluster cannot be restarted".to_owned());
+        }
+        #[cfg(unix)]
+        {
+            cluster::run(&self.restart)
+        }
+        #[cfg(not(unix))]
+        {
+            Err("throwaway clusters are only supported on unix".to_owned())
         }
     }
 }
@@ -1284,7 +1277,7 @@ rm -rf "$base"
     }
 
     /// Runs `argv`; its error output on failure.
-    fn run(argv: &[String]) -> Result<(), String> {
+    pub(super) fn run(argv: &[String]) -> Result<(), String> {
         let (program, args) = argv.split_first().ok_or("empty command")?;
         let out = Command::new(program)
             .args(args)
