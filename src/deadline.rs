@@ -1,9 +1,24 @@
-//! Statement time limits, shared by the wings: when a limit has passed, and the error a call
-//! that ran past its limit returns.
+//! Statement time limits, shared by the wings: when a limit has passed, the error a call that
+//! ran past its limit returns, and the process-wide nanosecond clock that instants shared
+//! through atomics are kept on.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+
+/// Nanoseconds since the first use of this clock in the process, plus one (so 0 can mean
+/// "never" or "unset" in an atomic). Used by the wings that keep instants in atomics.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) fn now_nanos() -> u64 {
+    static BASE: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let base = *BASE.get_or_init(Instant::now);
+    nanos(base.elapsed()).saturating_add(1)
+}
+
+/// `d` in nanoseconds, saturating.
+pub(crate) fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
 
 /// Whether `deadline` has passed.
 #[inline]
@@ -31,7 +46,6 @@ pub(crate) fn check(deadline: Option<Instant>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn a_passed_limit_fails_with_timeout_and_a_future_one_does_not() {

@@ -111,7 +111,7 @@ pub struct PoolStats {
 /// The pool-wide counters behind [`PoolStats`].
 #[derive(Debug, Default)]
 pub(crate) struct Live {
-    checkouts: AtomicU64,
+    /// Checkouts per wait bucket; their sum is the number of checkouts.
     wait_nanos: AtomicU64,
     wait_max_nanos: AtomicU64,
     wait_buckets: [AtomicU64; 8],
@@ -119,15 +119,10 @@ pub(crate) struct Live {
     exec: [AtomicU64; 3],
 }
 
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 impl Live {
     /// Counts a checkout that waited `waited`.
     pub(crate) fn checkout(&self, waited: Duration) {
-        let n = nanos(waited);
-        self.checkouts.fetch_add(1, Ordering::Relaxed);
+        let n = crate::deadline::nanos(waited);
         self.wait_nanos.fetch_add(n, Ordering::Relaxed);
         self.wait_max_nanos.fetch_max(n, Ordering::Relaxed);
         let bucket = WAIT_BUCKET_BOUNDS
@@ -158,7 +153,7 @@ impl Live {
     pub(crate) fn waits(&self) -> WaitStats {
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         WaitStats {
-            count: load(&self.checkouts),
+            count: self.wait_buckets.iter().map(load).sum(),
             total: Duration::from_nanos(load(&self.wait_nanos)),
             max: Duration::from_nanos(load(&self.wait_max_nanos)),
             buckets: std::array::from_fn(|i| load(&self.wait_buckets[i])),

@@ -2,12 +2,13 @@
 //! as the fallback, and every reader session read-only so that a write sent to one fails
 //! instead of succeeding on the wrong server.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::config::{PgOptions, build_pool};
 use super::conn::PgConnection;
+use crate::deadline::{nanos, now_nanos};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::pooling::{PoolOptions, pool_error};
 
@@ -33,17 +34,6 @@ impl Default for ReplicaOptions {
             read_your_writes: None,
         }
     }
-}
-
-/// Nanoseconds on a process-wide clock (0 means never).
-fn now_nanos() -> u64 {
-    static BASE: OnceLock<Instant> = OnceLock::new();
-    let base = *BASE.get_or_init(Instant::now);
-    u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX) + 1
-}
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// When the pool's primary connections last wrote; shared with them.

@@ -2,8 +2,8 @@
 //! or on tokio's blocking pool (see [`SqliteExecModel`](super::SqliteExecModel)).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
@@ -11,13 +11,8 @@ use rusqlite::Connection;
 use super::busy::BusyScope;
 use super::config::SqliteExecModel;
 use super::conn::SqliteConn;
+use crate::deadline::{nanos, now_nanos};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
-
-fn now_nanos() -> u64 {
-    static BASE: OnceLock<Instant> = OnceLock::new();
-    let base = *BASE.get_or_init(Instant::now);
-    u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX) + 1
-}
 
 /// Shared with the connection's progress handler: the inline budget of the statement running
 /// inline (`deadline`), and the time limit of the call (`stop`), on the `now_nanos` clock.
@@ -68,7 +63,7 @@ impl ProgressState {
     }
 
     fn arm(&self, budget: Duration, may_interrupt: bool) {
-        let budget = u64::try_from(budget.as_nanos()).unwrap_or(u64::MAX);
+        let budget = nanos(budget);
         self.exceeded.store(false, Ordering::Relaxed);
         self.interrupted.store(false, Ordering::Relaxed);
         self.may_interrupt.store(may_interrupt, Ordering::Relaxed);
@@ -78,8 +73,7 @@ impl ProgressState {
 
     /// Arms the call's time limit: every statement of the call is interrupted once it passes.
     fn arm_stop(&self, at: Instant) {
-        let left = u64::try_from(at.saturating_duration_since(Instant::now()).as_nanos())
-            .unwrap_or(u64::MAX);
+        let left = nanos(at.saturating_duration_since(Instant::now()));
         self.stopped.store(false, Ordering::Relaxed);
         self.stop
             .store(now_nanos().saturating_add(left).max(1), Ordering::Relaxed);
@@ -141,7 +135,10 @@ impl SqliteConn {
 
     /// Arms the call's time limit: the progress handler interrupts any statement still
     /// running when it passes, and lock waits end by then (see [`Self::busy_ms`]).
-    fn start_limit(&mut self, at: Instant) -> Result<()> {
+    fn start_limit(&mut self, deadline: Option<Instant>) -> Result<()> {
+        let Some(at) = deadline else {
+            return Ok(());
+        };
         crate::deadline::check(Some(at))?;
         self.stop_at = Some(at);
         self.progress.arm_stop(at);
@@ -152,7 +149,10 @@ impl SqliteConn {
     /// reports a statement interrupted for it, or a lock wait cut short by it, as `Timeout`.
     /// SQLite undoes the interrupted statement, so the connection stays usable; inside a
     /// transaction the hall treats the failure as aborting it.
-    fn end_limit<R>(&mut self, at: Instant, r: Result<R>) -> Result<R> {
+    fn end_limit<R>(&mut self, deadline: Option<Instant>, r: Result<R>) -> Result<R> {
+        let Some(at) = deadline else {
+            return r;
+        };
         self.stop_at = None;
         let fired = self.progress.disarm_stop();
         match r {
@@ -181,16 +181,11 @@ impl SqliteConn {
         MO: FnOnce() -> O,
         O: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
     {
-        let Some(at) = deadline else {
-            return self
-                .dispatch_within(restartable, syncs, slow, inline, offload)
-                .await;
-        };
-        self.start_limit(at)?;
+        self.start_limit(deadline)?;
         let r = self
             .dispatch_within(restartable, syncs, slow, inline, offload)
             .await;
-        self.end_limit(at, r)
+        self.end_limit(deadline, r)
     }
 
     /// Runs raw work (see [`Self::blocking_within`]), within `deadline` when the call has one.
@@ -203,12 +198,9 @@ impl SqliteConn {
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
     {
-        let Some(at) = deadline else {
-            return self.blocking_within(f).await;
-        };
-        self.start_limit(at)?;
+        self.start_limit(deadline)?;
         let r = self.blocking_within(f).await;
-        self.end_limit(at, r)
+        self.end_limit(deadline, r)
     }
 
     /// Runs one unit of work under the configured model.
