@@ -203,6 +203,8 @@ pub struct PoolBuilder {
     pub(crate) turso: crate::turso::config::TursoOptions,
     pub(crate) error: Option<SqlMiddlewareDbError>,
     connect_on_build: Option<Duration>,
+    /// Tracing options (feature `tracing`; empty without it).
+    pub(crate) trace: crate::telemetry::TraceOptions,
 }
 
 impl PoolBuilder {
@@ -221,6 +223,7 @@ impl PoolBuilder {
             turso: Default::default(),
             error: None,
             connect_on_build: None,
+            trace: Default::default(),
         }
     }
 
@@ -231,6 +234,24 @@ impl PoolBuilder {
                 format!("{what} does not apply to this backend"),
             ));
         }
+        self
+    }
+
+    /// Whether this pool's checkouts, statements and transactions get `tracing` spans
+    /// (default: on; see the README's "Observability"). Off, a statement costs one branch more
+    /// than a build without the feature.
+    #[cfg(feature = "tracing")]
+    pub fn tracing(mut self, on: bool) -> Self {
+        self.trace.enabled = on;
+        self
+    }
+
+    /// Logs a `WARN` event (target `sql_middleware::slow`) with the SQL text and the elapsed time
+    /// for every statement that takes at least `threshold`, measured from the start of the
+    /// call to its result (feature `tracing`).
+    #[cfg(feature = "tracing")]
+    pub fn slow_statement_threshold(mut self, threshold: Duration) -> Self {
+        self.trace.slow = Some(threshold);
         self
     }
 

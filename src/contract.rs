@@ -61,6 +61,10 @@ pub(crate) trait Wing {
     /// What the connection's statement cache has done since the connection opened.
     fn cache_stats(&self) -> StatementCacheStats;
 
+    /// The pooled connection's id, unique in the process (for spans).
+    #[cfg(feature = "tracing")]
+    fn connection_id(&self) -> u64;
+
     /// The time limit of the next operation: the hall sets it immediately before calling
     /// `prepare`, `select`, `dml`, `optional`, `all`, `pipeline`, `execute_batch` or raw
     /// SQLite work, and that operation takes it (so it never reaches a later one). Past it the

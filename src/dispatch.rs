@@ -223,6 +223,13 @@ macro_rules! wings {
                 }
             }
 
+            #[cfg(feature = "tracing")]
+            pub(crate) fn connection_id(&self) -> u64 {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.connection_id(),)+
+                }
+            }
+
             pub(crate) fn cache_stats(&self) -> StatementCacheStats {
                 match self {
                     $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.cache_stats(),)+

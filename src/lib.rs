@@ -28,6 +28,7 @@ mod stats;
 #[cfg(feature = "metrics")]
 mod stats_metrics;
 mod stmt_cache;
+mod telemetry;
 #[cfg(feature = "postgres")]
 pub use postgres::listen::{Listener, Notification};
 #[cfg(feature = "postgres")]

@@ -9,6 +9,7 @@ use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::query::QueryBuilder;
 use crate::results::ResultSet;
 use crate::statement::PreparedStatement;
+use crate::telemetry::traced;
 use crate::transaction::Tx;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
@@ -23,6 +24,8 @@ pub struct MiddlewarePool {
     translation: TranslationMode,
     statement_timeout: Option<Duration>,
     counters: std::sync::Arc<crate::pooling::Counters>,
+    /// Tracing settings (feature `tracing`; empty without it).
+    trace: crate::telemetry::PoolTrace,
     /// The replicas, when the pool has any (Postgres).
     #[cfg(feature = "postgres")]
     readers: Option<std::sync::Arc<crate::postgres::replica::Readers>>,
@@ -42,8 +45,10 @@ impl MiddlewarePool {
         let translation = b.translation;
         let statement_timeout = b.pool.statement_timeout;
         let counters = std::sync::Arc::clone(&b.pool.counters);
+        let trace_opts = b.trace;
         #[cfg(feature = "postgres")]
         let mut readers = None;
+        let server = trace_server(&b.target);
         let inner = match b.target {
             #[cfg(feature = "sqlite")]
             Target::Sqlite(t) => {
@@ -68,11 +73,19 @@ impl MiddlewarePool {
                 PoolInner::Turso(crate::turso::build_pool(t, b.turso, &b.pool).await?)
             }
         };
+        // `db.system` as the OpenTelemetry conventions name the engines.
+        let (system, dialect) = match inner.database_type() {
+            DatabaseType::Sqlite => ("sqlite", crate::sql::Dialect::Sqlite),
+            DatabaseType::Postgres => ("postgresql", crate::sql::Dialect::Postgres),
+            DatabaseType::Turso => ("turso", crate::sql::Dialect::Sqlite),
+        };
+        let trace = crate::telemetry::PoolTrace::new(&trace_opts, system, dialect, server);
         Ok(Self {
             inner,
             translation,
             statement_timeout,
             counters,
+            trace,
             #[cfg(feature = "postgres")]
             readers,
         })
@@ -80,11 +93,14 @@ impl MiddlewarePool {
 
     /// Checks out a connection, waiting at most the wait timeout.
     pub async fn get(&self) -> Result<MiddlewarePoolConnection> {
+        let span = self.trace.checkout_span();
         let started = Instant::now();
+        #[cfg(feature = "tracing")]
+        let inner = tracing::Instrument::instrument(self.inner.checkout(), span.clone()).await?;
+        #[cfg(not(feature = "tracing"))]
         let inner = self.inner.checkout().await?;
-        self.counters.live.checkout(started.elapsed());
         #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
-        let mut conn = self.connection(inner);
+        let mut conn = self.connection(inner, started, &span);
         #[cfg(feature = "postgres")]
         {
             conn.write_clock = self.readers.as_ref().and_then(|r| r.clock());
@@ -92,8 +108,21 @@ impl MiddlewarePool {
         Ok(conn)
     }
 
-    fn connection(&self, inner: ConnInner) -> MiddlewarePoolConnection {
+    /// A checkout that started waiting at `started` got `inner`.
+    fn connection(
+        &self,
+        inner: ConnInner,
+        started: Instant,
+        span: &crate::telemetry::CheckoutSpan,
+    ) -> MiddlewarePoolConnection {
+        let wait = started.elapsed();
+        self.counters.live.checkout(wait);
+        #[cfg(feature = "tracing")]
+        let trace = self.trace.checkout(span, wait, inner.connection_id());
+        #[cfg(not(feature = "tracing"))]
+        let trace = self.trace.checkout(span, wait, 0);
         MiddlewarePoolConnection {
+            trace,
             inner,
             tx: TxFlag::None,
             translation: self.translation,
@@ -112,10 +141,13 @@ impl MiddlewarePool {
     pub async fn reader(&self) -> Result<MiddlewarePoolConnection> {
         #[cfg(feature = "postgres")]
         if let Some(r) = &self.readers {
+            let span = self.trace.checkout_span();
             let started = Instant::now();
+            #[cfg(feature = "tracing")]
+            let c = tracing::Instrument::instrument(r.checkout(), span.clone()).await?;
+            #[cfg(not(feature = "tracing"))]
             let c = r.checkout().await?;
-            self.counters.live.checkout(started.elapsed());
-            return Ok(self.connection(ConnInner::Postgres(c)));
+            return Ok(self.connection(ConnInner::Postgres(c), started, &span));
         }
         self.get().await
     }
@@ -194,6 +226,8 @@ pub(crate) enum TxFlag {
 /// handed to the next user inside a transaction or while a statement still runs.
 pub struct MiddlewarePoolConnection {
     pub(crate) inner: ConnInner,
+    /// Tracing state of this checkout (feature `tracing`; empty without it).
+    pub(crate) trace: crate::telemetry::ConnTrace,
     pub(crate) tx: TxFlag,
     pub(crate) translation: TranslationMode,
     /// The time limit of each statement (the pool's `statement_timeout` until changed).
@@ -241,7 +275,7 @@ impl MiddlewarePoolConnection {
         let mode = self.translation;
         let deadline = self.deadline(None);
         let handle = self.prepare_handle(sql, mode, deadline).await?;
-        Ok(PreparedStatement::new(self, handle))
+        Ok(PreparedStatement::new(self, handle, sql))
     }
 
     /// Sets the time limit of each statement run on this checkout (`None`: no limit), in place
@@ -270,6 +304,12 @@ impl MiddlewarePoolConnection {
     /// Outside a transaction the script is atomic on every backend: it applies entirely or not at
     /// all. A script that contains its own `BEGIN`/`COMMIT` runs as written, under its own control.
     pub async fn execute_batch(&mut self, sql: &str) -> Result<()> {
+        traced!(self, sql, None, self.execute_batch_inner(sql), |_: &()| {
+            crate::telemetry::Rows::Unknown
+        })
+    }
+
+    async fn execute_batch_inner(&mut self, sql: &str) -> Result<()> {
         self.enter().await?;
         let in_tx = self.tx != TxFlag::None;
         if in_tx && let Err(e) = refuse_in_tx(sql, self.inner.dialect()) {
@@ -298,6 +338,7 @@ impl MiddlewarePoolConnection {
         let r = self.inner.begin().await;
         self.note(r)?;
         self.tx = TxFlag::Active;
+        self.trace.scope_begin(0);
         Ok(Tx::new(self))
     }
 
@@ -358,6 +399,22 @@ impl MiddlewarePoolConnection {
     /// - inside a [`Tx`], the failure aborts the transaction like any failed statement: later
     ///   statements fail with [`ErrorKind::TransactionAborted`] and `commit` rolls back.
     pub async fn pipeline(
+        &mut self,
+        sql: &str,
+        param_sets: &[&[RowValues]],
+    ) -> Result<Vec<ResultSet>> {
+        traced!(
+            self,
+            sql,
+            Some(param_sets.len()),
+            self.pipeline_inner(sql, param_sets),
+            |sets: &Vec<ResultSet>| {
+                crate::telemetry::Rows::Returned(sets.iter().map(ResultSet::len).sum())
+            }
+        )
+    }
+
+    async fn pipeline_inner(
         &mut self,
         sql: &str,
         param_sets: &[&[RowValues]],
@@ -628,6 +685,16 @@ fn refuse_in_tx(sql: &str, d: crate::sql::Dialect) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Where the pool's database is, for spans.
+fn trace_server(t: &Target) -> crate::telemetry::Server {
+    match t {
+        #[cfg(all(feature = "postgres", feature = "tracing"))]
+        Target::Postgres(cfg) => crate::postgres::trace_server(cfg),
+        #[allow(unreachable_patterns, clippy::default_constructed_unit_structs)]
+        _ => crate::telemetry::Server::default(),
+    }
 }
 
 fn wrong_backend(what: &str, actual: DatabaseType) -> SqlMiddlewareDbError {

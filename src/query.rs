@@ -4,6 +4,7 @@ use crate::decode::FromRow;
 use crate::error::{Result, SqlMiddlewareDbError};
 use crate::pool::MiddlewarePoolConnection;
 use crate::results::ResultSet;
+use crate::telemetry::traced;
 use crate::translation::TranslationMode;
 use crate::value::{ParamKinds, RowValues};
 
@@ -65,22 +66,46 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
 
     /// Runs the query and materialises every row.
     pub async fn select(self) -> Result<ResultSet> {
-        let deadline = self.conn.deadline(self.timeout);
-        let h = self
-            .conn
-            .prepare_handle(self.sql, self.translation, deadline)
-            .await?;
-        self.conn.select(&h, self.params, deadline).await
+        let Self {
+            conn,
+            sql,
+            params,
+            translation,
+            timeout,
+        } = self;
+        let deadline = conn.deadline(timeout);
+        traced!(
+            conn,
+            sql,
+            None,
+            async {
+                let h = conn.prepare_handle(sql, translation, deadline).await?;
+                conn.select(&h, params, deadline).await
+            },
+            |rs: &ResultSet| crate::telemetry::Rows::Returned(rs.len())
+        )
     }
 
     /// Runs a data-changing statement and returns the number of rows it changed.
     pub async fn dml(self) -> Result<usize> {
-        let deadline = self.conn.deadline(self.timeout);
-        let h = self
-            .conn
-            .prepare_handle(self.sql, self.translation, deadline)
-            .await?;
-        self.conn.dml(&h, self.params, deadline).await
+        let Self {
+            conn,
+            sql,
+            params,
+            translation,
+            timeout,
+        } = self;
+        let deadline = conn.deadline(timeout);
+        traced!(
+            conn,
+            sql,
+            None,
+            async {
+                let h = conn.prepare_handle(sql, translation, deadline).await?;
+                conn.dml(&h, params, deadline).await
+            },
+            |n: &usize| crate::telemetry::Rows::Affected(*n)
+        )
     }
 
     /// Decodes the first row into `T`; no row is an [`crate::ErrorKind::NoRows`] error.
@@ -92,22 +117,46 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
 
     /// Decodes the first row into `T`, or `None` when there is none.
     pub async fn optional<T: FromRow + Send + 'static>(self) -> Result<Option<T>> {
-        let deadline = self.conn.deadline(self.timeout);
-        let h = self
-            .conn
-            .prepare_handle(self.sql, self.translation, deadline)
-            .await?;
-        self.conn.optional::<T>(&h, self.params, deadline).await
+        let Self {
+            conn,
+            sql,
+            params,
+            translation,
+            timeout,
+        } = self;
+        let deadline = conn.deadline(timeout);
+        traced!(
+            conn,
+            sql,
+            None,
+            async {
+                let h = conn.prepare_handle(sql, translation, deadline).await?;
+                conn.optional::<T>(&h, params, deadline).await
+            },
+            |r: &Option<T>| crate::telemetry::Rows::Returned(usize::from(r.is_some()))
+        )
     }
 
     /// Decodes every row into `T`.
     pub async fn all<T: FromRow + Send + 'static>(self) -> Result<Vec<T>> {
-        let deadline = self.conn.deadline(self.timeout);
-        let h = self
-            .conn
-            .prepare_handle(self.sql, self.translation, deadline)
-            .await?;
-        self.conn.all::<T>(&h, self.params, deadline).await
+        let Self {
+            conn,
+            sql,
+            params,
+            translation,
+            timeout,
+        } = self;
+        let deadline = conn.deadline(timeout);
+        traced!(
+            conn,
+            sql,
+            None,
+            async {
+                let h = conn.prepare_handle(sql, translation, deadline).await?;
+                conn.all::<T>(&h, params, deadline).await
+            },
+            |v: &Vec<T>| crate::telemetry::Rows::Returned(v.len())
+        )
     }
 }
 

@@ -7,6 +7,7 @@ use crate::dispatch::StmtHandle;
 use crate::error::{Result, SqlMiddlewareDbError};
 use crate::pool::MiddlewarePoolConnection;
 use crate::results::{Columns, ResultSet};
+use crate::telemetry::traced;
 use crate::value::RowValues;
 
 /// A statement prepared on one connection. Each run binds new parameters to the same engine
@@ -19,6 +20,9 @@ pub struct PreparedStatement<'c> {
     conn: &'c mut MiddlewarePoolConnection,
     handle: StmtHandle,
     timeout: Option<std::time::Duration>,
+    /// The SQL as written, for spans (feature `tracing`).
+    #[cfg(feature = "tracing")]
+    sql: Box<str>,
 }
 
 impl std::fmt::Debug for PreparedStatement<'_> {
@@ -30,11 +34,17 @@ impl std::fmt::Debug for PreparedStatement<'_> {
 }
 
 impl<'c> PreparedStatement<'c> {
-    pub(crate) fn new(conn: &'c mut MiddlewarePoolConnection, handle: StmtHandle) -> Self {
+    pub(crate) fn new(
+        conn: &'c mut MiddlewarePoolConnection,
+        handle: StmtHandle,
+        #[cfg_attr(not(feature = "tracing"), allow(unused_variables))] sql: &str,
+    ) -> Self {
         Self {
             conn,
             handle,
             timeout: None,
+            #[cfg(feature = "tracing")]
+            sql: sql.into(),
         }
     }
 
@@ -54,13 +64,25 @@ impl<'c> PreparedStatement<'c> {
     /// Runs it and materialises every row.
     pub async fn select(&mut self, params: &[RowValues]) -> Result<ResultSet> {
         let deadline = self.conn.deadline(self.timeout);
-        self.conn.select(&self.handle, params, deadline).await
+        traced!(
+            self.conn,
+            &self.sql,
+            None,
+            self.conn.select(&self.handle, params, deadline),
+            |rs: &ResultSet| crate::telemetry::Rows::Returned(rs.len())
+        )
     }
 
     /// Runs a data-changing statement and returns the number of rows it changed.
     pub async fn dml(&mut self, params: &[RowValues]) -> Result<usize> {
         let deadline = self.conn.deadline(self.timeout);
-        self.conn.dml(&self.handle, params, deadline).await
+        traced!(
+            self.conn,
+            &self.sql,
+            None,
+            self.conn.dml(&self.handle, params, deadline),
+            |n: &usize| crate::telemetry::Rows::Affected(*n)
+        )
     }
 
     /// The former name of [`select`](Self::select).
@@ -88,9 +110,13 @@ impl<'c> PreparedStatement<'c> {
         params: &[RowValues],
     ) -> Result<Option<T>> {
         let deadline = self.conn.deadline(self.timeout);
-        self.conn
-            .optional::<T>(&self.handle, params, deadline)
-            .await
+        traced!(
+            self.conn,
+            &self.sql,
+            None,
+            self.conn.optional::<T>(&self.handle, params, deadline),
+            |r: &Option<T>| crate::telemetry::Rows::Returned(usize::from(r.is_some()))
+        )
     }
 
     /// Runs it and decodes every row.
@@ -99,6 +125,12 @@ impl<'c> PreparedStatement<'c> {
         params: &[RowValues],
     ) -> Result<Vec<T>> {
         let deadline = self.conn.deadline(self.timeout);
-        self.conn.all::<T>(&self.handle, params, deadline).await
+        traced!(
+            self.conn,
+            &self.sql,
+            None,
+            self.conn.all::<T>(&self.handle, params, deadline),
+            |v: &Vec<T>| crate::telemetry::Rows::Returned(v.len())
+        )
     }
 }

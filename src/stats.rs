@@ -182,14 +182,37 @@ impl Live {
     }
 }
 
-/// What one connection has already added to its pool's totals.
-#[derive(Debug, Default)]
+/// What one connection has already added to its pool's totals, and (feature `tracing`) the
+/// connection's id for spans.
+#[derive(Debug)]
 pub(crate) struct Flushed {
     cache: StatementCacheStats,
     exec: ExecStats,
+    #[cfg(feature = "tracing")]
+    id: u64,
+}
+
+#[cfg_attr(not(feature = "tracing"), allow(clippy::derivable_impls))]
+impl Default for Flushed {
+    fn default() -> Self {
+        #[cfg(feature = "tracing")]
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        Flushed {
+            cache: StatementCacheStats::default(),
+            exec: ExecStats::default(),
+            #[cfg(feature = "tracing")]
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        }
+    }
 }
 
 impl Flushed {
+    /// The connection's id: unique in the process, in the order connections were opened.
+    #[cfg(feature = "tracing")]
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
     /// Adds what the connection did since the last flush (its counters are cumulative) to
     /// `live`.
     pub(crate) fn flush(&mut self, live: &Live, cache: StatementCacheStats, exec: ExecStats) {

@@ -67,6 +67,7 @@ impl<'c> Tx<'c> {
     pub async fn savepoint(&mut self) -> Result<Tx<'_>> {
         let level = self.level + 1;
         self.conn.sp_begin(level).await?;
+        self.conn.trace.scope_begin(level);
         Ok(Tx {
             conn: &mut *self.conn,
             finished: false,
@@ -133,6 +134,8 @@ impl<'c> Tx<'c> {
             n => self.conn.sp_release(n).await,
         };
         self.finished = true;
+        let outcome = if r.is_ok() { "commit" } else { "failed" };
+        self.conn.trace.scope_end(self.level, outcome);
         r
     }
 
@@ -143,6 +146,7 @@ impl<'c> Tx<'c> {
             n => self.conn.sp_rollback(n).await,
         };
         self.finished = true;
+        self.conn.trace.scope_end(self.level, "rollback");
         r
     }
 }
@@ -150,6 +154,7 @@ impl<'c> Tx<'c> {
 impl Drop for Tx<'_> {
     fn drop(&mut self) {
         if !self.finished {
+            self.conn.trace.scope_end(self.level, "dropped");
             match self.level {
                 0 => self.conn.tx_abandon(),
                 n => self.conn.sp_abandon(n),

@@ -36,6 +36,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "stats",
             "stats_metrics",
             "deadline",
+            "telemetry",
         ],
     ),
     ("wings", &["sqlite", "postgres", "turso"]),

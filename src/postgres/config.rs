@@ -113,6 +113,21 @@ impl Manager for PgManager {
     }
 }
 
+/// The first host, port and database of a configuration, for the spans' `server.address`,
+/// `server.port` and `db.namespace`.
+#[cfg(feature = "tracing")]
+pub(crate) fn trace_server(cfg: &tokio_postgres::Config) -> crate::telemetry::Server {
+    crate::telemetry::Server {
+        namespace: cfg.get_dbname().map(str::to_owned),
+        address: cfg.get_hosts().first().map(|h| match h {
+            tokio_postgres::config::Host::Tcp(s) => s.clone(),
+            #[cfg(unix)]
+            tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+        }),
+        port: cfg.get_ports().first().copied(),
+    }
+}
+
 /// Builds the pool, with the connector of its TLS settings (see `tls.rs`).
 pub(crate) fn build_pool(
     mut cfg: tokio_postgres::Config,

@@ -703,6 +703,11 @@ impl Wing for PgConnection {
         self.deadline.take()
     }
 
+    #[cfg(feature = "tracing")]
+    fn connection_id(&self) -> u64 {
+        self.obj.as_ref().map_or(0, |o| o.flushed.id())
+    }
+
     fn cache_stats(&self) -> crate::StatementCacheStats {
         self.obj.as_ref().map_or_else(Default::default, |o| {
             o.stmts.stats(o.opts.statement_cache_capacity)

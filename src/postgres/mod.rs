@@ -17,6 +17,8 @@ mod timeout;
 pub(crate) mod tls;
 pub(crate) mod types;
 
+#[cfg(feature = "tracing")]
+pub(crate) use config::trace_server;
 pub(crate) use config::{build_pool, checkout};
 
 /// The pool type of the Postgres wing.

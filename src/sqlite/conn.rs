@@ -264,18 +264,22 @@ impl SqliteConn {
         let owned = Arc::clone(s);
         // A write in autocommit mode commits, and may wait for the disk.
         let syncs = self.syncing_commits && !s.readonly && self.conn_mut()?.is_autocommit();
-        self.dispatch(
-            deadline,
-            s.readonly,
-            syncs,
-            Some(&s.slow),
-            |c| op(c, s, p),
-            || {
-                let params = p.to_vec();
-                move |c: &mut Connection| op(c, &owned, &params)
-            },
-        )
-        .await
+        let before = self.exec;
+        let r = self
+            .dispatch(
+                deadline,
+                s.readonly,
+                syncs,
+                Some(&s.slow),
+                |c| op(c, s, p),
+                || {
+                    let params = p.to_vec();
+                    move |c: &mut Connection| op(c, &owned, &params)
+                },
+            )
+            .await;
+        crate::telemetry::sqlite_exec(before, self.exec);
+        r
     }
 
     /// `BEGIN IMMEDIATE` (0), `COMMIT` (1) or `ROLLBACK` (2): each remembers, per connection,
@@ -429,8 +433,12 @@ impl Wing for SqliteConn {
         }
         self.note_session(crate::sql::session_change(sql, crate::sql::Dialect::Sqlite));
         let sql = sql.to_owned();
-        self.dispatch_blocking(deadline, move |c| run_batch(c, &sql, wrap))
-            .await
+        let before = self.exec;
+        let r = self
+            .dispatch_blocking(deadline, move |c| run_batch(c, &sql, wrap))
+            .await;
+        crate::telemetry::sqlite_exec(before, self.exec);
+        r
     }
 
     async fn begin(&mut self) -> Result<()> {
@@ -487,6 +495,11 @@ impl Wing for SqliteConn {
         let cache = self.stmts.stats(self.opts.statement_cache_capacity);
         self.flushed
             .flush(&self.opts.counters.live, cache, self.exec);
+    }
+
+    #[cfg(feature = "tracing")]
+    fn connection_id(&self) -> u64 {
+        self.flushed.id()
     }
 
     fn cache_stats(&self) -> crate::StatementCacheStats {

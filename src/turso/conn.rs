@@ -618,6 +618,11 @@ impl Wing for TursoConn {
         self.deadline.take()
     }
 
+    #[cfg(feature = "tracing")]
+    fn connection_id(&self) -> u64 {
+        self.flushed.id()
+    }
+
     fn cache_stats(&self) -> crate::StatementCacheStats {
         self.stmts.stats(self.opts.statement_cache_capacity)
     }

@@ -25,6 +25,8 @@ mod pool;
 mod round_trips;
 mod runtime;
 mod savepoints;
+#[cfg(feature = "tracing")]
+mod spans;
 mod stats;
 #[cfg(feature = "metrics")]
 mod stats_metrics;

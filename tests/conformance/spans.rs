@@ -1,0 +1,438 @@
+//! Tracing spans (feature `tracing`): their names, fields, parents and events after known work,
+//! on every backend, captured by a recording subscriber.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sql_middleware::prelude::*;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::subscriber::DefaultGuard;
+use tracing::{Event, Subscriber};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::backend_tests;
+use crate::common::backends::{Kind, TestDb};
+
+/// One span as the subscriber saw it: name, fields (as text) and its parent's name.
+#[derive(Debug, Clone, Default)]
+struct SpanRec {
+    id: u64,
+    name: String,
+    fields: BTreeMap<String, String>,
+    parent: Option<u64>,
+    closed: bool,
+}
+
+/// One event: level, target, fields (the message under `message`).
+#[derive(Debug, Clone)]
+struct EventRec {
+    level: tracing::Level,
+    target: String,
+    fields: BTreeMap<String, String>,
+    span: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+struct Seen {
+    spans: Vec<SpanRec>,
+    index: HashMap<u64, usize>,
+    events: Vec<EventRec>,
+}
+
+/// What the recording subscriber saw, shared with the test.
+#[derive(Debug, Clone, Default)]
+struct Capture(Arc<Mutex<Seen>>);
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<S> for Capture {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        // The engines' own spans (Turso has many) are not the crate's.
+        if !attrs.metadata().target().starts_with("sql_middleware") {
+            return;
+        }
+        let mut rec = SpanRec {
+            id: id.into_u64(),
+            name: attrs.metadata().name().to_owned(),
+            parent: ctx
+                .span(id)
+                .and_then(|s| s.parent())
+                .map(|p| p.id().into_u64()),
+            ..Default::default()
+        };
+        attrs.record(&mut Fields(&mut rec.fields));
+        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let i = seen.spans.len();
+        seen.index.insert(rec.id, i);
+        seen.spans.push(rec);
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, _: Context<'_, S>) {
+        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&i) = seen.index.get(&id.into_u64()) {
+            values.record(&mut Fields(&mut seen.spans[i].fields));
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        if !event.metadata().target().starts_with("sql_middleware") {
+            return;
+        }
+        let mut fields = BTreeMap::new();
+        event.record(&mut Fields(&mut fields));
+        let span = ctx.event_span(event).map(|s| s.id().into_u64());
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .events
+            .push(EventRec {
+                level: *event.metadata().level(),
+                target: event.metadata().target().to_owned(),
+                fields,
+                span,
+            });
+    }
+
+    fn on_close(&self, id: Id, _: Context<'_, S>) {
+        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&i) = seen.index.get(&id.into_u64()) {
+            seen.spans[i].closed = true;
+        }
+    }
+}
+
+impl Capture {
+    /// Records everything on this thread (where the test body runs) until the guard drops.
+    fn install() -> (DefaultGuard, Capture) {
+        let cap = Capture::default();
+        let subscriber = tracing_subscriber::registry().with(cap.clone());
+        (tracing::subscriber::set_default(subscriber), cap)
+    }
+
+    fn clear(&self) {
+        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        seen.spans.clear();
+        seen.index.clear();
+        seen.events.clear();
+    }
+
+    /// Every span named `name` (ids are re-used once a span closes, so clear between steps).
+    fn named(&self, name: &str) -> Vec<SpanRec> {
+        let seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        seen.spans
+            .iter()
+            .filter(|s| s.name == name)
+            .cloned()
+            .collect()
+    }
+
+    /// The statement span whose query text is `sql`.
+    fn statement(&self, sql: &str) -> SpanRec {
+        let all = self.named("statement");
+        let found: Vec<_> = all
+            .iter()
+            .filter(|s| s.fields.get("db.query.text").map(String::as_str) == Some(sql))
+            .cloned()
+            .collect();
+        assert_eq!(found.len(), 1, "one statement span for {sql:?}: {all:#?}");
+        found.into_iter().next().unwrap()
+    }
+
+    fn events(&self) -> Vec<EventRec> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .events
+            .clone()
+    }
+}
+
+fn field<'a>(s: &'a SpanRec, name: &str) -> &'a str {
+    s.fields
+        .get(name)
+        .map(String::as_str)
+        .unwrap_or_else(|| panic!("span {} has no field {name}: {s:#?}", s.name))
+}
+
+fn system(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Sqlite => "sqlite",
+        Kind::Postgres => "postgresql",
+        Kind::Turso => "turso",
+    }
+}
+
+/// A statement's span carries the OpenTelemetry database fields, the SQL as written and never
+/// a bound value; its rows, its connection and its checkout's wait; failures are marked.
+async fn t_statement_spans(db: &TestDb, cap: &Capture) {
+    let k = db.kind.name();
+    cap.clear();
+    let mut conn = db.db.get_connection().await.unwrap();
+    conn.execute_batch("CREATE TABLE traced (id BIGINT PRIMARY KEY, secret TEXT)")
+        .await
+        .unwrap();
+    let batch = cap.statement("CREATE TABLE traced (id BIGINT PRIMARY KEY, secret TEXT)");
+    assert_eq!(field(&batch, "db.operation.name"), "CREATE", "[{k}]");
+    cap.clear();
+
+    let insert = "INSERT INTO traced (id, secret) VALUES ($1, $2)";
+    let n = conn
+        .query(insert)
+        .params(&[RowValues::Int(1), "hunter2-do-not-log".into()])
+        .dml()
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+    let select = "SELECT id, secret FROM traced WHERE id >= $1";
+    let rows: Vec<(i64, String)> = conn
+        .query(select)
+        .params(&[RowValues::Int(0)])
+        .all()
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+
+    let ins = cap.statement(insert);
+    assert_eq!(field(&ins, "db.system"), system(db.kind), "[{k}]");
+    assert_eq!(field(&ins, "db.operation.name"), "INSERT", "[{k}]");
+    assert_eq!(field(&ins, "otel.name"), "INSERT", "[{k}]");
+    assert_eq!(field(&ins, "otel.kind"), "client", "[{k}]");
+    assert_eq!(field(&ins, "sqlmw.rows_affected"), "1", "[{k}]");
+    let sel = cap.statement(select);
+    assert_eq!(field(&sel, "db.operation.name"), "SELECT", "[{k}]");
+    assert_eq!(field(&sel, "db.response.returned_rows"), "1", "[{k}]");
+    assert!(!sel.fields.contains_key("error.type"), "[{k}] {sel:#?}");
+    for s in [&ins, &sel] {
+        assert!(s.closed, "[{k}] the span ends with the call");
+        assert!(
+            field(s, "sqlmw.connection.id").parse::<u64>().unwrap() > 0,
+            "[{k}]"
+        );
+        field(s, "sqlmw.pool.wait_us").parse::<u64>().unwrap();
+        assert_eq!(s.parent, None, "[{k}] outside a transaction: no parent");
+        for v in s.fields.values() {
+            assert!(!v.contains("hunter2"), "[{k}] a bound value leaked: {s:#?}");
+        }
+        match db.kind {
+            Kind::Postgres => {
+                assert!(!field(s, "server.address").is_empty(), "[{k}]");
+                field(s, "server.port").parse::<u16>().unwrap();
+                assert!(!field(s, "db.namespace").is_empty(), "[{k}]");
+            }
+            _ => assert!(!s.fields.contains_key("server.address"), "[{k}]"),
+        }
+        match db.kind {
+            // A write whose commit waits for the disk is offloaded by policy.
+            Kind::Sqlite => assert!(
+                ["inline", "offloaded"].contains(&field(s, "sqlmw.sqlite.exec")),
+                "[{k}] {s:#?}"
+            ),
+            _ => assert!(!s.fields.contains_key("sqlmw.sqlite.exec"), "[{k}]"),
+        }
+    }
+    if db.kind == Kind::Sqlite {
+        assert_eq!(
+            field(&sel, "sqlmw.sqlite.exec"),
+            "inline",
+            "[{k}] a quick read runs inline"
+        );
+    }
+    // Both statements ran on the one checked-out connection.
+    assert_eq!(
+        field(&ins, "sqlmw.connection.id"),
+        field(&sel, "sqlmw.connection.id")
+    );
+    cap.clear();
+
+    // Prepared statements, pipelines and failures.
+    let by_id = "SELECT secret FROM traced WHERE id = $1";
+    let mut stmt = conn.prepare(by_id).await.unwrap();
+    let none: Option<(String,)> = stmt.optional(&[RowValues::Int(99)]).await.unwrap();
+    assert!(none.is_none());
+    let p = cap.statement(by_id);
+    assert_eq!(field(&p, "db.response.returned_rows"), "0", "[{k}]");
+    cap.clear();
+    let sets: Vec<Vec<RowValues>> = (0..3).map(|i| vec![RowValues::Int(i)]).collect();
+    let refs: Vec<&[RowValues]> = sets.iter().map(Vec::as_slice).collect();
+    conn.pipeline(by_id, &refs).await.unwrap();
+    let pl = cap.statement(by_id);
+    assert_eq!(field(&pl, "db.operation.batch.size"), "3", "[{k}]");
+    assert_eq!(field(&pl, "db.response.returned_rows"), "1", "[{k}]");
+    cap.clear();
+    let bad = "SELECT no_such_column FROM traced";
+    let err = conn.query(bad).select().await.unwrap_err();
+    let b = cap.statement(bad);
+    assert_eq!(field(&b, "otel.status_code"), "ERROR", "[{k}]");
+    assert_eq!(
+        field(&b, "error.type"),
+        format!("{:?}", err.kind()),
+        "[{k}]"
+    );
+}
+
+/// Statements inside a transaction are children of its span, and savepoints nest; each scope
+/// records how it ended.
+async fn t_transaction_spans(db: &TestDb, cap: &Capture) {
+    let k = db.kind.name();
+    cap.clear();
+    let mut conn = db.db.get_connection().await.unwrap();
+    conn.execute_batch("CREATE TABLE tx_traced (id BIGINT PRIMARY KEY)")
+        .await
+        .unwrap();
+    cap.clear();
+
+    let mut tx = conn.begin().await.unwrap();
+    tx.query("INSERT INTO tx_traced (id) VALUES (1)")
+        .dml()
+        .await
+        .unwrap();
+    let mut sp = tx.savepoint().await.unwrap();
+    sp.query("INSERT INTO tx_traced (id) VALUES (2)")
+        .dml()
+        .await
+        .unwrap();
+    sp.rollback().await.unwrap();
+    tx.query("SELECT id FROM tx_traced").select().await.unwrap();
+    tx.commit().await.unwrap();
+
+    let txs = cap.named("transaction");
+    assert_eq!(txs.len(), 1, "[{k}] {txs:#?}");
+    let t = &txs[0];
+    assert_eq!(field(t, "sqlmw.outcome"), "commit", "[{k}]");
+    assert!(t.closed, "[{k}] the transaction span ends at commit");
+    let sps = cap.named("savepoint");
+    assert_eq!(sps.len(), 1, "[{k}] {sps:#?}");
+    assert_eq!(
+        sps[0].parent,
+        Some(t.id),
+        "[{k}] the savepoint nests in the transaction"
+    );
+    assert_eq!(field(&sps[0], "sqlmw.outcome"), "rollback", "[{k}]");
+    let first = cap.statement("INSERT INTO tx_traced (id) VALUES (1)");
+    assert_eq!(first.parent, Some(t.id), "[{k}]");
+    let inner = cap.statement("INSERT INTO tx_traced (id) VALUES (2)");
+    assert_eq!(inner.parent, Some(sps[0].id), "[{k}]");
+    let after = cap.statement("SELECT id FROM tx_traced");
+    assert_eq!(
+        after.parent,
+        Some(t.id),
+        "[{k}] after the savepoint ends, statements are the transaction's again"
+    );
+    assert_eq!(field(&after, "db.response.returned_rows"), "1", "[{k}]");
+    cap.clear();
+
+    // A dropped transaction says so, and the next statement has no parent.
+    {
+        let mut tx = conn.begin().await.unwrap();
+        tx.query("INSERT INTO tx_traced (id) VALUES (3)")
+            .dml()
+            .await
+            .unwrap();
+    }
+    conn.query("SELECT count(*) FROM tx_traced")
+        .select()
+        .await
+        .unwrap();
+    let txs = cap.named("transaction");
+    assert_eq!(txs.len(), 1, "[{k}]");
+    assert_eq!(field(&txs[0], "sqlmw.outcome"), "dropped", "[{k}]");
+    let next = cap.statement("SELECT count(*) FROM tx_traced");
+    assert_eq!(next.parent, None, "[{k}]");
+}
+
+/// A checkout has its own span with the wait; slow statements log a WARN event with the SQL
+/// text and elapsed time, and quick ones do not; a pool with tracing off makes no span.
+async fn t_checkout_slow_and_off(db: &TestDb, cap: &Capture) {
+    let k = db.kind.name();
+    cap.clear();
+    let quick = "SELECT 1";
+    {
+        let pool = db
+            .builder()
+            .slow_statement_threshold(Duration::ZERO)
+            .build()
+            .await
+            .unwrap();
+        let mut c = pool.get_connection().await.unwrap();
+        let checkouts = cap.named("checkout");
+        assert_eq!(checkouts.len(), 1, "[{k}] {checkouts:#?}");
+        field(&checkouts[0], "sqlmw.pool.wait_us")
+            .parse::<u64>()
+            .unwrap();
+        let conn_id = field(&checkouts[0], "sqlmw.connection.id").to_owned();
+        c.query(quick).select().await.unwrap();
+        let s = cap.statement(quick);
+        assert_eq!(field(&s, "sqlmw.connection.id"), conn_id, "[{k}]");
+        let warns: Vec<_> = cap
+            .events()
+            .into_iter()
+            .filter(|e| e.level == tracing::Level::WARN)
+            .collect();
+        assert_eq!(warns.len(), 1, "[{k}] {warns:#?}");
+        let w = &warns[0];
+        assert_eq!(w.target, "sql_middleware::slow", "[{k}]");
+        assert_eq!(w.fields["db.query.text"], quick, "[{k}]");
+        assert_eq!(w.fields["message"], "slow statement", "[{k}]");
+        assert!(
+            w.fields["elapsed_ms"].parse::<f64>().unwrap() >= 0.0,
+            "[{k}]"
+        );
+        assert_eq!(
+            w.span,
+            Some(s.id),
+            "[{k}] the event is inside the statement's span"
+        );
+    }
+    cap.clear();
+    {
+        let pool = db
+            .builder()
+            .slow_statement_threshold(Duration::from_secs(30))
+            .build()
+            .await
+            .unwrap();
+        let mut c = pool.get_connection().await.unwrap();
+        c.query(quick).select().await.unwrap();
+        cap.statement(quick);
+        assert!(
+            cap.events().iter().all(|e| e.level != tracing::Level::WARN),
+            "[{k}] a quick statement is not slow"
+        );
+    }
+    cap.clear();
+    {
+        let pool = db.builder().tracing(false).build().await.unwrap();
+        let mut c = pool.get_connection().await.unwrap();
+        c.query(quick).select().await.unwrap();
+        let mut tx = c.begin().await.unwrap();
+        tx.query(quick).select().await.unwrap();
+        tx.commit().await.unwrap();
+        let spans = cap
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .spans
+            .clone();
+        assert!(spans.is_empty(), "[{k}] tracing(false): {spans:#?}");
+    }
+}
+
+backend_tests! {
+    let (_guard, cap) = Capture::install();
+    async fn statement_spans(db) { t_statement_spans(&db, &cap).await }
+    async fn transaction_spans(db) { t_transaction_spans(&db, &cap).await }
+    async fn checkout_slow_and_off(db) { t_checkout_slow_and_off(&db, &cap).await }
+}
