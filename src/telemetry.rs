@@ -20,7 +20,6 @@ mod on {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    use tracing::Instrument;
     use tracing::field::Empty;
 
     use crate::error::Result;
@@ -139,7 +138,8 @@ mod on {
         Unknown,
     }
 
-    /// A statement's span, started: [`Started::run`] runs the statement inside it.
+    /// A statement's span, started: the statement's future is polled inside it
+    /// ([`Started::poll_in`]), then its result is recorded ([`Started::finish`]).
     #[derive(Debug)]
     pub(crate) struct Started {
         span: tracing::Span,
@@ -149,50 +149,72 @@ mod on {
     }
 
     impl Started {
-        /// Runs `fut` (the statement `sql`) inside the span, then records its rows or error,
-        /// and warns when it took longer than the pool's slow-statement threshold.
-        pub(crate) async fn run<R>(
+        /// Polls the statement's future inside the span. The future stays where the caller
+        /// pinned it: wrapping it (`Instrumented`) would move it, and a statement's future is
+        /// large enough for that copy to show in a lookup's cost.
+        #[inline]
+        pub(crate) fn poll_in<F: Future>(
+            &self,
+            fut: std::pin::Pin<&mut F>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<F::Output> {
+            let _entered = self.span.enter();
+            fut.poll(cx)
+        }
+
+        /// Records the statement's rows or error on its span, and warns when it took longer
+        /// than the pool's slow-statement threshold.
+        #[inline]
+        pub(crate) fn finish<R>(
             self,
             sql: &str,
-            fut: impl Future<Output = Result<R>>,
+            r: Result<R>,
             rows: impl FnOnce(&R) -> Rows,
         ) -> Result<R> {
-            let r = fut.instrument(self.span.clone()).await;
-            let span = &self.span;
-            if !span.is_disabled() {
-                match &r {
-                    Ok(v) => match rows(v) {
-                        Rows::Returned(n) => {
-                            span.record("db.response.returned_rows", n as u64);
-                        }
-                        Rows::Affected(n) => {
-                            span.record("sqlmw.rows_affected", n as u64);
-                        }
-                        Rows::Unknown => {}
-                    },
-                    Err(e) => {
-                        span.record("error.type", tracing::field::debug(e.kind()));
-                        span.record("otel.status_code", "ERROR");
-                    }
-                }
+            if !self.span.is_disabled() {
+                self.record(&r, rows);
             }
             if let (Some(limit), Some(t0)) = (self.slow, self.t0) {
-                let elapsed = t0.elapsed();
-                if elapsed >= limit {
-                    span.in_scope(|| {
-                        tracing::event!(
-                            target: "sql_middleware::slow",
-                            tracing::Level::WARN,
-                            db.system = self.system,
-                            db.query.text = sql,
-                            elapsed_ms = elapsed.as_secs_f64() * 1e3,
-                            threshold_ms = limit.as_secs_f64() * 1e3,
-                            "slow statement"
-                        );
-                    });
-                }
+                self.warn_if_slow(sql, limit, t0);
             }
             r
+        }
+
+        #[cold]
+        fn record<R>(&self, r: &Result<R>, rows: impl FnOnce(&R) -> Rows) {
+            let span = &self.span;
+            match r {
+                Ok(v) => match rows(v) {
+                    Rows::Returned(n) => {
+                        span.record("db.response.returned_rows", n as u64);
+                    }
+                    Rows::Affected(n) => {
+                        span.record("sqlmw.rows_affected", n as u64);
+                    }
+                    Rows::Unknown => {}
+                },
+                Err(e) => {
+                    span.record("error.type", tracing::field::debug(e.kind()));
+                    span.record("otel.status_code", "ERROR");
+                }
+            }
+        }
+
+        fn warn_if_slow(&self, sql: &str, limit: Duration, t0: Instant) {
+            let elapsed = t0.elapsed();
+            if elapsed >= limit {
+                self.span.in_scope(|| {
+                    tracing::event!(
+                        target: "sql_middleware::slow",
+                        tracing::Level::WARN,
+                        db.system = self.system,
+                        db.query.text = sql,
+                        elapsed_ms = elapsed.as_secs_f64() * 1e3,
+                        threshold_ms = limit.as_secs_f64() * 1e3,
+                        "slow statement"
+                    );
+                });
+            }
         }
     }
 
@@ -411,7 +433,11 @@ macro_rules! traced {
         #[cfg(feature = "tracing")]
         {
             let started = $conn.trace.start($sql, $batch);
-            started.run($sql, $fut, $rows).await
+            let r = {
+                let mut fut = ::std::pin::pin!($fut);
+                ::std::future::poll_fn(|cx| started.poll_in(fut.as_mut(), cx)).await
+            };
+            started.finish($sql, r, $rows)
         }
         #[cfg(not(feature = "tracing"))]
         {
