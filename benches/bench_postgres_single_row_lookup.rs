@@ -118,13 +118,15 @@ fn postgres_single_row_lookup(c: &mut Criterion) {
         .expect("create the Postgres lookup schema");
     }
     let db = rt
-        .block_on(ConfigAndPool::postgres(&url).build())
+        .block_on(common::plain(ConfigAndPool::postgres(&url)).build())
         .expect("build the middleware pool");
     let unnamed = rt
         .block_on(
-            ConfigAndPool::postgres(&url)
-                .statement_cache(sql_middleware::StatementCache::Unnamed)
-                .build(),
+            common::plain(
+                ConfigAndPool::postgres(&url)
+                    .statement_cache(sql_middleware::StatementCache::Unnamed),
+            )
+            .build(),
         )
         .expect("build the unnamed-statement pool");
     // The same lookups through PgBouncer (transaction mode, unnamed statements); the bouncer
@@ -132,9 +134,11 @@ fn postgres_single_row_lookup(c: &mut Criterion) {
     let bounced = match pgbouncer::start(&base, 4, Some(("sqlmw_lookup", &schema))) {
         Ok(b) => Some((
             rt.block_on(
-                ConfigAndPool::postgres(&b.url("sqlmw_lookup"))
-                    .statement_cache(sql_middleware::StatementCache::Unnamed)
-                    .build(),
+                common::plain(
+                    ConfigAndPool::postgres(&b.url("sqlmw_lookup"))
+                        .statement_cache(sql_middleware::StatementCache::Unnamed),
+                )
+                .build(),
             )
             .expect("build the pool through PgBouncer"),
             b,
@@ -155,7 +159,11 @@ fn postgres_single_row_lookup(c: &mut Criterion) {
             .expect("create the lookup schema on the TLS server");
             let db = rt
                 .block_on(
-                    ConfigAndPool::postgres(&pg::url_with_search_path(&t.url, &tls_schema)).build(),
+                    common::plain(ConfigAndPool::postgres(&pg::url_with_search_path(
+                        &t.url,
+                        &tls_schema,
+                    )))
+                    .build(),
                 )
                 .expect("build the TLS pool");
             let (check, ids) = (db.clone(), Arc::clone(&ids));
@@ -271,6 +279,8 @@ fn postgres_single_row_lookup(c: &mut Criterion) {
             )
         });
     });
+
+    common::per_call_ids(&mut g, &rt, &db, &ids);
 
     if let Some(tls) = &tls {
         g.bench_function(BenchmarkId::new("middleware_tls", n), |b| {

@@ -23,7 +23,7 @@ fn sqlite_multithread_pool_checkout(c: &mut Criterion) {
     let built = bs::ensure_lookup_db(&path, n).expect("build the SQLite lookup file");
     let rt = common::runtime();
     let db = rt
-        .block_on(ConfigAndPool::sqlite(&path).max_size(conc).build())
+        .block_on(common::plain(ConfigAndPool::sqlite(&path).max_size(conc)).build())
         .expect("build the middleware pool");
     let raw_pool: Arc<Mutex<Vec<Connection>>> = Arc::new(Mutex::new(
         (0..conc)

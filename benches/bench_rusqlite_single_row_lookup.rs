@@ -51,8 +51,15 @@ fn sqlite_single_row_lookup(c: &mut Criterion) {
     let built = bs::ensure_lookup_db(&path, n).expect("build the SQLite lookup file");
     let rt = common::runtime();
     let db = rt
-        .block_on(ConfigAndPool::sqlite(&path).build())
+        .block_on(common::plain(ConfigAndPool::sqlite(&path)).build())
         .expect("build the middleware pool");
+    // The same pool with spans on and no subscriber (feature `tracing`).
+    #[cfg(feature = "tracing")]
+    let traced = rt
+        .block_on(ConfigAndPool::sqlite(&path).build())
+        .expect("build the traced pool");
+    #[cfg(not(feature = "tracing"))]
+    eprintln!("[{GROUP}] middleware_tracing needs --features tracing; not run");
     eprintln!(
         "[{GROUP}] N = {n} lookups per iteration; {} {}; middleware pool max_size {} (one \
          connection in use), default exec model; raw: one rusqlite connection",
@@ -104,6 +111,33 @@ fn sqlite_single_row_lookup(c: &mut Criterion) {
             )
         });
     });
+
+    #[cfg(feature = "tracing")]
+    g.bench_function(BenchmarkId::new("middleware_tracing", n), |b| {
+        b.iter_custom(|iters| {
+            common::middleware_lookups::<BenchRow>(
+                &rt,
+                &traced,
+                &ids,
+                dataset::LOOKUP_SQL_DOLLAR,
+                iters,
+            )
+        });
+    });
+
+    // The per-call forms, and their floor: raw rusqlite with `prepare_cached` per call.
+    g.bench_function(BenchmarkId::new("rusqlite_prepare_cached", n), |b| {
+        b.iter(|| {
+            for &id in ids.iter() {
+                let mut st = raw
+                    .prepare_cached(dataset::LOOKUP_SQL_QMARK)
+                    .expect("prepare_cached");
+                black_box(bs::raw_lookup(&mut st, black_box(id)).expect("lookup"));
+            }
+        });
+    });
+
+    common::per_call_ids(&mut g, &rt, &db, &ids);
 
     g.bench_function(BenchmarkId::new("pool_acquire", n), |b| {
         b.iter_custom(|iters| common::pool_acquires(&rt, &db, iters * n as u64));

@@ -23,7 +23,7 @@ fn turso_single_row_lookup(c: &mut Criterion) {
         .block_on(bt::ensure_lookup_db(&path, n))
         .expect("build the Turso lookup database");
     let db = rt
-        .block_on(ConfigAndPool::turso(&path).build())
+        .block_on(common::plain(ConfigAndPool::turso(&path)).build())
         .expect("build the middleware pool");
     // The raw baseline: its own Database and one connection, the statement prepared once.
     let (raw_db, raw_stmt) = rt
@@ -98,6 +98,8 @@ fn turso_single_row_lookup(c: &mut Criterion) {
             )
         });
     });
+
+    common::per_call_ids(&mut g, &rt, &db, &ids);
 
     g.bench_function(BenchmarkId::new("pool_acquire", n), |b| {
         b.iter_custom(|iters| common::pool_acquires(&rt, &db, iters * n as u64));

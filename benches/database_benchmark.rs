@@ -94,7 +94,7 @@ fn database_inserts(c: &mut Criterion) {
     let mut sqlite_raw = bs::open_raw(&sqlite_path).expect("open the raw SQLite connection");
     bs::reset_insert_table(&sqlite_raw).expect("create the SQLite insert table");
     let sqlite_db = rt
-        .block_on(ConfigAndPool::sqlite(&sqlite_path).build())
+        .block_on(common::plain(ConfigAndPool::sqlite(&sqlite_path)).build())
         .expect("build the SQLite pool");
 
     // Postgres: a schema of our own, one raw client and a middleware pool in it.
@@ -114,7 +114,7 @@ fn database_inserts(c: &mut Criterion) {
     };
     let pg_raw = Arc::new(tokio::sync::Mutex::new(pg_raw));
     let pg_db = rt
-        .block_on(ConfigAndPool::postgres(&pg_url).build())
+        .block_on(common::plain(ConfigAndPool::postgres(&pg_url)).build())
         .expect("build the Postgres pool");
 
     // Turso: a raw Database + connection + prepared insert, and a middleware pool, on two files
@@ -130,7 +130,9 @@ fn database_inserts(c: &mut Criterion) {
     let turso_raw = Arc::new(tokio::sync::Mutex::new(turso_raw));
     let turso_db = rt
         .block_on(async {
-            let db = ConfigAndPool::turso(&turso_mw_path).build().await?;
+            let db = common::plain(ConfigAndPool::turso(&turso_mw_path))
+                .build()
+                .await?;
             let mut conn = db.get_connection().await?;
             conn.execute_batch(workloads::INSERT_SCHEMA_SQLITE).await?;
             drop(conn);

@@ -61,7 +61,7 @@ fn sweep_lookup_rows(c: &mut Criterion) {
             workloads::check_row(id, &row).expect("rusqlite returns the dataset's rows");
         }
         let db = rt
-            .block_on(ConfigAndPool::sqlite(&path).build())
+            .block_on(common::plain(ConfigAndPool::sqlite(&path)).build())
             .expect("build the middleware pool");
         eprintln!(
             "[sweep_lookup_rows] {} lookups per iteration on {n} rows ({})",
@@ -104,7 +104,7 @@ fn sweep_fanout_concurrency(c: &mut Criterion) {
     for &conc in CONCURRENCY {
         let ranges = workloads::chunks(n, conc);
         let db = rt
-            .block_on(ConfigAndPool::sqlite(&path).max_size(conc).build())
+            .block_on(common::plain(ConfigAndPool::sqlite(&path).max_size(conc)).build())
             .expect("build the middleware pool");
         let raw_pool: Arc<Mutex<Vec<Connection>>> = Arc::new(Mutex::new(
             (0..conc)
@@ -232,7 +232,7 @@ fn sweep_text_payload(c: &mut Criterion) {
         let first = raw_lookup(ids[0]).expect("raw lookup");
         assert_eq!((first.id, first.body.len()), (ids[0], bytes), "payload row");
         let db = rt
-            .block_on(ConfigAndPool::sqlite(&path).build())
+            .block_on(common::plain(ConfigAndPool::sqlite(&path)).build())
             .expect("build the middleware pool");
         eprintln!(
             "[sweep_text_payload] {n} lookups per iteration, {bytes}-byte text ({})",

@@ -78,6 +78,127 @@ pub fn middleware_lookups<T: FromRow + Send + 'static>(
     })
 }
 
+/// The timed loop of `middleware_query_one`: one task holds a connection and runs the per-call
+/// form `conn.query(sql).params(..).one::<T>()` for each id (statement cache included), `iters`
+/// times over.
+pub fn middleware_query_ones<T: FromRow + Send + 'static>(
+    rt: &Runtime,
+    db: &ConfigAndPool,
+    ids: &Arc<Vec<i64>>,
+    iters: u64,
+) -> Duration {
+    let (db, ids) = (db.clone(), Arc::clone(ids));
+    in_task(rt, async move {
+        let mut conn = db.get_connection().await.expect("checkout");
+        let mut buf = [RowValues::Int(0)];
+        let start = Instant::now();
+        for _ in 0..iters {
+            for &id in ids.iter() {
+                buf[0] = RowValues::Int(id);
+                let row: T = conn
+                    .query(dataset::LOOKUP_SQL_DOLLAR)
+                    .params(&buf)
+                    .one()
+                    .await
+                    .expect("lookup");
+                black_box(row);
+            }
+        }
+        start.elapsed()
+    })
+}
+
+/// The timed loop of `middleware_select`: the per-call form through `.select()` into a
+/// `ResultSet`, then the first row decoded into [`BenchRow`] (the form the original suite
+/// measured).
+pub fn middleware_selects(
+    rt: &Runtime,
+    db: &ConfigAndPool,
+    ids: &Arc<Vec<i64>>,
+    iters: u64,
+) -> Duration {
+    let (db, ids) = (db.clone(), Arc::clone(ids));
+    in_task(rt, async move {
+        let mut conn = db.get_connection().await.expect("checkout");
+        let mut buf = [RowValues::Int(0)];
+        let start = Instant::now();
+        for _ in 0..iters {
+            for &id in ids.iter() {
+                buf[0] = RowValues::Int(id);
+                let rs = conn
+                    .query(dataset::LOOKUP_SQL_DOLLAR)
+                    .params(&buf)
+                    .select()
+                    .await
+                    .expect("lookup");
+                black_box(BenchRow::from_row(&rs.results[0]).expect("decode"));
+            }
+        }
+        start.elapsed()
+    })
+}
+
+/// The timed loop of `middleware_checkout_query_one`: a request handler's shape, per id a pool
+/// checkout, `query(..).one::<BenchRow>()`, and the return to the pool.
+pub fn middleware_checkout_query_ones(
+    rt: &Runtime,
+    db: &ConfigAndPool,
+    ids: &Arc<Vec<i64>>,
+    iters: u64,
+) -> Duration {
+    let (db, ids) = (db.clone(), Arc::clone(ids));
+    in_task(rt, async move {
+        let mut buf = [RowValues::Int(0)];
+        let start = Instant::now();
+        for _ in 0..iters {
+            for &id in ids.iter() {
+                buf[0] = RowValues::Int(id);
+                let mut conn = db.get_connection().await.expect("checkout");
+                let row: BenchRow = conn
+                    .query(dataset::LOOKUP_SQL_DOLLAR)
+                    .params(&buf)
+                    .one()
+                    .await
+                    .expect("lookup");
+                black_box(row);
+            }
+        }
+        start.elapsed()
+    })
+}
+
+/// Registers the three per-call ids (`middleware_query_one`, `middleware_select`,
+/// `middleware_checkout_query_one`) of a lookup group on `db`.
+pub fn per_call_ids(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &Runtime,
+    db: &ConfigAndPool,
+    ids: &Arc<Vec<i64>>,
+) {
+    let n = ids.len();
+    g.bench_function(
+        criterion::BenchmarkId::new("middleware_query_one", n),
+        |b| b.iter_custom(|iters| middleware_query_ones::<BenchRow>(rt, db, ids, iters)),
+    );
+    g.bench_function(criterion::BenchmarkId::new("middleware_select", n), |b| {
+        b.iter_custom(|iters| middleware_selects(rt, db, ids, iters))
+    });
+    g.bench_function(
+        criterion::BenchmarkId::new("middleware_checkout_query_one", n),
+        |b| b.iter_custom(|iters| middleware_checkout_query_ones(rt, db, ids, iters)),
+    );
+}
+
+/// The pool builder of a lookup group's plain ids: with the `tracing` feature compiled in, the
+/// plain ids run with spans switched off for the pool (`.tracing(false)`, one branch per
+/// statement more than a build without the feature), so `middleware_tracing` beside them
+/// measures what spans cost with no subscriber installed.
+pub fn plain(builder: PoolBuilder) -> PoolBuilder {
+    #[cfg(feature = "tracing")]
+    let builder = builder.tracing(false);
+    builder
+}
+
 /// The timed loop of `pool_acquire`: `count` checkouts, each dropped at once (recycle included).
 pub fn pool_acquires(rt: &Runtime, db: &ConfigAndPool, count: u64) -> Duration {
     let db = db.clone();

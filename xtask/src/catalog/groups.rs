@@ -16,6 +16,11 @@ pub const GROUPS: &[GroupSpec] = &[
         ids: &[
             "rusqlite",
             "middleware",
+            "middleware_tracing",
+            "rusqlite_prepare_cached",
+            "middleware_query_one",
+            "middleware_select",
+            "middleware_checkout_query_one",
             "pool_acquire",
             "middleware_prepare",
             "middleware_interact",
@@ -39,6 +44,9 @@ pub const GROUPS: &[GroupSpec] = &[
         ids: &[
             "turso_raw",
             "middleware",
+            "middleware_query_one",
+            "middleware_select",
+            "middleware_checkout_query_one",
             "pool_acquire",
             "middleware_prepare",
             "middleware_interact",
@@ -52,6 +60,9 @@ pub const GROUPS: &[GroupSpec] = &[
         ids: &[
             "tokio_postgres_raw",
             "middleware",
+            "middleware_query_one",
+            "middleware_select",
+            "middleware_checkout_query_one",
             "middleware_pipelined",
             "middleware_unnamed",
             "middleware_via_pgbouncer",
