@@ -3,6 +3,9 @@
 //! middleware, so that `valgrind --tool=callgrind` can count the instructions of each.
 //!
 //! `callgrind_lookup <raw|middleware> <COUNT> <DB_PATH>`: COUNT point lookups.
+//! `callgrind_lookup middleware_tracing <COUNT> <DB_PATH>` (feature `tracing`): the same through a
+//! pool with spans on and no subscriber; in such a build `middleware` runs with `.tracing(false)`,
+//! as the bench's plain id does.
 //! `callgrind_lookup <insert_raw|insert_middleware> <COUNT> <DB_PATH>`: COUNT inserted rows of the
 //! insert dataset, in transactions of 1000, into a fresh file next to DB_PATH.
 //!
@@ -19,7 +22,7 @@ use sql_middleware::prelude::*;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: callgrind_lookup <raw|middleware|insert_raw|insert_middleware> <COUNT> <DB_PATH>"
+        "usage: callgrind_lookup <raw|middleware|middleware_tracing|insert_raw|insert_middleware> <COUNT> <DB_PATH>"
     );
     std::process::exit(2)
 }
@@ -53,13 +56,21 @@ fn main() -> Result<(), SqlMiddlewareDbError> {
                 black_box(lookup(black_box(id_at(i)))?);
             }
         }
-        "middleware" => {
+        "middleware" | "middleware_tracing" => {
+            let builder = ConfigAndPool::sqlite(&path);
+            #[cfg(feature = "tracing")]
+            let builder = builder.tracing(mode == "middleware_tracing");
+            #[cfg(not(feature = "tracing"))]
+            if mode == "middleware_tracing" {
+                eprintln!("middleware_tracing needs --features tracing");
+                std::process::exit(2);
+            }
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, format!("{e}")))?;
             rt.block_on(async {
-                let db = ConfigAndPool::sqlite(&path).build().await?;
+                let db = builder.build().await?;
                 let mut conn = db.get_connection().await?;
                 let mut stmt = conn.prepare(dataset::LOOKUP_SQL_DOLLAR).await?;
                 let mut buf = [RowValues::Int(id_at(0))];

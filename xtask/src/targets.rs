@@ -1,6 +1,7 @@
-//! The performance targets (P1–P9 in docs/Benchmarks.md) and their evaluation from the same
-//! results the report prints: each is met, or missed by a stated amount, or not measured. The
-//! report's "Performance targets" section renders them.
+//! The performance targets (P1–P9 of the first round, T1 and Q1–Q12 of the second, in
+//! docs/Benchmarks.md) and their evaluation from the same results the report prints: each is
+//! met, or missed by a stated amount, or not measured. The report's "Performance targets"
+//! section renders them.
 
 use crate::criterion::Measurement;
 use crate::results::Results;
@@ -64,7 +65,7 @@ pub enum Source {
 /// One target.
 #[derive(Debug, Clone, Copy)]
 pub struct Target {
-    /// `P1` … `P9` (with a letter where one target has two parts).
+    /// `P1` … `P9`, `T1`, `Q1` … `Q12` (with a letter or engine where one target has parts).
     pub id: &'static str,
     /// What is measured.
     pub what: &'static str,
@@ -206,6 +207,82 @@ pub const TARGETS: &[Target] = &[
             ("sqlite_single_row_lookup", "rusqlite", None),
         ),
         bound: Bound::AtMost(1.0),
+    },
+    Target {
+        id: "T1",
+        what: "SQLite lookup: middleware_tracing (spans on, no subscriber) ÷ middleware",
+        source: ratio(
+            ("sqlite_single_row_lookup", "middleware_tracing", None),
+            ("sqlite_single_row_lookup", "middleware", None),
+        ),
+        bound: Bound::AtMost(1.03),
+    },
+    Target {
+        id: "Q1",
+        what: "SQLite lookup: prepared `stmt.one` (middleware) ÷ rusqlite",
+        source: ratio(
+            ("sqlite_single_row_lookup", "middleware", None),
+            ("sqlite_single_row_lookup", "rusqlite", None),
+        ),
+        bound: Bound::AtMost(1.10),
+    },
+    Target {
+        id: "Q2",
+        what: "SQLite lookup: per-call `query(..).one()` ÷ rusqlite",
+        source: ratio(
+            ("sqlite_single_row_lookup", "middleware_query_one", None),
+            ("sqlite_single_row_lookup", "rusqlite", None),
+        ),
+        bound: Bound::AtMost(1.15),
+    },
+    Target {
+        id: "Q3",
+        what: "SQLite lookup: per-call `select()` ÷ rusqlite",
+        source: ratio(
+            ("sqlite_single_row_lookup", "middleware_select", None),
+            ("sqlite_single_row_lookup", "rusqlite", None),
+        ),
+        bound: Bound::AtMost(1.20),
+    },
+    Target {
+        id: "Q4",
+        what: "SQLite lookup: checkout + `query(..).one()` ÷ rusqlite_prepare_cached",
+        source: ratio(
+            (
+                "sqlite_single_row_lookup",
+                "middleware_checkout_query_one",
+                None,
+            ),
+            ("sqlite_single_row_lookup", "rusqlite_prepare_cached", None),
+        ),
+        bound: Bound::AtMost(1.25),
+    },
+    Target {
+        id: "Q7",
+        what: "Turso lookup: middleware ÷ turso_raw",
+        source: ratio(
+            ("turso_single_row_lookup", "middleware", None),
+            ("turso_single_row_lookup", "turso_raw", None),
+        ),
+        bound: Bound::AtMost(1.05),
+    },
+    Target {
+        id: "Q8",
+        what: "SQLite inserts (R = 1000): sqlite_middleware ÷ sqlite_raw",
+        source: ratio(
+            ("database_inserts", "sqlite_middleware", Some("1000")),
+            ("database_inserts", "sqlite_raw", Some("1000")),
+        ),
+        bound: Bound::AtMost(1.10),
+    },
+    Target {
+        id: "Q9",
+        what: "Postgres lookup, per call: middleware_query_one ÷ tokio_postgres_raw",
+        source: ratio(
+            ("postgres_single_row_lookup", "middleware_query_one", None),
+            ("postgres_single_row_lookup", "tokio_postgres_raw", None),
+        ),
+        bound: Bound::AtMost(1.03),
     },
 ];
 
