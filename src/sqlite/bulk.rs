@@ -1,0 +1,247 @@
+//! SQLite bulk loading: multi-row `INSERT … VALUES (…), (…)` statements from rusqlite's
+//! statement cache, bound straight from the caller's rows, inside one transaction.
+//!
+//! The rows go in batches, each one unit of work of the execution model (`offload.rs`). Under
+//! the adaptive model a batch is sized from the previous one's time to take about half the
+//! inline budget, so a load of any size holds the async thread no longer than one ordinary
+//! statement may, and spends tokio's cooperative budget between batches. A batch that still ran
+//! past the budget makes the next ones smaller; at the smallest size they move to the blocking
+//! pool (as an owned copy of the batch, the only copy ever made).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, Statement};
+
+use super::config::SqliteExecModel;
+use super::conn::SqliteConn;
+use super::error::map_err;
+use super::params::SqliteParam;
+use crate::contract::Wing;
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::sql::ident::BulkTarget;
+use crate::sqlite_family::storable::check_storable;
+use crate::value::RowValues;
+
+/// SQLite's default limit on parameters per statement (`SQLITE_MAX_VARIABLE_NUMBER`).
+const MAX_VARIABLES: usize = 32_766;
+/// Rows per multi-row `INSERT`: past a few dozen, longer statements gain nothing.
+const ROWS_PER_STATEMENT: usize = 32;
+/// The largest batch under the adaptive model.
+const MAX_BATCH_ROWS: usize = 16_384;
+/// The batch under the inline and offload models (one unit of work, or one hop, each).
+const FIXED_BATCH_ROWS: usize = 4_096;
+
+/// The two statements of a load: `per` rows at a time, and one row for the rest.
+struct Statements {
+    full: Box<str>,
+    one: Box<str>,
+    per: usize,
+}
+
+/// Rows per full statement for `width` columns.
+fn rows_per_statement(width: usize) -> usize {
+    (MAX_VARIABLES / width.max(1)).clamp(1, ROWS_PER_STATEMENT)
+}
+
+fn bind_rows<R: AsRef<[RowValues]>>(st: &mut Statement<'_>, rows: &[R]) -> Result<()> {
+    let mut i = 1;
+    for row in rows {
+        for (k, v) in row.as_ref().iter().enumerate() {
+            check_storable(k, v)?;
+            st.raw_bind_parameter(i, SqliteParam(v)).map_err(map_err)?;
+            i += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Inserts `rows` (each of the target's width): full statements, then one row at a time.
+fn insert_rows<R: AsRef<[RowValues]>>(
+    c: &mut Connection,
+    s: &Statements,
+    rows: &[R],
+) -> Result<()> {
+    let mut chunks = rows.chunks_exact(s.per);
+    if chunks.len() > 0 {
+        let mut st = c.prepare_cached(&s.full).map_err(map_err)?;
+        for chunk in &mut chunks {
+            bind_rows(&mut st, chunk)?;
+            st.raw_execute().map_err(map_err)?;
+        }
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut st = c.prepare_cached(&s.one).map_err(map_err)?;
+        for row in rest.chunks(1) {
+            bind_rows(&mut st, row)?;
+            st.raw_execute().map_err(map_err)?;
+        }
+    }
+    Ok(())
+}
+
+impl SqliteConn {
+    /// [`Wing::bulk_insert`] on SQLite.
+    pub(super) async fn bulk_load<I, R>(
+        &mut self,
+        target: &BulkTarget,
+        rows: I,
+        in_tx: bool,
+    ) -> Result<u64>
+    where
+        I: Iterator<Item = R> + Send,
+        R: AsRef<[RowValues]> + Send + Sync,
+    {
+        let deadline = self.take_deadline();
+        let per = rows_per_statement(target.width());
+        let d = crate::sql::Dialect::Sqlite;
+        let stmts = Arc::new(Statements {
+            full: target.insert_sql(d, per).into(),
+            one: target.insert_sql(d, 1).into(),
+            per,
+        });
+        if in_tx {
+            // Inside the caller's transaction: a failure aborts it (the hall's rule).
+            return self.load(target, &stmts, rows, deadline).await;
+        }
+        if !self.conn_mut()?.is_autocommit() {
+            return Err(SqlMiddlewareDbError::new(
+                ErrorKind::TransactionState,
+                "a transaction begun by raw SQL is still open on this connection; commit or roll it back first",
+            ));
+        }
+        // If this future is dropped part-way, the hall's `recover` (or the return to the pool)
+        // rolls the open transaction back: nothing of the load stays.
+        self.simple("BEGIN IMMEDIATE", 0).await?;
+        match self.load(target, &stmts, rows, deadline).await {
+            Ok(n) => match self.simple("COMMIT", 1).await {
+                Ok(()) => Ok(n),
+                Err(e) => {
+                    self.rollback_if_open();
+                    Err(e)
+                }
+            },
+            Err(e) => {
+                self.rollback_if_open();
+                Err(e)
+            }
+        }
+    }
+
+    async fn load<I, R>(
+        &mut self,
+        target: &BulkTarget,
+        stmts: &Arc<Statements>,
+        mut rows: I,
+        deadline: Option<Instant>,
+    ) -> Result<u64>
+    where
+        I: Iterator<Item = R> + Send,
+        R: AsRef<[RowValues]> + Send + Sync,
+    {
+        let per = stmts.per;
+        let (mut size, aim) = match self.opts.exec_model {
+            SqliteExecModel::Adaptive { inline_budget } => (per * 4, Some(inline_budget / 2)),
+            _ => (FIXED_BATCH_ROWS.max(per), None),
+        };
+        let slow = AtomicBool::new(false);
+        let mut batch: Vec<R> = Vec::with_capacity(size);
+        let mut loaded: u64 = 0;
+        loop {
+            batch.clear();
+            for row in rows.by_ref().take(size) {
+                let got = row.as_ref().len();
+                if got != target.width() {
+                    return Err(target.wrong_width(loaded + batch.len() as u64 + 1, got));
+                }
+                batch.push(row);
+            }
+            if batch.is_empty() {
+                return Ok(loaded);
+            }
+            let started = Instant::now();
+            let before = self.exec;
+            let (b, s) = (&batch, &**stmts);
+            let r = self
+                .dispatch(
+                    deadline,
+                    false,
+                    false,
+                    Some(&slow),
+                    |c| insert_rows(c, s, b),
+                    || {
+                        let owned: Vec<Vec<RowValues>> =
+                            b.iter().map(|r| r.as_ref().to_vec()).collect();
+                        let s = Arc::clone(stmts);
+                        move |c: &mut Connection| insert_rows(c, &s, &owned)
+                    },
+                )
+                .await;
+            crate::telemetry::sqlite_exec(before, self.exec);
+            r?;
+            loaded += batch.len() as u64;
+            if batch.len() < size {
+                return Ok(loaded);
+            }
+            if let Some(aim) = aim {
+                size = next_size(size, per, aim, started.elapsed(), &slow);
+            }
+            tokio::task::coop::consume_budget().await;
+        }
+    }
+}
+
+/// The next batch size under the adaptive model: what takes about `aim`, judging by the last
+/// batch of `size` rows that took `took`. A batch that ran past the budget (`slow` set) halves
+/// the size, and stays offloaded only once the size is already the smallest.
+fn next_size(size: usize, per: usize, aim: Duration, took: Duration, slow: &AtomicBool) -> usize {
+    let next = if slow.load(Ordering::Relaxed) {
+        if size <= per {
+            return per;
+        }
+        slow.store(false, Ordering::Relaxed);
+        size / 2
+    } else {
+        let per_row = (took.as_nanos() / size as u128).max(1);
+        usize::try_from(aim.as_nanos() / per_row).unwrap_or(MAX_BATCH_ROWS)
+    };
+    (next.clamp(per, MAX_BATCH_ROWS) / per) * per
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_respect_the_parameter_limit() {
+        assert_eq!(rows_per_statement(13), ROWS_PER_STATEMENT);
+        assert_eq!(rows_per_statement(2_000), 16);
+        assert_eq!(rows_per_statement(40_000), 1);
+    }
+
+    #[test]
+    fn batches_aim_at_half_the_budget() {
+        let slow = AtomicBool::new(false);
+        let aim = Duration::from_micros(500);
+        // 128 rows in 1 ms: 64 rows take 500 µs.
+        assert_eq!(next_size(128, 32, aim, Duration::from_millis(1), &slow), 64);
+        // Fast rows grow the batch, up to the cap.
+        assert_eq!(
+            next_size(128, 32, aim, Duration::from_nanos(1), &slow),
+            MAX_BATCH_ROWS
+        );
+        // Past the budget: halved, and back inline.
+        slow.store(true, Ordering::Relaxed);
+        assert_eq!(
+            next_size(256, 32, aim, Duration::from_millis(5), &slow),
+            128
+        );
+        assert!(!slow.load(Ordering::Relaxed));
+        // At the smallest size it stays offloaded.
+        slow.store(true, Ordering::Relaxed);
+        assert_eq!(next_size(32, 32, aim, Duration::from_millis(5), &slow), 32);
+        assert!(slow.load(Ordering::Relaxed));
+    }
+}
