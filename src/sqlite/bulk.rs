@@ -22,6 +22,7 @@ use crate::contract::Wing;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::sql::ident::BulkTarget;
 use crate::sqlite_family::storable::check_storable;
+use crate::sqlite_family::text_form::write_text_form;
 use crate::value::RowValues;
 
 /// SQLite's default limit on parameters per statement (`SQLITE_MAX_VARIABLE_NUMBER`).
@@ -45,12 +46,24 @@ fn rows_per_statement(width: usize) -> usize {
     (MAX_VARIABLES / width.max(1)).clamp(1, ROWS_PER_STATEMENT)
 }
 
-fn bind_rows<R: AsRef<[RowValues]>>(st: &mut Statement<'_>, rows: &[R]) -> Result<()> {
+/// Binds `rows` in order. Values stored as text made from the value (timestamps, UUIDs, …)
+/// are written into `scratch` and bound from it (SQLite copies bound text), so binding
+/// allocates nothing.
+fn bind_rows<R: AsRef<[RowValues]>>(
+    st: &mut Statement<'_>,
+    rows: &[R],
+    scratch: &mut String,
+) -> Result<()> {
     let mut i = 1;
     for row in rows {
         for (k, v) in row.as_ref().iter().enumerate() {
             check_storable(k, v)?;
-            st.raw_bind_parameter(i, SqliteParam(v)).map_err(map_err)?;
+            if write_text_form(scratch, v) {
+                st.raw_bind_parameter(i, scratch.as_str())
+            } else {
+                st.raw_bind_parameter(i, SqliteParam(v))
+            }
+            .map_err(map_err)?;
             i += 1;
         }
     }
@@ -63,11 +76,12 @@ fn insert_rows<R: AsRef<[RowValues]>>(
     s: &Statements,
     rows: &[R],
 ) -> Result<()> {
+    let mut scratch = String::with_capacity(64);
     let mut chunks = rows.chunks_exact(s.per);
     if chunks.len() > 0 {
         let mut st = c.prepare_cached(&s.full).map_err(map_err)?;
         for chunk in &mut chunks {
-            bind_rows(&mut st, chunk)?;
+            bind_rows(&mut st, chunk, &mut scratch)?;
             st.raw_execute().map_err(map_err)?;
         }
     }
@@ -75,7 +89,7 @@ fn insert_rows<R: AsRef<[RowValues]>>(
     if !rest.is_empty() {
         let mut st = c.prepare_cached(&s.one).map_err(map_err)?;
         for row in rest.chunks(1) {
-            bind_rows(&mut st, row)?;
+            bind_rows(&mut st, row, &mut scratch)?;
             st.raw_execute().map_err(map_err)?;
         }
     }
@@ -219,6 +233,58 @@ mod tests {
         assert_eq!(rows_per_statement(13), ROWS_PER_STATEMENT);
         assert_eq!(rows_per_statement(2_000), 16);
         assert_eq!(rows_per_statement(40_000), 1);
+    }
+
+    #[test]
+    fn text_forms_match_the_row_by_row_binding() {
+        use rusqlite::ToSql;
+        use rusqlite::types::{ToSqlOutput, Value};
+        let ts = chrono::NaiveDate::from_ymd_opt(2024, 2, 29)
+            .unwrap()
+            .and_hms_micro_opt(23, 59, 58, 123_456)
+            .unwrap();
+        let far = chrono::NaiveDate::from_ymd_opt(12_345, 1, 1)
+            .unwrap()
+            .and_hms_opt(0, 0, 0)
+            .unwrap();
+        let values = [
+            RowValues::Timestamp(ts),
+            RowValues::Timestamp(far),
+            RowValues::TimestampTz(ts.and_utc()),
+            RowValues::TimestampTz(far.and_utc()),
+            RowValues::Date(ts.date()),
+            RowValues::Date(far.date()),
+            RowValues::Time(ts.time()),
+            RowValues::Uuid(uuid::Uuid::from_u128(
+                0x1234_5678_9abc_def0_1234_5678_9abc_def0,
+            )),
+            RowValues::Numeric("-12.3400".parse().unwrap()),
+            RowValues::JSON(serde_json::json!({"a": [1, 2.5, "x"], "b": null})),
+            RowValues::Interval(crate::Interval {
+                months: 14,
+                days: -3,
+                microseconds: 4_500_000,
+            }),
+            RowValues::Array(vec![RowValues::Int(1), RowValues::Text("t".into())]),
+        ];
+        let mut scratch = String::new();
+        for v in &values {
+            assert!(write_text_form(&mut scratch, v), "{v:?}");
+            match SqliteParam(v).to_sql().unwrap() {
+                ToSqlOutput::Owned(Value::Text(t)) => assert_eq!(scratch, t, "{v:?}"),
+                other => panic!("{v:?} binds as {other:?}"),
+            }
+        }
+        for v in [
+            RowValues::Null,
+            RowValues::Int(1),
+            RowValues::Float(1.5),
+            RowValues::Text("x".into()),
+            RowValues::Bool(true),
+            RowValues::Blob(vec![1]),
+        ] {
+            assert!(!write_text_form(&mut scratch, &v), "{v:?}");
+        }
     }
 
     #[test]
