@@ -97,12 +97,11 @@ where
     pin_mut!(sink);
     let mut buf = BytesMut::with_capacity(FLUSH_AT + FLUSH_AT / 4);
     buf.put_slice(HEADER);
-    let mut loaded: u64 = 0;
     // Returning early drops the sink unfinished, which aborts the copy (`CopyFail`).
-    for row in rows {
+    for (number, row) in (1_u64..).zip(rows) {
         let row = row.as_ref();
         if row.len() != types.len() {
-            return Err(target.wrong_width(loaded + 1, row.len()));
+            return Err(target.wrong_width(number, row.len()));
         }
         buf.put_i16(width);
         for (k, (v, ty)) in row.iter().zip(&types).enumerate() {
@@ -120,8 +119,7 @@ where
                     return Err(SqlMiddlewareDbError::new(
                         ErrorKind::ParameterType,
                         format!(
-                            "row {}, column `{}`: {e}; nothing was loaded",
-                            loaded + 1,
+                            "row {number}, column `{}`: {e}; nothing was loaded",
                             target.column(k)
                         ),
                     ));
@@ -129,7 +127,6 @@ where
             };
             buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
         }
-        loaded += 1;
         if buf.len() >= FLUSH_AT {
             sink.send(buf.split().freeze()).await.map_err(map_err)?;
         }

@@ -4,9 +4,10 @@
 //! The rows go in batches, each one unit of work of the execution model (`offload.rs`). Under
 //! the adaptive model a batch is sized from the previous one's time to take about half the
 //! inline budget, so a load of any size holds the async thread no longer than one ordinary
-//! statement may, and spends tokio's cooperative budget between batches. A batch that still ran
-//! past the budget makes the next ones smaller; at the smallest size they move to the blocking
-//! pool (as an owned copy of the batch, the only copy ever made).
+//! statement may, and spends tokio's cooperative budget between batches. A slow batch makes
+//! the next one smaller; when even one statement's worth of rows runs past the whole budget
+//! twice in a row, the rest of the load moves to the blocking pool (as an owned copy of each
+//! batch, the only copy ever made).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -160,7 +161,10 @@ impl SqliteConn {
             SqliteExecModel::Adaptive { inline_budget } => (per * 4, Some(inline_budget / 2)),
             _ => (FIXED_BATCH_ROWS.max(per), None),
         };
-        let slow = AtomicBool::new(false);
+        // Set once the smallest batch ran past the whole budget twice in a row: the rest of
+        // the load goes to the blocking pool (the statement is genuinely slow, not preempted).
+        let offload = AtomicBool::new(aim.is_none());
+        let mut strikes = 0;
         let mut batch: Vec<R> = Vec::with_capacity(size);
         let mut loaded: u64 = 0;
         loop {
@@ -178,12 +182,14 @@ impl SqliteConn {
             let started = Instant::now();
             let before = self.exec;
             let (b, s) = (&batch, &**stmts);
+            // Under the adaptive model `offload` decides (the batch size keeps each inline run
+            // near half the budget); under the others the model does.
             let r = self
                 .dispatch(
                     deadline,
                     false,
                     false,
-                    Some(&slow),
+                    aim.map(|_| &offload),
                     |c| insert_rows(c, s, b),
                     || {
                         let owned: Vec<Vec<RowValues>> =
@@ -200,7 +206,19 @@ impl SqliteConn {
                 return Ok(loaded);
             }
             if let Some(aim) = aim {
-                size = next_size(size, per, aim, started.elapsed(), &slow);
+                let took = started.elapsed();
+                // The model clears the flag after a quick offloaded run; keep the decision.
+                if strikes >= 2 {
+                    offload.store(true, Ordering::Relaxed);
+                } else {
+                    offload.store(false, Ordering::Relaxed);
+                    strikes = if size == per && took > aim * 2 {
+                        strikes + 1
+                    } else {
+                        0
+                    };
+                    size = next_size(size, per, aim, took);
+                }
             }
             tokio::task::coop::consume_budget().await;
         }
@@ -208,19 +226,10 @@ impl SqliteConn {
 }
 
 /// The next batch size under the adaptive model: what takes about `aim`, judging by the last
-/// batch of `size` rows that took `took`. A batch that ran past the budget (`slow` set) halves
-/// the size, and stays offloaded only once the size is already the smallest.
-fn next_size(size: usize, per: usize, aim: Duration, took: Duration, slow: &AtomicBool) -> usize {
-    let next = if slow.load(Ordering::Relaxed) {
-        if size <= per {
-            return per;
-        }
-        slow.store(false, Ordering::Relaxed);
-        size / 2
-    } else {
-        let per_row = (took.as_nanos() / size as u128).max(1);
-        usize::try_from(aim.as_nanos() / per_row).unwrap_or(MAX_BATCH_ROWS)
-    };
+/// batch of `size` rows that took `took`, at least one full statement.
+fn next_size(size: usize, per: usize, aim: Duration, took: Duration) -> usize {
+    let per_row = (took.as_nanos() / size as u128).max(1);
+    let next = usize::try_from(aim.as_nanos() / per_row).unwrap_or(MAX_BATCH_ROWS);
     (next.clamp(per, MAX_BATCH_ROWS) / per) * per
 }
 
@@ -289,25 +298,14 @@ mod tests {
 
     #[test]
     fn batches_aim_at_half_the_budget() {
-        let slow = AtomicBool::new(false);
         let aim = Duration::from_micros(500);
         // 128 rows in 1 ms: 64 rows take 500 µs.
-        assert_eq!(next_size(128, 32, aim, Duration::from_millis(1), &slow), 64);
-        // Fast rows grow the batch, up to the cap.
+        assert_eq!(next_size(128, 32, aim, Duration::from_millis(1)), 64);
+        // Fast rows grow the batch, up to the cap; slow ones shrink it to one statement.
         assert_eq!(
-            next_size(128, 32, aim, Duration::from_nanos(1), &slow),
+            next_size(128, 32, aim, Duration::from_nanos(1)),
             MAX_BATCH_ROWS
         );
-        // Past the budget: halved, and back inline.
-        slow.store(true, Ordering::Relaxed);
-        assert_eq!(
-            next_size(256, 32, aim, Duration::from_millis(5), &slow),
-            128
-        );
-        assert!(!slow.load(Ordering::Relaxed));
-        // At the smallest size it stays offloaded.
-        slow.store(true, Ordering::Relaxed);
-        assert_eq!(next_size(32, 32, aim, Duration::from_millis(5), &slow), 32);
-        assert!(slow.load(Ordering::Relaxed));
+        assert_eq!(next_size(256, 32, aim, Duration::from_millis(50)), 32);
     }
 }
