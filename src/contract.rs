@@ -10,6 +10,7 @@
 //! | `query(..).all()`, `stmt.all(..)` | `all` | [`Wing::all`] |
 //! | `conn.pipeline(sql, sets)` | `pipeline` | [`Wing::pipeline`] |
 //! | `conn.execute_batch(sql)` | `execute_batch` | [`Wing::execute_batch`] |
+//! | `conn.bulk_insert(table, columns, rows)` | `bulk_insert` | [`Wing::bulk_insert`] |
 //! | `conn.begin()`, `tx.commit()`, `tx.rollback()` | `begin`, `tx_commit`, `tx_rollback` | [`Wing::begin`], [`Wing::commit`], [`Wing::rollback`] |
 //! | dropping a `Tx` | `tx_abandon` | [`Wing::abandon_tx`] |
 //! | a cancelled call | `enter` | [`Wing::recover`] |
@@ -26,6 +27,7 @@ use crate::decode::FromRow;
 use crate::error::Result;
 use crate::results::{Columns, ResultSet};
 use crate::sql::Dialect;
+use crate::sql::ident::BulkTarget;
 use crate::stmt_cache::StatementCacheStats;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
@@ -121,6 +123,16 @@ pub(crate) trait Wing {
 
     /// Runs a script without parameters. `in_tx`: inside a transaction of the middleware.
     async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()>;
+
+    /// Loads `rows` into `target` the fastest safe way the engine has (Postgres: binary
+    /// `COPY`; SQLite and Turso: multi-row `INSERT`s), all or nothing: outside a transaction
+    /// (`in_tx` false) inside one of its own; inside one, a failure leaves the rows already
+    /// written to the transaction, which the hall then treats as aborted. Every row must hold
+    /// `target.width()` values. Returns the number of rows loaded.
+    async fn bulk_insert<I, R>(&mut self, target: &BulkTarget, rows: I, in_tx: bool) -> Result<u64>
+    where
+        I: Iterator<Item = R> + Send,
+        R: AsRef<[RowValues]> + Send + Sync;
 
     /// Begins a transaction.
     async fn begin(&mut self) -> Result<()>;

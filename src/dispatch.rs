@@ -12,6 +12,7 @@ use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::pooling::{self, PoolStatus};
 use crate::results::{Columns, ResultSet};
 use crate::sql::Dialect;
+use crate::sql::ident::BulkTarget;
 use crate::stmt_cache::StatementCacheStats;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
@@ -171,6 +172,21 @@ macro_rules! wings {
             pub(crate) async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
                 match self {
                     $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.execute_batch(sql, in_tx).await,)+
+                }
+            }
+
+            pub(crate) async fn bulk_insert<I, R>(
+                &mut self,
+                target: &BulkTarget,
+                rows: I,
+                in_tx: bool,
+            ) -> Result<u64>
+            where
+                I: Iterator<Item = R> + Send,
+                R: AsRef<[RowValues]> + Send + Sync,
+            {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.bulk_insert(target, rows, in_tx).await,)+
                 }
             }
 

@@ -49,6 +49,18 @@ pub trait Executor: Send {
         sql: &str,
         param_sets: &[&[RowValues]],
     ) -> impl Future<Output = Result<Vec<ResultSet>>> + Send;
+
+    /// Bulk-loads rows into a table (see [`MiddlewarePoolConnection::bulk_insert`]).
+    fn bulk_insert<I, R>(
+        &mut self,
+        table: &str,
+        columns: &[&str],
+        rows: I,
+    ) -> impl Future<Output = Result<u64>> + Send
+    where
+        I: IntoIterator<Item = R> + Send,
+        I::IntoIter: Send,
+        R: AsRef<[RowValues]> + Send + Sync;
 }
 
 impl Executor for MiddlewarePoolConnection {
@@ -72,6 +84,20 @@ impl Executor for MiddlewarePoolConnection {
     ) -> impl Future<Output = Result<Vec<ResultSet>>> + Send {
         MiddlewarePoolConnection::pipeline(self, sql, param_sets)
     }
+
+    fn bulk_insert<I, R>(
+        &mut self,
+        table: &str,
+        columns: &[&str],
+        rows: I,
+    ) -> impl Future<Output = Result<u64>> + Send
+    where
+        I: IntoIterator<Item = R> + Send,
+        I::IntoIter: Send,
+        R: AsRef<[RowValues]> + Send + Sync,
+    {
+        MiddlewarePoolConnection::bulk_insert(self, table, columns, rows)
+    }
 }
 
 impl Executor for Tx<'_> {
@@ -94,5 +120,19 @@ impl Executor for Tx<'_> {
         param_sets: &[&[RowValues]],
     ) -> impl Future<Output = Result<Vec<ResultSet>>> + Send {
         Tx::pipeline(self, sql, param_sets)
+    }
+
+    fn bulk_insert<I, R>(
+        &mut self,
+        table: &str,
+        columns: &[&str],
+        rows: I,
+    ) -> impl Future<Output = Result<u64>> + Send
+    where
+        I: IntoIterator<Item = R> + Send,
+        I::IntoIter: Send,
+        R: AsRef<[RowValues]> + Send + Sync,
+    {
+        Tx::bulk_insert(self, table, columns, rows)
     }
 }

@@ -5,7 +5,7 @@
 
 // Layers, each importing only the ones below it (docs/Design.md):
 //   face:     lib.rs, prelude
-//   hall:     config, pool, query, statement, transaction, dispatch
+//   hall:     bulk, config, pool, query, statement, transaction, dispatch
 //   wings:    sqlite/, postgres/, turso/
 //   neutral:  contract (the backend trait), pooling (pool settings, deadpool builder, errors)
 //   family:   sqlite_family/ (shared by the SQLite and Turso wings)
@@ -53,6 +53,7 @@ mod sqlite;
 mod turso;
 
 // hall
+mod bulk;
 pub mod config;
 mod dispatch;
 pub mod executor;

@@ -99,6 +99,17 @@ impl<'c> Tx<'c> {
         self.conn.pipeline(sql, param_sets).await
     }
 
+    /// Bulk-loads rows inside the transaction (see [`MiddlewarePoolConnection::bulk_insert`]):
+    /// they commit or roll back with it, and a failed load aborts it.
+    pub async fn bulk_insert<I, R>(&mut self, table: &str, columns: &[&str], rows: I) -> Result<u64>
+    where
+        I: IntoIterator<Item = R> + Send,
+        I::IntoIter: Send,
+        R: AsRef<[RowValues]> + Send + Sync,
+    {
+        self.conn.bulk_insert(table, columns, rows).await
+    }
+
     /// Runs `f` with the raw rusqlite connection, inside this transaction (see
     /// [`MiddlewarePoolConnection::with_blocking_sqlite`]). An error from `f` aborts the
     /// transaction like any failed statement. Leave the transaction open: end it with

@@ -43,6 +43,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "hall",
         &[
+            "bulk",
             "config",
             "dispatch",
             "executor",
@@ -67,6 +68,7 @@ const WING_FILES: &[&str] = &[
     "rows.rs",
     "error.rs",
     "bench.rs",
+    "bulk.rs",
 ];
 
 fn layer_of(module: &str) -> Option<(usize, &'static str)> {

@@ -142,6 +142,57 @@ pub async fn raw_insert(
     tx.commit().await
 }
 
+/// The raw bulk-load baseline: `COPY … FROM STDIN BINARY` through tokio-postgres'
+/// `BinaryCopyInWriter`, the column types known in advance and every field written natively,
+/// as tokio-postgres documents it. Returns the rows copied.
+pub async fn raw_copy(
+    client: &Client,
+    records: &[InsertRecord],
+) -> std::result::Result<u64, tokio_postgres::Error> {
+    use tokio_postgres::binary_copy::BinaryCopyInWriter;
+    use tokio_postgres::types::Type;
+    let sink = client.copy_in(RAW_COPY_SQL).await?;
+    let types = [
+        Type::INT8,
+        Type::INT8,
+        Type::FLOAT8,
+        Type::TEXT,
+        Type::BOOL,
+        Type::TIMESTAMP,
+        Type::TIMESTAMPTZ,
+        Type::DATE,
+        Type::UUID,
+        Type::NUMERIC,
+        Type::BYTEA,
+        Type::JSONB,
+        Type::TEXT,
+    ];
+    let writer = BinaryCopyInWriter::new(sink, &types);
+    futures_util::pin_mut!(writer);
+    for r in records {
+        let row: [&(dyn ToSql + Sync); 13] = [
+            &r.id,
+            &r.int,
+            &r.float,
+            &r.text,
+            &r.flag,
+            &r.ts,
+            &r.tstz,
+            &r.date,
+            &r.uuid,
+            &r.numeric,
+            &r.blob,
+            &r.json,
+            &None::<&str>,
+        ];
+        writer.as_mut().write(&row).await?;
+    }
+    writer.finish().await
+}
+
+/// The raw baseline's `COPY` statement.
+pub const RAW_COPY_SQL: &str = "COPY bench_insert (id, i_int, f_float, t_text, b_bool, ts_timestamp, tz_timestamptz, d_date, u_uuid, n_numeric, bl_blob, j_json, z_null) FROM STDIN BINARY";
+
 /// Number of rows in the insert table (to check a run).
 pub async fn insert_count(client: &Client) -> Result<i64> {
     client

@@ -61,6 +61,32 @@ pub const INSERT_SQL_DOLLAR: &str = "INSERT INTO bench_insert (id, i_int, f_floa
 /// The insert with `?N` placeholders (rusqlite and Turso raw).
 pub const INSERT_SQL_QMARK: &str = "INSERT INTO bench_insert (id, i_int, f_float, t_text, b_bool, ts_timestamp, tz_timestamptz, d_date, u_uuid, n_numeric, bl_blob, j_json, z_null) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 
+/// The insert table's columns, in the order of [`InsertRecord::to_row_values`] (the bulk load).
+pub const INSERT_COLUMNS: [&str; 13] = [
+    "id",
+    "i_int",
+    "f_float",
+    "t_text",
+    "b_bool",
+    "ts_timestamp",
+    "tz_timestamptz",
+    "d_date",
+    "u_uuid",
+    "n_numeric",
+    "bl_blob",
+    "j_json",
+    "z_null",
+];
+
+/// `BENCH_BULK_ROWS`: rows per bulk load (default 100,000; `default` when given, e.g. a small
+/// count for the smoke test).
+pub fn bench_bulk_rows(default: usize) -> usize {
+    dataset::env_usize("BENCH_BULK_ROWS").unwrap_or(default)
+}
+
+/// The Postgres schema of the bulk-load benchmark (created and dropped by it).
+pub const POSTGRES_BULK_SCHEMA: &str = "sqlmw_bench_bulk";
+
 /// The Postgres schema of the insert benchmark (created and dropped by it).
 pub const POSTGRES_INSERT_SCHEMA: &str = "sqlmw_bench_inserts";
 

@@ -66,6 +66,7 @@ use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::pooling::pool_error;
 use crate::results::ResultSet;
 use crate::sql::Session;
+use crate::sql::ident::BulkTarget;
 use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
 use crate::value::RowValues;
 
@@ -122,8 +123,8 @@ pub(crate) struct PgConnection {
     /// The pool, to replace a connection whose abandoned statement may still be running.
     pool: super::Pool,
     obj: Option<Obj>,
-    needs_rollback: bool,
-    in_flight: bool,
+    pub(super) needs_rollback: bool,
+    pub(super) in_flight: bool,
     unknown: bool,
     /// Inside a transaction begun through the middleware.
     in_tx: bool,
@@ -196,7 +197,14 @@ impl PgConnection {
         }
     }
 
-    fn client(&self) -> Result<&tokio_postgres::Client> {
+    /// The pool prepares unnamed statements (a transaction-mode pooler sits in between).
+    pub(super) fn unnamed(&self) -> bool {
+        self.obj
+            .as_ref()
+            .is_some_and(|o| o.opts.statement_cache == StatementCache::Unnamed)
+    }
+
+    pub(super) fn client(&self) -> Result<&tokio_postgres::Client> {
         self.obj.as_ref().map(|o| &*o.client).ok_or_else(|| {
             SqlMiddlewareDbError::new(
                 ErrorKind::ConnectionLost,
@@ -221,7 +229,7 @@ impl PgConnection {
     /// request is sent, but Postgres acts on it asynchronously: it could land on a later,
     /// unrelated statement. So the connection is not reused at all: it is detached from the
     /// pool and closed, and a fresh one is checked out in its place.
-    async fn repair(&mut self) -> Result<()> {
+    pub(super) async fn repair(&mut self) -> Result<()> {
         if self.in_flight {
             if let Some(old) = self.obj.take() {
                 let token = cancels(&old).then(|| old.cancel_request());
@@ -606,6 +614,15 @@ impl Wing for PgConnection {
     /// one implicit transaction unless it contains its own transaction control.
     async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
         limited!(self, self.execute_batch_within(sql, in_tx).await)
+    }
+
+    /// One `COPY … FROM STDIN (FORMAT binary)`; see `bulk.rs`.
+    async fn bulk_insert<I, R>(&mut self, target: &BulkTarget, rows: I, in_tx: bool) -> Result<u64>
+    where
+        I: Iterator<Item = R> + Send,
+        R: AsRef<[RowValues]> + Send + Sync,
+    {
+        limited!(self, self.bulk_load(target, rows, in_tx).await, true)
     }
 
     async fn begin(&mut self) -> Result<()> {

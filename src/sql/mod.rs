@@ -1,6 +1,7 @@
 //! The one SQL scanner, and everything that reads SQL text through it.
 //!
 //! - [`scanner`]: the lexer, knowing every quoting form of SQLite, PostgreSQL and Turso.
+//! - [`ident`]: identifiers given as data (a bulk load's table and columns), checked and quoted.
 //! - [`script`]: where statements end (routine bodies included), and what kind each one is:
 //!   transaction control, schema changes, DML, blank text; refusing NUL bytes.
 //!
@@ -9,6 +10,7 @@
 //! family, the `$N` limit in the Postgres wing).
 
 pub(crate) mod effects;
+pub(crate) mod ident;
 #[cfg(test)]
 pub(crate) mod props;
 pub(crate) mod scanner;

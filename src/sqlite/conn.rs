@@ -18,6 +18,7 @@ use crate::decode::FromRow;
 use crate::error::{Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
 use crate::sql::Session;
+use crate::sql::ident::BulkTarget;
 use crate::sqlite_family::columns::Described;
 use crate::stmt_cache::StmtCache;
 use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
@@ -285,7 +286,7 @@ impl SqliteConn {
     /// `BEGIN IMMEDIATE` (0), `COMMIT` (1) or `ROLLBACK` (2): each remembers, per connection,
     /// whether it ran past the inline budget (a `COMMIT` waiting for fsync does), and is then
     /// offloaded.
-    async fn simple(&mut self, sql: &'static str, slot: usize) -> Result<()> {
+    pub(super) async fn simple(&mut self, sql: &'static str, slot: usize) -> Result<()> {
         let slow = Arc::clone(&self.simple_slow);
         self.dispatch(
             None,
@@ -439,6 +440,14 @@ impl Wing for SqliteConn {
             .await;
         crate::telemetry::sqlite_exec(before, self.exec);
         r
+    }
+
+    async fn bulk_insert<I, R>(&mut self, target: &BulkTarget, rows: I, in_tx: bool) -> Result<u64>
+    where
+        I: Iterator<Item = R> + Send,
+        R: AsRef<[RowValues]> + Send + Sync,
+    {
+        self.bulk_load(target, rows, in_tx).await
     }
 
     async fn begin(&mut self) -> Result<()> {

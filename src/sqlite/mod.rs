@@ -1,11 +1,12 @@
 //! The SQLite wing: rusqlite (bundled SQLite) on a deadpool pool with a hop-free recycle.
 //!
 //! The same file set as every wing — `config` (settings, manager, pool), `conn` (the
-//! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bench` — plus
+//! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bench`, `bulk` — plus
 //! SQLite's extras: `offload` (the execution model: inline or on the blocking pool) and `busy`
 //! (lock waits off the async threads).
 
 pub(crate) mod bench;
+pub(crate) mod bulk;
 pub(crate) mod busy;
 pub(crate) mod config;
 pub(crate) mod conn;

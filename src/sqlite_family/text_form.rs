@@ -110,6 +110,64 @@ pub(crate) fn time_text(t: &NaiveTime) -> String {
     t.format("%H:%M:%S%.f").to_string()
 }
 
+/// Writes `v`'s stored text form into `out` (cleared first), for the kinds SQLite and Turso
+/// store as text made from the value: timestamps, dates, times, UUIDs, decimals, JSON,
+/// intervals and arrays. Returns `false` (and leaves `out` empty) for the kinds bound as
+/// themselves. The text is exactly what the `*_text` functions return, without allocating
+/// once `out` has grown: a bulk load reuses one buffer for every value.
+pub(crate) fn write_text_form(out: &mut String, v: &crate::value::RowValues) -> bool {
+    use crate::value::RowValues as V;
+    use std::fmt::Write;
+    out.clear();
+    match v {
+        V::Timestamp(t) => {
+            if !(push_date(out, &t.date()) && {
+                out.push(' ');
+                push_time(out, &t.time())
+            }) {
+                out.clear();
+                let _ = write!(out, "{}", t.format("%Y-%m-%d %H:%M:%S%.f"));
+            }
+        }
+        V::TimestampTz(t) => {
+            let n = t.naive_utc();
+            if push_date(out, &n.date()) && {
+                out.push('T');
+                push_time(out, &n.time())
+            } {
+                out.push_str("+00:00");
+            } else {
+                out.clear();
+                let _ = write!(out, "{}", t.format("%Y-%m-%dT%H:%M:%S%.f%:z"));
+            }
+        }
+        V::Date(d) => {
+            if !push_date(out, d) {
+                let _ = write!(out, "{}", d.format("%Y-%m-%d"));
+            }
+        }
+        V::Time(t) => {
+            let _ = write!(out, "{}", t.format("%H:%M:%S%.f"));
+        }
+        V::Uuid(u) => {
+            let mut buf = uuid::Uuid::encode_buffer();
+            out.push_str(u.hyphenated().encode_lower(&mut buf));
+        }
+        V::Numeric(d) => {
+            let _ = write!(out, "{d}");
+        }
+        V::JSON(j) => {
+            let _ = write!(out, "{j}");
+        }
+        V::Interval(i) => {
+            let _ = write!(out, "{i}");
+        }
+        V::Array(items) => out.push_str(&array_text(items)),
+        V::Null | V::Int(_) | V::Float(_) | V::Text(_) | V::Bool(_) | V::Blob(_) => return false,
+    }
+    true
+}
+
 /// An element of an array as JSON: numbers, strings, booleans and null as themselves, other
 /// kinds as their stored text form.
 fn element_json(v: &crate::value::RowValues) -> serde_json::Value {

@@ -15,6 +15,7 @@ use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
 use crate::sql::Session;
+use crate::sql::ident::BulkTarget;
 use crate::sqlite_family::columns::Described;
 use crate::sqlite_family::sql::sqlite_param_count;
 use crate::stmt_cache::StmtCache;
@@ -56,7 +57,7 @@ pub(crate) struct TursoConn {
     opts: Arc<TursoOptions>,
     stmts: StmtCache<TursoStmt>,
     /// A future was dropped while a statement ran: its statement state is unknown.
-    in_flight: bool,
+    pub(super) in_flight: bool,
     /// A transaction was dropped without commit: roll it back before the next statement.
     needs_rollback: bool,
     /// The connection went back to the pool dirty; its rollback was handed off, and the pool
@@ -167,7 +168,7 @@ impl TursoConn {
 
     /// Whether an abandoned call or a dropped transaction left work for [`Self::settle`].
     #[inline]
-    fn unsettled(&self) -> bool {
+    pub(super) fn unsettled(&self) -> bool {
         self.in_flight || self.needs_rollback || self.raw_used
     }
 
@@ -194,7 +195,7 @@ impl TursoConn {
     /// state is unknown), and roll back a transaction that was dropped without commit. Turso
     /// itself would roll such a transaction back only lazily, after a write through a cached
     /// statement could already have been acknowledged inside it.
-    async fn settle(&mut self) -> Result<()> {
+    pub(super) async fn settle(&mut self) -> Result<()> {
         if self.in_flight {
             self.forget_statements();
             self.in_flight = false;
@@ -357,16 +358,16 @@ impl TursoConn {
         Ok(out)
     }
 
-    async fn simple(&mut self, sql: &'static str) -> Result<()> {
+    pub(super) async fn simple(&mut self, sql: &'static str) -> Result<()> {
         let s = self.prepare(sql, TranslationMode::Off).await?;
         self.dml(&s, &[]).await.map(drop)
     }
 
-    fn autocommit(&self) -> Result<bool> {
+    pub(super) fn autocommit(&self) -> Result<bool> {
         self.conn.is_autocommit().map_err(map_err)
     }
 
-    async fn rollback_if_open(&mut self) {
+    pub(super) async fn rollback_if_open(&mut self) {
         if !self.autocommit().unwrap_or(true) {
             let _ = self.simple("ROLLBACK").await;
         }
@@ -522,6 +523,14 @@ impl Wing for TursoConn {
             }
         }
         Ok(())
+    }
+
+    async fn bulk_insert<I, R>(&mut self, target: &BulkTarget, rows: I, in_tx: bool) -> Result<u64>
+    where
+        I: Iterator<Item = R> + Send,
+        R: AsRef<[RowValues]> + Send + Sync,
+    {
+        self.bulk_load(target, rows, in_tx).await
     }
 
     async fn begin(&mut self) -> Result<()> {

@@ -1,10 +1,11 @@
 //! The Turso wing: the `turso` crate (default features off) on a deadpool pool of our own.
 //!
 //! The same file set as every wing — `config` (settings, manager, pool), `conn` (the
-//! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bench` — plus
+//! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bench`, `bulk` — plus
 //! Turso's extra: `busy` (lock waits on the runtime's timer).
 
 pub(crate) mod bench;
+pub(crate) mod bulk;
 pub(crate) mod busy;
 pub(crate) mod config;
 pub(crate) mod conn;

@@ -16,6 +16,7 @@ mod helpers;
 
 mod bad_input;
 mod batches;
+mod bulk;
 mod columns;
 #[cfg(feature = "derive")]
 mod derive;

@@ -188,6 +188,33 @@ pub const TARGETS: &[Target] = &[
         bound: Bound::AtMost(1.10),
     },
     Target {
+        id: "Q10 Postgres",
+        what: "Bulk load (B = 100000): postgres_middleware_rows ÷ postgres_middleware_bulk",
+        source: ratio(
+            ("bulk_load", "postgres_middleware_rows", Some("100000")),
+            ("bulk_load", "postgres_middleware_bulk", Some("100000")),
+        ),
+        bound: Bound::AtLeast(10.0),
+    },
+    Target {
+        id: "Q10 SQLite",
+        what: "Bulk load (B = 100000): sqlite_middleware_rows ÷ sqlite_middleware_bulk",
+        source: ratio(
+            ("bulk_load", "sqlite_middleware_rows", Some("100000")),
+            ("bulk_load", "sqlite_middleware_bulk", Some("100000")),
+        ),
+        bound: Bound::AtLeast(1.5),
+    },
+    Target {
+        id: "Q10 COPY",
+        what: "Bulk load (B = 100000): postgres_middleware_bulk ÷ postgres_copy_raw",
+        source: ratio(
+            ("bulk_load", "postgres_middleware_bulk", Some("100000")),
+            ("bulk_load", "postgres_copy_raw", Some("100000")),
+        ),
+        bound: Bound::AtMost(1.10),
+    },
+    Target {
         id: "P7",
         what: "Heap allocations per SQLite lookup through the API (prepared `one`)",
         source: Source::Allocs("sqlite/prepared_one"),

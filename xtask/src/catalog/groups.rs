@@ -86,6 +86,19 @@ pub const GROUPS: &[GroupSpec] = &[
         ],
     },
     GroupSpec {
+        name: "bulk_load",
+        ids: &[
+            "postgres_copy_raw",
+            "postgres_middleware_bulk",
+            "postgres_middleware_rows",
+            "sqlite_middleware_bulk",
+            "sqlite_middleware_rows",
+            "sqlite_raw_rows",
+            "turso_middleware_bulk",
+            "turso_middleware_rows",
+        ],
+    },
+    GroupSpec {
         name: "sqlite_single_row_lookup_sqlx",
         ids: &[
             "sqlx",

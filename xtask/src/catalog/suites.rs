@@ -101,6 +101,13 @@ pub const SUITES: &[Suite] = &[
         sweep: false,
     },
     Suite {
+        name: "bulk",
+        krate: Crate::Main,
+        target: "bench_bulk_load",
+        groups: &["bulk_load"],
+        sweep: false,
+    },
+    Suite {
         name: "sqlx-sqlite-lookup",
         krate: Crate::Sqlx,
         target: "sqlite_single_row_lookup_sqlx",
