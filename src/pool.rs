@@ -463,7 +463,7 @@ impl MiddlewarePoolConnection {
 
     /// Notes that a write completed (for read-your-writes routing).
     #[inline]
-    fn wrote(&self) {
+    pub(crate) fn wrote(&self) {
         #[cfg(feature = "postgres")]
         if let Some(c) = &self.write_clock {
             c.wrote();
@@ -472,7 +472,7 @@ impl MiddlewarePoolConnection {
 
     /// Hands the wing the limit of the operation called next (which takes it at once).
     #[inline]
-    fn arm(&mut self, deadline: Option<Instant>) {
+    pub(crate) fn arm(&mut self, deadline: Option<Instant>) {
         if deadline.is_some() {
             self.inner.set_deadline(deadline);
         }

@@ -1,0 +1,293 @@
+//! [`RowStream`]: a query's rows as a [`Stream`], fetched a bounded batch at a time, so a result
+//! of any size is read in bounded memory.
+//!
+//! The hall's side of streaming: the stream owns a copy of the SQL text and parameters, opens
+//! the statement at its first poll (through the same transaction bookkeeping as every other
+//! operation), then asks the wing for one batch at a time ([`crate::contract::Wing::stream_next`])
+//! and hands its rows out one by one. Dropped part-way, it closes the wing's cursor at once
+//! ([`crate::contract::Wing::stream_close`]); when the wing cannot leave the connection clean
+//! that way, the operation counts as cancelled and the connection is repaired before its next
+//! use, as after any cancelled call.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_util::Stream;
+
+use crate::decode::FromRow;
+use crate::dispatch::{CursorInner, StmtHandle};
+use crate::error::Result;
+use crate::pool::MiddlewarePoolConnection;
+use crate::translation::TranslationMode;
+use crate::value::RowValues;
+
+/// A query's rows, decoded as `T` one at a time: a [`Stream`] of `Result<T>`, from
+/// `conn.query(sql).stream::<T>()` or [`PreparedStatement::stream`](crate::PreparedStatement::stream).
+///
+/// - **Lazy.** Nothing runs until the stream is first polled. It owns a copy of the SQL and
+///   parameters, and holds the connection (or transaction) for as long as it lives.
+/// - **Bounded memory.** Rows are fetched a bounded batch at a time (at most 256 rows; on
+///   SQLite also at most about 1 MiB of text and blobs) and never all at once. Postgres streams
+///   from the wire with backpressure: while the consumer is behind, the connection stops
+///   reading and the server waits. SQLite steps the statement on a worker of tokio's blocking
+///   pool that runs at most one batch ahead (a rusqlite statement cannot stay open on the async
+///   task between polls); Turso steps it on the task and yields between batches.
+/// - **Errors are items.** A failure (a wrong parameter count, a value that does not decode, a
+///   server error, the time limit) is yielded as an `Err` item and ends the stream. Inside a
+///   transaction it aborts the transaction, like any failed statement.
+/// - **Time limits.** The query's `.timeout(..)`, or the connection's `statement_timeout`,
+///   covers the whole stream, from its first poll to its last row, time spent by the consumer
+///   included (as Postgres' own `statement_timeout` does).
+/// - **Dropping it part-way** leaves the connection clean: on SQLite and Turso the statement is
+///   reset; on Postgres inside a transaction the rest of the rows are discarded as they arrive
+///   and the transaction goes on; on Postgres outside one the statement is cancelled and the
+///   connection replaced before its next use. A connection never goes back to the pool with a
+///   statement running.
+///
+/// ```
+/// # use sql_middleware::prelude::*;
+/// use futures_util::TryStreamExt;
+/// # async fn demo(conn: &mut MiddlewarePoolConnection) -> Result<(), SqlMiddlewareDbError> {
+/// let mut rows = conn.query("SELECT id, name FROM users").stream::<(i64, String)>();
+/// while let Some((id, name)) = rows.try_next().await? {
+///     println!("{id}: {name}");
+/// }
+/// # Ok(()) }
+/// ```
+#[must_use = "a stream does nothing until it is polled"]
+pub struct RowStream<'c, T> {
+    inner: Pin<Box<dyn Stream<Item = Result<T>> + Send + 'c>>,
+    /// The statement's span and SQL (feature `tracing`), until the stream ends or is dropped.
+    #[cfg(feature = "tracing")]
+    trace: Option<(crate::telemetry::Started, Box<str>)>,
+    /// Rows handed out so far.
+    rows: usize,
+    /// The kind of error that ended the stream, if any.
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    error: Option<crate::error::ErrorKind>,
+    ended: bool,
+}
+
+impl<T> std::fmt::Debug for RowStream<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RowStream")
+            .field("rows", &self.rows)
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a stream runs: SQL to prepare at the first poll, or a prepared statement.
+pub(crate) enum Source {
+    Sql(Box<str>, TranslationMode),
+    Handle(StmtHandle),
+}
+
+/// What the first poll needs to open the statement.
+struct Start {
+    source: Source,
+    params: Vec<RowValues>,
+    timeout: Option<Duration>,
+}
+
+/// The connection and the wing's cursor: dropped with the stream, it closes the cursor.
+struct Guard<'c, T: FromRow + Send + 'static> {
+    conn: &'c mut MiddlewarePoolConnection,
+    cursor: Option<CursorInner<T>>,
+}
+
+impl<T: FromRow + Send + 'static> Drop for Guard<'_, T> {
+    fn drop(&mut self) {
+        if let Some(c) = self.cursor.take()
+            && self.conn.inner.stream_close(c, false)
+        {
+            // Closed cleanly: nothing for the next operation to repair.
+            self.conn.pending = false;
+        }
+    }
+}
+
+/// The stream's state between polls.
+struct Run<'c, T: FromRow + Send + 'static> {
+    guard: Guard<'c, T>,
+    start: Option<Start>,
+    buf: VecDeque<T>,
+    done: bool,
+    writes: bool,
+}
+
+impl<T: FromRow + Send + 'static> Run<'_, T> {
+    async fn next(&mut self) -> Option<Result<T>> {
+        loop {
+            if let Some(v) = self.buf.pop_front() {
+                return Some(Ok(v));
+            }
+            if self.done {
+                return None;
+            }
+            if let Some(start) = self.start.take() {
+                if let Err(e) = self.open(start).await {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+                continue;
+            }
+            let Some(cursor) = self.guard.cursor.as_mut() else {
+                self.done = true;
+                return None;
+            };
+            match self
+                .guard
+                .conn
+                .inner
+                .stream_next(cursor, &mut self.buf)
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => {
+                    // Rows still in `buf` are handed out before the end.
+                    let _ = self.finish(Ok(()), true);
+                }
+                Err(e) => {
+                    // Rows fetched before the failure are dropped: the error comes next.
+                    self.buf.clear();
+                    return Some(self.finish(Err(e), false).map(|()| unreachable_row()));
+                }
+            }
+        }
+    }
+
+    async fn open(&mut self, start: Start) -> Result<()> {
+        let conn = &mut *self.guard.conn;
+        let deadline = conn.deadline(start.timeout);
+        let handle = match start.source {
+            Source::Sql(sql, mode) => conn.prepare_handle(&sql, mode, deadline).await?,
+            Source::Handle(h) => h,
+        };
+        self.writes = handle.writes();
+        conn.enter().await?;
+        conn.arm(deadline);
+        match conn.inner.stream_open::<T>(&handle, start.params).await {
+            Ok(c) => {
+                self.guard.cursor = Some(c);
+                Ok(())
+            }
+            Err(e) => conn.note(Err(e)),
+        }
+    }
+
+    /// Ends the operation: closes the cursor and settles the transaction bookkeeping.
+    fn finish(&mut self, r: Result<()>, finished: bool) -> Result<()> {
+        self.done = true;
+        let conn = &mut *self.guard.conn;
+        let clean = match self.guard.cursor.take() {
+            Some(c) => conn.inner.stream_close(c, finished),
+            None => true,
+        };
+        let r = conn.note(r);
+        if r.is_ok() && self.writes {
+            conn.wrote();
+        }
+        if !clean {
+            // Left as a cancelled call: repaired before the connection's next use.
+            conn.pending = true;
+        }
+        r
+    }
+}
+
+/// `finish(Err(..))` never returns `Ok`; this only gives the `map` its type.
+fn unreachable_row<T>() -> T {
+    unreachable!("a failed stream step returned Ok")
+}
+
+impl<'c, T: FromRow + Send + 'static> RowStream<'c, T> {
+    pub(crate) fn new(
+        conn: &'c mut MiddlewarePoolConnection,
+        source: Source,
+        params: Vec<RowValues>,
+        timeout: Option<Duration>,
+        #[cfg_attr(not(feature = "tracing"), allow(unused_variables))] sql: &str,
+    ) -> Self {
+        #[cfg(feature = "tracing")]
+        let trace = Some((conn.trace.start(sql, None), Box::<str>::from(sql)));
+        let run = Run {
+            guard: Guard { conn, cursor: None },
+            start: Some(Start {
+                source,
+                params,
+                timeout,
+            }),
+            buf: VecDeque::new(),
+            done: false,
+            writes: false,
+        };
+        let inner = futures_util::stream::unfold(run, |mut run| async move {
+            let item = run.next().await?;
+            Some((item, run))
+        });
+        RowStream {
+            inner: Box::pin(inner),
+            #[cfg(feature = "tracing")]
+            trace,
+            rows: 0,
+            error: None,
+            ended: false,
+        }
+    }
+
+    /// Records the rows (or the error) on the statement's span, once.
+    fn end(&mut self) {
+        self.ended = true;
+        #[cfg(feature = "tracing")]
+        if let Some((started, sql)) = self.trace.take() {
+            let r = match self.error.take() {
+                Some(kind) => Err(crate::error::SqlMiddlewareDbError::new(kind, "")),
+                None => Ok(self.rows),
+            };
+            let _ = started.finish(&sql, r, |n: &usize| crate::telemetry::Rows::Returned(*n));
+        }
+    }
+}
+
+impl<T: FromRow + Send + 'static> Stream for RowStream<'_, T> {
+    type Item = Result<T>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<T>>> {
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        let r = {
+            #[cfg(feature = "tracing")]
+            let _entered = this.trace.as_ref().map(|(s, _)| s.enter());
+            this.inner.as_mut().poll_next(cx)
+        };
+        match &r {
+            Poll::Ready(Some(Ok(_))) => this.rows += 1,
+            Poll::Ready(Some(Err(e))) => {
+                this.error = Some(e.kind());
+                this.end();
+            }
+            Poll::Ready(None) => this.end(),
+            Poll::Pending => {}
+        }
+        r
+    }
+}
+
+impl<T> Drop for RowStream<'_, T> {
+    fn drop(&mut self) {
+        #[cfg(feature = "tracing")]
+        if let Some((started, sql)) = self.trace.take() {
+            // Dropped before its end: the rows handed out so far.
+            let r: Result<usize> = match self.error.take() {
+                Some(kind) => Err(crate::error::SqlMiddlewareDbError::new(kind, "")),
+                None => Ok(self.rows),
+            };
+            let _ = started.finish(&sql, r, |n: &usize| crate::telemetry::Rows::Returned(*n));
+        }
+    }
+}
