@@ -17,7 +17,6 @@ mod common;
 use std::time::Instant;
 
 use futures::TryStreamExt;
-use sql_middleware::prelude::*;
 
 use common::backends::{Kind, TestDb};
 
