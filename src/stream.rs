@@ -1,13 +1,5 @@
 //! [`RowStream`]: a query's rows as a [`Stream`], fetched a bounded batch at a time, so a result
 //! of any size is read in bounded memory.
-//!
-//! The hall's side of streaming: the stream owns a copy of the SQL text and parameters, opens
-//! the statement at its first poll (through the same transaction bookkeeping as every other
-//! operation), then asks the wing for one batch at a time ([`crate::contract::Wing::stream_next`])
-//! and hands its rows out one by one. Dropped part-way, it closes the wing's cursor at once
-//! ([`crate::contract::Wing::stream_close`]); when the wing cannot leave the connection clean
-//! that way, the operation counts as cancelled and the connection is repaired before its next
-//! use, as after any cancelled call.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -78,6 +70,13 @@ impl<T> std::fmt::Debug for RowStream<'_, T> {
             .finish_non_exhaustive()
     }
 }
+
+// The hall's side of streaming: the stream owns a copy of the SQL text and parameters, opens the
+// statement at its first poll (through the same transaction bookkeeping as every other
+// operation), then asks the wing for one batch at a time (`Wing::stream_next`) and hands its rows
+// out one by one. Dropped part-way, it closes the wing's cursor at once (`Wing::stream_close`);
+// when the wing cannot leave the connection clean that way, the operation counts as cancelled
+// and the connection is repaired before its next use, as after any cancelled call.
 
 /// What a stream runs: SQL to prepare at the first poll, or a prepared statement.
 pub(crate) enum Source {
