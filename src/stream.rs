@@ -50,7 +50,10 @@ use crate::value::RowValues;
 /// ```
 #[must_use = "a stream does nothing until it is polled"]
 pub struct RowStream<'c, T> {
-    inner: Pin<Box<dyn Stream<Item = Result<T>> + Send + 'c>>,
+    /// The batches, fetched by the wing.
+    inner: Pin<Box<dyn Stream<Item = Result<VecDeque<T>>> + Send + 'c>>,
+    /// The rows of the current batch not handed out yet.
+    ready: VecDeque<T>,
     /// The statement's span and SQL (feature `tracing`), until the stream ends or is dropped.
     #[cfg(feature = "tracing")]
     trace: Option<(crate::telemetry::Started, Box<str>)>,
@@ -112,16 +115,19 @@ impl<T: FromRow + Send + 'static> Drop for Guard<'_, T> {
 struct Run<'c, T: FromRow + Send + 'static> {
     guard: Guard<'c, T>,
     start: Option<Start>,
-    buf: VecDeque<T>,
+    /// The error that ended the stream, handed out after the rows fetched before it.
+    failed: Option<crate::error::SqlMiddlewareDbError>,
     done: bool,
     writes: bool,
 }
 
 impl<T: FromRow + Send + 'static> Run<'_, T> {
-    async fn next(&mut self) -> Option<Result<T>> {
+    /// The next batch of rows (never empty), or the error that ends the stream (after the
+    /// rows fetched before it).
+    async fn next(&mut self) -> Option<Result<VecDeque<T>>> {
         loop {
-            if let Some(v) = self.buf.pop_front() {
-                return Some(Ok(v));
+            if let Some(e) = self.failed.take() {
+                return Some(Err(e));
             }
             if self.done {
                 return None;
@@ -137,23 +143,20 @@ impl<T: FromRow + Send + 'static> Run<'_, T> {
                 self.done = true;
                 return None;
             };
-            match self
-                .guard
-                .conn
-                .inner
-                .stream_next(cursor, &mut self.buf)
-                .await
-            {
+            let mut batch = VecDeque::new();
+            match self.guard.conn.inner.stream_next(cursor, &mut batch).await {
                 Ok(true) => {}
                 Ok(false) => {
-                    // Rows still in `buf` are handed out before the end.
                     let _ = self.finish(Ok(()), true);
                 }
                 Err(e) => {
-                    // Rows fetched before the failure are dropped: the error comes next.
-                    self.buf.clear();
-                    return Some(self.finish(Err(e), false).map(|()| unreachable_row()));
+                    if let Err(e) = self.finish(Err(e), false) {
+                        self.failed = Some(e);
+                    }
                 }
+            }
+            if !batch.is_empty() {
+                return Some(Ok(batch));
             }
         }
     }
@@ -197,11 +200,6 @@ impl<T: FromRow + Send + 'static> Run<'_, T> {
     }
 }
 
-/// `finish(Err(..))` never returns `Ok`; this only gives the `map` its type.
-fn unreachable_row<T>() -> T {
-    unreachable!("a failed stream step returned Ok")
-}
-
 impl<'c, T: FromRow + Send + 'static> RowStream<'c, T> {
     pub(crate) fn new(
         conn: &'c mut MiddlewarePoolConnection,
@@ -219,7 +217,7 @@ impl<'c, T: FromRow + Send + 'static> RowStream<'c, T> {
                 params,
                 timeout,
             }),
-            buf: VecDeque::new(),
+            failed: None,
             done: false,
             writes: false,
         };
@@ -229,6 +227,7 @@ impl<'c, T: FromRow + Send + 'static> RowStream<'c, T> {
         });
         RowStream {
             inner: Box::pin(inner),
+            ready: VecDeque::new(),
             #[cfg(feature = "tracing")]
             trace,
             rows: 0,
@@ -256,26 +255,38 @@ impl<T: FromRow + Send + 'static> Stream for RowStream<'_, T> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<T>>> {
         let this = self.get_mut();
-        if this.ended {
-            return Poll::Ready(None);
-        }
-        let r = {
-            #[cfg(feature = "tracing")]
-            let _entered = this.trace.as_ref().map(|(s, _)| s.enter());
-            this.inner.as_mut().poll_next(cx)
-        };
-        match &r {
-            Poll::Ready(Some(Ok(_))) => this.rows += 1,
-            Poll::Ready(Some(Err(e))) => {
-                this.error = Some(e.kind());
-                this.end();
+        loop {
+            if let Some(v) = this.ready.pop_front() {
+                this.rows += 1;
+                return Poll::Ready(Some(Ok(v)));
             }
-            Poll::Ready(None) => this.end(),
-            Poll::Pending => {}
+            if this.ended {
+                return Poll::Ready(None);
+            }
+            let r = {
+                #[cfg(feature = "tracing")]
+                let _entered = this.trace.as_ref().map(|(s, _)| s.enter());
+                this.inner.as_mut().poll_next(cx)
+            };
+            match r {
+                Poll::Ready(Some(Ok(batch))) => this.ready = batch,
+                Poll::Ready(Some(Err(e))) => {
+                    this.error = Some(e.kind());
+                    this.end();
+                    return Poll::Ready(Some(Err(e)));
+                }
+                Poll::Ready(None) => {
+                    this.end();
+                    return Poll::Ready(None);
+                }
+                Poll::Pending => return Poll::Pending,
+            }
         }
-        r
     }
 }
+
+// The rows waiting in `ready` are never pinned: moving the stream moves them like any value.
+impl<T> Unpin for RowStream<'_, T> {}
 
 impl<T> Drop for RowStream<'_, T> {
     fn drop(&mut self) {
