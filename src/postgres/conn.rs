@@ -393,11 +393,11 @@ impl PgConnection {
     /// (`0A000 cached plan must not change result type`). Outside a transaction the statement is
     /// prepared again and the call retried once; inside one the error stands (the transaction is
     /// aborted on the server).
-    fn replannable(&self, e: &SqlMiddlewareDbError) -> bool {
+    pub(super) fn replannable(&self, e: &SqlMiddlewareDbError) -> bool {
         !self.in_tx && e.driver_code() == Some("0A000") && e.message().contains("cached plan")
     }
 
-    async fn replan(&mut self, s: &PgStmt) -> Result<Arc<PgStmt>> {
+    pub(super) async fn replan(&mut self, s: &PgStmt) -> Result<Arc<PgStmt>> {
         if let Some(o) = self.obj.as_mut() {
             o.stmts.remove(&s.key, s.mode);
         }

@@ -58,8 +58,34 @@ impl PgConnection {
         self.ready().await?;
         s.check(&p)?;
         self.note_stmt(s);
+        let (rows, s) = match self.start_rows(s, &p, deadline).await {
+            // A schema change outside a transaction: prepared again and started once more, as
+            // every other call does (see `PgConnection::replannable`).
+            Err(e) if self.replannable(&e) => {
+                let fresh = self.replan(s).await?;
+                let rows = self.start_rows(&fresh, &p, deadline).await?;
+                (rows, fresh)
+            }
+            r => (r?, Arc::clone(s)),
+        };
+        Ok(PgCursor {
+            rows: Some(Box::pin(rows)),
+            stmt: s,
+            deadline,
+            timed_out: false,
+            _rows: PhantomData,
+        })
+    }
+
+    /// Sends the statement; its rows follow on the returned stream.
+    async fn start_rows(
+        &mut self,
+        s: &Arc<PgStmt>,
+        p: &[RowValues],
+        deadline: Option<Instant>,
+    ) -> Result<tokio_postgres::RowStream> {
         self.in_flight = true;
-        let started = rows_of(self.client()?, s, &p);
+        let started = rows_of(self.client()?, s, p);
         let r = match deadline {
             None => started.await,
             Some(at) => match tokio::time::timeout_at(at.into(), started).await {
@@ -68,16 +94,9 @@ impl PgConnection {
                 Err(_) => return Err(crate::deadline::error()),
             },
         };
-        let rows = r.map_err(|e| {
+        r.map_err(|e| {
             self.in_flight = false;
             map_err(e)
-        })?;
-        Ok(PgCursor {
-            rows: Some(Box::pin(rows)),
-            stmt: Arc::clone(s),
-            deadline,
-            timed_out: false,
-            _rows: PhantomData,
         })
     }
 

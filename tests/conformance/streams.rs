@@ -387,6 +387,43 @@ async fn t_stream_timeout(db: &TestDb) {
     assert_eq!(one, 1, "[{k}] usable after the timeout");
 }
 
+/// A stream reads a table with the columns it has now, after another connection changed them
+/// (Postgres prepares the statement again; SQLite and Turso describe it again); `CustomDbRow`
+/// streams with its column names.
+async fn t_stream_after_schema_change(db: &TestDb) {
+    let k = db.kind.name();
+    let mut a = setup(db).await;
+    let sql = "SELECT * FROM st WHERE id <= 3 ORDER BY id";
+    let before: Vec<CustomDbRow> = a.query(sql).stream().try_collect().await.unwrap();
+    assert_eq!(before.len(), 3);
+    assert!(before[0].get("extra").is_none(), "[{k}]");
+    let mut b = db.conn().await;
+    batch(
+        &mut b,
+        &format!("ALTER TABLE st ADD COLUMN extra {}", db.ty(Logical::Int)),
+    )
+    .await;
+    drop(b);
+    let after: Vec<CustomDbRow> = a
+        .query(sql)
+        .stream()
+        .try_collect()
+        .await
+        .unwrap_or_else(|e| panic!("[{k}] stream after the schema change: {e:?}"));
+    assert_eq!(after.len(), 3, "[{k}]");
+    assert_eq!(
+        after[0].get("extra"),
+        Some(&RowValues::Null),
+        "[{k}] {:?}",
+        after[0]
+    );
+    assert_eq!(
+        after[2].get("v"),
+        Some(&RowValues::Text("row 3".into())),
+        "[{k}]"
+    );
+}
+
 backend_tests! {
     async fn stream_reads_every_row(db) { t_stream_reads_every_row(&db).await }
     async fn stream_generated_rows(db) { t_stream_generated_rows(&db).await }
@@ -395,4 +432,5 @@ backend_tests! {
     async fn stream_dropped_midway(db) { t_stream_dropped_midway(&db).await }
     async fn stream_errors_are_typed(db) { t_stream_errors_are_typed(&db).await }
     async fn stream_timeout(db) { t_stream_timeout(&db).await }
+    async fn stream_after_schema_change(db) { t_stream_after_schema_change(&db).await }
 }
