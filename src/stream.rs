@@ -20,12 +20,14 @@ use crate::value::RowValues;
 ///
 /// - **Lazy.** Nothing runs until the stream is first polled. It owns a copy of the SQL and
 ///   parameters, and holds the connection (or transaction) for as long as it lives.
-/// - **Bounded memory.** Rows are fetched a bounded batch at a time (at most 256 rows; on
-///   SQLite also at most about 1 MiB of text and blobs) and never all at once. Postgres streams
-///   from the wire with backpressure: while the consumer is behind, the connection stops
-///   reading and the server waits. SQLite steps the statement on a worker of tokio's blocking
-///   pool that runs at most one batch ahead (a rusqlite statement cannot stay open on the async
-///   task between polls); Turso steps it on the task and yields between batches.
+/// - **Bounded memory.** Rows are fetched a bounded batch at a time, never all at once.
+///   Postgres streams from the wire with backpressure: while the consumer is behind, the
+///   connection stops reading and the server waits; inside a transaction a query runs as a
+///   server-side cursor read with `FETCH` (16 rows at first, growing to 4,096 while batches stay
+///   under about 1 MiB). SQLite steps the statement on a worker of tokio's blocking pool that
+///   runs at most one batch (256 rows or about 1 MiB) ahead (a rusqlite statement cannot stay
+///   open on the async task between polls); Turso steps it on the task, 256 rows at a time,
+///   and yields between batches.
 /// - **Errors are items.** A failure (a wrong parameter count, a value that does not decode, a
 ///   server error, the time limit) is yielded as an `Err` item and ends the stream. Inside a
 ///   transaction it aborts the transaction, like any failed statement.
@@ -33,10 +35,10 @@ use crate::value::RowValues;
 ///   covers the whole stream, from its first poll to its last row, time spent by the consumer
 ///   included (as Postgres' own `statement_timeout` does).
 /// - **Dropping it part-way** leaves the connection clean: on SQLite and Turso the statement is
-///   reset; on Postgres inside a transaction the rest of the rows are discarded as they arrive
-///   and the transaction goes on; on Postgres outside one the statement is cancelled and the
-///   connection replaced before its next use. A connection never goes back to the pool with a
-///   statement running.
+///   reset; on Postgres inside a transaction the batch in flight is discarded and the
+///   transaction goes on (the suspended cursor closes with it); on Postgres outside one the
+///   statement is cancelled and the connection replaced before its next use. A connection never
+///   goes back to the pool with a statement running.
 ///
 /// ```
 /// # use sql_middleware::prelude::*;

@@ -118,6 +118,20 @@ async fn run_case(backend: &str, mode: &str) {
             }
             (n, check)
         }
+        "stream_tx" => {
+            // Postgres reads a server-side cursor inside a transaction.
+            let mut tx = conn.begin().await.unwrap();
+            let (mut n, mut check) = (0usize, 0i64);
+            {
+                let mut s = tx.query(&big).stream::<Row>();
+                while let Some(r) = s.try_next().await.unwrap() {
+                    n += 1;
+                    check = check.wrapping_add(sum(&r));
+                }
+            }
+            tx.commit().await.unwrap();
+            (n, check)
+        }
         "all" => {
             let v: Vec<Row> = conn.query(&big).all().await.unwrap();
             let check = v.iter().map(sum).fold(0i64, i64::wrapping_add);
@@ -195,10 +209,22 @@ fn stream_memory_is_bounded() {
         let (stream, ts) = child(backend, "stream");
         let (all, ta) = child(backend, "all");
         println!(
-            "  {backend:<9} stream(): {:>7.1} MiB in {ts:>6.2} s   all(): {:>7.1} MiB in {ta:>6.2} s",
+            "  {backend:<9} stream(): {:>7.1} MiB ({stream} KiB) in {ts:>6.2} s   all(): {:>7.1} MiB in {ta:>6.2} s",
             stream as f64 / 1024.0,
             all as f64 / 1024.0
         );
+        if *backend == "postgres" {
+            let (tx, tt) = child(backend, "stream_tx");
+            println!(
+                "  {backend:<9} stream() inside a transaction (a server-side cursor): {:>7.1} MiB in {tt:>6.2} s",
+                tx as f64 / 1024.0
+            );
+            if tx >= LIMIT_KIB {
+                failures.push(format!(
+                    "{backend}: stream() inside a transaction grew the peak by {tx} KiB (limit {LIMIT_KIB} KiB)"
+                ));
+            }
+        }
         if stream >= LIMIT_KIB {
             failures.push(format!(
                 "{backend}: stream() grew the peak by {stream} KiB (limit {LIMIT_KIB} KiB)"

@@ -35,12 +35,22 @@ use crate::value::RowValues;
 /// The most rows handed out in one batch (fewer when no more have arrived yet).
 pub(crate) const BATCH_ROWS: usize = 256;
 
+/// A cursor's first `FETCH` asks for this many rows; while batches stay under
+/// [`CURSOR_BATCH_BYTES`], each next one asks for four times as many, up to [`CURSOR_MAX_ROWS`]
+/// (each `FETCH` is a round trip, so small rows are read in larger batches).
+const CURSOR_FIRST_ROWS: usize = 16;
+/// The most rows one `FETCH` asks for.
+const CURSOR_MAX_ROWS: usize = 4096;
+/// About how many bytes of values a cursor's batch may hold.
+const CURSOR_BATCH_BYTES: usize = 1 << 20;
+
 /// Where a stream's rows come from.
 enum Rows {
     /// The statement's rows, from the wire.
     Wire(Pin<Box<tokio_postgres::RowStream>>),
-    /// A server-side cursor of the open transaction, by name.
-    Cursor(Box<str>),
+    /// A server-side cursor of the open transaction: its name, and how many rows the next
+    /// `FETCH` asks for.
+    Cursor(Box<str>, usize),
 }
 
 /// A Postgres statement being streamed.
@@ -74,7 +84,7 @@ impl PgConnection {
         self.note_stmt(s);
         if self.in_tx && cursor_query(s) {
             return self.declare(s, &p, deadline).await.map(|name| PgCursor {
-                rows: Some(Rows::Cursor(name)),
+                rows: Some(Rows::Cursor(name, CURSOR_FIRST_ROWS)),
                 stmt: Arc::clone(s),
                 deadline,
                 timed_out: false,
@@ -132,15 +142,18 @@ impl PgConnection {
         Ok(name.into())
     }
 
-    /// Fetches the cursor's next batch into `out`; `false` when it is exhausted (then closed).
+    /// Fetches the cursor's next batch of up to `*size` rows into `out`, and sizes the next
+    /// one; `false` when the cursor is exhausted (then closed).
     async fn fetch<T: FromRow>(
         &mut self,
         name: &str,
+        size: &mut usize,
         columns: &crate::results::Columns,
         deadline: Option<Instant>,
         out: &mut VecDeque<T>,
     ) -> Result<std::result::Result<bool, ()>> {
-        let sql = format!("FETCH {BATCH_ROWS} FROM {name}");
+        let asked = *size;
+        let sql = format!("FETCH {asked} FROM {name}");
         self.in_flight = true;
         let client = self.client()?;
         let Ok(r) = within(deadline, client.query_typed(&sql, &[])).await else {
@@ -148,10 +161,17 @@ impl PgConnection {
         };
         self.in_flight = false;
         let rows = r.map_err(map_err)?;
+        // The batch's bytes, estimated from its first row.
+        let bytes = rows.first().map_or(0, row_bytes).saturating_mul(rows.len());
         for row in &rows {
             out.push_back(T::from_row(&PgRow { row, columns })?);
         }
-        if rows.len() == BATCH_ROWS {
+        if rows.len() == asked {
+            if bytes.saturating_mul(4) <= CURSOR_BATCH_BYTES {
+                *size = (asked * 4).min(CURSOR_MAX_ROWS);
+            } else if bytes > CURSOR_BATCH_BYTES {
+                *size = (asked / 2).max(1);
+            }
             return Ok(Ok(true));
         }
         self.in_flight = true;
@@ -191,9 +211,16 @@ impl PgConnection {
     ) -> Result<bool> {
         let rows = match c.rows.as_mut() {
             None => return Ok(false),
-            Some(Rows::Cursor(name)) => {
+            Some(Rows::Cursor(name, size)) => {
                 let name = name.clone();
-                return match self.fetch(&name, &c.stmt.columns, c.deadline, out).await {
+                let mut next = *size;
+                let r = self
+                    .fetch(&name, &mut next, &c.stmt.columns, c.deadline, out)
+                    .await;
+                if let Some(Rows::Cursor(_, size)) = c.rows.as_mut() {
+                    *size = next;
+                }
+                return match r {
                     Ok(Ok(true)) => Ok(true),
                     Ok(Ok(false)) => {
                         c.rows = None;
@@ -268,11 +295,11 @@ impl PgConnection {
         match rows {
             // A dropped FETCH is read to its end by the connection (one batch at most); the
             // cursor stays, suspended, until the transaction ends.
-            Rows::Cursor(_) if !c.timed_out => {
+            Rows::Cursor(..) if !c.timed_out => {
                 self.in_flight = false;
                 true
             }
-            Rows::Cursor(_) => false,
+            Rows::Cursor(..) => false,
             Rows::Wire(rows) => {
                 drop(rows);
                 if finished || (self.in_tx && !c.timed_out) {
@@ -312,5 +339,34 @@ async fn within<F: std::future::Future>(
     match deadline {
         None => Ok(work.await),
         Some(at) => tokio::time::timeout_at(at.into(), work).await.map_err(drop),
+    }
+}
+
+/// The size of one row's values on the wire.
+fn row_bytes(row: &tokio_postgres::Row) -> usize {
+    (0..row.len())
+        .map(|i| row.try_get::<_, RawLen>(i).map_or(0, |l| l.0))
+        .sum()
+}
+
+/// The length of any value's wire form.
+struct RawLen(usize);
+
+impl<'a> postgres_types::FromSql<'a> for RawLen {
+    fn from_sql(
+        _: &postgres_types::Type,
+        raw: &'a [u8],
+    ) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(RawLen(raw.len()))
+    }
+
+    fn from_sql_null(
+        _: &postgres_types::Type,
+    ) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(RawLen(0))
+    }
+
+    fn accepts(_: &postgres_types::Type) -> bool {
+        true
     }
 }
