@@ -441,4 +441,38 @@ backend_tests! {
     async fn stream_errors_are_typed(db) { t_stream_errors_are_typed(&db).await }
     async fn stream_timeout(db) { t_stream_timeout(&db).await }
     async fn stream_after_schema_change(db) { t_stream_after_schema_change(&db).await }
+    async fn stream_on_a_current_thread_runtime(db) { t_stream_current_thread(db).await }
+}
+
+/// On a current-thread runtime a stream reads, is dropped part-way and is read again, on every
+/// backend (SQLite's worker is a thread of tokio's blocking pool; the stream's task never
+/// waits for it except at the stream's end).
+async fn t_stream_current_thread(db: TestDb) {
+    let k = db.kind.name();
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async move {
+                let mut conn = setup(&db).await;
+                for _ in 0..3 {
+                    let mut s = conn
+                        .query("SELECT id FROM st ORDER BY id")
+                        .stream::<(i64,)>();
+                    for want in 1..=300 {
+                        assert_eq!(s.try_next().await.unwrap(), Some((want,)), "[{k}]");
+                    }
+                }
+                let n = conn
+                    .query("SELECT id FROM st")
+                    .stream::<(i64,)>()
+                    .try_fold(0i64, |n, _| async move { Ok(n + 1) })
+                    .await
+                    .unwrap();
+                assert_eq!(n, N, "[{k}]");
+            });
+    })
+    .join()
+    .unwrap();
 }
