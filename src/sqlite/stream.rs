@@ -165,7 +165,10 @@ impl SqliteConn {
             self.broken = true;
             return Err(broken());
         }
+        let before = self.exec;
         self.exec.offloaded_by_policy += 1;
+        // On the stream's span: it ran on the blocking pool.
+        crate::telemetry::sqlite_exec(before, self.exec);
         Ok(SqliteCursor {
             batches,
             back,

@@ -458,6 +458,11 @@ async fn t_stream_spans(db: &TestDb, cap: &Capture) {
     assert_eq!(field(&s, "db.response.returned_rows"), "3", "[{k}]");
     assert!(s.closed, "[{k}] the span ends with the stream");
     assert_eq!(s.parent, None, "[{k}]");
+    match db.kind {
+        // A stream's statement runs on a worker of the blocking pool.
+        Kind::Sqlite => assert_eq!(field(&s, "sqlmw.sqlite.exec"), "offloaded", "[{k}]"),
+        _ => assert!(!s.fields.contains_key("sqlmw.sqlite.exec"), "[{k}]"),
+    }
     cap.clear();
 
     let part = "SELECT id FROM st_traced WHERE id > $1 ORDER BY id";
