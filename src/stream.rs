@@ -100,14 +100,19 @@ struct Start {
 struct Guard<'c, T: FromRow + Send + 'static> {
     conn: &'c mut MiddlewarePoolConnection,
     cursor: Option<CursorInner<T>>,
+    /// The statement may change the database (DML with `RETURNING`).
+    writes: bool,
 }
 
 impl<T: FromRow + Send + 'static> Drop for Guard<'_, T> {
     fn drop(&mut self) {
         if let Some(c) = self.cursor.take()
             && self.conn.inner.stream_close(c, false)
+            && !self.writes
         {
-            // Closed cleanly: nothing for the next operation to repair.
+            // A read closed cleanly: nothing for the next operation to repair. A write dropped
+            // part-way stays a cancelled call: whether all of it ran is not known, so inside a
+            // transaction it aborts the transaction, as any cancelled statement does.
             self.conn.pending = false;
         }
     }
@@ -120,7 +125,6 @@ struct Run<'c, T: FromRow + Send + 'static> {
     /// The error that ended the stream, handed out after the rows fetched before it.
     failed: Option<crate::error::SqlMiddlewareDbError>,
     done: bool,
-    writes: bool,
 }
 
 impl<T: FromRow + Send + 'static> Run<'_, T> {
@@ -170,7 +174,7 @@ impl<T: FromRow + Send + 'static> Run<'_, T> {
             Source::Sql(sql, mode) => conn.prepare_handle(&sql, mode, deadline).await?,
             Source::Handle(h) => h,
         };
-        self.writes = handle.writes();
+        self.guard.writes = handle.writes();
         conn.enter().await?;
         conn.arm(deadline);
         match conn.inner.stream_open::<T>(&handle, start.params).await {
@@ -191,7 +195,7 @@ impl<T: FromRow + Send + 'static> Run<'_, T> {
             None => true,
         };
         let r = conn.note(r);
-        if r.is_ok() && self.writes {
+        if r.is_ok() && self.guard.writes {
             conn.wrote();
         }
         if !clean {
@@ -213,7 +217,11 @@ impl<'c, T: FromRow + Send + 'static> RowStream<'c, T> {
         #[cfg(feature = "tracing")]
         let trace = Some((conn.trace.start(sql, None), Box::<str>::from(sql)));
         let run = Run {
-            guard: Guard { conn, cursor: None },
+            guard: Guard {
+                conn,
+                cursor: None,
+                writes: false,
+            },
             start: Some(Start {
                 source,
                 params,
@@ -221,7 +229,6 @@ impl<'c, T: FromRow + Send + 'static> RowStream<'c, T> {
             }),
             failed: None,
             done: false,
-            writes: false,
         };
         let inner = futures_util::stream::unfold(run, |mut run| async move {
             let item = run.next().await?;

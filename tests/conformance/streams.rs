@@ -432,6 +432,54 @@ async fn t_stream_after_schema_change(db: &TestDb) {
     }
 }
 
+/// A write streamed with `RETURNING`: read to its end inside a transaction it commits like any
+/// statement; dropped part-way, whether all of it ran is not known, so (as any cancelled
+/// statement) it aborts the transaction and nothing of it is committed.
+async fn t_stream_write_returning(db: &TestDb) {
+    let k = db.kind.name();
+    let mut conn = setup(db).await;
+    let update = "UPDATE st SET v = 'changed' WHERE id <= 600 RETURNING id";
+    {
+        let mut tx = conn.begin().await.unwrap();
+        {
+            let mut s = tx.query(update).stream::<(i64,)>();
+            assert!(s.try_next().await.unwrap().is_some(), "[{k}]");
+        }
+        expect_kind(
+            &format!("[{k}] after a write stream dropped part-way"),
+            tx.query("SELECT 1").select().await,
+            ErrorKind::TransactionAborted,
+        );
+        expect_kind(
+            &format!("[{k}] commit"),
+            tx.commit().await,
+            ErrorKind::TransactionAborted,
+        );
+    }
+    let (n,): (i64,) = conn
+        .query("SELECT COUNT(*) FROM st WHERE v = 'changed'")
+        .one()
+        .await
+        .unwrap();
+    assert_eq!(n, 0, "[{k}] nothing of the dropped write was committed");
+
+    let mut tx = conn.begin().await.unwrap();
+    let ids: Vec<(i64,)> = tx
+        .query(update)
+        .stream::<(i64,)>()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(ids.len(), 600, "[{k}]");
+    tx.commit().await.unwrap();
+    let (n,): (i64,) = conn
+        .query("SELECT COUNT(*) FROM st WHERE v = 'changed'")
+        .one()
+        .await
+        .unwrap();
+    assert_eq!(n, 600, "[{k}] a write read to its end commits");
+}
+
 backend_tests! {
     async fn stream_reads_every_row(db) { t_stream_reads_every_row(&db).await }
     async fn stream_generated_rows(db) { t_stream_generated_rows(&db).await }
@@ -442,6 +490,7 @@ backend_tests! {
     async fn stream_timeout(db) { t_stream_timeout(&db).await }
     async fn stream_after_schema_change(db) { t_stream_after_schema_change(&db).await }
     async fn stream_on_a_current_thread_runtime(db) { t_stream_current_thread(db).await }
+    async fn stream_write_returning(db) { t_stream_write_returning(&db).await }
 }
 
 /// On a current-thread runtime a stream reads, is dropped part-way and is read again, on every
