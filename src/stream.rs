@@ -38,7 +38,8 @@ use crate::value::RowValues;
 ///   reset; on Postgres inside a transaction the batch in flight is discarded and the
 ///   transaction goes on (the suspended cursor closes with it); on Postgres outside one the
 ///   statement is cancelled and the connection replaced before its next use. A connection never
-///   goes back to the pool with a statement running.
+///   goes back to the pool with a statement running. A write streamed with `RETURNING` and
+///   dropped part-way counts as a cancelled statement: inside a transaction it aborts it.
 ///
 /// ```
 /// # use sql_middleware::prelude::*;
