@@ -480,6 +480,38 @@ async fn t_stream_write_returning(db: &TestDb) {
     assert_eq!(n, 600, "[{k}] a write read to its end commits");
 }
 
+/// Inside a transaction a stream past its time limit fails with `Timeout` and aborts the
+/// transaction; after the rollback the connection works.
+async fn t_stream_timeout_inside_tx(db: &TestDb) {
+    let k = db.kind.name();
+    let mut conn = setup(db).await;
+    {
+        let mut tx = conn.begin().await.unwrap();
+        let mut s = tx
+            .query(
+                "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000) SELECT x FROM c",
+            )
+            .timeout(Duration::from_millis(200))
+            .stream::<(i64,)>();
+        let err = loop {
+            match s.try_next().await {
+                Ok(Some(_)) => {}
+                Ok(None) => panic!("[{k}] a hundred million rows in 200 ms"),
+                Err(e) => break e,
+            }
+        };
+        drop(s);
+        assert_eq!(err.kind(), ErrorKind::Timeout, "[{k}] {err:?}");
+        expect_kind(
+            &format!("[{k}] after the timeout"),
+            tx.query("SELECT 1").select().await,
+            ErrorKind::TransactionAborted,
+        );
+        tx.rollback().await.unwrap();
+    }
+    assert_eq!(count(&mut conn, "st").await, N, "[{k}] usable after");
+}
+
 backend_tests! {
     async fn stream_reads_every_row(db) { t_stream_reads_every_row(&db).await }
     async fn stream_generated_rows(db) { t_stream_generated_rows(&db).await }
@@ -491,6 +523,7 @@ backend_tests! {
     async fn stream_after_schema_change(db) { t_stream_after_schema_change(&db).await }
     async fn stream_on_a_current_thread_runtime(db) { t_stream_current_thread(db).await }
     async fn stream_write_returning(db) { t_stream_write_returning(&db).await }
+    async fn stream_timeout_inside_tx(db) { t_stream_timeout_inside_tx(&db).await }
 }
 
 /// On a current-thread runtime a stream reads, is dropped part-way and is read again, on every
