@@ -9,6 +9,7 @@
 //! | `query(..).optional()` / `.one()`, `stmt.optional(..)` / `.one(..)` | `optional` | [`Wing::optional`] |
 //! | `query(..).all()`, `stmt.all(..)` | `all` | [`Wing::all`] |
 //! | `conn.pipeline(sql, sets)` | `pipeline` | [`Wing::pipeline`] |
+//! | `query(..).stream()`, `stmt.stream(..)` | `RowStream` (`stream.rs`) | [`Wing::stream_open`], [`Wing::stream_next`], [`Wing::stream_close`] |
 //! | `conn.execute_batch(sql)` | `execute_batch` | [`Wing::execute_batch`] |
 //! | `conn.bulk_insert(table, columns, rows)` | `bulk_insert` | [`Wing::bulk_insert`] |
 //! | `conn.begin()`, `tx.commit()`, `tx.rollback()` | `begin`, `tx_commit`, `tx_rollback` | [`Wing::begin`], [`Wing::commit`], [`Wing::rollback`] |
@@ -21,6 +22,7 @@
 //! The trait is crate-private and uses native `async fn`: the hall calls it on concrete types
 //! through one enum (`dispatch.rs`), so nothing is boxed and every future keeps its `Send`-ness.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::decode::FromRow;
@@ -120,6 +122,37 @@ pub(crate) trait Wing {
         }
         Ok(out)
     }
+
+    /// A statement being streamed: what the wing needs to fetch its next rows, decoded as `T`.
+    type Cursor<T: FromRow + Send + 'static>: Send;
+
+    /// Starts streaming the statement's rows (after taking the limit set by
+    /// [`Self::set_deadline`], which then covers the whole stream). Nothing is materialised:
+    /// rows are fetched a bounded batch at a time by [`Self::stream_next`].
+    async fn stream_open<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<Self::Stmt>,
+        p: Vec<RowValues>,
+    ) -> Result<Self::Cursor<T>>;
+
+    /// Appends the next bounded batch of rows to `out`; `Ok(false)` when the statement has
+    /// ended (`out` may still have received its last rows). After an error, or after
+    /// `Ok(false)`, the cursor is only closed.
+    async fn stream_next<T: FromRow + Send + 'static>(
+        &mut self,
+        c: &mut Self::Cursor<T>,
+        out: &mut VecDeque<T>,
+    ) -> Result<bool>;
+
+    /// Closes a cursor, at its end (`finished`) or part-way (the stream was dropped, or failed).
+    /// Never blocks on the network and never panics. Returns whether the connection is clean
+    /// now (the statement reset, the portal closed); `false` leaves it to the hall's repair of
+    /// a cancelled call.
+    fn stream_close<T: FromRow + Send + 'static>(
+        &mut self,
+        c: Self::Cursor<T>,
+        finished: bool,
+    ) -> bool;
 
     /// Runs a script without parameters. `in_tx`: inside a transaction of the middleware.
     async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()>;

@@ -3,6 +3,7 @@
 //! method per operation of the [`Wing`] contract that forwards to that backend. Adding a
 //! backend is one line in the `wings!` call at the bottom.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::config::DatabaseType;
@@ -41,6 +42,11 @@ macro_rules! wings {
         /// A checked-out connection of one backend.
         pub(crate) enum ConnInner {
             $(#[cfg(feature = $feature)] $name(crate::$wing::Conn),)+
+        }
+
+        /// A statement of one backend being streamed, its rows decoded as `T`.
+        pub(crate) enum CursorInner<T: FromRow + Send + 'static> {
+            $(#[cfg(feature = $feature)] $name(crate::$wing::Cursor<T>),)+
         }
 
         /// A prepared statement of one backend.
@@ -166,6 +172,47 @@ macro_rules! wings {
                     (ConnInner::$name(c), StmtHandle::$name(s)) => c.pipeline(s, sets).await,)+
                     #[allow(unreachable_patterns)]
                     _ => Err(other_backend()),
+                }
+            }
+
+            pub(crate) async fn stream_open<T: FromRow + Send + 'static>(
+                &mut self,
+                h: &StmtHandle,
+                p: Vec<RowValues>,
+            ) -> Result<CursorInner<T>> {
+                match (self, h) {
+                    $(#[cfg(feature = $feature)]
+                    (ConnInner::$name(c), StmtHandle::$name(s)) => {
+                        c.stream_open::<T>(s, p).await.map(CursorInner::$name)
+                    })+
+                    #[allow(unreachable_patterns)]
+                    _ => Err(other_backend()),
+                }
+            }
+
+            pub(crate) async fn stream_next<T: FromRow + Send + 'static>(
+                &mut self,
+                cursor: &mut CursorInner<T>,
+                out: &mut VecDeque<T>,
+            ) -> Result<bool> {
+                match (self, cursor) {
+                    $(#[cfg(feature = $feature)]
+                    (ConnInner::$name(c), CursorInner::$name(k)) => c.stream_next(k, out).await,)+
+                    #[allow(unreachable_patterns)]
+                    _ => Err(other_backend()),
+                }
+            }
+
+            pub(crate) fn stream_close<T: FromRow + Send + 'static>(
+                &mut self,
+                cursor: CursorInner<T>,
+                finished: bool,
+            ) -> bool {
+                match (self, cursor) {
+                    $(#[cfg(feature = $feature)]
+                    (ConnInner::$name(c), CursorInner::$name(k)) => c.stream_close(k, finished),)+
+                    #[allow(unreachable_patterns)]
+                    _ => false,
                 }
             }
 

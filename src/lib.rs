@@ -5,7 +5,7 @@
 
 // Layers, each importing only the ones below it (docs/Design.md):
 //   face:     lib.rs, prelude
-//   hall:     bulk, config, pool, query, statement, transaction, dispatch
+//   hall:     bulk, config, pool, query, statement, stream, transaction, dispatch
 //   wings:    sqlite/, postgres/, turso/
 //   neutral:  contract (the backend trait), pooling (pool settings, deadpool builder, errors)
 //   family:   sqlite_family/ (shared by the SQLite and Turso wings)
@@ -61,6 +61,7 @@ pub mod pool;
 pub mod query;
 mod savepoint;
 pub mod statement;
+pub mod stream;
 pub mod transaction;
 mod url;
 
@@ -88,6 +89,7 @@ pub use results::{Columns, CustomDbRow, ResultSet};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteExecModel;
 pub use statement::PreparedStatement;
+pub use stream::RowStream;
 pub use transaction::Tx;
 pub use translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
 pub use value::{RowValues, ValueRef};

@@ -10,6 +10,7 @@ pub use crate::results::{CustomDbRow, ResultSet};
 #[cfg(feature = "sqlite")]
 pub use crate::sqlite::SqliteExecModel;
 pub use crate::statement::PreparedStatement;
+pub use crate::stream::RowStream;
 pub use crate::transaction::Tx;
 pub use crate::translation::TranslationMode;
 pub use crate::value::RowValues;

@@ -4,6 +4,7 @@ use crate::decode::FromRow;
 use crate::error::{Result, SqlMiddlewareDbError};
 use crate::pool::MiddlewarePoolConnection;
 use crate::results::ResultSet;
+use crate::stream::{RowStream, Source};
 use crate::telemetry::traced;
 use crate::translation::TranslationMode;
 use crate::value::{ParamKinds, RowValues};
@@ -12,7 +13,7 @@ use crate::value::{ParamKinds, RowValues};
 ///
 /// The statement is prepared through the connection's statement cache, so running the same SQL
 /// again re-uses the engine's prepared statement.
-#[must_use = "a query does nothing until .select(), .dml(), .one(), .optional() or .all() is awaited"]
+#[must_use = "a query does nothing until .select(), .dml(), .one(), .optional() or .all() is awaited, or .stream() polled"]
 pub struct QueryBuilder<'c, 'q> {
     conn: &'c mut MiddlewarePoolConnection,
     sql: &'q str,
@@ -134,6 +135,26 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
                 conn.optional::<T>(&h, params, deadline).await
             },
             |r: &Option<T>| crate::telemetry::Rows::Returned(usize::from(r.is_some()))
+        )
+    }
+
+    /// Streams the rows, decoded as `T`, in bounded memory (see [`RowStream`]). Nothing runs
+    /// until the stream is first polled; the stream copies the SQL and parameters, and holds
+    /// the connection (or transaction) until it is dropped.
+    pub fn stream<T: FromRow + Send + 'static>(self) -> RowStream<'c, T> {
+        let Self {
+            conn,
+            sql,
+            params,
+            translation,
+            timeout,
+        } = self;
+        RowStream::new(
+            conn,
+            Source::Sql(sql.into(), translation),
+            params.to_vec(),
+            timeout,
+            sql,
         )
     }
 

@@ -7,6 +7,7 @@ use crate::dispatch::StmtHandle;
 use crate::error::{Result, SqlMiddlewareDbError};
 use crate::pool::MiddlewarePoolConnection;
 use crate::results::{Columns, ResultSet};
+use crate::stream::{RowStream, Source};
 use crate::telemetry::traced;
 use crate::value::RowValues;
 
@@ -131,6 +132,27 @@ impl<'c> PreparedStatement<'c> {
             None,
             self.conn.all::<T>(&self.handle, params, deadline),
             |v: &Vec<T>| crate::telemetry::Rows::Returned(v.len())
+        )
+    }
+
+    /// Runs it and streams the rows, decoded as `T`, in bounded memory (see [`RowStream`]).
+    /// Nothing runs until the stream is first polled; the stream copies `params` and holds the
+    /// statement's connection until it is dropped.
+    pub fn stream<T: FromRow + Send + 'static>(
+        &mut self,
+        params: &[RowValues],
+    ) -> RowStream<'_, T> {
+        let handle = self.handle.clone();
+        #[cfg(feature = "tracing")]
+        let sql: &str = &self.sql;
+        #[cfg(not(feature = "tracing"))]
+        let sql = "";
+        RowStream::new(
+            &mut *self.conn,
+            Source::Handle(handle),
+            params.to_vec(),
+            self.timeout,
+            sql,
         )
     }
 }

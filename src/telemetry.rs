@@ -162,6 +162,12 @@ mod on {
             fut.poll(cx)
         }
 
+        /// Enters the span (a stream's, while it is polled).
+        #[inline]
+        pub(crate) fn enter(&self) -> tracing::span::Entered<'_> {
+            self.span.enter()
+        }
+
         /// Records the statement's rows or error on its span, and warns when it took longer
         /// than the pool's slow-statement threshold.
         #[inline]

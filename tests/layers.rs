@@ -1,8 +1,8 @@
 //! The crate's layers, checked on its source (docs/Design.md, "Layers"):
 //!
 //! face (lib, prelude, bench_support) → hall (config, dispatch, pool, query, statement,
-//! transaction) → wings (sqlite, postgres, turso) → neutral (contract, pooling) → SQLite family
-//! (sqlite_family) → core (value, results, decode, error, translation, sql).
+//! stream, transaction) → wings (sqlite, postgres, turso) → neutral (contract, pooling) →
+//! SQLite family (sqlite_family) → core (value, results, decode, error, translation, sql).
 //!
 //! Every `crate::…` path outside comments and unit tests must point to the same top-level module
 //! or to a lower layer; a wing never names another wing; the core modules and the neutral ones
@@ -51,6 +51,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "query",
             "savepoint",
             "statement",
+            "stream",
             "transaction",
             "url",
         ],
@@ -69,6 +70,7 @@ const WING_FILES: &[&str] = &[
     "error.rs",
     "bench.rs",
     "bulk.rs",
+    "stream.rs",
 ];
 
 fn layer_of(module: &str) -> Option<(usize, &'static str)> {

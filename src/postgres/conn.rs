@@ -24,7 +24,7 @@ struct Described {
 
 /// Runs `s` with `p`: the named statement, or (unnamed mode) the text with the described
 /// parameter types, in one round trip.
-async fn rows_of(
+pub(super) async fn rows_of(
     client: &tokio_postgres::Client,
     s: &PgStmt,
     p: &[RowValues],
@@ -127,7 +127,7 @@ pub(crate) struct PgConnection {
     pub(super) in_flight: bool,
     unknown: bool,
     /// Inside a transaction begun through the middleware.
-    in_tx: bool,
+    pub(super) in_tx: bool,
     /// What this checkout changed in the session (`SET`, `SET ROLE`, `LISTEN`, temporary
     /// tables, raw access, …): the connection is reset with `DISCARD ALL` on return.
     session: Session,
@@ -267,6 +267,14 @@ impl PgConnection {
         Ok(())
     }
 
+    /// Repairs what an abandoned call or transaction left, before a statement runs.
+    pub(super) async fn ready(&mut self) -> Result<()> {
+        if self.needs_rollback || self.in_flight {
+            self.repair().await?;
+        }
+        Ok(())
+    }
+
     async fn select_once(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<ResultSet> {
         s.check(p)?;
         self.in_flight = true;
@@ -393,11 +401,11 @@ impl PgConnection {
     /// (`0A000 cached plan must not change result type`). Outside a transaction the statement is
     /// prepared again and the call retried once; inside one the error stands (the transaction is
     /// aborted on the server).
-    fn replannable(&self, e: &SqlMiddlewareDbError) -> bool {
+    pub(super) fn replannable(&self, e: &SqlMiddlewareDbError) -> bool {
         !self.in_tx && e.driver_code() == Some("0A000") && e.message().contains("cached plan")
     }
 
-    async fn replan(&mut self, s: &PgStmt) -> Result<Arc<PgStmt>> {
+    pub(super) async fn replan(&mut self, s: &PgStmt) -> Result<Arc<PgStmt>> {
         if let Some(o) = self.obj.as_mut() {
             o.stmts.remove(&s.key, s.mode);
         }
@@ -406,7 +414,7 @@ impl PgConnection {
 
     /// Notes what a statement about to run does beyond its rows (see [`Self::note_sql`]).
     #[inline]
-    fn note_stmt(&mut self, s: &PgStmt) {
+    pub(super) fn note_stmt(&mut self, s: &PgStmt) {
         if s.session > self.session {
             self.session = s.session;
         }
@@ -608,6 +616,33 @@ impl Wing for PgConnection {
     /// Sends every execution before awaiting any answer; tokio-postgres pipelines them.
     async fn pipeline(&mut self, s: &Arc<PgStmt>, sets: &[&[RowValues]]) -> Result<Vec<ResultSet>> {
         limited!(self, self.pipeline_within(s, sets).await, sets.len() > 1)
+    }
+
+    type Cursor<T: FromRow + Send + 'static> = super::stream::PgCursor<T>;
+
+    /// Streams the rows from the wire, with backpressure (see `stream.rs`).
+    async fn stream_open<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<PgStmt>,
+        p: Vec<RowValues>,
+    ) -> Result<Self::Cursor<T>> {
+        self.open_stream(s, p).await
+    }
+
+    async fn stream_next<T: FromRow + Send + 'static>(
+        &mut self,
+        c: &mut Self::Cursor<T>,
+        out: &mut std::collections::VecDeque<T>,
+    ) -> Result<bool> {
+        self.next_batch(c, out).await
+    }
+
+    fn stream_close<T: FromRow + Send + 'static>(
+        &mut self,
+        c: Self::Cursor<T>,
+        finished: bool,
+    ) -> bool {
+        self.close_stream(c, finished)
     }
 
     /// Runs a script with the simple-query protocol. Postgres runs a multi-statement script as

@@ -14,6 +14,7 @@ pub(crate) mod params;
 pub(crate) mod replica;
 pub(crate) mod rows;
 pub(crate) mod stmt;
+pub(crate) mod stream;
 mod timeout;
 pub(crate) mod tls;
 pub(crate) mod types;
@@ -28,3 +29,5 @@ pub(crate) type Pool = deadpool::managed::Pool<config::PgManager>;
 pub(crate) type Stmt = stmt::PgStmt;
 /// A checked-out Postgres connection.
 pub(crate) type Conn = conn::PgConnection;
+/// A statement of the postgres wing being streamed.
+pub(crate) type Cursor<T> = stream::PgCursor<T>;

@@ -419,6 +419,33 @@ impl Wing for SqliteConn {
         self.run(s, p, run_all::<T>).await
     }
 
+    type Cursor<T: FromRow + Send + 'static> = super::stream::SqliteCursor<T>;
+
+    /// The statement runs on a worker that hands over bounded batches (see `stream.rs`).
+    async fn stream_open<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<SqliteStmt>,
+        p: Vec<RowValues>,
+    ) -> Result<Self::Cursor<T>> {
+        self.open_stream(s, p)
+    }
+
+    async fn stream_next<T: FromRow + Send + 'static>(
+        &mut self,
+        c: &mut Self::Cursor<T>,
+        out: &mut std::collections::VecDeque<T>,
+    ) -> Result<bool> {
+        self.next_batch(c, out).await
+    }
+
+    fn stream_close<T: FromRow + Send + 'static>(
+        &mut self,
+        c: Self::Cursor<T>,
+        finished: bool,
+    ) -> bool {
+        self.close_stream(c, finished)
+    }
+
     /// Runs a script. Outside a transaction, and when the script has no transaction control of
     /// its own, it runs inside one `BEGIN IMMEDIATE … COMMIT`, so it applies entirely or not at all.
     async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {

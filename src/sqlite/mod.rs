@@ -15,6 +15,7 @@ pub(crate) mod offload;
 pub(crate) mod params;
 pub(crate) mod rows;
 pub(crate) mod stmt;
+pub(crate) mod stream;
 
 pub use config::SqliteExecModel;
 pub(crate) use config::{build_pool, checkout};
@@ -25,3 +26,5 @@ pub(crate) type Pool = deadpool::managed::Pool<config::SqliteManager>;
 pub(crate) type Stmt = stmt::SqliteStmt;
 /// A checked-out SQLite connection.
 pub(crate) type Conn = deadpool::managed::Object<config::SqliteManager>;
+/// A statement of the sqlite wing being streamed.
+pub(crate) type Cursor<T> = stream::SqliteCursor<T>;

@@ -72,7 +72,7 @@ impl ProgressState {
     }
 
     /// Arms the call's time limit: every statement of the call is interrupted once it passes.
-    fn arm_stop(&self, at: Instant) {
+    pub(super) fn arm_stop(&self, at: Instant) {
         let left = nanos(at.saturating_duration_since(Instant::now()));
         self.stopped.store(false, Ordering::Relaxed);
         self.stop
@@ -80,7 +80,7 @@ impl ProgressState {
     }
 
     /// Disarms the call's time limit; returns whether a statement was interrupted for it.
-    fn disarm_stop(&self) -> bool {
+    pub(super) fn disarm_stop(&self) -> bool {
         self.stop.store(0, Ordering::Relaxed);
         self.stopped.swap(false, Ordering::Relaxed)
     }
@@ -108,7 +108,7 @@ impl Drop for InterruptOnDrop {
     }
 }
 
-fn panicked(what: &str) -> SqlMiddlewareDbError {
+pub(super) fn panicked(what: &str) -> SqlMiddlewareDbError {
     SqlMiddlewareDbError::new(
         ErrorKind::Other,
         format!("{what} panicked; the connection is discarded"),
@@ -122,7 +122,7 @@ enum Inline<R> {
 
 impl SqliteConn {
     /// How long a lock wait may last: the busy timeout, cut to what is left of the call's limit.
-    fn busy_ms(&self) -> u64 {
+    pub(super) fn busy_ms(&self) -> u64 {
         let busy = match self.stop_at {
             Some(at) => self
                 .opts
@@ -135,7 +135,7 @@ impl SqliteConn {
 
     /// Arms the call's time limit: the progress handler interrupts any statement still
     /// running when it passes, and lock waits end by then (see [`Self::busy_ms`]).
-    fn start_limit(&mut self, deadline: Option<Instant>) -> Result<()> {
+    pub(super) fn start_limit(&mut self, deadline: Option<Instant>) -> Result<()> {
         let Some(at) = deadline else {
             return Ok(());
         };
@@ -149,7 +149,7 @@ impl SqliteConn {
     /// reports a statement interrupted for it, or a lock wait cut short by it, as `Timeout`.
     /// SQLite undoes the interrupted statement, so the connection stays usable; inside a
     /// transaction the hall treats the failure as aborting it.
-    fn end_limit<R>(&mut self, deadline: Option<Instant>, r: Result<R>) -> Result<R> {
+    pub(super) fn end_limit<R>(&mut self, deadline: Option<Instant>, r: Result<R>) -> Result<R> {
         let Some(at) = deadline else {
             return r;
         };

@@ -69,9 +69,9 @@ pub(crate) struct TursoConn {
     epoch_seen: u64,
     /// Turso's own busy handler is on (the raw connection was handed out); the middleware's
     /// statements turn it off again and wait for locks themselves (see `busy.rs`).
-    native_busy: bool,
+    pub(super) native_busy: bool,
     /// The values of the row being decoded by `one`/`optional`/`all`, reused from call to call.
-    row_buf: Vec<RowValues>,
+    pub(super) row_buf: Vec<RowValues>,
     /// What this checkout changed in the session; the pool restores or discards on recycle.
     session: Session,
     /// When the connection last went back to the pool.
@@ -109,7 +109,7 @@ impl TursoConn {
     /// Starts a limited operation: takes its time limit (see `Wing::set_deadline`), and fails
     /// at once when it has already passed.
     #[inline]
-    fn start_limit(&mut self) -> Result<()> {
+    pub(super) fn start_limit(&mut self) -> Result<()> {
         self.stop_at = self.deadline.take();
         crate::deadline::check(self.stop_at)
     }
@@ -129,7 +129,7 @@ impl TursoConn {
     /// is kept between rows (and between the statements of a script). A write is never cut
     /// short part-way: its rows are all produced, so it either applies whole or fails.
     #[inline]
-    fn must_stop(&self, s: &TursoStmt) -> bool {
+    pub(super) fn must_stop(&self, s: &TursoStmt) -> bool {
         !s.dml && self.stop_at.is_some_and(crate::deadline::passed)
     }
 
@@ -155,7 +155,7 @@ impl TursoConn {
     }
 
     /// Turns Turso's own busy handler on (at the configured timeout) or off.
-    fn set_native_busy(&mut self, on: bool) -> Result<()> {
+    pub(super) fn set_native_busy(&mut self, on: bool) -> Result<()> {
         let d = if on {
             self.opts.busy_timeout
         } else {
@@ -187,7 +187,7 @@ impl TursoConn {
 
     /// The columns to read `s`'s rows with: its own, unless the schema changed since it was
     /// prepared (a statement held across a change), then the statement's columns now.
-    fn desc_now(&self, s: &TursoStmt, st: &turso::Statement) -> Option<Arc<Described>> {
+    pub(super) fn desc_now(&self, s: &TursoStmt, st: &turso::Statement) -> Option<Arc<Described>> {
         (s.epoch != self.epoch()).then(|| Arc::new(describe(st)))
     }
 
@@ -254,7 +254,7 @@ impl TursoConn {
     /// Resets and drops every cached statement: after a call was abandoned mid-way (their
     /// state is unknown), and after a schema change made through this connection (Turso
     /// statements keep the columns they were prepared with).
-    fn forget_statements(&mut self) {
+    pub(super) fn forget_statements(&mut self) {
         for s in self.stmts.values() {
             let _ = s.stmt.reset();
         }
@@ -496,6 +496,33 @@ impl Wing for TursoConn {
         self.start_limit()?;
         s.check(p)?;
         waiting!(self, self.all_once(s, p).await)
+    }
+
+    type Cursor<T: FromRow + Send + 'static> = super::stream::TursoCursor<T>;
+
+    /// Steps the statement a bounded batch at a time, on the task (see `stream.rs`).
+    async fn stream_open<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<TursoStmt>,
+        p: Vec<RowValues>,
+    ) -> Result<Self::Cursor<T>> {
+        self.open_stream(s, p).await
+    }
+
+    async fn stream_next<T: FromRow + Send + 'static>(
+        &mut self,
+        c: &mut Self::Cursor<T>,
+        out: &mut std::collections::VecDeque<T>,
+    ) -> Result<bool> {
+        self.next_batch(c, out).await
+    }
+
+    fn stream_close<T: FromRow + Send + 'static>(
+        &mut self,
+        c: Self::Cursor<T>,
+        finished: bool,
+    ) -> bool {
+        self.close_stream(c, finished)
     }
 
     /// Runs a script; outside a transaction and without its own transaction control it runs

@@ -13,6 +13,7 @@ pub(crate) mod error;
 pub(crate) mod params;
 pub(crate) mod rows;
 pub(crate) mod stmt;
+pub(crate) mod stream;
 
 pub(crate) use config::{build_pool, checkout};
 
@@ -22,3 +23,5 @@ pub(crate) type Pool = deadpool::managed::Pool<config::TursoManager>;
 pub(crate) type Stmt = stmt::TursoStmt;
 /// A checked-out Turso connection.
 pub(crate) type Conn = deadpool::managed::Object<config::TursoManager>;
+/// A statement of the turso wing being streamed.
+pub(crate) type Cursor<T> = stream::TursoCursor<T>;

@@ -203,6 +203,62 @@ async fn panicking_raw_closure_is_an_error_and_the_pool_recovers() {
     assert_eq!(db.status().size, 1);
 }
 
+/// A `FromRow` that panics at one id.
+struct PanicsAt(i64);
+
+impl FromRow for PanicsAt {
+    fn from_row<R: SqlRow>(row: &R) -> Result<Self, SqlMiddlewareDbError> {
+        let id: i64 = row.get(0)?;
+        if id == 300 {
+            panic!("boom inside FromRow at row {id}");
+        }
+        Ok(PanicsAt(id))
+    }
+}
+
+/// A stream's rows are decoded on its worker: a panic there is an error item, the stream ends,
+/// the transaction it ran in is rolled back at once, and the pool discards the connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panicking_from_row_in_a_stream_is_an_error_and_the_pool_recovers() {
+    use futures::TryStreamExt;
+    let _group = groups::enter("sqlite");
+    let (db, mut c) = one_connection_with_table(ConfigAndPool::sqlite_memory()).await;
+    c.execute_batch(
+        "INSERT INTO t (id) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) SELECT x FROM c",
+    )
+    .await
+    .unwrap();
+    let mut tx = c.begin().await.unwrap();
+    tx.query("DELETE FROM t WHERE id > 900")
+        .dml()
+        .await
+        .unwrap();
+    let mut s = tx
+        .query("SELECT id FROM t ORDER BY id")
+        .stream::<PanicsAt>();
+    let mut read = 0;
+    let e = loop {
+        match s.try_next().await {
+            Ok(Some(r)) => {
+                read += 1;
+                assert_eq!(r.0, read);
+            }
+            Ok(None) => panic!("the stream ended without the panic"),
+            Err(e) => break e,
+        }
+    };
+    assert!(e.message().contains("panicked"), "{e}");
+    assert!(read < 300, "rows after the panic were handed out: {read}");
+    assert!(s.try_next().await.unwrap().is_none(), "the stream ends");
+    drop(s);
+    drop(tx);
+    drop(c);
+    let mut c = db.get_connection().await.unwrap();
+    let (n,): (i64,) = c.query("SELECT count(*) FROM t").one().await.unwrap();
+    assert_eq!(n, 1000, "the transaction's delete was rolled back");
+    assert_eq!(db.status().size, 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn engine_rollback_inside_a_transaction_never_autocommits_later_statements() {
     let _group = groups::enter("sqlite");

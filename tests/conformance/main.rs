@@ -31,6 +31,7 @@ mod spans;
 mod stats;
 #[cfg(feature = "metrics")]
 mod stats_metrics;
+mod streams;
 mod timeouts;
 mod transactions;
 mod urls;

@@ -430,9 +430,94 @@ async fn t_checkout_slow_and_off(db: &TestDb, cap: &Capture) {
     }
 }
 
+/// A stream has one statement span, made when the stream is, closed at its end or when it is
+/// dropped, with the rows it handed out; inside a transaction it is the transaction's child.
+async fn t_stream_spans(db: &TestDb, cap: &Capture) {
+    use futures::TryStreamExt;
+    let k = db.kind.name();
+    cap.clear();
+    let mut conn = db.db.get_connection().await.unwrap();
+    conn.execute_batch("CREATE TABLE st_traced (id BIGINT PRIMARY KEY)")
+        .await
+        .unwrap();
+    conn.execute_batch("INSERT INTO st_traced (id) VALUES (1), (2), (3)")
+        .await
+        .unwrap();
+    cap.clear();
+
+    let all = "SELECT id FROM st_traced ORDER BY id";
+    let rows: Vec<(i64,)> = conn
+        .query(all)
+        .stream::<(i64,)>()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 3);
+    let s = cap.statement(all);
+    assert_eq!(field(&s, "db.operation.name"), "SELECT", "[{k}]");
+    assert_eq!(field(&s, "db.response.returned_rows"), "3", "[{k}]");
+    assert!(s.closed, "[{k}] the span ends with the stream");
+    assert_eq!(s.parent, None, "[{k}]");
+    match db.kind {
+        // A stream's statement runs on a worker of the blocking pool.
+        Kind::Sqlite => assert_eq!(field(&s, "sqlmw.sqlite.exec"), "offloaded", "[{k}]"),
+        _ => assert!(!s.fields.contains_key("sqlmw.sqlite.exec"), "[{k}]"),
+    }
+    cap.clear();
+
+    let part = "SELECT id FROM st_traced WHERE id > $1 ORDER BY id";
+    {
+        let mut stream = conn
+            .query(part)
+            .params(&[RowValues::Int(0)])
+            .stream::<(i64,)>();
+        assert_eq!(stream.try_next().await.unwrap(), Some((1,)));
+    }
+    let s = cap.statement(part);
+    assert_eq!(
+        field(&s, "db.response.returned_rows"),
+        "1",
+        "[{k}] dropped part-way: the rows handed out"
+    );
+    assert!(s.closed, "[{k}] the span ends when the stream is dropped");
+    cap.clear();
+
+    let bad = "SELECT no_such_column FROM st_traced";
+    let r: Result<Vec<(i64,)>, _> = conn.query(bad).stream::<(i64,)>().try_collect().await;
+    let err = r.unwrap_err();
+    let b = cap.statement(bad);
+    assert_eq!(field(&b, "otel.status_code"), "ERROR", "[{k}]");
+    assert_eq!(
+        field(&b, "error.type"),
+        format!("{:?}", err.kind()),
+        "[{k}]"
+    );
+    cap.clear();
+
+    let mut tx = conn.begin().await.unwrap();
+    let in_tx = "SELECT id FROM st_traced WHERE id < 3";
+    let rows: Vec<(i64,)> = tx
+        .query(in_tx)
+        .stream::<(i64,)>()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2);
+    tx.commit().await.unwrap();
+    let t = &cap.named("transaction")[0];
+    let s = cap.statement(in_tx);
+    assert_eq!(
+        s.parent,
+        Some(t.id),
+        "[{k}] a stream in a transaction is its child"
+    );
+    assert_eq!(field(&s, "db.response.returned_rows"), "2", "[{k}]");
+}
+
 backend_tests! {
     let (_guard, cap) = Capture::install();
     async fn statement_spans(db) { t_statement_spans(&db, &cap).await }
     async fn transaction_spans(db) { t_transaction_spans(&db, &cap).await }
     async fn checkout_slow_and_off(db) { t_checkout_slow_and_off(&db, &cap).await }
+    async fn stream_spans(db) { t_stream_spans(&db, &cap).await }
 }

@@ -28,4 +28,5 @@ mod model;
 mod props;
 mod runtime;
 mod session;
+mod streams;
 mod transactions;

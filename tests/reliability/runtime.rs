@@ -21,10 +21,14 @@ use sql_middleware::prelude::*;
 
 use crate::backend_tests;
 use crate::common;
-use crate::common::backends::{Kind, Logical, TestDb};
+#[cfg(all(feature = "sqlite", feature = "turso"))]
+use crate::common::backends::Logical;
+use crate::common::backends::{Kind, TestDb};
 use crate::common::reliability::{
-    DropAt, Polled, Rng, SeedGuard, heartbeat, knob_f64, ms, poll_at_most, quantile, timing_lock,
+    DropAt, Polled, Rng, SeedGuard, knob_f64, ms, poll_at_most, timing_lock,
 };
+#[cfg(all(feature = "sqlite", feature = "turso"))]
+use crate::common::reliability::{heartbeat, quantile};
 
 // ---- 6. starvation -----------------------------------------------------------------------------
 
@@ -443,12 +447,13 @@ async fn t_sqlite_long_write(db: &TestDb) {
 
 // ---- 8. heartbeat ----------------------------------------------------------------------------
 
+#[cfg(all(feature = "sqlite", feature = "turso"))]
 type Totals = std::collections::BTreeMap<String, (usize, usize)>;
 
 /// Runs 4 writers per pool for `secs` next to a 1 ms heartbeat: each writes one row in a
 /// transaction and commits it, or drops it (30%) on the executor thread. Returns the
 /// heartbeat's lateness samples, commits and dropped transactions per backend, and errors.
-#[cfg(any(feature = "sqlite", feature = "turso"))]
+#[cfg(all(feature = "sqlite", feature = "turso"))]
 async fn load_phase(
     pools: &[(Kind, ConfigAndPool)],
     secs: f64,
