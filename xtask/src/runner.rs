@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use serde::Deserialize;
 
-use crate::catalog::{Crate, MAIN_FEATURES, SQLX_MANIFEST, Suite};
+use crate::catalog::{Crate, MAIN_FEATURES, Suite};
 use crate::side_files::{ResourcesFile, SuiteResources};
 use crate::util::{self, Error, Result, read_optional_json};
 
@@ -142,8 +142,8 @@ fn build(
                     .env("CARGO_TARGET_DIR", base.join("cfg-variant"));
             }
         }
-        Crate::Sqlx => {
-            cmd.args(["--manifest-path", SQLX_MANIFEST]);
+        Crate::Sqlx | Crate::Peers => {
+            cmd.args(["--manifest-path", krate.manifest().unwrap_or_default()]);
         }
     }
     for t in targets {
@@ -239,7 +239,7 @@ pub fn run_suites(opts: &RunOptions) -> Result<Vec<Outcome>> {
         .map_err(|e| Error(format!("cannot create {}: {e}", opts.home.display())))?;
     let mut exes: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut build_failures: BTreeMap<&str, String> = BTreeMap::new();
-    for krate in [Crate::Main, Crate::Sqlx] {
+    for krate in Crate::ALL {
         let targets: Vec<&str> = opts
             .suites
             .iter()
@@ -278,7 +278,7 @@ pub fn run_suites(opts: &RunOptions) -> Result<Vec<Outcome>> {
         };
         let dir = match suite.krate {
             Crate::Main => opts.root.clone(),
-            Crate::Sqlx => opts.root.join("bench-harnesses/sqlx_lookup"),
+            k => opts.root.join(k.dir()),
         };
         let mut args = vec!["--bench".to_string()];
         args.extend(opts.criterion_args.iter().cloned());

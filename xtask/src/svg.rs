@@ -26,6 +26,8 @@ pub const RAW: &str = "#7f7f7f";
 pub const MIDDLEWARE: &str = "#1f77b4";
 /// SQLx colour.
 pub const SQLX: &str = "#ff7f0e";
+/// Colour of the other async libraries (the async-SQLite peers).
+pub const PEER: &str = "#2ca02c";
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")

@@ -311,6 +311,58 @@ pub const TARGETS: &[Target] = &[
         ),
         bound: Bound::AtMost(1.03),
     },
+    Target {
+        id: "Q12a",
+        what: "SQLite lookup: deadpool_sqlite ÷ middleware",
+        source: ratio(
+            ("sqlite_single_row_lookup_peers", "deadpool_sqlite", None),
+            ("sqlite_single_row_lookup", "middleware", None),
+        ),
+        bound: Bound::AtLeast(5.0),
+    },
+    Target {
+        id: "Q12b",
+        what: "SQLite lookup: tokio_rusqlite ÷ middleware",
+        source: ratio(
+            ("sqlite_single_row_lookup_peers", "tokio_rusqlite", None),
+            ("sqlite_single_row_lookup", "middleware", None),
+        ),
+        bound: Bound::AtLeast(5.0),
+    },
+    Target {
+        id: "Q12c",
+        what: "Fan-out (C = 8): deadpool_sqlite_parallel_select ÷ middleware_parallel_select",
+        source: ratio(
+            (
+                "sqlite_multithread_pool_checkout_peers",
+                "deadpool_sqlite_parallel_select",
+                Some("8"),
+            ),
+            (
+                "sqlite_multithread_pool_checkout",
+                "middleware_parallel_select",
+                Some("8"),
+            ),
+        ),
+        bound: Bound::AtLeast(2.0),
+    },
+    Target {
+        id: "Q12d",
+        what: "Fan-out (C = 8): tokio_rusqlite_parallel_select ÷ middleware_parallel_select",
+        source: ratio(
+            (
+                "sqlite_multithread_pool_checkout_peers",
+                "tokio_rusqlite_parallel_select",
+                Some("8"),
+            ),
+            (
+                "sqlite_multithread_pool_checkout",
+                "middleware_parallel_select",
+                Some("8"),
+            ),
+        ),
+        bound: Bound::AtLeast(2.0),
+    },
 ];
 
 /// A target's evaluated figure.

@@ -268,8 +268,12 @@ pub const PG_LOOKUP_TABLE: &str = dataset::LOOKUP_SCHEMA;
 /// exactly those rows, it is dropped and recreated: `CREATE SCHEMA`, [`PG_LOOKUP_TABLE`], one
 /// transaction inserting every row (id as int4, score as float4, active as int4 0/1), `ANALYZE`.
 pub async fn ensure_pg_lookup(url: &str, n: usize) {
-    let schema = dataset::postgres_schema(n);
-    let pool = pg_admin_pool(url, &schema).await;
+    ensure_pg_lookup_in(url, &dataset::postgres_schema(n), n).await;
+}
+
+/// [`ensure_pg_lookup`] in the schema `schema` (the fan-out bench's own schema).
+pub async fn ensure_pg_lookup_in(url: &str, schema: &str, n: usize) {
+    let pool = pg_admin_pool(url, schema).await;
     if pg_lookup_is_valid(&pool, n).await {
         eprintln!("[sqlx bench] reusing Postgres table {schema}.test");
     } else {
@@ -321,7 +325,11 @@ async fn pg_lookup_is_valid(pool: &PgPool, n: usize) -> bool {
 
 /// Drops schema `dataset::postgres_schema(n)` (with `CASCADE`).
 pub async fn drop_pg_lookup(url: &str, n: usize) {
-    let schema = dataset::postgres_schema(n);
+    drop_pg_schema(url, &dataset::postgres_schema(n)).await;
+}
+
+/// Drops the schema `schema` (with `CASCADE`).
+pub async fn drop_pg_schema(url: &str, schema: &str) {
     let pool = pg_admin_pool(url, "public").await;
     pool.execute(sqlx::AssertSqlSafe(format!(
         "SET lock_timeout = '30s'; DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"

@@ -133,6 +133,17 @@ pub const GROUPS: &[GroupSpec] = &[
         name: "sweep_text_payload",
         ids: &["rusqlite", "middleware"],
     },
+    GroupSpec {
+        name: "sqlite_single_row_lookup_peers",
+        ids: &["deadpool_sqlite", "tokio_rusqlite"],
+    },
+    GroupSpec {
+        name: "sqlite_multithread_pool_checkout_peers",
+        ids: &[
+            "deadpool_sqlite_parallel_select",
+            "tokio_rusqlite_parallel_select",
+        ],
+    },
 ];
 
 /// The group spec called `name`.

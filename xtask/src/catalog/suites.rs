@@ -8,6 +8,31 @@ pub enum Crate {
     Main,
     /// The SQLx harness (`bench-harnesses/sqlx_lookup`, its own Cargo.lock).
     Sqlx,
+    /// The async-SQLite peer harness (`bench-harnesses/sqlite_peers`, its own Cargo.lock).
+    Peers,
+}
+
+impl Crate {
+    /// Every crate, in the order `cargo xtask bench` builds them.
+    pub const ALL: [Crate; 3] = [Crate::Main, Crate::Sqlx, Crate::Peers];
+
+    /// The manifest of a harness crate, relative to the repository root (`None`: the root crate).
+    pub fn manifest(self) -> Option<&'static str> {
+        match self {
+            Crate::Main => None,
+            Crate::Sqlx => Some(SQLX_MANIFEST),
+            Crate::Peers => Some(PEERS_MANIFEST),
+        }
+    }
+
+    /// The folder a bench of this crate runs in, relative to the repository root.
+    pub fn dir(self) -> &'static str {
+        match self {
+            Crate::Main => ".",
+            Crate::Sqlx => "bench-harnesses/sqlx_lookup",
+            Crate::Peers => "bench-harnesses/sqlite_peers",
+        }
+    }
 }
 
 /// One bench target, runnable on its own.
@@ -37,8 +62,9 @@ impl Suite {
                 "cargo bench --features {MAIN_FEATURES} --bench {}",
                 self.target
             ),
-            Crate::Sqlx => format!(
-                "cargo bench --manifest-path {SQLX_MANIFEST} --bench {}",
+            Crate::Sqlx | Crate::Peers => format!(
+                "cargo bench --manifest-path {} --bench {}",
+                self.krate.manifest().unwrap_or_default(),
                 self.target
             ),
         }
@@ -62,6 +88,9 @@ pub const MAIN_FEATURES: &str = "bench,turso,postgres-tls,tracing";
 
 /// Manifest of the SQLx harness, relative to the repository root.
 pub const SQLX_MANIFEST: &str = "bench-harnesses/sqlx_lookup/Cargo.toml";
+
+/// Manifest of the async-SQLite peer harness, relative to the repository root.
+pub const PEERS_MANIFEST: &str = "bench-harnesses/sqlite_peers/Cargo.toml";
 
 /// Every suite, in the order `cargo xtask bench` runs them.
 pub const SUITES: &[Suite] = &[
@@ -138,6 +167,20 @@ pub const SUITES: &[Suite] = &[
             "sweep_text_payload",
         ],
         sweep: true,
+    },
+    Suite {
+        name: "peers-sqlite-lookup",
+        krate: Crate::Peers,
+        target: "sqlite_single_row_lookup_peers",
+        groups: &["sqlite_single_row_lookup_peers"],
+        sweep: false,
+    },
+    Suite {
+        name: "peers-fanout",
+        krate: Crate::Peers,
+        target: "sqlite_multithread_pool_checkout_peers",
+        groups: &["sqlite_multithread_pool_checkout_peers"],
+        sweep: false,
     },
 ];
 

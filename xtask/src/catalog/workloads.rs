@@ -10,6 +10,10 @@ pub enum Role {
     Middleware,
     /// SQLx.
     Sqlx,
+    /// Another async library over the same driver (deadpool-sqlite, tokio-rusqlite). Tables of
+    /// peers point their `sqlx` index at the middleware row: the second ratio column is then
+    /// "× sql-middleware".
+    Peer,
 }
 
 /// One row of a workload table: a contender and the id that measures it.
@@ -407,5 +411,85 @@ pub const WORKLOADS: &[Workload] = &[
             ),
         ],
         note: "The server runs on the same 2 vCPUs as the benchmark. The pipelined row sends all N lookups at once on one connection; the others are sequential. The per-call rows go through the connection's statement cache; the raw row uses a statement prepared once.",
+    },
+    Workload {
+        title: "SQLite point lookup: async-SQLite peers",
+        key: "sqlite_lookup_peers",
+        operation: "one `SELECT … WHERE id = ?` on a held connection, decoded into `BenchRow`",
+        contenders: &[
+            c(
+                "rusqlite (raw)",
+                Role::Raw,
+                "sqlite_single_row_lookup",
+                "rusqlite",
+                Some(0),
+                Some(1),
+            ),
+            c(
+                "sql-middleware",
+                Role::Middleware,
+                "sqlite_single_row_lookup",
+                "middleware",
+                Some(0),
+                Some(1),
+            ),
+            c(
+                "deadpool-sqlite (`interact`)",
+                Role::Peer,
+                "sqlite_single_row_lookup_peers",
+                "deadpool_sqlite",
+                Some(0),
+                Some(1),
+            ),
+            c(
+                "tokio-rusqlite (`call`)",
+                Role::Peer,
+                "sqlite_single_row_lookup_peers",
+                "tokio_rusqlite",
+                Some(0),
+                Some(1),
+            ),
+        ],
+        note: "The peers run in `bench-harnesses/sqlite_peers` (same rusqlite, same bundled SQLite, same file). deadpool-sqlite: one pool object held for the loop, one `interact` per lookup; tokio-rusqlite: one connection, one `call` per lookup; both with `prepare_cached` inside the closure. The last column divides by sql-middleware.",
+    },
+    Workload {
+        title: "SQLite fan-out (C concurrent tasks): async-SQLite peers",
+        key: "sqlite_fanout_peers",
+        operation: "one lookup with decode; N lookups split over C tasks, each with its own connection",
+        contenders: &[
+            c(
+                "rusqlite (raw, blocking pool)",
+                Role::Raw,
+                "sqlite_multithread_pool_checkout",
+                "rusqlite_blocking",
+                Some(0),
+                Some(1),
+            ),
+            c(
+                "sql-middleware",
+                Role::Middleware,
+                "sqlite_multithread_pool_checkout",
+                "middleware_parallel_select",
+                Some(0),
+                Some(1),
+            ),
+            c(
+                "deadpool-sqlite (`interact`)",
+                Role::Peer,
+                "sqlite_multithread_pool_checkout_peers",
+                "deadpool_sqlite_parallel_select",
+                Some(0),
+                Some(1),
+            ),
+            c(
+                "tokio-rusqlite (`call`)",
+                Role::Peer,
+                "sqlite_multithread_pool_checkout_peers",
+                "tokio_rusqlite_parallel_select",
+                Some(0),
+                Some(1),
+            ),
+        ],
+        note: "The parameter is C. deadpool-sqlite: a pool of C objects, each task checks one out and runs one `interact` per lookup; tokio-rusqlite: C connections, one per task, one `call` per lookup. The last column divides by sql-middleware.",
     },
 ];

@@ -51,6 +51,7 @@ fn color(role: Role) -> &'static str {
         Role::Raw => svg::RAW,
         Role::Middleware => svg::MIDDLEWARE,
         Role::Sqlx => svg::SQLX,
+        Role::Peer => svg::PEER,
     }
 }
 
@@ -73,7 +74,11 @@ pub fn render_workload(w: &Workload, rows: &[RowResult], chart_link: &str) -> St
         );
         return s;
     }
-    s.push_str("| contender | Criterion id | ops / iter | median / op | 95% interval | × raw driver | × SQLx |\n");
+    let _ = writeln!(
+        s,
+        "| contender | Criterion id | ops / iter | median / op | 95% interval | × raw driver | × {} |",
+        second_reference(w)
+    );
     s.push_str("|---|---|---:|---:|---|---:|---:|\n");
     for r in rows {
         let c = &r.contender;
@@ -123,6 +128,15 @@ pub fn render_workload(w: &Workload, rows: &[RowResult], chart_link: &str) -> St
     let _ = writeln!(s, "\n{}\n", w.note);
     let _ = writeln!(s, "![{} chart]({chart_link})\n", w.title);
     s
+}
+
+/// The heading of the second ratio column: the label of the row the contenders' `sqlx` index
+/// names when that row is not SQLx (the peer tables divide by sql-middleware), else "SQLx".
+fn second_reference(w: &Workload) -> &'static str {
+    match w.contenders.iter().find_map(|c| c.sqlx) {
+        Some(i) if w.contenders[i].role != Role::Sqlx => w.contenders[i].label,
+        _ => "SQLx",
+    }
 }
 
 fn workload_suites(w: &Workload) -> Vec<&'static catalog::Suite> {
