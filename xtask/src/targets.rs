@@ -313,19 +313,19 @@ pub const TARGETS: &[Target] = &[
     },
     Target {
         id: "Q12a",
-        what: "SQLite lookup: deadpool_sqlite ÷ middleware",
+        what: "SQLite lookup: deadpool_sqlite ÷ middleware_query_one (both per call, statement cache included)",
         source: ratio(
             ("sqlite_single_row_lookup_peers", "deadpool_sqlite", None),
-            ("sqlite_single_row_lookup", "middleware", None),
+            ("sqlite_single_row_lookup", "middleware_query_one", None),
         ),
         bound: Bound::AtLeast(5.0),
     },
     Target {
         id: "Q12b",
-        what: "SQLite lookup: tokio_rusqlite ÷ middleware",
+        what: "SQLite lookup: tokio_rusqlite ÷ middleware_query_one (both per call, statement cache included)",
         source: ratio(
             ("sqlite_single_row_lookup_peers", "tokio_rusqlite", None),
-            ("sqlite_single_row_lookup", "middleware", None),
+            ("sqlite_single_row_lookup", "middleware_query_one", None),
         ),
         bound: Bound::AtLeast(5.0),
     },

@@ -418,18 +418,18 @@ pub const WORKLOADS: &[Workload] = &[
         operation: "one `SELECT … WHERE id = ?` on a held connection, decoded into `BenchRow`",
         contenders: &[
             c(
-                "rusqlite (raw)",
+                "rusqlite (raw), `prepare_cached` per call",
                 Role::Raw,
                 "sqlite_single_row_lookup",
-                "rusqlite",
+                "rusqlite_prepare_cached",
                 Some(0),
                 Some(1),
             ),
             c(
-                "sql-middleware",
+                "sql-middleware, `query(..).one()` per call",
                 Role::Middleware,
                 "sqlite_single_row_lookup",
-                "middleware",
+                "middleware_query_one",
                 Some(0),
                 Some(1),
             ),
@@ -450,7 +450,7 @@ pub const WORKLOADS: &[Workload] = &[
                 Some(1),
             ),
         ],
-        note: "The peers run in `bench-harnesses/sqlite_peers` (same rusqlite, same bundled SQLite, same file). deadpool-sqlite: one pool object held for the loop, one `interact` per lookup; tokio-rusqlite: one connection, one `call` per lookup; both with `prepare_cached` inside the closure. The last column divides by sql-middleware.",
+        note: "The peers run in `bench-harnesses/sqlite_peers` (same rusqlite, same bundled SQLite, same file). deadpool-sqlite: one pool object held for the loop, one `interact` per lookup; tokio-rusqlite: one connection, one `call` per lookup; both with `prepare_cached` inside the closure, so they are set beside the per-call forms of rusqlite and of sql-middleware (statement cache included). The last column divides by sql-middleware.",
     },
     Workload {
         title: "SQLite fan-out (C concurrent tasks): async-SQLite peers",
