@@ -527,6 +527,37 @@ async fn t_stream_timeout_inside_tx(db: &TestDb) {
     assert_eq!(count(&mut conn, "st").await, N, "[{k}] usable after");
 }
 
+/// A stream that writes waits for a write lock held by another connection, as any statement
+/// does (up to the busy timeout), and then runs.
+async fn t_stream_waits_for_a_lock(db: &TestDb) {
+    let k = db.kind.name();
+    drop(setup(db).await);
+    let pool = db.builder().max_size(2).build().await.unwrap();
+    let mut holder = pool.get_connection().await.unwrap();
+    let (locked_tx, locked) = tokio::sync::oneshot::channel();
+    let held = tokio::spawn(async move {
+        let mut tx = holder.begin().await.unwrap();
+        tx.query("INSERT INTO st (id, v, f, b) VALUES (9000, 'held', 0, false)")
+            .dml()
+            .await
+            .unwrap();
+        locked_tx.send(()).unwrap();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        tx.commit().await.unwrap();
+    });
+    locked.await.unwrap();
+    let mut conn = pool.get_connection().await.unwrap();
+    let ids: Vec<(i64,)> = conn
+        .query("INSERT INTO st (id, v, f, b) VALUES (9001, 'waited', 0, false) RETURNING id")
+        .stream::<(i64,)>()
+        .try_collect()
+        .await
+        .unwrap_or_else(|e| panic!("[{k}] the write stream did not wait for the lock: {e:?}"));
+    assert_eq!(ids, [(9001,)], "[{k}]");
+    held.await.unwrap();
+    assert_eq!(count(&mut conn, "st").await, N + 2, "[{k}]");
+}
+
 backend_tests! {
     async fn stream_reads_every_row(db) { t_stream_reads_every_row(&db).await }
     async fn stream_generated_rows(db) { t_stream_generated_rows(&db).await }
@@ -539,6 +570,7 @@ backend_tests! {
     async fn stream_on_a_current_thread_runtime(db) { t_stream_current_thread(db).await }
     async fn stream_write_returning(db) { t_stream_write_returning(&db).await }
     async fn stream_timeout_inside_tx(db) { t_stream_timeout_inside_tx(&db).await }
+    async fn stream_waits_for_a_lock(db) { t_stream_waits_for_a_lock(&db).await }
 }
 
 /// On a current-thread runtime a stream reads, is dropped part-way and is read again, on every
