@@ -115,7 +115,12 @@ impl TursoConn {
     }
 
     /// How long a lock wait may last: the busy timeout, cut to what is left of the limit.
-    fn busy_allowance(&self) -> std::time::Duration {
+    /// Whether the limit of the operation running now has passed.
+    pub(super) fn stop_at_passed(&self) -> bool {
+        self.stop_at.is_some_and(crate::deadline::passed)
+    }
+
+    pub(super) fn busy_allowance(&self) -> std::time::Duration {
         match self.stop_at {
             Some(at) => self
                 .opts

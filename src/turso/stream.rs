@@ -9,13 +9,14 @@ use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use super::busy::BusyWait;
 use super::conn::TursoConn;
 use super::error::map_err;
 use super::params::to_values;
 use super::rows::{TursoRow, fill_row_values};
 use super::stmt::TursoStmt;
 use crate::decode::FromRow;
-use crate::error::Result;
+use crate::error::{ErrorKind, Result};
 use crate::sqlite_family::columns::Described;
 use crate::value::RowValues;
 
@@ -31,6 +32,11 @@ pub(crate) struct TursoCursor<T> {
     fresh: Option<Option<Arc<Described>>>,
     /// A batch was handed out: the task yields before stepping the next one.
     yielded: bool,
+    /// The parameters, kept until the first row: a statement that found the database locked
+    /// before its first row changed nothing, and runs again after a pause.
+    values: Option<Vec<turso::Value>>,
+    /// The first row (or the end), stepped before the first batch.
+    first: Option<Option<turso::Row>>,
     _rows: PhantomData<fn() -> T>,
 }
 
@@ -59,7 +65,7 @@ impl TursoConn {
         let values = to_values(&p)?;
         self.in_flight = true;
         let mut st = s.stmt.clone();
-        let rows = match st.query(values).await {
+        let rows = match st.query(values.clone()).await {
             Ok(rows) => rows,
             Err(e) => {
                 let _ = st.reset();
@@ -73,6 +79,8 @@ impl TursoConn {
             rows: Some(rows),
             fresh: None,
             yielded: false,
+            values: Some(values),
+            first: None,
             _rows: PhantomData,
         })
     }
@@ -86,6 +94,9 @@ impl TursoConn {
             // Between batches, always: Turso's steps usually complete without ever waiting.
             tokio::task::yield_now().await;
         }
+        if c.values.is_some() {
+            self.first_row(c).await?;
+        }
         let Some(rows) = c.rows.as_mut() else {
             return Ok(false);
         };
@@ -94,7 +105,11 @@ impl TursoConn {
             if self.must_stop(&c.stmt) {
                 return Err(crate::deadline::error());
             }
-            let Some(row) = rows.next().await.map_err(map_err)? else {
+            let next = match c.first.take() {
+                Some(first) => first,
+                None => rows.next().await.map_err(map_err)?,
+            };
+            let Some(row) = next else {
                 ended = true;
                 break;
             };
@@ -119,6 +134,41 @@ impl TursoConn {
         }
         c.yielded = true;
         Ok(true)
+    }
+
+    /// Steps the first row; while the database is locked (`Busy`, before any row, so nothing
+    /// changed), pauses on the runtime's timer and runs the statement again, up to the busy
+    /// timeout, as every other call does.
+    async fn first_row<T>(&mut self, c: &mut TursoCursor<T>) -> Result<()> {
+        let Some(values) = c.values.take() else {
+            return Ok(());
+        };
+        let mut wait: Option<BusyWait> = None;
+        loop {
+            let Some(rows) = c.rows.as_mut() else {
+                return Ok(());
+            };
+            match rows.next().await.map_err(map_err) {
+                Err(e) if e.kind() == ErrorKind::Busy => {
+                    let w = wait.get_or_insert_with(|| BusyWait::new(self.busy_allowance()));
+                    c.rows = None;
+                    let _ = c.st.reset();
+                    if !w.pause().await {
+                        return Err(if self.stop_at_passed() {
+                            crate::deadline::error()
+                        } else {
+                            e
+                        });
+                    }
+                    c.rows = Some(c.st.query(values.clone()).await.map_err(map_err)?);
+                }
+                Err(e) => return Err(e),
+                Ok(first) => {
+                    c.first = Some(first);
+                    return Ok(());
+                }
+            }
+        }
     }
 
     /// Resets the statement: the connection is ready for its next one, inside a transaction
