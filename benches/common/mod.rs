@@ -78,23 +78,34 @@ pub fn middleware_lookups<T: FromRow + Send + 'static>(
     })
 }
 
-/// The timed loop of `middleware_query_one`: one task holds a connection and runs the per-call
+/// The timed loop of `middleware_query_one` and `middleware_checkout_query_one`: the per-call
 /// form `conn.query(sql).params(..).one::<T>()` for each id (statement cache included), `iters`
-/// times over.
+/// times over, on one held connection, or with a pool checkout and return around every call
+/// when `checkout_per_call` (a request handler's shape).
 pub fn middleware_query_ones<T: FromRow + Send + 'static>(
     rt: &Runtime,
     db: &ConfigAndPool,
     ids: &Arc<Vec<i64>>,
     iters: u64,
+    checkout_per_call: bool,
 ) -> Duration {
     let (db, ids) = (db.clone(), Arc::clone(ids));
     in_task(rt, async move {
-        let mut conn = db.get_connection().await.expect("checkout");
+        let mut held = if checkout_per_call {
+            None
+        } else {
+            Some(db.get_connection().await.expect("checkout"))
+        };
         let mut buf = [RowValues::Int(0)];
         let start = Instant::now();
         for _ in 0..iters {
             for &id in ids.iter() {
                 buf[0] = RowValues::Int(id);
+                let mut fresh = None;
+                let conn = match held.as_mut() {
+                    Some(conn) => conn,
+                    None => fresh.insert(db.get_connection().await.expect("checkout")),
+                };
                 let row: T = conn
                     .query(dataset::LOOKUP_SQL_DOLLAR)
                     .params(&buf)
@@ -138,35 +149,6 @@ pub fn middleware_selects(
     })
 }
 
-/// The timed loop of `middleware_checkout_query_one`: a request handler's shape, per id a pool
-/// checkout, `query(..).one::<BenchRow>()`, and the return to the pool.
-pub fn middleware_checkout_query_ones(
-    rt: &Runtime,
-    db: &ConfigAndPool,
-    ids: &Arc<Vec<i64>>,
-    iters: u64,
-) -> Duration {
-    let (db, ids) = (db.clone(), Arc::clone(ids));
-    in_task(rt, async move {
-        let mut buf = [RowValues::Int(0)];
-        let start = Instant::now();
-        for _ in 0..iters {
-            for &id in ids.iter() {
-                buf[0] = RowValues::Int(id);
-                let mut conn = db.get_connection().await.expect("checkout");
-                let row: BenchRow = conn
-                    .query(dataset::LOOKUP_SQL_DOLLAR)
-                    .params(&buf)
-                    .one()
-                    .await
-                    .expect("lookup");
-                black_box(row);
-            }
-        }
-        start.elapsed()
-    })
-}
-
 /// Registers the three per-call ids (`middleware_query_one`, `middleware_select`,
 /// `middleware_checkout_query_one`) of a lookup group on `db`.
 pub fn per_call_ids(
@@ -178,14 +160,14 @@ pub fn per_call_ids(
     let n = ids.len();
     g.bench_function(
         criterion::BenchmarkId::new("middleware_query_one", n),
-        |b| b.iter_custom(|iters| middleware_query_ones::<BenchRow>(rt, db, ids, iters)),
+        |b| b.iter_custom(|iters| middleware_query_ones::<BenchRow>(rt, db, ids, iters, false)),
     );
     g.bench_function(criterion::BenchmarkId::new("middleware_select", n), |b| {
         b.iter_custom(|iters| middleware_selects(rt, db, ids, iters))
     });
     g.bench_function(
         criterion::BenchmarkId::new("middleware_checkout_query_one", n),
-        |b| b.iter_custom(|iters| middleware_checkout_query_ones(rt, db, ids, iters)),
+        |b| b.iter_custom(|iters| middleware_query_ones::<BenchRow>(rt, db, ids, iters, true)),
     );
 }
 

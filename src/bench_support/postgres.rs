@@ -113,6 +113,25 @@ pub async fn reset_insert_table(client: &Client) -> Result<()> {
         .map_err(map_err)
 }
 
+/// One insert record as tokio-postgres parameters, each field bound natively.
+fn native_row(r: &InsertRecord) -> [&(dyn ToSql + Sync); 13] {
+    [
+        &r.id,
+        &r.int,
+        &r.float,
+        &r.text,
+        &r.flag,
+        &r.ts,
+        &r.tstz,
+        &r.date,
+        &r.uuid,
+        &r.numeric,
+        &r.blob,
+        &r.json,
+        &None::<&str>,
+    ]
+}
+
 /// The raw insert baseline: a tokio-postgres transaction, the statement prepared beforehand,
 /// every field bound natively (chrono, uuid, rust_decimal, serde_json, `Option::None`), commit.
 pub async fn raw_insert(
@@ -122,21 +141,7 @@ pub async fn raw_insert(
 ) -> std::result::Result<(), tokio_postgres::Error> {
     let tx = client.transaction().await?;
     for r in records {
-        let params: [&(dyn ToSql + Sync); 13] = [
-            &r.id,
-            &r.int,
-            &r.float,
-            &r.text,
-            &r.flag,
-            &r.ts,
-            &r.tstz,
-            &r.date,
-            &r.uuid,
-            &r.numeric,
-            &r.blob,
-            &r.json,
-            &None::<&str>,
-        ];
+        let params = native_row(r);
         tx.execute(st, &params).await?;
     }
     tx.commit().await
@@ -170,21 +175,7 @@ pub async fn raw_copy(
     let writer = BinaryCopyInWriter::new(sink, &types);
     futures_util::pin_mut!(writer);
     for r in records {
-        let row: [&(dyn ToSql + Sync); 13] = [
-            &r.id,
-            &r.int,
-            &r.float,
-            &r.text,
-            &r.flag,
-            &r.ts,
-            &r.tstz,
-            &r.date,
-            &r.uuid,
-            &r.numeric,
-            &r.blob,
-            &r.json,
-            &None::<&str>,
-        ];
+        let row = native_row(r);
         writer.as_mut().write(&row).await?;
     }
     writer.finish().await
