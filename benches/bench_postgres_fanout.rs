@@ -17,7 +17,6 @@ mod pg;
 // `pg.rs` routes through the TLS cluster when the tests ask for it (feature `postgres-tls`).
 #[cfg(feature = "postgres-tls")]
 #[path = "../tests/common/pg_tls.rs"]
-#[allow(dead_code)]
 mod pg_tls;
 #[path = "../tests/common/pgbouncer.rs"]
 #[allow(dead_code)]
