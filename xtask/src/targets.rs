@@ -363,6 +363,24 @@ pub const TARGETS: &[Target] = &[
         ),
         bound: Bound::AtLeast(2.0),
     },
+    Target {
+        id: "Q11a",
+        what: "Postgres fan-out (32 tasks, pool of 8): middleware ÷ deadpool_postgres_raw",
+        source: ratio(
+            ("postgres_fanout", "middleware", Some("32")),
+            ("postgres_fanout", "deadpool_postgres_raw", Some("32")),
+        ),
+        bound: Bound::AtMost(1.05),
+    },
+    Target {
+        id: "Q11b",
+        what: "Postgres fan-out (32 tasks, pool of 8): sqlx ÷ middleware",
+        source: ratio(
+            ("postgres_fanout", "sqlx", Some("32")),
+            ("postgres_fanout", "middleware", Some("32")),
+        ),
+        bound: Bound::AtLeast(2.0),
+    },
 ];
 
 /// A target's evaluated figure.

@@ -144,6 +144,10 @@ pub const GROUPS: &[GroupSpec] = &[
             "tokio_rusqlite_parallel_select",
         ],
     },
+    GroupSpec {
+        name: "postgres_fanout",
+        ids: &["deadpool_postgres_raw", "middleware", "sqlx"],
+    },
 ];
 
 /// The group spec called `name`.

@@ -182,6 +182,21 @@ pub const SUITES: &[Suite] = &[
         groups: &["sqlite_multithread_pool_checkout_peers"],
         sweep: false,
     },
+    Suite {
+        name: "postgres-fanout",
+        krate: Crate::Main,
+        target: "bench_postgres_fanout",
+        groups: &["postgres_fanout"],
+        sweep: false,
+    },
+    // Writes the `sqlx` id of the main crate's `postgres_fanout` group.
+    Suite {
+        name: "sqlx-postgres-fanout",
+        krate: Crate::Sqlx,
+        target: "postgres_fanout_sqlx",
+        groups: &["postgres_fanout"],
+        sweep: false,
+    },
 ];
 
 /// The suite called `name` (its short name or its bench target name).

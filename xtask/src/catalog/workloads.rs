@@ -492,4 +492,36 @@ pub const WORKLOADS: &[Workload] = &[
         ],
         note: "The parameter is C. deadpool-sqlite: a pool of C objects, each task checks one out and runs one `interact` per lookup; tokio-rusqlite: C connections, one per task, one `call` per lookup. The last column divides by sql-middleware.",
     },
+    Workload {
+        title: "Postgres fan-out (T tasks on a pool of C)",
+        key: "postgres_fanout",
+        operation: "a pool checkout, one per-call `SELECT … WHERE id = $1` decoded into `BenchRow`, the return; N operations split over T tasks sharing C connections",
+        contenders: &[
+            c(
+                "deadpool-postgres (raw)",
+                Role::Raw,
+                "postgres_fanout",
+                "deadpool_postgres_raw",
+                Some(0),
+                Some(2),
+            ),
+            c(
+                "sql-middleware",
+                Role::Middleware,
+                "postgres_fanout",
+                "middleware",
+                Some(0),
+                Some(2),
+            ),
+            c(
+                "SQLx",
+                Role::Sqlx,
+                "postgres_fanout",
+                "sqlx",
+                Some(0),
+                Some(2),
+            ),
+        ],
+        note: "T = `BENCH_FANOUT_TASKS` (default 32), C = `BENCH_CONCURRENCY` (default 8). Raw: deadpool-postgres with `RecyclingMethod::Fast`, `prepare_cached` + `query_one`. Middleware: `get_connection()` + `query(..).params(..).one()`. SQLx: `query_as(..).bind(..).fetch_one(&pool)` on a pool of C opened up front, `test_before_acquire` off. The SQLx row comes from the SQLx harness (`postgres_fanout_sqlx`).",
+    },
 ];
