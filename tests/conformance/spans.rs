@@ -1,15 +1,16 @@
 //! Tracing spans (feature `tracing`): their names, fields, parents and events after known work,
 //! on every backend, captured by a recording subscriber.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use sql_middleware::prelude::*;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
-use tracing::subscriber::DefaultGuard;
-use tracing::{Event, Subscriber};
+use tracing::subscriber::Interest;
+use tracing::{Event, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 
@@ -58,12 +59,53 @@ impl Visit for Fields<'_> {
     }
 }
 
-impl<S: Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<S> for Capture {
+thread_local! {
+    /// The capture of the test running on this thread, if any.
+    static CURRENT: RefCell<Option<Capture>> = const { RefCell::new(None) };
+}
+
+/// The process-wide layer: a span of the crate is recorded into the capture of the test whose
+/// thread created it (kept in the span's extensions, so records and closes from other threads
+/// find it); an event goes to its span's capture, or to its thread's.
+///
+/// One global subscriber rather than a scoped one per test: `tracing` caches each callsite's
+/// interest process-wide, and a callsite first reached by a test with no subscriber while
+/// scoped subscribers come and go on other threads could stay disabled for a test that has one.
+struct Router;
+
+fn ours(meta: &Metadata<'_>) -> bool {
+    meta.target().starts_with("sql_middleware")
+}
+
+fn capture_of<S: Subscriber + for<'a> LookupSpan<'a>>(
+    ctx: &Context<'_, S>,
+    id: &Id,
+) -> Option<Capture> {
+    ctx.span(id)?.extensions().get::<Capture>().cloned()
+}
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<S> for Router {
+    /// Only the crate's callsites: the engines' own (Turso has many) are never enabled.
+    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
+        if ours(meta) {
+            Interest::always()
+        } else {
+            Interest::never()
+        }
+    }
+
+    fn enabled(&self, meta: &Metadata<'_>, _: Context<'_, S>) -> bool {
+        ours(meta)
+    }
+
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         // The engines' own spans (Turso has many) are not the crate's.
         if !attrs.metadata().target().starts_with("sql_middleware") {
             return;
         }
+        let Some(cap) = CURRENT.with(|c| c.borrow().clone()) else {
+            return;
+        };
         let mut rec = SpanRec {
             id: id.into_u64(),
             name: attrs.metadata().name().to_owned(),
@@ -74,14 +116,22 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<S> for Ca
             ..Default::default()
         };
         attrs.record(&mut Fields(&mut rec.fields));
-        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let i = seen.spans.len();
-        seen.index.insert(rec.id, i);
-        seen.spans.push(rec);
+        {
+            let mut seen = cap.0.lock().unwrap_or_else(|e| e.into_inner());
+            let i = seen.spans.len();
+            seen.index.insert(rec.id, i);
+            seen.spans.push(rec);
+        }
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(cap);
+        }
     }
 
-    fn on_record(&self, id: &Id, values: &Record<'_>, _: Context<'_, S>) {
-        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(cap) = capture_of(&ctx, id) else {
+            return;
+        };
+        let mut seen = cap.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(&i) = seen.index.get(&id.into_u64()) {
             values.record(&mut Fields(&mut seen.spans[i].fields));
         }
@@ -91,10 +141,17 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<S> for Ca
         if !event.metadata().target().starts_with("sql_middleware") {
             return;
         }
+        let in_span = ctx.event_span(event);
+        let cap = in_span
+            .as_ref()
+            .and_then(|s| s.extensions().get::<Capture>().cloned())
+            .or_else(|| CURRENT.with(|c| c.borrow().clone()));
+        let Some(cap) = cap else {
+            return;
+        };
         let mut fields = BTreeMap::new();
         event.record(&mut Fields(&mut fields));
-        let span = ctx.event_span(event).map(|s| s.id().into_u64());
-        self.0
+        cap.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .events
@@ -102,24 +159,42 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<S> for Ca
                 level: *event.metadata().level(),
                 target: event.metadata().target().to_owned(),
                 fields,
-                span,
+                span: in_span.map(|s| s.id().into_u64()),
             });
     }
 
-    fn on_close(&self, id: Id, _: Context<'_, S>) {
-        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(cap) = capture_of(&ctx, &id) else {
+            return;
+        };
+        let mut seen = cap.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(&i) = seen.index.get(&id.into_u64()) {
             seen.spans[i].closed = true;
         }
     }
 }
 
+/// Ends a test's capture on its thread.
+struct CaptureGuard;
+
+impl Drop for CaptureGuard {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.borrow_mut().take());
+    }
+}
+
 impl Capture {
-    /// Records everything on this thread (where the test body runs) until the guard drops.
-    fn install() -> (DefaultGuard, Capture) {
+    /// Records the crate's spans created on this thread (where the test body runs), and their
+    /// events, until the guard drops.
+    fn install() -> (CaptureGuard, Capture) {
+        static GLOBAL: Once = Once::new();
+        GLOBAL.call_once(|| {
+            tracing::subscriber::set_global_default(tracing_subscriber::registry().with(Router))
+                .expect("no other global subscriber in the conformance tests");
+        });
         let cap = Capture::default();
-        let subscriber = tracing_subscriber::registry().with(cap.clone());
-        (tracing::subscriber::set_default(subscriber), cap)
+        CURRENT.with(|c| *c.borrow_mut() = Some(cap.clone()));
+        (CaptureGuard, cap)
     }
 
     fn clear(&self) {
