@@ -140,7 +140,7 @@ fn bulk_load(c: &mut Criterion) {
     let mut sqlite_raw = bs::open_raw(&sqlite_path).expect("open the raw SQLite connection");
     bs::reset_insert_table(&sqlite_raw).expect("create the SQLite insert table");
     let sqlite_db = rt
-        .block_on(ConfigAndPool::sqlite(&sqlite_path).build())
+        .block_on(common::plain(ConfigAndPool::sqlite(&sqlite_path)).build())
         .expect("build the SQLite pool");
 
     // Postgres: a schema of our own, one raw client and a middleware pool in it.
@@ -158,19 +158,11 @@ fn bulk_load(c: &mut Criterion) {
     };
     let pg_raw = Arc::new(tokio::sync::Mutex::new(pg_raw));
     let pg_db = rt
-        .block_on(ConfigAndPool::postgres(&pg_url).build())
+        .block_on(common::plain(ConfigAndPool::postgres(&pg_url)).build())
         .expect("build the Postgres pool");
 
     // Turso: a middleware pool.
-    let turso_db = rt
-        .block_on(async {
-            let db = ConfigAndPool::turso(&turso_path).build().await?;
-            let mut conn = db.get_connection().await?;
-            conn.execute_batch(workloads::INSERT_SCHEMA_SQLITE).await?;
-            drop(conn);
-            Ok::<_, SqlMiddlewareDbError>(db)
-        })
-        .expect("build the Turso pool");
+    let turso_db = common::turso_insert_pool(&rt, &turso_path);
 
     // Every contender loads all B rows (checked once, outside the timer).
     bs::reset_insert_table(&sqlite_raw).expect("reset");

@@ -110,7 +110,7 @@ fn postgres_fanout(c: &mut Criterion) {
         .expect("create the Postgres fan-out schema");
     }
     let db = rt
-        .block_on(ConfigAndPool::postgres(&url).max_size(pool_size).build())
+        .block_on(common::plain(ConfigAndPool::postgres(&url).max_size(pool_size)).build())
         .expect("build the middleware pool");
     let raw = {
         let cfg = tokio_postgres::Config::from_str(&url).expect("parse the Postgres URL");

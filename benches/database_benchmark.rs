@@ -128,17 +128,7 @@ fn database_inserts(c: &mut Criterion) {
         })
         .expect("open the raw Turso database");
     let turso_raw = Arc::new(tokio::sync::Mutex::new(turso_raw));
-    let turso_db = rt
-        .block_on(async {
-            let db = common::plain(ConfigAndPool::turso(&turso_mw_path))
-                .build()
-                .await?;
-            let mut conn = db.get_connection().await?;
-            conn.execute_batch(workloads::INSERT_SCHEMA_SQLITE).await?;
-            drop(conn);
-            Ok::<_, SqlMiddlewareDbError>(db)
-        })
-        .expect("build the Turso pool");
+    let turso_db = common::turso_insert_pool(&rt, &turso_mw_path);
 
     // Every contender inserts all R rows (checked once, outside the timer).
     bs::reset_insert_table(&sqlite_raw).expect("reset");

@@ -181,6 +181,19 @@ pub fn plain(builder: PoolBuilder) -> PoolBuilder {
     builder
 }
 
+/// A middleware pool on the Turso file at `path` (plain: see [`plain`]) with the insert
+/// table created, for the insert and bulk-load groups.
+pub fn turso_insert_pool(rt: &Runtime, path: &std::path::Path) -> ConfigAndPool {
+    rt.block_on(async {
+        let db = plain(ConfigAndPool::turso(path)).build().await?;
+        let mut conn = db.get_connection().await?;
+        conn.execute_batch(workloads::INSERT_SCHEMA_SQLITE).await?;
+        drop(conn);
+        Ok::<_, SqlMiddlewareDbError>(db)
+    })
+    .expect("build the Turso pool")
+}
+
 /// The timed loop of `pool_acquire`: `count` checkouts, each dropped at once (recycle included).
 pub fn pool_acquires(rt: &Runtime, db: &ConfigAndPool, count: u64) -> Duration {
     let db = db.clone();
