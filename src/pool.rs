@@ -312,8 +312,10 @@ impl MiddlewarePoolConnection {
     async fn execute_batch_inner(&mut self, sql: &str) -> Result<()> {
         self.enter().await?;
         let in_tx = self.tx != TxFlag::None;
-        if in_tx && let Err(e) = refuse_in_tx(sql, self.inner.dialect()) {
-            return self.note(Err(e));
+        if in_tx {
+            if let Err(e) = refuse_in_tx(sql, self.inner.dialect()) {
+                return self.note(Err(e));
+            }
         }
         let deadline = self.deadline(None);
         self.arm(deadline);
@@ -490,7 +492,7 @@ impl MiddlewarePoolConnection {
     /// which is why a short in-process call spends only a quarter unit.
     pub(crate) async fn enter(&mut self) -> Result<()> {
         self.calls = self.calls.wrapping_add(1);
-        if self.calls.is_multiple_of(BUDGET_EVERY) {
+        if self.calls % BUDGET_EVERY == 0 {
             tokio::task::coop::consume_budget().await;
         }
         if self.sp_pending.is_some() {
@@ -540,10 +542,10 @@ impl MiddlewarePoolConnection {
         if crate::sql::is_blank(sql, self.inner.dialect()) {
             return self.note(Err(SqlMiddlewareDbError::blank_sql()));
         }
-        if self.tx != TxFlag::None
-            && let Err(e) = refuse_in_tx(sql, self.inner.dialect())
-        {
-            return self.note(Err(e));
+        if self.tx != TxFlag::None {
+            if let Err(e) = refuse_in_tx(sql, self.inner.dialect()) {
+                return self.note(Err(e));
+            }
         }
         self.arm(deadline);
         let r = self.inner.prepare(sql, mode).await;

@@ -68,10 +68,10 @@ impl Limits {
     /// connection (from its creation instant), so a fleet of pools started together does not
     /// reconnect at once.
     fn check(&self, returned: Option<Instant>, metrics: &Metrics) -> Option<Retire> {
-        if let Some(max) = self.max_lifetime
-            && metrics.age() >= max.saturating_sub(jitter(max, metrics.created))
-        {
-            return Some(Retire::Lifetime);
+        if let Some(max) = self.max_lifetime {
+            if metrics.age() >= max.saturating_sub(jitter(max, metrics.created)) {
+                return Some(Retire::Lifetime);
+            }
         }
         match (self.idle_timeout, returned) {
             (Some(idle), Some(at)) if at.elapsed() >= idle => Some(Retire::Idle),

@@ -107,10 +107,11 @@ struct Guard<'c, T: FromRow + Send + 'static> {
 
 impl<T: FromRow + Send + 'static> Drop for Guard<'_, T> {
     fn drop(&mut self) {
-        if let Some(c) = self.cursor.take()
-            && self.conn.inner.stream_close(c, false)
-            && !self.writes
-        {
+        let closed_clean = match self.cursor.take() {
+            Some(c) => self.conn.inner.stream_close(c, false),
+            None => false,
+        };
+        if closed_clean && !self.writes {
             // A read closed cleanly: nothing for the next operation to repair. A write dropped
             // part-way stays a cancelled call: whether all of it ran is not known, so inside a
             // transaction it aborts the transaction, as any cancelled statement does.

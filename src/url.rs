@@ -247,9 +247,9 @@ pub(crate) fn redact(url: &str) -> String {
         let end = out[start..]
             .find(['/', '?'])
             .map_or(out.len(), |i| start + i);
-        if let Some(at) = out[start..end].rfind('@').map(|i| start + i)
-            && let Some(colon) = out[start..at].find(':').map(|i| start + i)
-        {
+        let at = out[start..end].rfind('@').map(|i| start + i);
+        let colon = at.and_then(|at| out[start..at].find(':').map(|i| (start + i, at)));
+        if let Some((colon, at)) = colon {
             out.replace_range(colon + 1..at, "***");
         }
     }

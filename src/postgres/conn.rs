@@ -785,9 +785,7 @@ impl Cleaning {
 
 impl Drop for Cleaning {
     fn drop(&mut self) {
-        if let Some(obj) = self.0.take()
-            && !self.1
-        {
+        if let (Some(obj), false) = (self.0.take(), self.1) {
             drop(deadpool::managed::Object::take(obj));
         }
     }

@@ -164,6 +164,7 @@ impl BulkTarget {
     }
 
     /// Column `k`'s name as given (for messages).
+    #[cfg(feature = "postgres")]
     pub(crate) fn column(&self, k: usize) -> &str {
         self.columns.get(k).map_or("?", |p| p.name.as_str())
     }
@@ -194,6 +195,7 @@ impl BulkTarget {
 
     /// `INSERT INTO t (cols) VALUES (?, …), …` with `rows` rows of anonymous `?` placeholders
     /// (SQLite and Turso).
+    #[cfg(any(feature = "sqlite", feature = "turso"))]
     pub(crate) fn insert_sql(&self, d: Dialect, rows: usize) -> String {
         let one = {
             let mut s = String::from("(");
@@ -289,6 +291,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(any(feature = "sqlite", feature = "turso"))]
     fn insert_sql_has_one_group_per_row() {
         let b = BulkTarget::parse("t", &["a", "b"]).unwrap();
         assert_eq!(

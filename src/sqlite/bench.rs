@@ -85,7 +85,7 @@ pub(crate) fn slowdown(
         k.set(k.get().wrapping_add(1));
         k.get()
     });
-    if n.is_multiple_of(5) {
+    if n % 5 == 0 {
         let mut st = c.prepare_cached(sql).map_err(map_err)?;
         super::params::bind_all(&mut st, p)?;
         let mut rows = st.raw_query();

@@ -300,10 +300,10 @@ impl SqliteConn {
     }
 
     pub(super) fn rollback_if_open(&mut self) {
-        if let Some(c) = self.conn.as_mut()
-            && !c.is_autocommit()
-            && c.execute_batch("ROLLBACK").is_err()
-        {
+        let Some(c) = self.conn.as_mut() else {
+            return;
+        };
+        if !c.is_autocommit() && c.execute_batch("ROLLBACK").is_err() {
             self.broken = true;
         }
     }
@@ -361,8 +361,10 @@ impl Wing for SqliteConn {
     /// Prepares (or finds in this connection's cache) the statement for `sql`.
     async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<SqliteStmt>> {
         let deadline = self.deadline.take();
-        if let Some(s) = self.stmts.get(sql, mode)
-            && !s.stale.load(Ordering::Relaxed)
+        if let Some(s) = self
+            .stmts
+            .get(sql, mode)
+            .filter(|s| !s.stale.load(Ordering::Relaxed))
         {
             let s = Arc::clone(s);
             self.note_session(s.session);

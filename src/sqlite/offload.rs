@@ -331,7 +331,7 @@ impl SqliteConn {
                 return Ok(Inline::Restart);
             }
         }
-        if exceeded && let Some(s) = slow {
+        if let (true, Some(s)) = (exceeded, slow) {
             s.store(true, Ordering::Relaxed);
         }
         Ok(Inline::Done(r))

@@ -56,9 +56,9 @@ fn push_time(s: &mut String, t: &NaiveTime) -> bool {
     push_padded(s, t.second(), 2);
     if nanos != 0 {
         s.push('.');
-        if nanos.is_multiple_of(1_000_000) {
+        if nanos % 1_000_000 == 0 {
             push_padded(s, nanos / 1_000_000, 3);
-        } else if nanos.is_multiple_of(1_000) {
+        } else if nanos % 1_000 == 0 {
             push_padded(s, nanos / 1_000, 6);
         } else {
             push_padded(s, nanos, 9);
@@ -115,6 +115,7 @@ pub(crate) fn time_text(t: &NaiveTime) -> String {
 /// intervals and arrays. Returns `false` (and leaves `out` empty) for the kinds bound as
 /// themselves. The text is exactly what the `*_text` functions return, without allocating
 /// once `out` has grown: a bulk load reuses one buffer for every value.
+#[cfg(feature = "sqlite")]
 pub(crate) fn write_text_form(out: &mut String, v: &crate::value::RowValues) -> bool {
     use crate::value::RowValues as V;
     use std::fmt::Write;
