@@ -25,6 +25,7 @@ pub trait SqlRow {
     fn value_ref(&self, idx: usize) -> Result<ValueRef<'_>>;
 
     /// Decodes one column (by name or index) into `T`, with a typed error naming the column.
+    #[inline]
     fn get<T: FromValue>(&self, column: impl ColumnRef) -> Result<T>
     where
         Self: Sized,
@@ -42,6 +43,7 @@ pub trait ColumnRef {
 }
 
 impl ColumnRef for usize {
+    #[inline]
     fn index_in<R: SqlRow + ?Sized>(&self, row: &R) -> Result<usize> {
         if *self < row.column_count() {
             Ok(*self)
@@ -113,6 +115,7 @@ fn mismatch<T>(
 }
 
 impl FromValue for i64 {
+    #[inline]
     fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {
         match v {
             ValueRef::Int(i) => Ok(i),
@@ -139,6 +142,7 @@ macro_rules! narrow_int {
 narrow_int!(i32, i16, i8, u64, u32, u16, u8);
 
 impl FromValue for f64 {
+    #[inline]
     fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {
         match v {
             ValueRef::Float(f) => Ok(f),
@@ -159,6 +163,7 @@ impl FromValue for f32 {
 }
 
 impl FromValue for bool {
+    #[inline]
     fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {
         match v {
             ValueRef::Bool(b) => Ok(b),
@@ -170,6 +175,7 @@ impl FromValue for bool {
 }
 
 impl FromValue for String {
+    #[inline]
     fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {
         match v {
             ValueRef::Text(s) => Ok(s.into_owned()),

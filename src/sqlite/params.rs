@@ -14,6 +14,7 @@ use crate::value::RowValues;
 pub(crate) struct SqliteParam<'a>(pub(crate) &'a RowValues);
 
 impl ToSql for SqliteParam<'_> {
+    #[inline]
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
         Ok(match self.0 {
             RowValues::Null => ToSqlOutput::Borrowed(ValueRef::Null),

@@ -29,6 +29,7 @@ fn invalid_utf8(desc: &Described, idx: usize) -> SqlMiddlewareDbError {
 }
 
 /// Converts one SQLite value, widened by the column's declared type.
+#[inline]
 pub(crate) fn value_ref<'a>(
     raw: SqliteRef<'a>,
     hint: ColumnHint,
@@ -65,6 +66,7 @@ pub(crate) struct SqliteRow<'r, 's> {
 }
 
 impl SqlRow for SqliteRow<'_, '_> {
+    #[inline]
     fn column_count(&self) -> usize {
         self.desc.len()
     }
@@ -77,6 +79,7 @@ impl SqlRow for SqliteRow<'_, '_> {
         self.desc.columns.index_of(name)
     }
 
+    #[inline]
     fn value_ref(&self, idx: usize) -> Result<ValueRef<'_>> {
         let raw = self
             .row

@@ -52,7 +52,15 @@ impl ColumnHint {
 
     /// SQLite gives `NUMERIC` and `JSON` columns numeric affinity, so number-like text comes
     /// back as an integer or a real: read it back as the declared kind.
+    #[inline]
     pub(crate) fn widen_int(self, i: i64) -> ValueRef<'static> {
+        if self == ColumnHint::Plain {
+            return ValueRef::Int(i);
+        }
+        self.widen_int_by_hint(i)
+    }
+
+    fn widen_int_by_hint(self, i: i64) -> ValueRef<'static> {
         match (self, i) {
             (ColumnHint::Bool, 0) => ValueRef::Bool(false),
             (ColumnHint::Bool, 1) => ValueRef::Bool(true),
@@ -63,7 +71,15 @@ impl ColumnHint {
     }
 
     /// See [`ColumnHint::widen_int`].
+    #[inline]
     pub(crate) fn widen_real(self, f: f64) -> ValueRef<'static> {
+        if self == ColumnHint::Plain {
+            return ValueRef::Float(f);
+        }
+        self.widen_real_by_hint(f)
+    }
+
+    fn widen_real_by_hint(self, f: f64) -> ValueRef<'static> {
         let widened = match self {
             ColumnHint::Numeric => Decimal::from_f64(f).map(ValueRef::Numeric),
             ColumnHint::Json => serde_json::Number::from_f64(f)
@@ -75,7 +91,15 @@ impl ColumnHint {
 
     /// Text stored for a date, UUID, decimal or JSON column, read back as that kind; text that
     /// does not parse stays text.
+    #[inline]
     pub(crate) fn widen_text(self, s: &str) -> ValueRef<'_> {
+        if matches!(self, ColumnHint::Plain | ColumnHint::Bool) {
+            return ValueRef::Text(Cow::Borrowed(s));
+        }
+        self.widen_text_by_hint(s)
+    }
+
+    fn widen_text_by_hint(self, s: &str) -> ValueRef<'_> {
         let widened = match self {
             ColumnHint::Plain | ColumnHint::Bool => None,
             ColumnHint::Timestamp => parse_timestamp(s).map(ValueRef::Timestamp),
@@ -118,11 +142,13 @@ impl Described {
     }
 
     /// Number of columns.
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.hints.len()
     }
 
     /// The hint of column `idx` (plain when out of range).
+    #[inline]
     pub(crate) fn hint(&self, idx: usize) -> ColumnHint {
         self.hints.get(idx).copied().unwrap_or(ColumnHint::Plain)
     }

@@ -5,7 +5,15 @@ use crate::value::RowValues;
 
 /// Rejects values SQLite and Turso would silently change: NaN would be stored as NULL, and a
 /// non-finite float in an array has no JSON form.
+#[inline]
 pub(crate) fn check_storable(idx: usize, value: &RowValues) -> Result<()> {
+    match value {
+        RowValues::Array(_) | RowValues::Float(_) => check_storable_slow(idx, value),
+        _ => Ok(()),
+    }
+}
+
+fn check_storable_slow(idx: usize, value: &RowValues) -> Result<()> {
     match value {
         RowValues::Array(items) => {
             if items
