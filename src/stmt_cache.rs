@@ -28,6 +28,10 @@ pub struct StatementCacheStats {
 
 type CacheCounters = StatementCacheStats;
 
+/// Hashing with foldhash (seeded per process): the keys are the application's SQL texts, and
+/// SipHash would cost a per-call lookup several times more.
+type Map<S> = HashMap<Box<str>, Entry<S>, foldhash::fast::RandomState>;
+
 struct Entry<S> {
     stmt: Arc<S>,
     /// The cache's clock when the statement was last looked up or inserted.
@@ -36,7 +40,7 @@ struct Entry<S> {
 
 /// Statements of one connection, by SQL text and translation mode.
 pub(crate) struct StmtCache<S> {
-    slots: [HashMap<Box<str>, Entry<S>>; 2],
+    slots: [Map<S>; 2],
     clock: u64,
     counters: CacheCounters,
 }
@@ -44,7 +48,7 @@ pub(crate) struct StmtCache<S> {
 impl<S> StmtCache<S> {
     pub(crate) fn new() -> Self {
         Self {
-            slots: [HashMap::new(), HashMap::new()],
+            slots: [Map::default(), Map::default()],
             clock: 0,
             counters: CacheCounters::default(),
         }

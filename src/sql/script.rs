@@ -116,6 +116,12 @@ fn is_any(w: &str, set: &[&str]) -> bool {
 
 /// True when `sql` holds no statement at all: only white space, comments and `;`.
 pub(crate) fn is_blank(sql: &str, d: Dialect) -> bool {
+    // A letter cannot start a comment, a literal or a `;`: such text holds a statement. This
+    // answers the usual case without starting the scanner.
+    let first = sql.bytes().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| b.is_ascii_alphabetic()) {
+        return false;
+    }
     tokens(sql, d).all(|t| t.kind.is_blank() || t.kind == Kind::Semi)
 }
 
