@@ -40,6 +40,23 @@ impl std::fmt::Debug for MiddlewarePool {
     }
 }
 
+/// Awaits a checkout, timing only the part that waited: a checkout ready at its first poll (an
+/// idle connection, recycled in place) reads no clock and waited zero; one that had to wait
+/// for a connection, or for one to open, is timed from its first poll.
+async fn timed<T>(checkout: impl std::future::Future<Output = T>) -> (T, Duration) {
+    let mut checkout = std::pin::pin!(checkout);
+    let mut started: Option<Instant> = None;
+    let out = std::future::poll_fn(|cx| {
+        let r = checkout.as_mut().poll(cx);
+        if r.is_pending() && started.is_none() {
+            started = Some(Instant::now());
+        }
+        r
+    })
+    .await;
+    (out, started.map_or(Duration::ZERO, |s| s.elapsed()))
+}
+
 impl MiddlewarePool {
     pub(crate) async fn build(b: PoolBuilder) -> Result<Self> {
         let translation = b.translation;
@@ -94,13 +111,16 @@ impl MiddlewarePool {
     /// Checks out a connection, waiting at most the wait timeout.
     pub async fn get(&self) -> Result<MiddlewarePoolConnection> {
         let span = self.trace.checkout_span();
-        let started = Instant::now();
         #[cfg(feature = "tracing")]
-        let inner = tracing::Instrument::instrument(self.inner.checkout(), span.clone()).await?;
+        let (inner, wait) = timed(tracing::Instrument::instrument(
+            self.inner.checkout(),
+            span.clone(),
+        ))
+        .await;
         #[cfg(not(feature = "tracing"))]
-        let inner = self.inner.checkout().await?;
+        let (inner, wait) = timed(self.inner.checkout()).await;
         #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
-        let mut conn = self.connection(inner, started, &span);
+        let mut conn = self.connection(inner?, wait, &span);
         #[cfg(feature = "postgres")]
         {
             conn.write_clock = self.readers.as_ref().and_then(|r| r.clock());
@@ -108,14 +128,13 @@ impl MiddlewarePool {
         Ok(conn)
     }
 
-    /// A checkout that started waiting at `started` got `inner`.
+    /// A checkout that waited `wait` got `inner`.
     fn connection(
         &self,
         inner: ConnInner,
-        started: Instant,
+        wait: Duration,
         span: &crate::telemetry::CheckoutSpan,
     ) -> MiddlewarePoolConnection {
-        let wait = started.elapsed();
         self.counters.live.checkout(wait);
         #[cfg(feature = "tracing")]
         let trace = self.trace.checkout(span, wait, inner.connection_id());
@@ -142,12 +161,12 @@ impl MiddlewarePool {
         #[cfg(feature = "postgres")]
         if let Some(r) = &self.readers {
             let span = self.trace.checkout_span();
-            let started = Instant::now();
             #[cfg(feature = "tracing")]
-            let c = tracing::Instrument::instrument(r.checkout(), span.clone()).await?;
+            let (c, wait) =
+                timed(tracing::Instrument::instrument(r.checkout(), span.clone())).await;
             #[cfg(not(feature = "tracing"))]
-            let c = r.checkout().await?;
-            return Ok(self.connection(ConnInner::Postgres(c), started, &span));
+            let (c, wait) = timed(r.checkout()).await;
+            return Ok(self.connection(ConnInner::Postgres(c?), wait, &span));
         }
         self.get().await
     }
@@ -382,7 +401,7 @@ impl MiddlewarePoolConnection {
     pub fn turso_connection(&mut self) -> Result<&turso::Connection> {
         let ty = self.database_type();
         match &mut self.inner {
-            ConnInner::Turso(c) => crate::contract::Wing::raw(&mut **c),
+            ConnInner::Turso(c) => crate::contract::Wing::raw(&mut ***c),
             #[allow(unreachable_patterns)]
             _ => Err(wrong_backend("turso_connection", ty)),
         }

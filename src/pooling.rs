@@ -7,10 +7,10 @@
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use deadpool::managed::{Hook, HookError, Manager, Metrics, Pool, PoolError, TimeoutType};
+use deadpool::managed::{Hook, HookError, Manager, Metrics, Object, Pool, PoolError, TimeoutType};
 
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 
@@ -39,6 +39,8 @@ pub(crate) struct Counters {
     created: AtomicU64,
     retired_lifetime: AtomicU64,
     retired_idle: AtomicU64,
+    /// The pool retires idle connections: each connection notes when it goes back.
+    idle_tracked: AtomicBool,
     /// Checkouts and what the connections did (see `stats.rs`).
     pub(crate) live: crate::stats::Live,
 }
@@ -47,6 +49,13 @@ pub(crate) struct Counters {
 pub(crate) trait Pooled {
     /// When the connection was last returned (`None` before its first use ended).
     fn returned_at(&self) -> Option<Instant>;
+}
+
+/// A boxed connection (the pool moves a pointer instead of the connection's state).
+impl<T: Pooled> Pooled for Box<T> {
+    fn returned_at(&self) -> Option<Instant> {
+        (**self).returned_at()
+    }
 }
 
 /// Why a connection is retired.
@@ -92,6 +101,12 @@ fn jitter(max: Duration, created: Instant) -> Duration {
 }
 
 impl Counters {
+    /// The instant a connection goes back to the pool, when the pool has an `idle_timeout`
+    /// (nothing else reads it, so without one no clock is read per return).
+    pub(crate) fn returned_now(&self) -> Option<Instant> {
+        self.idle_tracked.load(Ordering::Relaxed).then(Instant::now)
+    }
+
     fn retire(&self, why: &Retire) {
         match why {
             Retire::Lifetime => &self.retired_lifetime,
@@ -141,7 +156,11 @@ pub struct PoolStatus {
 /// Builds a deadpool pool for `manager` with the shared settings and tokio's timers: counts
 /// the connections it opens, retires those past `max_lifetime` or `idle_timeout` at checkout,
 /// and (with a runtime) starts the background upkeep (see [`upkeep`]).
-pub(crate) fn build<M>(manager: M, opts: &PoolOptions) -> Result<Pool<M>>
+///
+/// `recycle_waits` says whether the manager's recycle can wait (a network round trip): when it
+/// cannot (SQLite's is a synchronous local check), no recycle timer is armed per checkout, as
+/// it could never fire.
+pub(crate) fn build<M>(manager: M, opts: &PoolOptions, recycle_waits: bool) -> Result<Pool<M>>
 where
     M: Manager + 'static,
     M::Type: Pooled,
@@ -150,12 +169,15 @@ where
         max_lifetime: opts.max_lifetime,
         idle_timeout: opts.idle_timeout,
     };
+    opts.counters
+        .idle_tracked
+        .store(opts.idle_timeout.is_some(), Ordering::Relaxed);
     let (created, retiring) = (Arc::clone(&opts.counters), Arc::clone(&opts.counters));
     let pool = Pool::builder(manager)
         .max_size(opts.max_size)
         .wait_timeout(Some(opts.wait_timeout))
         .create_timeout(Some(opts.create_timeout))
-        .recycle_timeout(Some(opts.recycle_timeout))
+        .recycle_timeout(recycle_waits.then_some(opts.recycle_timeout))
         .runtime(deadpool::Runtime::Tokio1)
         .post_create(Hook::sync_fn(move |_, _| {
             created.created.fetch_add(1, Ordering::Relaxed);
@@ -239,6 +261,23 @@ pub(crate) fn status<M: Manager>(pool: &Pool<M>, counters: &Counters) -> PoolSta
         created: counters.created.load(Ordering::Relaxed),
         retired_max_lifetime: counters.retired_lifetime.load(Ordering::Relaxed),
         retired_idle: counters.retired_idle.load(Ordering::Relaxed),
+    }
+}
+
+/// Checks out a connection. The first attempt does not wait: when a connection is idle (or one
+/// may be opened) it arms no timer, which would cost clock reads and a timer handle on every
+/// checkout. Only when every connection is in use does it wait, for up to the pool's wait
+/// timeout.
+pub(crate) async fn get<M: Manager>(pool: &Pool<M>) -> Result<Object<M>>
+where
+    M::Error: std::fmt::Display,
+    SqlMiddlewareDbError: From<M::Error>,
+{
+    let mut now = pool.timeouts();
+    now.wait = Some(Duration::ZERO);
+    match pool.timeout_get(&now).await {
+        Err(PoolError::Timeout(TimeoutType::Wait)) => pool.get().await.map_err(pool_error),
+        r => r.map_err(pool_error),
     }
 }
 

@@ -10,7 +10,7 @@ use super::conn::PgConnection;
 use super::stmt::PgStmt;
 use super::tls::{CancelRequest, Connector, TlsOptions};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
-use crate::pooling::{self, PoolOptions, pool_error};
+use crate::pooling::{self, PoolOptions};
 use crate::stmt_cache::StmtCache;
 
 /// Postgres-specific settings.
@@ -90,23 +90,25 @@ impl std::fmt::Debug for PgManager {
 }
 
 impl Manager for PgManager {
-    type Type = PgClient;
+    /// Boxed: the pool moves its objects on every checkout and return, and a pointer is
+    /// cheaper to move than the client's state.
+    type Type = Box<PgClient>;
     type Error = tokio_postgres::Error;
 
-    async fn create(&self) -> std::result::Result<PgClient, tokio_postgres::Error> {
-        Ok(PgClient {
+    async fn create(&self) -> std::result::Result<Box<PgClient>, tokio_postgres::Error> {
+        Ok(Box::new(PgClient {
             client: self.inner.create().await?,
             stmts: StmtCache::new(),
             opts: Arc::clone(&self.opts),
             returned_at: None,
             flushed: Default::default(),
             connector: self.config.connector.clone(),
-        })
+        }))
     }
 
     async fn recycle(
         &self,
-        c: &mut PgClient,
+        c: &mut Box<PgClient>,
         metrics: &Metrics,
     ) -> RecycleResult<tokio_postgres::Error> {
         self.inner.recycle(&mut c.client, metrics).await
@@ -171,11 +173,11 @@ pub(crate) fn build_pool(
             connector,
         },
     };
-    pooling::build(manager, pool)
+    pooling::build(manager, pool, true)
 }
 
 /// Checks out a connection, with the pool to replace it from if it must be discarded.
 pub(crate) async fn checkout(pool: &super::Pool) -> Result<PgConnection> {
-    let obj = pool.get().await.map_err(pool_error)?;
+    let obj = pooling::get(pool).await?;
     Ok(PgConnection::new(pool.clone(), obj))
 }

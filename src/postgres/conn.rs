@@ -801,7 +801,7 @@ impl Drop for PgConnection {
         let Some(mut obj) = self.obj.take() else {
             return;
         };
-        obj.returned_at = Some(std::time::Instant::now());
+        obj.returned_at = obj.opts.counters.returned_now();
         let bound = self.net_bound();
         if self.in_flight {
             // A statement may still run: cancel it and close the connection (never reuse it,

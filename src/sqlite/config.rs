@@ -232,17 +232,19 @@ fn commits_sync(conn: &Connection) -> Result<bool> {
 }
 
 impl Manager for SqliteManager {
-    type Type = SqliteConn;
+    /// Boxed: the pool moves its objects on every checkout and return, and a pointer is
+    /// cheaper to move than the connection's state.
+    type Type = Box<SqliteConn>;
     type Error = SqlMiddlewareDbError;
 
-    async fn create(&self) -> Result<SqliteConn> {
+    async fn create(&self) -> Result<Box<SqliteConn>> {
         let path = self.path.clone();
         let flags = self.flags;
         let opts = Arc::clone(&self.opts);
         // Opening touches the file system (and may recover a WAL): keep it off the async thread.
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => handle
-                .spawn_blocking(move || Self::open_retrying(&path, flags, &opts))
+                .spawn_blocking(move || Self::open_retrying(&path, flags, &opts).map(Box::new))
                 .await
                 .map_err(|e| {
                     SqlMiddlewareDbError::new(
@@ -250,13 +252,13 @@ impl Manager for SqliteManager {
                         format!("opening the SQLite connection failed: {e}"),
                     )
                 })?,
-            Err(_) => Self::open_retrying(&path, flags, &opts),
+            Err(_) => Self::open_retrying(&path, flags, &opts).map(Box::new),
         }
     }
 
     async fn recycle(
         &self,
-        conn: &mut SqliteConn,
+        conn: &mut Box<SqliteConn>,
         _: &Metrics,
     ) -> RecycleResult<SqlMiddlewareDbError> {
         conn.make_clean().map_err(RecycleError::Backend)
@@ -270,10 +272,11 @@ pub(crate) fn build_pool(
     pool: &PoolOptions,
 ) -> Result<super::Pool> {
     opts.counters = Arc::clone(&pool.counters);
-    pooling::build(SqliteManager::new(target, opts)?, pool)
+    // The recycle (`make_clean`) is synchronous and local: it cannot wait.
+    pooling::build(SqliteManager::new(target, opts)?, pool, false)
 }
 
 /// Checks out a connection.
 pub(crate) async fn checkout(pool: &super::Pool) -> Result<super::Conn> {
-    pool.get().await.map_err(pooling::pool_error)
+    pooling::get(pool).await
 }

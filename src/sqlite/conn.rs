@@ -528,7 +528,7 @@ impl Wing for SqliteConn {
     /// The connection goes back to the pool: roll back whatever transaction is still open (a raw
     /// `BEGIN`, or one left by a cancelled call). In process, and it never waits for a lock.
     fn on_return(&mut self) {
-        self.returned_at = Some(std::time::Instant::now());
+        self.returned_at = self.opts.counters.returned_now();
         self.rollback_if_open();
         let cache = self.stmts.stats(self.opts.statement_cache_capacity);
         self.flushed

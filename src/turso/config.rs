@@ -55,10 +55,12 @@ impl std::fmt::Debug for TursoManager {
 }
 
 impl Manager for TursoManager {
-    type Type = TursoConn;
+    /// Boxed: the pool moves its objects on every checkout and return, and a pointer is
+    /// cheaper to move than the connection's state.
+    type Type = Box<TursoConn>;
     type Error = SqlMiddlewareDbError;
 
-    async fn create(&self) -> Result<TursoConn> {
+    async fn create(&self) -> Result<Box<TursoConn>> {
         let conn = self.db.connect().map_err(super::error::map_err)?;
         // Turso's own busy handler spins an executor thread while it waits; the middleware
         // waits for locks itself, on the runtime's timer (see `busy.rs`), so it stays off.
@@ -68,12 +70,12 @@ impl Manager for TursoManager {
         conn.execute("PRAGMA foreign_keys = ON", ())
             .await
             .map_err(super::error::map_err)?;
-        Ok(TursoConn::new(conn, Arc::clone(&self.opts)))
+        Ok(Box::new(TursoConn::new(conn, Arc::clone(&self.opts))))
     }
 
     async fn recycle(
         &self,
-        conn: &mut TursoConn,
+        conn: &mut Box<TursoConn>,
         _: &Metrics,
     ) -> RecycleResult<SqlMiddlewareDbError> {
         conn.make_clean().await.map_err(RecycleError::Backend)
@@ -109,10 +111,10 @@ pub(crate) async fn build_pool(
         db,
         opts: Arc::new(opts),
     };
-    pooling::build(manager, pool)
+    pooling::build(manager, pool, true)
 }
 
 /// Checks out a connection.
 pub(crate) async fn checkout(pool: &super::Pool) -> Result<super::Conn> {
-    pool.get().await.map_err(pooling::pool_error)
+    pooling::get(pool).await
 }

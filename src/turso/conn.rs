@@ -623,7 +623,7 @@ impl Wing for TursoConn {
     /// (or, outside any runtime, on a short-lived thread), so an idle pooled connection never
     /// holds the write lock and `Drop` never blocks or drives a future itself.
     fn on_return(&mut self) {
-        self.returned_at = Some(std::time::Instant::now());
+        self.returned_at = self.opts.counters.returned_now();
         let cache = self.stmts.stats(self.opts.statement_cache_capacity);
         self.flushed
             .flush(&self.opts.counters.live, cache, Default::default());
