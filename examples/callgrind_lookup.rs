@@ -6,8 +6,13 @@
 //! `callgrind_lookup middleware_tracing <COUNT> <DB_PATH>` (feature `tracing`): the same through a
 //! pool with spans on and no subscriber; in such a build `middleware` runs with `.tracing(false)`,
 //! as the bench's plain id does.
+//! `callgrind_lookup <raw_prepare_cached|middleware_query_one|middleware_checkout_query_one>
+//! <COUNT> <DB_PATH>`: the per-call forms: raw rusqlite with `prepare_cached` per lookup,
+//! `query(sql).params(..).one()` on one held connection, and the same after a pool checkout
+//! per lookup (the `sqlite_single_row_lookup` ids of the same names).
 //! `callgrind_lookup <insert_raw|insert_middleware> <COUNT> <DB_PATH>`: COUNT inserted rows of the
-//! insert dataset, in transactions of 1000, into a fresh file next to DB_PATH.
+//! insert dataset, in transactions of 1000, into a fresh file next to DB_PATH; `insert_bulk`:
+//! the same rows through one `bulk_insert`.
 //!
 //! Both sides open the file with the same settings (the middleware's pool defaults, reproduced
 //! by `bench_support::sqlite::open_raw`), prepare the lookup once, run one warm-up lookup, and
@@ -22,7 +27,7 @@ use sql_middleware::prelude::*;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: callgrind_lookup <raw|middleware|middleware_tracing|insert_raw|insert_middleware> <COUNT> <DB_PATH>"
+        "usage: callgrind_lookup <raw|middleware|middleware_tracing|raw_prepare_cached|middleware_query_one|middleware_checkout_query_one|insert_raw|insert_middleware|insert_bulk> <COUNT> <DB_PATH>"
     );
     std::process::exit(2)
 }
@@ -56,6 +61,54 @@ fn main() -> Result<(), SqlMiddlewareDbError> {
                 black_box(lookup(black_box(id_at(i)))?);
             }
         }
+        "raw_prepare_cached" => {
+            let conn = bs::open_raw(&path)
+                .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, format!("open: {e}")))?;
+            let lookup = |id| {
+                let mut st = conn.prepare_cached(dataset::LOOKUP_SQL_QMARK)?;
+                bs::raw_lookup(&mut st, id)
+            };
+            let err =
+                |e: rusqlite::Error| SqlMiddlewareDbError::new(ErrorKind::Other, format!("{e}"));
+            black_box(lookup(id_at(0)).map_err(err)?);
+            for i in 0..count {
+                black_box(lookup(black_box(id_at(i))).map_err(err)?);
+            }
+        }
+        "middleware_query_one" | "middleware_checkout_query_one" => {
+            let checkout_per_call = mode == "middleware_checkout_query_one";
+            let builder = ConfigAndPool::sqlite(&path);
+            #[cfg(feature = "tracing")]
+            let builder = builder.tracing(false);
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, format!("{e}")))?;
+            rt.block_on(async {
+                let db = builder.build().await?;
+                let mut held = if checkout_per_call {
+                    None
+                } else {
+                    Some(db.get_connection().await?)
+                };
+                let mut buf = [RowValues::Int(0)];
+                for i in 0..=count {
+                    buf[0] = RowValues::Int(black_box(id_at(i)));
+                    let mut fresh = None;
+                    let conn = match held.as_mut() {
+                        Some(conn) => conn,
+                        None => fresh.insert(db.get_connection().await?),
+                    };
+                    let row: BenchRow = conn
+                        .query(dataset::LOOKUP_SQL_DOLLAR)
+                        .params(&buf)
+                        .one()
+                        .await?;
+                    black_box(row);
+                }
+                Ok::<_, SqlMiddlewareDbError>(())
+            })?;
+        }
         "middleware" | "middleware_tracing" => {
             let builder = ConfigAndPool::sqlite(&path);
             #[cfg(feature = "tracing")]
@@ -82,7 +135,7 @@ fn main() -> Result<(), SqlMiddlewareDbError> {
                 Ok::<_, SqlMiddlewareDbError>(())
             })?;
         }
-        "insert_raw" | "insert_middleware" => insert(&mode, count, &path)?,
+        "insert_raw" | "insert_middleware" | "insert_bulk" => insert(&mode, count, &path)?,
         #[cfg(feature = "turso")]
         "turso_raw" | "turso_middleware" => turso_lookups(&mode, count, &path)?,
         _ => usage(),
@@ -118,9 +171,23 @@ fn insert(mode: &str, count: usize, path: &std::path::Path) -> Result<(), SqlMid
         .build()
         .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, format!("{e}")))?;
     rt.block_on(async {
-        let db = ConfigAndPool::sqlite(&file).build().await?;
+        // Under valgrind every batch runs far past the adaptive model's budget, which would
+        // move the load to the blocking pool; `SQL_MIDDLEWARE_CG_INLINE=1` counts the inline run
+        // that a native run of the same load makes.
+        let mut builder = ConfigAndPool::sqlite(&file);
+        if std::env::var_os("SQL_MIDDLEWARE_CG_INLINE").is_some() {
+            builder = builder.sqlite_exec_model(SqliteExecModel::Inline);
+        }
+        let db = builder.build().await?;
         let mut conn = db.get_connection().await?;
         conn.execute_batch(workloads::INSERT_SCHEMA_SQLITE).await?;
+        if mode == "insert_bulk" {
+            let n = conn
+                .bulk_insert(workloads::INSERT_TABLE, &workloads::INSERT_COLUMNS, &rows)
+                .await?;
+            black_box(n);
+            return Ok(());
+        }
         for chunk in rows.chunks(INSERT_TX_ROWS) {
             let mut tx = conn.begin().await?;
             let mut stmt = tx.prepare(INSERT_SQL_DOLLAR).await?;

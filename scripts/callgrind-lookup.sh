@@ -29,21 +29,28 @@ ir() {
     awk '/Collected :/ {print $NF}'
 }
 
-printf '%-11s %14s %14s %12s\n' side "Ir($short)" "Ir($long)" "Ir/lookup"
+printf '%-30s %14s %14s %12s\n' side "Ir($short)" "Ir($long)" "Ir/lookup"
 declare -A per
-for side in raw middleware; do
+# The prepared pair (P8, Q5 prepared), then the per-call forms (Q5 per-call): raw rusqlite with
+# `prepare_cached` per lookup against `query(sql).params(..).one()`, and the same after a pool
+# checkout per lookup.
+for side in raw middleware raw_prepare_cached middleware_query_one middleware_checkout_query_one; do
   a=$(ir "$side" "$short")
   b=$(ir "$side" "$long")
   per[$side]=$(( (b - a) / (long - short) ))
-  printf '%-11s %14d %14d %12d\n' "$side" "$a" "$b" "${per[$side]}"
+  printf '%-30s %14d %14d %12d\n' "$side" "$a" "$b" "${per[$side]}"
 done
-awk -v m="${per[middleware]}" -v r="${per[raw]}" \
-  'BEGIN { printf "middleware / raw instructions per lookup: %.3f\n", m / r }'
+ratio() { awk -v m="$2" -v r="$3" -v what="$1" 'BEGIN { printf "%s: %.3f\n", what, m / r }'; }
+ratio "middleware / raw instructions per lookup" "${per[middleware]}" "${per[raw]}"
+ratio "query().one / raw" "${per[middleware_query_one]}" "${per[raw]}"
+ratio "query().one / raw prepare_cached" "${per[middleware_query_one]}" "${per[raw_prepare_cached]}"
+ratio "checkout + query().one / raw prepare_cached" "${per[middleware_checkout_query_one]}" "${per[raw_prepare_cached]}"
 
 # For `cargo xtask bench-report` (the P8 row): CRITERION_HOME, relative to the repository root.
 home=${CRITERION_HOME:-bench_results}
 case "$home" in /*) ;; *) home="$PWD/$home" ;; esac
 mkdir -p "$home"
-printf '{"raw_per_lookup": %d, "middleware_per_lookup": %d, "short": %d, "long": %d}\n' \
-  "${per[raw]}" "${per[middleware]}" "$short" "$long" > "$home/callgrind_lookup.json"
+printf '{"raw_per_lookup": %d, "middleware_per_lookup": %d, "raw_prepare_cached_per_lookup": %d, "middleware_query_one_per_lookup": %d, "middleware_checkout_query_one_per_lookup": %d, "short": %d, "long": %d}\n' \
+  "${per[raw]}" "${per[middleware]}" "${per[raw_prepare_cached]}" "${per[middleware_query_one]}" \
+  "${per[middleware_checkout_query_one]}" "$short" "$long" > "$home/callgrind_lookup.json"
 echo "wrote $home/callgrind_lookup.json"
