@@ -3,6 +3,10 @@
 //! number of blocks every time.
 #![cfg(feature = "sqlite")]
 
+#[cfg(feature = "postgres")]
+#[path = "common/mod.rs"]
+mod common;
+
 use sql_middleware::prelude::*;
 
 #[global_allocator]
@@ -69,9 +73,18 @@ fn id_of(i: u64) -> i64 {
 const SCHEMA: &str = "CREATE TABLE test (id INTEGER PRIMARY KEY, name TEXT NOT NULL, score REAL NOT NULL, active INTEGER NOT NULL)";
 const SQL: &str = "SELECT id, name, score, active FROM test WHERE id = $1";
 
+/// The same table on Postgres, with the types the same Rust values bind to.
+#[cfg(feature = "postgres")]
+const SCHEMA_PG: &str = "CREATE TABLE test (id BIGINT PRIMARY KEY, name TEXT NOT NULL, score DOUBLE PRECISION NOT NULL, active BOOLEAN NOT NULL)";
+
 /// Fills `test` with 1000 rows through the middleware.
 async fn fill(conn: &mut MiddlewarePoolConnection) {
-    conn.execute_batch(SCHEMA).await.unwrap();
+    let schema = match conn.database_type() {
+        #[cfg(feature = "postgres")]
+        DatabaseType::Postgres => SCHEMA_PG,
+        _ => SCHEMA,
+    };
+    conn.execute_batch(schema).await.unwrap();
     let mut tx = conn.begin().await.unwrap();
     let mut ins = tx
         .prepare("INSERT INTO test VALUES ($1, $2, $3, $4)")
@@ -248,6 +261,48 @@ fn allocations_per_lookup() {
             drop(conn);
             checkout_path("turso", &db, &mut out).await;
         }
+
+        // Postgres: raw tokio-postgres (a statement prepared once, `query_one`, decode by
+        // index), then the middleware's paths, on a scratch schema of the test server.
+        #[cfg(feature = "postgres")]
+        {
+            let schema = common::pg::PgSchema::create().await;
+            let db = ConfigAndPool::postgres(&schema.url)
+                .max_size(1)
+                .build()
+                .await
+                .unwrap();
+            let mut conn = db.get_connection().await.unwrap();
+            fill(&mut conn).await;
+            {
+                let raw_client = common::pg::raw_client(&schema.url).await;
+                let st = raw_client.prepare(SQL).await.unwrap();
+                let lookup = |id: i64| {
+                    let (client, st) = (&raw_client, &st);
+                    async move {
+                        let row = client.query_one(st, &[&id]).await.unwrap();
+                        Row4 {
+                            id: row.get(0),
+                            name: row.get(1),
+                            score: row.get(2),
+                            active: row.get(3),
+                        }
+                    }
+                };
+                let _ = lookup(1).await;
+                let raw = per_op!({
+                    for i in 0..N {
+                        assert_eq!(lookup(id_of(i)).await.id, id_of(i));
+                    }
+                });
+                out.push(("postgres/tokio_postgres_raw".into(), raw));
+            }
+            middleware_paths("postgres", &mut conn, &mut out).await;
+            drop(conn);
+            checkout_path("postgres", &db, &mut out).await;
+            drop(db);
+            schema.drop_schema().await;
+        }
     });
 
     let line: Vec<String> = out
@@ -300,6 +355,19 @@ fn allocations_per_lookup() {
             assert!(
                 *c < 0.01,
                 "{backend}: checkout and return allocate (almost) nothing: {c}"
+            );
+        }
+    }
+    // Q6 on Postgres: the middleware's prepared and per-call lookups allocate at most one block
+    // more than raw tokio-postgres with a statement prepared once.
+    #[cfg(feature = "postgres")]
+    {
+        let raw = get(&out, "postgres/tokio_postgres_raw");
+        for path in ["postgres/prepared_one", "postgres/query_builder_one"] {
+            let m = get(&out, path);
+            assert!(
+                m <= raw + 1.0,
+                "{path}: {m} allocations per lookup, raw tokio-postgres {raw}"
             );
         }
     }
