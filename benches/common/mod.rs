@@ -2,6 +2,8 @@
 //! finish in minutes) and the runtime helpers. Included with `mod common;`.
 #![allow(dead_code)]
 
+pub mod summary;
+
 use std::hint::black_box;
 use std::ops::Range;
 use std::sync::Arc;
@@ -39,14 +41,17 @@ pub fn runtime() -> Runtime {
 #[allow(unused_imports)]
 pub use sql_middleware::bench_support::tasks::{fan_out, in_task};
 
-/// `main` of a bench target: runs the given functions with [`criterion`], then the summary.
+/// `main` of a bench target: runs the given functions with [`criterion`], then Criterion's
+/// summary and the closing table of what this run measured ([`summary::print`]).
 #[macro_export]
 macro_rules! bench_main {
     ($($f:path),+ $(,)?) => {
         fn main() {
+            let started = std::time::SystemTime::now();
             let mut c = common::criterion();
             $($f(&mut c);)+
             c.final_summary();
+            common::summary::print(started);
         }
     };
 }

@@ -126,7 +126,14 @@ pub fn repo_root(manifest_dir: &str) -> PathBuf {
     }
 }
 
-/// Where Criterion writes: `$CRITERION_HOME`, else `<repo>/bench_results`. A relative
+/// The committed figures: `<repo>/bench_results`, each id's `reference/` baseline.
+pub fn reference_home(manifest_dir: &str) -> PathBuf {
+    repo_root(manifest_dir).join("bench_results")
+}
+
+/// Where Criterion writes: `$CRITERION_HOME`, else `<repo>/bench_results` (its run folders,
+/// `new/`, `base/` and `change/`, are git-ignored there; the committed figures are the
+/// `reference/` baselines, see [`reference_home`]). A relative
 /// `$CRITERION_HOME` is taken from the repository root: cargo runs each crate's benches in that
 /// crate's own folder, so the current directory would split the results of the main crate and
 /// the SQLx harness.

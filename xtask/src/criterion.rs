@@ -257,8 +257,14 @@ fn subdirs(dir: &Path) -> Vec<(String, PathBuf)> {
     out
 }
 
-/// Folder names Criterion uses for its own purposes, never an id or a parameter.
-const RESERVED: &[&str] = &["new", "base", "change", "report"];
+/// The committed figures of each id: a Criterion baseline of this name (written by
+/// `cargo xtask save-reference`, or by a suite run with `--save-baseline reference`). Criterion's
+/// own `new`, `base` and `change` folders are rewritten by every run and are not committed.
+pub const REFERENCE: &str = "reference";
+
+/// Folder names Criterion uses for its own purposes (and the committed reference), never an id,
+/// a parameter or a nightly baseline.
+const RESERVED: &[&str] = &["new", "base", "change", "report", REFERENCE];
 
 /// A result folder is one holding Criterion's JSON files.
 fn is_result_dir(p: &Path) -> bool {
@@ -295,6 +301,56 @@ pub fn scan_group(home: &Path, group: &str, kind: &str) -> GroupScan {
         }
     }
     scan
+}
+
+/// Scans `<home>/<group>` for the latest run (`new`), or, when no run of the group is there (a
+/// fresh clone), for the committed reference figures.
+pub fn scan_group_latest(home: &Path, group: &str) -> GroupScan {
+    let scan = scan_group(home, group, "new");
+    if scan.is_empty() {
+        scan_group(home, group, REFERENCE)
+    } else {
+        scan
+    }
+}
+
+/// Copies every id's latest run (`new/`) under `home` to its `reference/` folder, the committed
+/// figures; returns how many ids it copied.
+pub fn save_reference(home: &Path) -> crate::util::Result<usize> {
+    const FILES: &[&str] = &["benchmark.json", "estimates.json", "tukey.json"];
+    let mut copied = 0;
+    let mut copy = |new: &Path| -> crate::util::Result<()> {
+        let to = new.with_file_name(REFERENCE);
+        std::fs::create_dir_all(&to)
+            .map_err(|e| crate::util::Error(format!("create {}: {e}", to.display())))?;
+        for f in FILES {
+            let from = new.join(f);
+            if from.is_file() {
+                std::fs::copy(&from, to.join(f))
+                    .map_err(|e| crate::util::Error(format!("copy {}: {e}", from.display())))?;
+            }
+        }
+        copied += 1;
+        Ok(())
+    };
+    for (_, gdir) in subdirs(home) {
+        for (fname, fdir) in subdirs(&gdir) {
+            if RESERVED.contains(&fname.as_str()) {
+                continue;
+            }
+            let direct = fdir.join("new");
+            if is_result_dir(&direct) {
+                copy(&direct)?;
+            }
+            for (pname, pdir) in subdirs(&fdir) {
+                let new = pdir.join("new");
+                if !RESERVED.contains(&pname.as_str()) && is_result_dir(&new) {
+                    copy(&new)?;
+                }
+            }
+        }
+    }
+    Ok(copied)
 }
 
 /// Every baseline name found under `home`, with the newest time any of its files was written.

@@ -37,6 +37,12 @@ commands:
       --slowdown builds with --cfg sqlmw_bench_slowdown (every fifth SQLite lookup runs its
       query twice, ~20% slower): an experiment, never used as a reference.
 
+  save-reference
+      Copy every id's latest run in CRITERION_HOME (<id>/<param>/new/) to its reference/
+      folder: the figures committed with the repository, which the benches' closing summary
+      compares with and bench-report falls back to. Run it after `cargo xtask bench` to update
+      the committed figures; nothing else writes reference/.
+
   reliability
       Run the reliability suite once (`cargo test --all-features --test reliability --
       --nocapture --test-threads=1`) and write docs/Reliability.md from that run: the
@@ -452,6 +458,16 @@ fn main() -> ExitCode {
         "bench" => cmd_bench(args),
         "nightly" => cmd_nightly(args),
         "reliability" => cmd_reliability(args),
+        "save-reference" => {
+            let home = util::criterion_home(&util::repo_root());
+            xtask::criterion::save_reference(&home).map(|n| {
+                println!(
+                    "copied {n} ids' latest runs to their reference/ folders under {}",
+                    home.display()
+                );
+                ExitCode::SUCCESS
+            })
+        }
         "help" | "--help" | "-h" => {
             println!("{USAGE}{}", suites_help());
             Ok(ExitCode::SUCCESS)

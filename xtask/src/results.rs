@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::catalog::{self, GROUPS, SWEEPS};
-use crate::criterion::{GroupScan, Measurement, scan_group};
+use crate::criterion::{GroupScan, Measurement, scan_group_latest};
 
 /// The state of one group in CRITERION_HOME.
 #[derive(Debug)]
@@ -26,11 +26,12 @@ pub struct Results {
 }
 
 impl Results {
-    /// Scans every group of the catalog under `home` (the `new` folders).
+    /// Scans every group of the catalog under `home` (the `new` folders, else the committed
+    /// `reference` ones).
     pub fn load(home: &Path) -> Results {
         let mut groups = BTreeMap::new();
         for g in GROUPS {
-            let scan = scan_group(home, g.name, "new");
+            let scan = scan_group_latest(home, g.name);
             let state = if scan.is_empty() {
                 GroupState::NotRun
             } else {
