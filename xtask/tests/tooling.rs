@@ -220,7 +220,7 @@ fn nightly_verdicts() {
         &fixture("nightly"),
         "nightly-2026-01-01",
         "nightly-2026-01-02",
-        0.15,
+        0.10,
         &History::new(),
     )
     .expect("comparable");
@@ -240,9 +240,15 @@ fn nightly_verdicts() {
         .iter()
         .find(|r| r.key.function == "middleware")
         .unwrap();
+    // Judged by its ratio to `rusqlite` (+5% tonight): 1.25 → 1.43, +14.3%; +20% absolute.
+    assert_eq!(
+        mw.basis,
+        nightly::Basis::Ratio(key("sqlite_single_row_lookup", "rusqlite"))
+    );
     let c = mw.change.unwrap();
-    assert!((c.change - 0.20).abs() < 1e-9);
+    assert!((c.change - (3.0 / 2.1 / 1.25 - 1.0)).abs() < 1e-9);
     assert!(c.lo > 0.0 && c.hi > c.change);
+    assert!((mw.absolute.unwrap().change - 0.20).abs() < 1e-9);
     // A threshold above the change turns the regression into noise.
     let lax = nightly::compare_baselines(
         &fixture("nightly"),
@@ -258,18 +264,24 @@ fn nightly_verdicts() {
         &nightly::RunInfo {
             current: "nightly-2026-01-02".into(),
             previous: Some("nightly-2026-01-01".into()),
-            threshold: 0.15,
+            threshold: 0.10,
             ..Default::default()
         },
         &rows,
     );
     assert!(page.contains(
-        "**Summary:** 1 regressed, 1 improved, 2 noise, 1 new, 1 not run tonight (6 ids)."
-    ));
-    assert!(page.contains("- `sqlite_single_row_lookup/middleware/1000`: +20.0%"));
+        "**Summary:** 1 regressed, 1 improved, 2 noise, 0 environment change, 1 new, 1 not run tonight (6 ids)."
+    ), "{page}");
     assert!(page.contains(
-        "| `sqlite_single_row_lookup/middleware/1000` | 1000 | 2.50 µs | 3.00 µs | +20.0% |"
-    ));
+        "- `sqlite_single_row_lookup/middleware/1000`: +14.3% in its ratio to `rusqlite` (absolute +20.0%)"
+    ), "{page}");
+    assert!(page.contains(
+        "| `sqlite_single_row_lookup/middleware/1000` | 1000 | 2.50 µs | 3.00 µs | +20.0% | ÷ `rusqlite` (1.250 → 1.429) | +14.3% |"
+    ), "{page}");
+    assert!(page.contains(
+        "| `sqlite_single_row_lookup/rusqlite/1000` | 1000 | 2.00 µs | 2.10 µs | +5.0% | control (raw driver) | +5.0% |"
+    ), "{page}");
+    assert!(!page.contains("Environment change"), "{page}");
 }
 
 #[test]
@@ -302,6 +314,7 @@ fn history_and_experiments() {
             criterion_args: vec![],
             suites: vec![],
             unix: 0,
+            machine: None,
         },
     )
     .unwrap();
@@ -324,10 +337,10 @@ fn confirmation_reruns() {
     let (a, _) = xtask::criterion::load_all(&home, "nightly-2026-01-01");
     let (b, _) = xtask::criterion::load_all(&home, "nightly-2026-01-02");
     let none = History::new();
-    let first = nightly::compare(&a, &b, 0.15, &none);
+    let first = nightly::compare(&a, &b, 0.10, &none);
     // A rerun that measures the same figures again confirms both flags.
     let mut rows = first.clone();
-    nightly::apply_rerun(&mut rows, &nightly::compare(&a, &b, 0.15, &none), 0.15);
+    nightly::apply_rerun(&mut rows, &nightly::compare(&a, &b, 0.10, &none), 0.10);
     let v =
         |rows: &[nightly::Row], f: &str| rows.iter().find(|r| r.key.function == f).unwrap().verdict;
     assert_eq!(v(&rows, "middleware"), Verdict::Regressed);
@@ -342,7 +355,7 @@ fn confirmation_reruns() {
     );
     // A rerun back at the old figures (no change) clears them; unflagged ids are untouched.
     let mut rows = first.clone();
-    nightly::apply_rerun(&mut rows, &nightly::compare(&a, &a, 0.15, &none), 0.15);
+    nightly::apply_rerun(&mut rows, &nightly::compare(&a, &a, 0.10, &none), 0.10);
     assert_eq!(v(&rows, "middleware"), Verdict::Noise);
     assert_eq!(v(&rows, "pool_acquire"), Verdict::Noise);
     assert_eq!(v(&rows, "middleware_prepare"), Verdict::New);
@@ -355,7 +368,7 @@ fn confirmation_reruns() {
     );
     // A rerun that measured nothing keeps the flags.
     let mut rows = first.clone();
-    nightly::apply_rerun(&mut rows, &[], 0.15);
+    nightly::apply_rerun(&mut rows, &[], 0.10);
     assert_eq!(v(&rows, "middleware"), Verdict::Regressed);
     // Agreement asks for the threshold against the reference and the history, not the intervals.
     let c = nightly::judge(
@@ -405,6 +418,14 @@ fn a_missing_baseline_is_an_error() {
     )
     .expect_err("no such baseline");
     assert!(e.0.contains("nightly-1999-01-01"), "{e}");
+}
+
+fn key(group: &str, function: &str) -> xtask::criterion::IdKey {
+    xtask::criterion::IdKey {
+        group: group.into(),
+        function: function.into(),
+        param: "1000".into(),
+    }
 }
 
 fn tempdir(tag: &str) -> PathBuf {

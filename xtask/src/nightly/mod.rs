@@ -34,17 +34,19 @@
 //! `page`; everything public is re-exported here.
 
 mod compare;
+mod drift;
 mod history;
 mod page;
 mod references;
 mod verdict;
 
-pub use self::compare::{Row, apply_rerun, compare, compare_baselines, counts, flagged};
-pub use self::history::{History, history_median, load_history};
+pub use self::compare::{Basis, Row, apply_rerun, compare, compare_baselines, counts, flagged};
+pub use self::drift::{EnvironmentChange, Evaluation, apply_environment, assess, evaluate, fails};
+pub use self::history::{History, Series, control_key, history_median, load_history};
 pub use self::page::{RunInfo, render};
 pub use self::references::{
-    PREFIX, RunRecord, RunsFile, previous_baseline, record_run, reference_candidates,
-    remove_baseline,
+    PREFIX, RunRecord, RunsFile, load_runs, machine_of, previous_baseline, record_run,
+    reference_candidates, remove_baseline,
 };
-pub use self::verdict::{Change, DEFAULT_THRESHOLD, Verdict, judge, rerun_agrees};
+pub use self::verdict::{Change, DEFAULT_THRESHOLD, Verdict, judge, ratio, rerun_agrees};
 pub use crate::criterion::baselines;
