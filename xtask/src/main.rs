@@ -33,6 +33,8 @@ commands:
       (or NAME) and with the median of the last K (default 5) nightly baselines, rerun every
       flagged id N times (default 2) in fresh processes to confirm it, write
       bench_results/nightly/<YYYY-MM-DD>[-TAG].md; exit 1 on a confirmed regression.
+      Each id is judged by its ratio to the raw driver measured in the same run; a reference
+      from another machine, or raw controls that moved, are reported as an environment change.
       --threshold defaults to 10 (percent). --compare-only skips the main run.
       --slowdown builds with --cfg sqlmw_bench_slowdown (every fifth SQLite lookup runs its
       query twice, ~20% slower): an experiment, never used as a reference.
