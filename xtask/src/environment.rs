@@ -2,6 +2,8 @@
 
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
+
 use crate::util;
 
 /// The crates whose versions the report states, and the lockfile each is read from.
@@ -96,6 +98,59 @@ impl Environment {
             self.commit,
             self.date
         )
+    }
+}
+
+/// The machine a baseline was measured on: what decides whether absolute times of two runs
+/// can be compared at all.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Machine {
+    /// `model name` of /proc/cpuinfo.
+    pub cpu: String,
+    /// Logical CPUs.
+    pub cores: usize,
+    /// The kernel (`/proc/sys/kernel/osrelease`), when known. Stated, not compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+}
+
+impl Machine {
+    /// Reads the machine from /proc.
+    pub fn detect() -> Machine {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let (cpu, cores) = parse_cpuinfo(&cpuinfo);
+        let cores = if cores == 0 {
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        } else {
+            cores
+        };
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .ok()
+            .map(|k| format!("Linux {}", k.trim()))
+            .filter(|k| k.len() > "Linux ".len());
+        Machine {
+            cpu: if cpu.is_empty() {
+                "unknown CPU".into()
+            } else {
+                cpu
+            },
+            cores,
+            kernel,
+        }
+    }
+
+    /// Whether absolute times measured on `self` and on `other` are comparable: the same CPU
+    /// model and the same number of logical CPUs (the kernel is not compared).
+    pub fn same_as(&self, other: &Machine) -> bool {
+        self.cpu == other.cpu && self.cores == other.cores
+    }
+
+    /// `<cpu> × <n> logical CPUs[, <kernel>]`.
+    pub fn label(&self) -> String {
+        match &self.kernel {
+            Some(k) => format!("{} × {} logical CPUs, {k}", self.cpu, self.cores),
+            None => format!("{} × {} logical CPUs", self.cpu, self.cores),
+        }
     }
 }
 

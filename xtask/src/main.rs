@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use xtask::catalog::{self, SUITES, Suite};
-use xtask::environment::Environment;
+use xtask::environment::{Environment, Machine};
 use xtask::nightly::{self, RunInfo, Verdict};
 use xtask::report::{self, ReportOptions};
 use xtask::runner::{self, QUICK_ARGS, RunOptions};
@@ -33,6 +33,8 @@ commands:
       (or NAME) and with the median of the last K (default 5) nightly baselines, rerun every
       flagged id N times (default 2) in fresh processes to confirm it, write
       bench_results/nightly/<YYYY-MM-DD>[-TAG].md; exit 1 on a confirmed regression.
+      Each id is judged by its ratio to the raw driver measured in the same run; a reference
+      from another machine, or raw controls that moved, are reported as an environment change.
       --threshold defaults to 10 (percent). --compare-only skips the main run.
       --slowdown builds with --cfg sqlmw_bench_slowdown (every fifth SQLite lookup runs its
       query twice, ~20% slower): an experiment, never used as a reference.
@@ -318,7 +320,9 @@ fn cmd_nightly(mut args: Args) -> Result<ExitCode> {
         confirm_runs,
         first_flags: Vec::new(),
         history: Vec::new(),
+        environment_change: Default::default(),
     };
+    let machine = Machine::detect();
     if compare_only {
         info.suites.clear();
         info.criterion_args.clear();
@@ -343,6 +347,7 @@ fn cmd_nightly(mut args: Args) -> Result<ExitCode> {
                 criterion_args: cargs,
                 suites: info.suites.clone(),
                 unix: util::unix_now(),
+                machine: Some(machine.clone()),
             },
         )?;
     }
@@ -351,8 +356,24 @@ fn cmd_nightly(mut args: Args) -> Result<ExitCode> {
     info.history = candidates.into_iter().take(history_len).collect();
     let history = nightly::load_history(&home, &info.history);
     let mut rows = match &info.previous {
-        Some(prev) => nightly::compare_baselines(&home, prev, &current, threshold, &history)?,
-        None => Vec::new(),
+        Some(prev) => {
+            let e = nightly::evaluate(
+                &home,
+                prev,
+                &current,
+                threshold,
+                &history,
+                Some(machine.clone()),
+            )?;
+            info.environment_change = e.environment;
+            e.rows
+        }
+        None => {
+            info.environment_change.tonight =
+                nightly::machine_of(&nightly::load_runs(&home)?, &current)
+                    .or(Some(machine.clone()));
+            Vec::new()
+        }
     };
     info.first_flags = rows
         .iter()
@@ -367,7 +388,7 @@ fn cmd_nightly(mut args: Args) -> Result<ExitCode> {
         if flagged.is_empty() {
             break;
         }
-        // Rerun only the flagged ids, each suite once, in fresh processes.
+        // Rerun only the flagged ids and their controls, each suite once, in fresh processes.
         let mut by_suite: std::collections::BTreeMap<&'static str, Vec<String>> =
             Default::default();
         for k in &flagged {
@@ -377,7 +398,7 @@ fn cmd_nightly(mut args: Args) -> Result<ExitCode> {
         }
         let rerun_name = format!("confirm-{stem}-{round}");
         eprintln!(
-            "xtask: confirmation rerun {round}: {} flagged id(s) in {} suite(s)",
+            "xtask: confirmation rerun {round}: {} flagged id(s) and control(s) in {} suite(s)",
             flagged.len(),
             by_suite.len()
         );
@@ -418,20 +439,24 @@ fn cmd_nightly(mut args: Args) -> Result<ExitCode> {
     let counts = nightly::counts(&rows);
     let n = |v: Verdict| counts.get(&v).copied().unwrap_or(0);
     eprintln!(
-        "xtask: {} vs {}: {} regressed, {} improved, {} noise, {} other ({} flagged before the reruns); wrote {}",
+        "xtask: {} vs {}: {} regressed, {} improved, {} noise, {} environment change, {} other ({} flagged before the reruns); wrote {}",
         current,
         info.previous.as_deref().unwrap_or("(nothing)"),
         n(Verdict::Regressed),
         n(Verdict::Improved),
         n(Verdict::Noise),
+        n(Verdict::Environment),
         n(Verdict::New) + n(Verdict::NotRun),
         info.first_flags.len(),
         page.display()
     );
+    if let Some(st) = info.environment_change.statement(threshold) {
+        eprintln!("xtask: {}", st.replace("**", ""));
+    }
     for f in &info.failures {
         eprintln!("xtask: FAILED: {f}");
     }
-    if n(Verdict::Regressed) > 0 || !info.failures.is_empty() {
+    if nightly::fails(&rows, &info.failures) {
         Ok(ExitCode::FAILURE)
     } else {
         Ok(ExitCode::SUCCESS)

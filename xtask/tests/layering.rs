@@ -29,6 +29,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["history", "references", "verdict"],
             &["compare"],
+            &["drift"],
             &["page"],
         ],
     ),

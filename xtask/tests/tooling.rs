@@ -4,6 +4,11 @@
 //!   `alloc_per_op.json`; nothing else ran.
 //! - `partial/`: the lookup group with ids missing and one `estimates.json` gone.
 //! - `nightly/`: two nightly baselines of a few ids, built so each verdict occurs once.
+//! - `nightly-env/`: pairs of nightly baselines with their run records (`nightly-runs.json`):
+//!   02-01 → 02-02 moves from an Intel to an AMD machine (raw and middleware both about twice as
+//!   slow); 03-01 → 03-02 is the same machine with the middleware lookup +30% and the raw
+//!   lookup steady; 03-03-slowdown is a `--slowdown` run (middleware +20%); 04-01 → 04-02 is the
+//!   same machine with raw and middleware both +25%; 01-15 is an older record with no machine.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -220,7 +225,7 @@ fn nightly_verdicts() {
         &fixture("nightly"),
         "nightly-2026-01-01",
         "nightly-2026-01-02",
-        0.15,
+        0.10,
         &History::new(),
     )
     .expect("comparable");
@@ -240,9 +245,15 @@ fn nightly_verdicts() {
         .iter()
         .find(|r| r.key.function == "middleware")
         .unwrap();
+    // Judged by its ratio to `rusqlite` (+5% tonight): 1.25 → 1.43, +14.3%; +20% absolute.
+    assert_eq!(
+        mw.basis,
+        nightly::Basis::Ratio(key("sqlite_single_row_lookup", "rusqlite"))
+    );
     let c = mw.change.unwrap();
-    assert!((c.change - 0.20).abs() < 1e-9);
+    assert!((c.change - (3.0 / 2.1 / 1.25 - 1.0)).abs() < 1e-9);
     assert!(c.lo > 0.0 && c.hi > c.change);
+    assert!((mw.absolute.unwrap().change - 0.20).abs() < 1e-9);
     // A threshold above the change turns the regression into noise.
     let lax = nightly::compare_baselines(
         &fixture("nightly"),
@@ -258,18 +269,24 @@ fn nightly_verdicts() {
         &nightly::RunInfo {
             current: "nightly-2026-01-02".into(),
             previous: Some("nightly-2026-01-01".into()),
-            threshold: 0.15,
+            threshold: 0.10,
             ..Default::default()
         },
         &rows,
     );
     assert!(page.contains(
-        "**Summary:** 1 regressed, 1 improved, 2 noise, 1 new, 1 not run tonight (6 ids)."
-    ));
-    assert!(page.contains("- `sqlite_single_row_lookup/middleware/1000`: +20.0%"));
+        "**Summary:** 1 regressed, 1 improved, 2 noise, 0 environment change, 1 new, 1 not run tonight (6 ids)."
+    ), "{page}");
     assert!(page.contains(
-        "| `sqlite_single_row_lookup/middleware/1000` | 1000 | 2.50 µs | 3.00 µs | +20.0% |"
-    ));
+        "- `sqlite_single_row_lookup/middleware/1000`: +14.3% in its ratio to `rusqlite` (absolute +20.0%)"
+    ), "{page}");
+    assert!(page.contains(
+        "| `sqlite_single_row_lookup/middleware/1000` | 1000 | 2.50 µs | 3.00 µs | +20.0% | ÷ `rusqlite` (1.250 → 1.429) | +14.3% |"
+    ), "{page}");
+    assert!(page.contains(
+        "| `sqlite_single_row_lookup/rusqlite/1000` | 1000 | 2.00 µs | 2.10 µs | +5.0% | control (raw driver) | +5.0% |"
+    ), "{page}");
+    assert!(!page.contains("Environment change"), "{page}");
 }
 
 #[test]
@@ -302,6 +319,7 @@ fn history_and_experiments() {
             criterion_args: vec![],
             suites: vec![],
             unix: 0,
+            machine: None,
         },
     )
     .unwrap();
@@ -324,10 +342,10 @@ fn confirmation_reruns() {
     let (a, _) = xtask::criterion::load_all(&home, "nightly-2026-01-01");
     let (b, _) = xtask::criterion::load_all(&home, "nightly-2026-01-02");
     let none = History::new();
-    let first = nightly::compare(&a, &b, 0.15, &none);
+    let first = nightly::compare(&a, &b, 0.10, &none);
     // A rerun that measures the same figures again confirms both flags.
     let mut rows = first.clone();
-    nightly::apply_rerun(&mut rows, &nightly::compare(&a, &b, 0.15, &none), 0.15);
+    nightly::apply_rerun(&mut rows, &nightly::compare(&a, &b, 0.10, &none), 0.10);
     let v =
         |rows: &[nightly::Row], f: &str| rows.iter().find(|r| r.key.function == f).unwrap().verdict;
     assert_eq!(v(&rows, "middleware"), Verdict::Regressed);
@@ -342,7 +360,7 @@ fn confirmation_reruns() {
     );
     // A rerun back at the old figures (no change) clears them; unflagged ids are untouched.
     let mut rows = first.clone();
-    nightly::apply_rerun(&mut rows, &nightly::compare(&a, &a, 0.15, &none), 0.15);
+    nightly::apply_rerun(&mut rows, &nightly::compare(&a, &a, 0.10, &none), 0.10);
     assert_eq!(v(&rows, "middleware"), Verdict::Noise);
     assert_eq!(v(&rows, "pool_acquire"), Verdict::Noise);
     assert_eq!(v(&rows, "middleware_prepare"), Verdict::New);
@@ -355,7 +373,7 @@ fn confirmation_reruns() {
     );
     // A rerun that measured nothing keeps the flags.
     let mut rows = first.clone();
-    nightly::apply_rerun(&mut rows, &[], 0.15);
+    nightly::apply_rerun(&mut rows, &[], 0.10);
     assert_eq!(v(&rows, "middleware"), Verdict::Regressed);
     // Agreement asks for the threshold against the reference and the history, not the intervals.
     let c = nightly::judge(
@@ -405,6 +423,258 @@ fn a_missing_baseline_is_an_error() {
     )
     .expect_err("no such baseline");
     assert!(e.0.contains("nightly-1999-01-01"), "{e}");
+}
+
+/// The first comparison of `current` against `previous` in `nightly-env/` at 10%, and its page.
+fn evaluate_env(previous: &str, current: &str) -> (nightly::Evaluation, String) {
+    let e = nightly::evaluate(
+        &fixture("nightly-env"),
+        previous,
+        current,
+        0.10,
+        &History::new(),
+        None,
+    )
+    .expect("comparable");
+    let page = nightly::render(
+        &nightly::RunInfo {
+            current: current.into(),
+            previous: Some(previous.into()),
+            threshold: 0.10,
+            environment_change: e.environment.clone(),
+            ..Default::default()
+        },
+        &e.rows,
+    );
+    (e, page)
+}
+
+fn row<'a>(rows: &'a [nightly::Row], group: &str, function: &str) -> &'a nightly::Row {
+    rows.iter()
+        .find(|r| r.key == key(group, function))
+        .unwrap_or_else(|| panic!("{group}/{function}"))
+}
+
+const LOOKUP: &str = "sqlite_single_row_lookup";
+
+#[test]
+fn another_machine_is_an_environment_change_not_a_regression() {
+    let (e, page) = evaluate_env("nightly-2026-02-01", "nightly-2026-02-02");
+    let v = |g: &str, f: &str| row(&e.rows, g, f).verdict;
+    // Raw +103%, middleware +94%: by the old absolute rule a regression …
+    let mw = row(&e.rows, LOOKUP, "middleware");
+    assert_eq!(mw.absolute.unwrap().verdict, Verdict::Regressed);
+    // … by the ratio to the raw lookup measured tonight (1.25 → 1.19), noise.
+    assert_eq!(v(LOOKUP, "middleware"), Verdict::Noise);
+    assert!((mw.change.unwrap().change - (4850.0 / 4060.0 / 1.25 - 1.0)).abs() < 1e-9);
+    assert_eq!(v(LOOKUP, "middleware_query_one"), Verdict::Noise);
+    // The raw controls moved with the machine; an id without a control cannot be told apart.
+    assert_eq!(v(LOOKUP, "rusqlite"), Verdict::Environment);
+    assert_eq!(v(LOOKUP, "rusqlite_prepare_cached"), Verdict::Environment);
+    assert_eq!(v("postgres_connect", "connect_plain"), Verdict::Environment);
+    assert_eq!(
+        row(&e.rows, "postgres_connect", "connect_plain").basis,
+        nightly::Basis::Absolute
+    );
+    assert!(e.environment.machine_changed());
+    assert!(nightly::flagged(&e.rows).is_empty());
+    assert!(!nightly::fails(&e.rows, &[]), "exit code 0");
+    assert!(nightly::fails(&e.rows, &["suite failed".to_string()]));
+    assert!(page.contains(
+        "**Summary:** 0 regressed, 0 improved, 2 noise, 3 environment change, 0 new, 0 not run tonight (5 ids)."
+    ), "{page}");
+    assert!(page.contains(
+        "**Environment change:** the reference was measured on Intel(R) Xeon(R) Processor × 2 logical CPUs, Linux 6.1.0, tonight runs on AMD EPYC 7B13 × 2 logical CPUs, Linux 6.8.0; raw controls moved beyond ±10%: `sqlite_single_row_lookup/rusqlite/1000` +103.0%, `sqlite_single_row_lookup/rusqlite_prepare_cached/1000` +100.0%; 2 id(s) moved beyond the threshold in absolute time while their ratio to the control did not; ids are judged by their ratio to the control measured tonight"
+    ), "{page}");
+    assert!(page.contains("- Machine tonight: AMD EPYC 7B13 × 2 logical CPUs, Linux 6.8.0"));
+    assert!(page.contains(
+        "- Machine of the reference: Intel(R) Xeon(R) Processor × 2 logical CPUs, Linux 6.1.0"
+    ));
+    assert!(!page.contains("Regressed:"), "{page}");
+}
+
+#[test]
+fn a_slower_middleware_on_the_same_machine_regresses_by_its_ratio() {
+    let (e, page) = evaluate_env("nightly-2026-03-01", "nightly-2026-03-02");
+    let mw = row(&e.rows, LOOKUP, "middleware");
+    assert_eq!(mw.verdict, Verdict::Regressed);
+    assert_eq!(mw.basis, nightly::Basis::Ratio(key(LOOKUP, "rusqlite")));
+    assert!((mw.change.unwrap().change - (3250.0 / 2010.0 / 1.25 - 1.0)).abs() < 1e-9);
+    assert_eq!(row(&e.rows, LOOKUP, "rusqlite").verdict, Verdict::Noise);
+    assert_eq!(
+        row(&e.rows, LOOKUP, "middleware_query_one").verdict,
+        Verdict::Noise
+    );
+    assert!(!e.environment.changed());
+    assert!(nightly::fails(&e.rows, &[]), "exit code 1");
+    assert!(!page.contains("Environment change"), "{page}");
+    assert!(page.contains(
+        "- `sqlite_single_row_lookup/middleware/1000`: +29.4% in its ratio to `rusqlite` (absolute +30.0%)"
+    ), "{page}");
+    assert!(page.contains(
+        "- Machine of the reference: the same (Intel(R) Xeon(R) Processor × 2 logical CPUs, Linux 6.1.0)"
+    ), "{page}");
+    // The confirmation rerun measures the flagged id and its control.
+    assert_eq!(
+        nightly::flagged(&e.rows),
+        vec![&key(LOOKUP, "middleware"), &key(LOOKUP, "rusqlite")]
+    );
+    let home = fixture("nightly-env");
+    let (reference, _) = xtask::criterion::load_all(&home, "nightly-2026-03-01");
+    let (tonight, _) = xtask::criterion::load_all(&home, "nightly-2026-03-02");
+    // A rerun: both ids of tonight scaled by `mw` and `raw`.
+    let rerun = |mw: f64, raw: Option<f64>| {
+        let mut m = std::collections::BTreeMap::new();
+        for (f, by) in [("middleware", Some(mw)), ("rusqlite", raw)] {
+            let (Some(by), Some(x)) = (by, tonight.get(&key(LOOKUP, f))) else {
+                continue;
+            };
+            let mut x = x.clone();
+            x.median = x.median.per(1.0 / by);
+            m.insert(key(LOOKUP, f), x);
+        }
+        nightly::compare(&reference, &m, 0.10, &History::new())
+    };
+    let after = |mw: f64, raw: Option<f64>| {
+        let mut rows = e.rows.clone();
+        nightly::apply_rerun(&mut rows, &rerun(mw, raw), 0.10);
+        let r = row(&rows, LOOKUP, "middleware").clone();
+        (r.verdict, r.reruns.len())
+    };
+    // A rerun process 30% slower throughout: the ratio still shows the regression.
+    assert_eq!(after(1.3, Some(1.3)), (Verdict::Regressed, 1));
+    // The middleware as slow, but its control as slow too: the ratio is back, noise.
+    assert_eq!(after(1.0, Some(1.25)), (Verdict::Noise, 1));
+    // A rerun without the control cannot judge the ratio: the verdict stands, unconfirmed.
+    assert_eq!(after(1.0, None), (Verdict::Regressed, 0));
+}
+
+#[test]
+fn raw_and_middleware_moving_together_is_an_environment_change() {
+    let (e, page) = evaluate_env("nightly-2026-04-01", "nightly-2026-04-02");
+    let mw = row(&e.rows, LOOKUP, "middleware");
+    assert_eq!(
+        mw.absolute.unwrap().verdict,
+        Verdict::Regressed,
+        "+25% absolute"
+    );
+    assert_eq!(mw.verdict, Verdict::Noise);
+    assert!(mw.change.unwrap().change.abs() < 1e-9);
+    assert_eq!(
+        row(&e.rows, LOOKUP, "rusqlite").verdict,
+        Verdict::Environment
+    );
+    assert!(!e.environment.machine_changed());
+    assert!(e.environment.changed());
+    assert!(!nightly::fails(&e.rows, &[]), "exit code 0");
+    assert!(page.contains(
+        "**Environment change:** the reference was measured on the same machine (Intel(R) Xeon(R) Processor × 2 logical CPUs, Linux 6.1.0); raw controls moved beyond ±10%: `sqlite_single_row_lookup/rusqlite/1000` +25.0%; 1 id(s) moved beyond the threshold in absolute time while their ratio to the control did not;"
+    ), "{page}");
+    assert!(page.contains(
+        "**Summary:** 0 regressed, 0 improved, 1 noise, 1 environment change, 0 new, 0 not run tonight (2 ids)."
+    ), "{page}");
+}
+
+#[test]
+fn the_deliberate_slowdown_is_still_caught() {
+    let (e, page) = evaluate_env("nightly-2026-03-01", "nightly-2026-03-03-slowdown");
+    let mw = row(&e.rows, LOOKUP, "middleware");
+    assert_eq!(mw.verdict, Verdict::Regressed);
+    assert!((mw.change.unwrap().change - (3000.0 / 2020.0 / 1.25 - 1.0)).abs() < 1e-9);
+    for f in [
+        "rusqlite",
+        "rusqlite_prepare_cached",
+        "middleware_query_one",
+    ] {
+        assert_eq!(row(&e.rows, LOOKUP, f).verdict, Verdict::Noise, "{f}");
+    }
+    assert!(nightly::fails(&e.rows, &[]));
+    assert!(page.contains("**Summary:** 1 regressed, 0 improved, 3 noise, 0 environment change"));
+    // The slowdown run is an experiment, never a reference.
+    let candidates =
+        nightly::reference_candidates(&fixture("nightly-env"), "nightly-2099-01-01").unwrap();
+    assert!(
+        !candidates.iter().any(|c| c.contains("slowdown")),
+        "{candidates:?}"
+    );
+    assert_eq!(candidates.len(), 6);
+}
+
+#[test]
+fn run_records_without_a_machine_still_load() {
+    let home = fixture("nightly-env");
+    let runs = nightly::load_runs(&home).expect("loads");
+    let old = &runs.runs["nightly-2026-01-15"];
+    assert!(old.machine.is_none());
+    assert_eq!(old.suites, vec!["sqlite-lookup".to_string()]);
+    assert_eq!(nightly::machine_of(&runs, "nightly-2026-01-15"), None);
+    assert_eq!(
+        nightly::machine_of(&runs, "nightly-2026-02-02").map(|m| m.cpu),
+        Some("AMD EPYC 7B13".to_string())
+    );
+    // Writing a new record keeps the old one and adds the machine to the new one only.
+    let dir = tempdir("records");
+    std::fs::copy(
+        home.join("nightly-runs.json"),
+        dir.join("nightly-runs.json"),
+    )
+    .unwrap();
+    let machine = xtask::environment::Machine {
+        cpu: "Test CPU".into(),
+        cores: 4,
+        kernel: None,
+    };
+    nightly::record_run(
+        &dir,
+        "nightly-2026-05-01",
+        nightly::RunRecord {
+            features: vec![],
+            criterion_args: vec![],
+            suites: vec![],
+            unix: 1,
+            machine: Some(machine.clone()),
+        },
+    )
+    .unwrap();
+    let runs = nightly::load_runs(&dir).unwrap();
+    assert_eq!(
+        nightly::machine_of(&runs, "nightly-2026-05-01"),
+        Some(machine)
+    );
+    assert_eq!(nightly::machine_of(&runs, "nightly-2026-01-15"), None);
+    // A home without any record (the `nightly/` fixture): the reference's machine is unknown.
+    let e = nightly::evaluate(
+        &fixture("nightly"),
+        "nightly-2026-01-01",
+        "nightly-2026-01-02",
+        0.10,
+        &History::new(),
+        None,
+    )
+    .unwrap();
+    assert!(e.environment.reference.is_none() && !e.environment.changed());
+    let page = nightly::render(
+        &nightly::RunInfo {
+            current: "nightly-2026-01-02".into(),
+            previous: Some("nightly-2026-01-01".into()),
+            threshold: 0.10,
+            environment_change: e.environment.clone(),
+            ..Default::default()
+        },
+        &e.rows,
+    );
+    assert!(
+        page.contains("- Machine of the reference: not recorded"),
+        "{page}"
+    );
+}
+
+fn key(group: &str, function: &str) -> xtask::criterion::IdKey {
+    xtask::criterion::IdKey {
+        group: group.into(),
+        function: function.into(),
+        param: "1000".into(),
+    }
 }
 
 fn tempdir(tag: &str) -> PathBuf {

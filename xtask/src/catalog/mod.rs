@@ -16,4 +16,4 @@ pub use self::suites::{
     Crate, MAIN_FEATURES, PEERS_MANIFEST, SQLX_MANIFEST, SUITES, Suite, suite, suite_of_group,
 };
 pub use self::sweeps::{SWEEPS, Sweep};
-pub use self::workloads::{Contender, Role, WORKLOADS, Workload};
+pub use self::workloads::{Contender, Role, WORKLOADS, Workload, control_of, is_control};

@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use super::compare::{Row, counts};
+use super::compare::{Basis, Row, counts};
+use super::drift::EnvironmentChange;
 use super::verdict::{Verdict, rerun_agrees};
 use crate::criterion::IdKey;
 use crate::util::{fmt_ns, fmt_pct};
@@ -35,6 +36,8 @@ pub struct RunInfo {
     pub first_flags: Vec<(IdKey, Verdict)>,
     /// The nightly baselines whose median forms the history.
     pub history: Vec<String>,
+    /// The machines of the reference and of tonight, and what moved with them.
+    pub environment_change: EnvironmentChange,
 }
 
 /// Renders the nightly page.
@@ -45,7 +48,7 @@ pub fn render(info: &RunInfo, rows: &[Row]) -> String {
     let _ = writeln!(s, "{}\n", info.environment);
     let _ = writeln!(
         s,
-        "- Suites: {}\n- Criterion arguments: `{}`\n- Build variant (extra features, `cfg:` flags): {}\n- Threshold: ±{:.0}% on the median per operation, and the two 95% intervals must not overlap",
+        "- Suites: {}\n- Criterion arguments: `{}`\n- Build variant (extra features, `cfg:` flags): {}\n- Threshold: ±{:.0}% on each id's ratio to its raw-driver control measured in the same run (on the median per operation itself for an id without a control), and the two 95% intervals must not overlap",
         if info.suites.is_empty() {
             "—".into()
         } else {
@@ -101,6 +104,21 @@ pub fn render(info: &RunInfo, rows: &[Row]) -> String {
                 .join(", ")
         );
     }
+    let env = &info.environment_change;
+    if let Some(t) = &env.tonight {
+        let _ = writeln!(s, "- Machine tonight: {}", t.label());
+    }
+    if info.previous.is_some() {
+        let _ = writeln!(
+            s,
+            "- Machine of the reference: {}",
+            match (&env.reference, &env.tonight) {
+                (None, _) => "not recorded".to_string(),
+                (Some(r), Some(t)) if r.same_as(t) => format!("the same ({})", r.label()),
+                (Some(r), _) => r.label(),
+            }
+        );
+    }
     match &info.previous {
         Some(p) => {
             let _ = writeln!(s, "- Compared against: `{p}`\n");
@@ -122,14 +140,18 @@ pub fn render(info: &RunInfo, rows: &[Row]) -> String {
     let n = |v: Verdict| c.get(&v).copied().unwrap_or(0);
     let _ = writeln!(
         s,
-        "**Summary:** {} regressed, {} improved, {} noise, {} new, {} not run tonight ({} ids).\n",
+        "**Summary:** {} regressed, {} improved, {} noise, {} environment change, {} new, {} not run tonight ({} ids).\n",
         n(Verdict::Regressed),
         n(Verdict::Improved),
         n(Verdict::Noise),
+        n(Verdict::Environment),
         n(Verdict::New),
         n(Verdict::NotRun),
         rows.len()
     );
+    if let Some(st) = env.statement(info.threshold) {
+        let _ = writeln!(s, "{st}\n");
+    }
     if !info.first_flags.is_empty() {
         let kept = info
             .first_flags
@@ -155,12 +177,20 @@ pub fn render(info: &RunInfo, rows: &[Row]) -> String {
                 s,
                 "- `{}`: {}",
                 r.key,
-                r.change.map_or("—".into(), |c| fmt_pct(c.change))
+                r.change.map_or("—".into(), |c| match &r.basis {
+                    Basis::Ratio(k) => format!(
+                        "{} in its ratio to `{}` (absolute {})",
+                        fmt_pct(c.change),
+                        k.function,
+                        r.absolute.map_or("—".into(), |a| fmt_pct(a.change))
+                    ),
+                    _ => format!("{} (absolute, no control)", fmt_pct(c.change)),
+                })
             );
         }
         s.push('\n');
     }
-    s.push_str("| id | ops / iter | before (median / op) | after (median / op) | change | change interval | vs history median | rerun change | verdict |\n|---|---:|---:|---:|---:|---|---:|---|---|\n");
+    s.push_str("| id | ops / iter | before (median / op) | after (median / op) | change | judged on | judged change | change interval | vs history median | rerun change | verdict |\n|---|---:|---:|---:|---:|---|---:|---|---:|---|---|\n");
     for r in rows {
         let reruns = if r.reruns.is_empty() {
             "—".to_string()
@@ -178,13 +208,22 @@ pub fn render(info: &RunInfo, rows: &[Row]) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        let basis = match (&r.basis, r.ratios) {
+            (Basis::Ratio(k), Some((b, a))) => {
+                format!("÷ `{}` ({:.3} → {:.3})", k.function, b.point, a.point)
+            }
+            (Basis::Ratio(k), None) => format!("÷ `{}`", k.function),
+            (Basis::Control, _) => "control (raw driver)".to_string(),
+            (Basis::Absolute, _) => "absolute (no control)".to_string(),
+        };
         let _ = writeln!(
             s,
-            "| `{}` | {} | {} | {} | {} | {} | {} | {reruns} | {} |",
+            "| `{}` | {} | {} | {} | {} | {basis} | {} | {} | {} | {reruns} | {} |",
             r.key,
             r.elements,
             r.before.map_or("—".into(), |i| fmt_ns(i.point)),
             r.after.map_or("—".into(), |i| fmt_ns(i.point)),
+            r.absolute.map_or("—".into(), |c| fmt_pct(c.change)),
             r.change.map_or("—".into(), |c| fmt_pct(c.change)),
             r.change.map_or("—".into(), |c| format!(
                 "{} … {}",

@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::criterion::baselines;
+use crate::environment::Machine;
 use crate::util::{self, Error, Result};
 
 /// Prefix of every nightly baseline name.
@@ -30,6 +31,19 @@ pub struct RunRecord {
     pub suites: Vec<String>,
     /// When (Unix seconds).
     pub unix: i64,
+    /// The machine it was measured on (absent in records written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<Machine>,
+}
+
+/// Reads `<home>/nightly-runs.json` (empty when there is none).
+pub fn load_runs(home: &Path) -> Result<RunsFile> {
+    Ok(util::read_optional_json(&home.join("nightly-runs.json"))?.unwrap_or_default())
+}
+
+/// The machine the baseline `name` was measured on, when its run record states one.
+pub fn machine_of(runs: &RunsFile, name: &str) -> Option<Machine> {
+    runs.runs.get(name).and_then(|r| r.machine.clone())
 }
 
 /// Records how the baseline `name` was made.
@@ -46,8 +60,7 @@ pub fn record_run(home: &Path, name: &str, record: RunRecord) -> Result<()> {
 /// baseline on disk except `current` and except those made with extra cargo features
 /// (experiments such as `--slowdown`).
 pub fn reference_candidates(home: &Path, current: &str) -> Result<Vec<String>> {
-    let runs: RunsFile =
-        util::read_optional_json(&home.join("nightly-runs.json"))?.unwrap_or_default();
+    let runs = load_runs(home)?;
     let mut v: Vec<(String, std::time::SystemTime)> = baselines(home)
         .into_iter()
         .filter(|(n, _)| n.starts_with(PREFIX) && n != current)

@@ -16,6 +16,10 @@ pub enum Verdict {
     Improved,
     /// Within the threshold, or the intervals overlap.
     Noise,
+    /// Moved beyond the threshold with the machine, not with the crate: a raw-driver control
+    /// (the floor the crate is judged against), or an id without a control while the
+    /// environment changed. Never a regression.
+    Environment,
     /// Measured tonight, not in the previous baseline.
     New,
     /// In the previous baseline, not measured tonight.
@@ -29,6 +33,7 @@ impl Verdict {
             Verdict::Regressed => "**regressed**",
             Verdict::Improved => "improved",
             Verdict::Noise => "noise",
+            Verdict::Environment => "environment change",
             Verdict::New => "new",
             Verdict::NotRun => "not run tonight",
         }
@@ -72,6 +77,16 @@ pub fn judge(before: Interval, after: Interval, threshold: f64, history: Option<
         hi,
         vs_history,
         verdict,
+    }
+}
+
+/// The ratio of an id to its control in one run, with the widest interval the two intervals
+/// allow: `[id_lo / control_hi, id_hi / control_lo]`.
+pub fn ratio(id: Interval, control: Interval) -> Interval {
+    Interval {
+        point: id.point / control.point,
+        lo: id.lo / control.hi,
+        hi: id.hi / control.lo,
     }
 }
 
@@ -129,5 +144,43 @@ mod tests {
             judge(iv(100.0, 2.0), iv(120.0, 2.0), 0.15, Some(101.0)).verdict,
             Verdict::Regressed
         );
+    }
+
+    #[test]
+    fn ratio_rule() {
+        let by_ratio = |id: (f64, f64), ctl: (f64, f64)| {
+            judge(
+                ratio(iv(id.0, 1.0), iv(ctl.0, 1.0)),
+                ratio(iv(id.1, 1.0), iv(ctl.1, 1.0)),
+                0.10,
+                None,
+            )
+        };
+        // Id and control both twice as slow (another machine): the ratio holds, noise.
+        let c = by_ratio((250.0, 500.0), (200.0, 400.0));
+        assert_eq!(c.verdict, Verdict::Noise);
+        assert!(c.change.abs() < 1e-12);
+        // Control steady, id +30%: regressed by the ratio.
+        let c = by_ratio((250.0, 325.0), (200.0, 200.0));
+        assert_eq!(c.verdict, Verdict::Regressed);
+        assert!((c.change - 0.30).abs() < 1e-12);
+        // Both +25%: noise, although the id alone moved beyond the threshold.
+        assert_eq!(
+            by_ratio((250.0, 312.5), (200.0, 250.0)).verdict,
+            Verdict::Noise
+        );
+        assert_eq!(
+            judge(iv(250.0, 1.0), iv(312.5, 1.0), 0.10, None).verdict,
+            Verdict::Regressed
+        );
+        // The control +25%, the id steady: improved by the ratio.
+        assert_eq!(
+            by_ratio((250.0, 250.0), (200.0, 250.0)).verdict,
+            Verdict::Improved
+        );
+        // The ratio's interval: the widest the two allow.
+        let r = ratio(iv(300.0, 30.0), iv(200.0, 20.0));
+        assert!((r.point - 1.5).abs() < 1e-12);
+        assert!((r.lo - 270.0 / 220.0).abs() < 1e-12 && (r.hi - 330.0 / 180.0).abs() < 1e-12);
     }
 }
