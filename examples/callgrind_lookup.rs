@@ -9,7 +9,8 @@
 //! `callgrind_lookup <raw_prepare_cached|middleware_query_one|middleware_checkout_query_one>
 //! <COUNT> <DB_PATH>`: the per-call forms: raw rusqlite with `prepare_cached` per lookup,
 //! `query(sql).params(..).one()` on one held connection, and the same after a pool checkout
-//! per lookup (the `sqlite_single_row_lookup` ids of the same names).
+//! per lookup (the `sqlite_single_row_lookup` ids of the same names); `middleware_select`: the
+//! per-call form into a `ResultSet`.
 //! `callgrind_lookup <insert_raw|insert_middleware> <COUNT> <DB_PATH>`: COUNT inserted rows of the
 //! insert dataset, in transactions of 1000, into a fresh file next to DB_PATH; `insert_bulk`:
 //! the same rows through one `bulk_insert`.
@@ -27,7 +28,7 @@ use sql_middleware::prelude::*;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: callgrind_lookup <raw|middleware|middleware_tracing|raw_prepare_cached|middleware_query_one|middleware_checkout_query_one|insert_raw|insert_middleware|insert_bulk> <COUNT> <DB_PATH>"
+        "usage: callgrind_lookup <raw|middleware|middleware_tracing|raw_prepare_cached|middleware_query_one|middleware_checkout_query_one|middleware_select|insert_raw|insert_middleware|insert_bulk> <COUNT> <DB_PATH>"
     );
     std::process::exit(2)
 }
@@ -74,6 +75,30 @@ fn main() -> Result<(), SqlMiddlewareDbError> {
             for i in 0..count {
                 black_box(lookup(black_box(id_at(i))).map_err(err)?);
             }
+        }
+        "middleware_select" => {
+            let builder = ConfigAndPool::sqlite(&path);
+            #[cfg(feature = "tracing")]
+            let builder = builder.tracing(false);
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, format!("{e}")))?;
+            rt.block_on(async {
+                let db = builder.build().await?;
+                let mut conn = db.get_connection().await?;
+                let mut buf = [RowValues::Int(0)];
+                for i in 0..=count {
+                    buf[0] = RowValues::Int(black_box(id_at(i)));
+                    let rs = conn
+                        .query(dataset::LOOKUP_SQL_DOLLAR)
+                        .params(&buf)
+                        .select()
+                        .await?;
+                    black_box(rs);
+                }
+                Ok::<_, SqlMiddlewareDbError>(())
+            })?;
         }
         "middleware_query_one" | "middleware_checkout_query_one" => {
             let checkout_per_call = mode == "middleware_checkout_query_one";
