@@ -33,6 +33,22 @@ fn usage() -> ! {
     std::process::exit(2)
 }
 
+/// The current-thread runtime every middleware mode runs on.
+fn runtime() -> Result<tokio::runtime::Runtime, SqlMiddlewareDbError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, format!("{e}")))
+}
+
+/// A pool on the lookup file with spans off when `tracing` is built in (the plain ids).
+fn plain_pool(path: &std::path::Path) -> PoolBuilder {
+    let builder = ConfigAndPool::sqlite(path);
+    #[cfg(feature = "tracing")]
+    let builder = builder.tracing(false);
+    builder
+}
+
 fn main() -> Result<(), SqlMiddlewareDbError> {
     let mut args = std::env::args().skip(1);
     let mode = args.next().unwrap_or_else(|| usage());
@@ -77,13 +93,8 @@ fn main() -> Result<(), SqlMiddlewareDbError> {
             }
         }
         "middleware_select" => {
-            let builder = ConfigAndPool::sqlite(&path);
-            #[cfg(feature = "tracing")]
-            let builder = builder.tracing(false);
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, format!("{e}")))?;
+            let builder = plain_pool(&path);
+            let rt = runtime()?;
             rt.block_on(async {
                 let db = builder.build().await?;
                 let mut conn = db.get_connection().await?;
@@ -102,13 +113,8 @@ fn main() -> Result<(), SqlMiddlewareDbError> {
         }
         "middleware_query_one" | "middleware_checkout_query_one" => {
             let checkout_per_call = mode == "middleware_checkout_query_one";
-            let builder = ConfigAndPool::sqlite(&path);
-            #[cfg(feature = "tracing")]
-            let builder = builder.tracing(false);
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, format!("{e}")))?;
+            let builder = plain_pool(&path);
+            let rt = runtime()?;
             rt.block_on(async {
                 let db = builder.build().await?;
                 let mut held = if checkout_per_call {
@@ -143,10 +149,7 @@ fn main() -> Result<(), SqlMiddlewareDbError> {
                 eprintln!("middleware_tracing needs --features tracing");
                 std::process::exit(2);
             }
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, format!("{e}")))?;
+            let rt = runtime()?;
             rt.block_on(async {
                 let db = builder.build().await?;
                 let mut conn = db.get_connection().await?;
@@ -191,10 +194,7 @@ fn insert(mode: &str, count: usize, path: &std::path::Path) -> Result<(), SqlMid
         }
         return Ok(());
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, format!("{e}")))?;
+    let rt = runtime()?;
     rt.block_on(async {
         // Under valgrind every batch runs far past the adaptive model's budget, which would
         // move the load to the blocking pool; `SQL_MIDDLEWARE_CG_INLINE=1` counts the inline run
@@ -239,10 +239,7 @@ fn turso_lookups(
     let n = dataset::bench_lookups();
     let ids = dataset::shuffled_ids(n);
     let file = path.with_file_name(format!("lookup_{n}.turso.db"));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, format!("{e}")))?;
+    let rt = runtime()?;
     rt.block_on(async {
         bt::ensure_lookup_db(&file, n).await?;
         if mode == "turso_raw" {

@@ -153,6 +153,27 @@ async fn checkout_path(backend: &str, db: &ConfigAndPool, out: &mut Paths) {
     out.push((format!("{backend}/checkout"), checkout));
 }
 
+/// A pool of one connection from `builder`, and that connection with `test` filled.
+#[cfg(any(feature = "turso", feature = "postgres"))]
+async fn filled(builder: PoolBuilder) -> (ConfigAndPool, MiddlewarePoolConnection) {
+    let db = builder.max_size(1).build().await.unwrap();
+    let mut conn = db.get_connection().await.unwrap();
+    fill(&mut conn).await;
+    (db, conn)
+}
+
+/// The middleware's lookup paths on `conn`, then (with `conn` back in the pool) the checkout.
+async fn all_paths(
+    backend: &str,
+    db: &ConfigAndPool,
+    mut conn: MiddlewarePoolConnection,
+    out: &mut Paths,
+) {
+    middleware_paths(backend, &mut conn, out).await;
+    drop(conn);
+    checkout_path(backend, db, out).await;
+}
+
 fn get(out: &Paths, name: &str) -> f64 {
     out.iter()
         .find(|(n, _)| n == name)
@@ -227,22 +248,14 @@ fn allocations_per_lookup() {
             .await
             .unwrap();
         out.push(("sqlite/rusqlite_raw".into(), raw));
-        middleware_paths("sqlite", &mut conn, &mut out).await;
-        drop(conn);
-        checkout_path("sqlite", &db, &mut out).await;
+        all_paths("sqlite", &db, conn, &mut out).await;
 
         // Turso: the raw lookup (statement prepared once, `query_row`, decode), then the
         // middleware's paths.
         #[cfg(feature = "turso")]
         {
             use sql_middleware::bench_support::turso::raw_lookup;
-            let db = ConfigAndPool::turso_memory()
-                .max_size(1)
-                .build()
-                .await
-                .unwrap();
-            let mut conn = db.get_connection().await.unwrap();
-            fill(&mut conn).await;
+            let (db, mut conn) = filled(ConfigAndPool::turso_memory()).await;
             {
                 let raw_conn = conn.turso_connection().unwrap().clone();
                 let mut st = raw_conn
@@ -257,9 +270,7 @@ fn allocations_per_lookup() {
                 });
                 out.push(("turso/turso_raw".into(), raw));
             }
-            middleware_paths("turso", &mut conn, &mut out).await;
-            drop(conn);
-            checkout_path("turso", &db, &mut out).await;
+            all_paths("turso", &db, conn, &mut out).await;
         }
 
         // Postgres: raw tokio-postgres (a statement prepared once, `query_one`, decode by
@@ -267,13 +278,7 @@ fn allocations_per_lookup() {
         #[cfg(feature = "postgres")]
         {
             let schema = common::pg::PgSchema::create().await;
-            let db = ConfigAndPool::postgres(&schema.url)
-                .max_size(1)
-                .build()
-                .await
-                .unwrap();
-            let mut conn = db.get_connection().await.unwrap();
-            fill(&mut conn).await;
+            let (db, mut conn) = filled(ConfigAndPool::postgres(&schema.url)).await;
             {
                 let raw_client = common::pg::raw_client(&schema.url).await;
                 let st = raw_client.prepare(SQL).await.unwrap();
@@ -297,9 +302,7 @@ fn allocations_per_lookup() {
                 });
                 out.push(("postgres/tokio_postgres_raw".into(), raw));
             }
-            middleware_paths("postgres", &mut conn, &mut out).await;
-            drop(conn);
-            checkout_path("postgres", &db, &mut out).await;
+            all_paths("postgres", &db, conn, &mut out).await;
             drop(db);
             schema.drop_schema().await;
         }

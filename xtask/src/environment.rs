@@ -43,13 +43,7 @@ pub struct Environment {
 impl Environment {
     /// Reads everything from the machine and the repository at `root`.
     pub fn detect(root: &Path) -> Environment {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let (cpu, cores) = parse_cpuinfo(&cpuinfo);
-        let cores = if cores == 0 {
-            std::thread::available_parallelism().map_or(0, |n| n.get())
-        } else {
-            cores
-        };
+        let Machine { cpu, cores, .. } = Machine::detect();
         let main_lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap_or_default();
         let sqlx_lock =
             std::fs::read_to_string(root.join("bench-harnesses/sqlx_lookup/Cargo.lock"))
