@@ -278,7 +278,7 @@ fn allocations_per_lookup() {
         #[cfg(feature = "postgres")]
         {
             let schema = common::pg::PgSchema::create().await;
-            let (db, mut conn) = filled(ConfigAndPool::postgres(&schema.url)).await;
+            let (db, conn) = filled(ConfigAndPool::postgres(&schema.url)).await;
             {
                 let raw_client = common::pg::raw_client(&schema.url).await;
                 let st = raw_client.prepare(SQL).await.unwrap();
