@@ -40,12 +40,19 @@ impl<'c> PreparedStatement<'c> {
         handle: StmtHandle,
         #[cfg_attr(not(feature = "tracing"), allow(unused_variables))] sql: &str,
     ) -> Self {
+        // The text is kept for the spans only: a pool with spans off copies nothing.
+        #[cfg(feature = "tracing")]
+        let sql: Box<str> = if conn.trace.enabled() {
+            sql.into()
+        } else {
+            Box::default()
+        };
         Self {
             conn,
             handle,
             timeout: None,
             #[cfg(feature = "tracing")]
-            sql: sql.into(),
+            sql,
         }
     }
 

@@ -225,6 +225,12 @@ mod on {
     }
 
     impl ConnTrace {
+        /// Whether this pool records spans (and slow-statement events) at all.
+        #[inline]
+        pub(crate) fn enabled(&self) -> bool {
+            self.pool.0.enabled
+        }
+
         /// Starts the span of one statement (`sql`, as written); `batch`: the number of
         /// parameter sets of a pipeline.
         pub(crate) fn start(&self, sql: &str, batch: Option<usize>) -> Started {
