@@ -21,8 +21,10 @@ if [ -z "$toolchain" ] && command -v apt-cache >/dev/null 2>&1; then
   deb=$(apt-cache madison rustc-web 2>/dev/null | awk -v v="$msrv" '$3 ~ "^"v"[.+]" {print $3; exit}')
   if [ -n "$deb" ]; then
     echo "installing Rust $msrv from Debian (rustc-web $deb)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades \
-      "rustc-web=$deb" "cargo-web=$deb" "libstd-rust-web-dev=$deb" >/dev/null
+    pkgs=("rustc-web=$deb" "cargo-web=$deb" "libstd-rust-web-dev=$deb")
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades "${pkgs[@]}" >/dev/null \
+      || { apt-get update -q >/dev/null &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades "${pkgs[@]}" >/dev/null; }
     # The packages install rustc and cargo under /usr; rustup runs them as a linked toolchain.
     if [ "$(/usr/bin/rustc -V | awk '{print $2}')" = "$msrv.0" ] || [ "$(/usr/bin/rustc -V | awk '{print $2}')" = "$msrv" ]; then
       rustup toolchain link "$linked" /usr
