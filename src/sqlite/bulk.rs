@@ -20,16 +20,13 @@ use super::conn::SqliteConn;
 use super::error::map_err;
 use super::params::SqliteParam;
 use crate::contract::Wing;
-use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::error::Result;
 use crate::sql::ident::BulkTarget;
+use crate::sqlite_family::bulk::rows_per_statement;
 use crate::sqlite_family::storable::check_storable;
 use crate::sqlite_family::text_form::write_text_form;
 use crate::value::RowValues;
 
-/// SQLite's default limit on parameters per statement (`SQLITE_MAX_VARIABLE_NUMBER`).
-const MAX_VARIABLES: usize = 32_766;
-/// Rows per multi-row `INSERT`: past a few dozen, longer statements gain nothing.
-const ROWS_PER_STATEMENT: usize = 32;
 /// The largest batch under the adaptive model.
 const MAX_BATCH_ROWS: usize = 16_384;
 /// The batch under the inline and offload models (one unit of work, or one hop, each).
@@ -40,11 +37,6 @@ struct Statements {
     full: Box<str>,
     one: Box<str>,
     per: usize,
-}
-
-/// Rows per full statement for `width` columns.
-fn rows_per_statement(width: usize) -> usize {
-    (MAX_VARIABLES / width.max(1)).clamp(1, ROWS_PER_STATEMENT)
 }
 
 /// Binds `rows` in order. Values stored as text made from the value (timestamps, UUIDs, …)
@@ -121,23 +113,12 @@ impl SqliteConn {
             // Inside the caller's transaction: a failure aborts it (the hall's rule).
             return self.load(target, &stmts, rows, deadline).await;
         }
-        if !self.conn_mut()?.is_autocommit() {
-            return Err(SqlMiddlewareDbError::new(
-                ErrorKind::TransactionState,
-                "a transaction begun by raw SQL is still open on this connection; commit or roll it back first",
-            ));
-        }
-        // If this future is dropped part-way, the hall's `recover` (or the return to the pool)
-        // rolls the open transaction back: nothing of the load stays.
-        self.simple("BEGIN IMMEDIATE", 0).await?;
+        // In a transaction of its own, begun and committed as `Tx` does. If this future is
+        // dropped part-way, the hall's `recover` (or the return to the pool) rolls it back:
+        // nothing of the load stays.
+        self.begin().await?;
         match self.load(target, &stmts, rows, deadline).await {
-            Ok(n) => match self.simple("COMMIT", 1).await {
-                Ok(()) => Ok(n),
-                Err(e) => {
-                    self.rollback_if_open();
-                    Err(e)
-                }
-            },
+            Ok(n) => self.commit().await.map(|()| n),
             Err(e) => {
                 self.rollback_if_open();
                 Err(e)
@@ -236,13 +217,6 @@ fn next_size(size: usize, per: usize, aim: Duration, took: Duration) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn statements_respect_the_parameter_limit() {
-        assert_eq!(rows_per_statement(13), ROWS_PER_STATEMENT);
-        assert_eq!(rows_per_statement(2_000), 16);
-        assert_eq!(rows_per_statement(40_000), 1);
-    }
 
     #[test]
     fn text_forms_match_the_row_by_row_binding() {

@@ -6,11 +6,13 @@
 //! - [`text_form`]: the text forms timestamps and dates are stored in.
 //! - [`errors`]: classifying the engines' error messages.
 //! - [`storable`]: refusing values the engines would silently change.
+//! - [`bulk`]: rows per multi-row `INSERT` of a bulk load.
 //! - [`busy`]: the busy-wait schedule.
 //! - [`sql`]: SQLite's parameter syntax and one-statement checks, through the SQL scanner.
 //!
 //! Compiled only with the `sqlite` or `turso` feature; it imports the core only.
 
+pub(crate) mod bulk;
 pub(crate) mod busy;
 pub(crate) mod columns;
 pub(crate) mod errors;

@@ -11,20 +11,12 @@ use super::error::map_err;
 use super::params::to_value;
 use super::stmt::TursoStmt;
 use crate::contract::Wing;
-use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::error::Result;
 use crate::sql::ident::BulkTarget;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
 
-/// The parameter limit assumed per statement (SQLite's default).
-const MAX_VARIABLES: usize = 32_766;
-/// Rows per multi-row `INSERT`.
-const ROWS_PER_STATEMENT: usize = 32;
-
-/// Rows per full statement for `width` columns.
-fn rows_per_statement(width: usize) -> usize {
-    (MAX_VARIABLES / width.max(1)).clamp(1, ROWS_PER_STATEMENT)
-}
+use crate::sqlite_family::bulk::rows_per_statement;
 
 impl TursoConn {
     /// [`Wing::bulk_insert`] on Turso.
@@ -44,26 +36,12 @@ impl TursoConn {
             // Inside the caller's transaction: a failure aborts it (the hall's rule).
             return self.load(target, rows, deadline).await;
         }
-        if self.unsettled() {
-            self.settle().await?;
-        }
-        if !self.autocommit()? {
-            return Err(SqlMiddlewareDbError::new(
-                ErrorKind::TransactionState,
-                "a transaction begun by raw SQL is still open on this connection; commit or roll it back first",
-            ));
-        }
-        // If this future is dropped part-way, the hall's `recover` (or the return to the pool)
-        // rolls the open transaction back: nothing of the load stays.
-        self.simple("BEGIN IMMEDIATE").await?;
+        // In a transaction of its own, begun and committed as `Tx` does. If this future is
+        // dropped part-way, the hall's `recover` (or the return to the pool) rolls it back:
+        // nothing of the load stays.
+        self.begin().await?;
         match self.load(target, rows, deadline).await {
-            Ok(n) => match self.simple("COMMIT").await {
-                Ok(()) => Ok(n),
-                Err(e) => {
-                    self.rollback_if_open().await;
-                    Err(e)
-                }
-            },
+            Ok(n) => self.commit().await.map(|()| n),
             Err(e) => {
                 self.rollback_if_open().await;
                 Err(e)
@@ -131,16 +109,5 @@ impl TursoConn {
         st.execute(values).await.map_err(map_err)?;
         self.in_flight = false;
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn statements_respect_the_parameter_limit() {
-        assert_eq!(rows_per_statement(13), ROWS_PER_STATEMENT);
-        assert_eq!(rows_per_statement(40_000), 1);
     }
 }
