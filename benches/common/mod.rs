@@ -187,7 +187,9 @@ pub fn plain(builder: PoolBuilder) -> PoolBuilder {
 }
 
 /// A middleware pool on the Turso file at `path` (plain: see [`plain`]) with the insert
-/// table created, for the insert and bulk-load groups.
+/// table created, for the insert and bulk-load groups (whose targets require `turso`; the
+/// others must still build without it).
+#[cfg(feature = "turso")]
 pub fn turso_insert_pool(rt: &Runtime, path: &std::path::Path) -> ConfigAndPool {
     rt.block_on(async {
         let db = plain(ConfigAndPool::turso(path)).build().await?;
