@@ -242,8 +242,17 @@ impl SqliteConn {
         )
         .map_err(map_err)?;
         install_busy_handler(c)?;
-        c.execute_batch(&format!("PRAGMA synchronous={level}; PRAGMA query_only=0"))
+        c.execute_batch(&format!("PRAGMA synchronous={level}"))
             .map_err(map_err)?;
+        // Assigning a flag pragma expires every prepared statement of the connection (each
+        // re-prepares at its next step), so `query_only` is only assigned when it is on.
+        let query_only: bool = c
+            .prepare_cached("PRAGMA query_only")
+            .and_then(|mut st| st.query_row([], |r| r.get(0)))
+            .map_err(map_err)?;
+        if query_only {
+            c.execute_batch("PRAGMA query_only=0").map_err(map_err)?;
+        }
         c.set_prepared_statement_cache_capacity(opts.statement_cache_capacity);
         self.progress = ProgressState::install(c)?;
         Ok(())

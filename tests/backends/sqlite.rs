@@ -367,3 +367,56 @@ async fn in_memory_database_is_shared_by_the_pool() {
         ErrorKind::UndefinedObject
     );
 }
+
+/// Re-prepares of `sql`'s cached statement on this connection after one more run of it, and the
+/// connection's total changes (which tell one connection from a fresh one).
+async fn reprepares_of(c: &mut MiddlewarePoolConnection, sql: &'static str) -> (i32, u64) {
+    c.with_blocking_sqlite(move |raw| {
+        let mut st = raw.prepare_cached(sql)?;
+        st.query_row([], |r| r.get::<_, i64>(0))?;
+        let n = st.get_status(sql_middleware::drivers::rusqlite::StatementStatus::RePrepare);
+        drop(st);
+        Ok((n, raw.total_changes()))
+    })
+    .await
+    .unwrap()
+}
+
+/// Giving a connection back after raw access restores the pool's settings without expiring the
+/// connection's prepared statements: assigning a flag pragma such as `query_only` makes SQLite
+/// re-prepare every statement at its next step, so the restore assigns it only when it is on.
+/// (Found: every return after raw access re-prepared every cached statement, and a statement
+/// held across that re-described its columns on every call.) A `query_only` a borrower turned
+/// on is still off for the next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_access_keeps_the_connections_prepared_statements() {
+    let _group = groups::enter("sqlite");
+    const SQL: &str = "SELECT count(*) FROM t";
+    let (db, mut c) = one_connection_with_table(ConfigAndPool::sqlite_memory()).await;
+    c.query("INSERT INTO t VALUES (1)").dml().await.unwrap();
+    let (first, changes) = reprepares_of(&mut c, SQL).await;
+    assert!(changes >= 1, "the write is counted on this connection");
+    drop(c);
+    for round in 0..3 {
+        let mut c = db.get_connection().await.unwrap();
+        let (n, same) = reprepares_of(&mut c, SQL).await;
+        assert_eq!(
+            same, changes,
+            "round {round}: the pool of one handed out the same connection"
+        );
+        assert_eq!(
+            n, first,
+            "round {round}: the statement was re-prepared after raw access"
+        );
+    }
+
+    let mut c = db.get_connection().await.unwrap();
+    c.with_blocking_sqlite(|raw| raw.execute_batch("PRAGMA query_only = 1"))
+        .await
+        .unwrap();
+    drop(c);
+    let mut c = db.get_connection().await.unwrap();
+    let (on,): (i64,) = c.query("PRAGMA query_only").one().await.unwrap();
+    assert_eq!(on, 0, "query_only is restored for the next borrower");
+    c.query("INSERT INTO t VALUES (2)").dml().await.unwrap();
+}
