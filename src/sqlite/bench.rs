@@ -30,14 +30,20 @@ mod hooks {
         iters: u64,
     ) -> Result<Duration> {
         let mut st = conn.prepare_cached(sql).map_err(map_err)?;
-        let desc = Arc::new(crate::sqlite::rows::describe(&st));
-        let reprepares = st.get_status(rusqlite::StatementStatus::RePrepare);
+        let mut desc = Arc::new(crate::sqlite::rows::describe(&st));
+        let mut reprepares = st.get_status(rusqlite::StatementStatus::RePrepare);
         let start = Instant::now();
         for _ in 0..iters {
             for &id in ids {
                 st.raw_bind_parameter(1, id).map_err(map_err)?;
                 let mut rows = st.raw_query();
-                let rs = crate::sqlite::rows::collect(&mut rows, &desc, reprepares)?;
+                let (rs, fresh) = crate::sqlite::rows::collect(&mut rows, &desc, reprepares)?;
+                drop(rows);
+                // As the wing does: a statement SQLite re-prepared is described once again.
+                if let Some(d) = fresh {
+                    desc = d;
+                    reprepares = st.get_status(rusqlite::StatementStatus::RePrepare);
+                }
                 black_box(rs);
             }
         }
