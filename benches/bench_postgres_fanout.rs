@@ -46,19 +46,6 @@ fn fanout_schema(n: usize) -> String {
     format!("{}_fanout", dataset::postgres_schema(n))
 }
 
-/// `url` with `sslmode=disable` unless it sets a mode itself: every contender speaks plain text,
-/// as the raw baseline (`NoTls`) does.
-fn plain_text(url: &str) -> String {
-    if url.contains("sslmode") {
-        url.to_owned()
-    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let sep = if url.contains('?') { '&' } else { '?' };
-        format!("{url}{sep}sslmode=disable")
-    } else {
-        format!("{url} sslmode=disable")
-    }
-}
-
 /// One task's share through deadpool-postgres: per id, a checkout, `prepare_cached` (a hit in
 /// the client's statement cache), `query_one`, decode, and the return of the client.
 async fn raw_share(pool: deadpool_postgres::Pool, ids: Arc<Vec<i64>>, range: Range<usize>) {
@@ -99,7 +86,7 @@ fn postgres_fanout(c: &mut Criterion) {
     let ranges = workloads::chunks(n, tasks);
     let base = pg::base_url();
     let schema = fanout_schema(n);
-    let url = plain_text(&pg::url_with_search_path(&base, &schema));
+    let url = bp::plain_text_url(&pg::url_with_search_path(&base, &schema));
     let rt = common::runtime();
     {
         let (base, schema) = (base.clone(), schema.clone());

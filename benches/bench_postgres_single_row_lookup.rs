@@ -107,7 +107,7 @@ fn postgres_single_row_lookup(c: &mut Criterion) {
     let schema = dataset::postgres_schema(n);
     // The plain ids stay plain text, as the raw baseline (NoTls) is, even where the server
     // offers TLS and the build has it (libpq's default, `prefer`, would take it).
-    let url = plain_text(&pg::url_with_search_path(&base, &schema));
+    let url = bp::plain_text_url(&pg::url_with_search_path(&base, &schema));
     let rt = common::runtime();
     {
         let (base, schema) = (base.clone(), schema.clone());
@@ -371,18 +371,6 @@ fn postgres_single_row_lookup(c: &mut Criterion) {
     .expect("drop the Postgres lookup schema");
 }
 
-/// `url` with `sslmode=disable` unless it sets a mode itself.
-fn plain_text(url: &str) -> String {
-    if url.contains("sslmode") {
-        url.to_owned()
-    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let sep = if url.contains('?') { '&' } else { '?' };
-        format!("{url}{sep}sslmode=disable")
-    } else {
-        format!("{url} sslmode=disable")
-    }
-}
-
 /// `BENCH_CONNECTS` (default 20): connections opened per iteration of `postgres_connect`.
 fn bench_connects() -> usize {
     dataset::env_usize("BENCH_CONNECTS").unwrap_or(20).max(1)
@@ -431,7 +419,7 @@ fn postgres_connect(c: &mut Criterion) {
         Ok(TlsTarget {
             plain_url: Some(u), ..
         }) => u.clone(),
-        _ => plain_text(&pg::base_url()),
+        _ => bp::plain_text_url(&pg::base_url()),
     };
     let plain = connecting_pool(&rt, &plain_url);
     let tls = match tls {

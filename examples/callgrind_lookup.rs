@@ -11,6 +11,11 @@
 //! `query(sql).params(..).one()` on one held connection, and the same after a pool checkout
 //! per lookup (the `sqlite_single_row_lookup` ids of the same names); `middleware_select`: the
 //! per-call form into a `ResultSet`.
+//! `callgrind_lookup <pg_raw|pg_middleware|pg_middleware_query_one> <COUNT> <DB_PATH>` (feature
+//! `postgres`): COUNT Postgres point lookups (the lookup table in a schema the run creates and
+//! drops; the server as the tests find it): raw tokio-postgres with a statement prepared once,
+//! the middleware's prepared `stmt.one`, and its per-call `query(sql).params(..).one()`. Only the
+//! client's instructions are counted (the server is another process). DB_PATH is not used.
 //! `callgrind_lookup <insert_raw|insert_middleware> <COUNT> <DB_PATH>`: COUNT inserted rows of the
 //! insert dataset, in transactions of 1000, into a fresh file next to DB_PATH; `insert_bulk`:
 //! the same rows through one `bulk_insert`.
@@ -20,6 +25,17 @@
 //! decode every row into the same struct. The script `scripts/callgrind-lookup.sh` runs two
 //! counts per side and divides the difference, so setup and teardown cancel out.
 
+#[cfg(feature = "postgres")]
+#[path = "../tests/common/pg.rs"]
+mod pg;
+#[cfg(feature = "postgres-tls")]
+#[path = "../tests/common/pg_tls.rs"]
+mod pg_tls;
+#[cfg(feature = "postgres")]
+#[path = "../tests/common/pgbouncer.rs"]
+#[allow(dead_code)]
+mod pgbouncer;
+
 use std::hint::black_box;
 use std::path::PathBuf;
 
@@ -28,7 +44,7 @@ use sql_middleware::prelude::*;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: callgrind_lookup <raw|middleware|middleware_tracing|raw_prepare_cached|middleware_query_one|middleware_checkout_query_one|middleware_select|insert_raw|insert_middleware|insert_bulk> <COUNT> <DB_PATH>"
+        "usage: callgrind_lookup <raw|middleware|middleware_tracing|raw_prepare_cached|middleware_query_one|middleware_checkout_query_one|middleware_select|turso_raw|turso_middleware|pg_raw|pg_middleware|pg_middleware_query_one|insert_raw|insert_middleware|insert_bulk> <COUNT> <DB_PATH>"
     );
     std::process::exit(2)
 }
@@ -166,6 +182,8 @@ fn main() -> Result<(), SqlMiddlewareDbError> {
         "insert_raw" | "insert_middleware" | "insert_bulk" => insert(&mode, count, &path)?,
         #[cfg(feature = "turso")]
         "turso_raw" | "turso_middleware" => turso_lookups(&mode, count, &path)?,
+        #[cfg(feature = "postgres")]
+        "pg_raw" | "pg_middleware" | "pg_middleware_query_one" => postgres_lookups(&mode, count)?,
         _ => usage(),
     }
     Ok(())
@@ -267,6 +285,71 @@ fn turso_lookups(
             black_box(stmt.one::<BenchRow>(&buf).await?);
         }
         Ok(())
+    })
+}
+
+/// `COUNT` Postgres point lookups on a current-thread runtime (the caller and the connection
+/// task on one thread, as under valgrind anyway): raw tokio-postgres (statement prepared once,
+/// `query_one`, decode by index, as `tokio_postgres_raw` does), the middleware's prepared
+/// `stmt.one`, or its per-call `query(sql).params(..).one()`.
+#[cfg(feature = "postgres")]
+fn postgres_lookups(mode: &str, count: usize) -> Result<(), SqlMiddlewareDbError> {
+    use sql_middleware::bench_support::postgres as bp;
+    let n = dataset::bench_lookups();
+    let ids = dataset::shuffled_ids(n);
+    let base = pg::base_url();
+    let schema = format!("{}_cg", dataset::postgres_schema(n));
+    let url = bp::plain_text_url(&pg::url_with_search_path(&base, &schema));
+    let sql = dataset::LOOKUP_SQL_DOLLAR;
+    let rt = runtime()?;
+    rt.block_on(async {
+        let mut admin = bp::connect_raw(&base).await?;
+        bp::create_lookup_schema(&mut admin, &schema, n).await?;
+        let run = async {
+            if mode == "pg_raw" {
+                let client = bp::connect_raw(&url).await?;
+                let stmt = client
+                    .prepare(sql)
+                    .await
+                    .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string()))?;
+                for i in 0..=count {
+                    let id = ids[i % ids.len()] as i32;
+                    let row = client
+                        .query_one(&stmt, &[&black_box(id)])
+                        .await
+                        .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string()))?;
+                    black_box(
+                        bp::decode_row(&row).map_err(|e| {
+                            SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string())
+                        })?,
+                    );
+                }
+                return Ok(());
+            }
+            let builder = ConfigAndPool::postgres(&url);
+            #[cfg(feature = "tracing")]
+            let builder = builder.tracing(false);
+            let db = builder.build().await?;
+            let mut conn = db.get_connection().await?;
+            let mut buf = [RowValues::Int(0)];
+            if mode == "pg_middleware" {
+                let mut stmt = conn.prepare(sql).await?;
+                for i in 0..=count {
+                    buf[0] = RowValues::Int(black_box(ids[i % ids.len()]));
+                    black_box(stmt.one::<BenchRow>(&buf).await?);
+                }
+            } else {
+                for i in 0..=count {
+                    buf[0] = RowValues::Int(black_box(ids[i % ids.len()]));
+                    let row: BenchRow = conn.query(sql).params(&buf).one().await?;
+                    black_box(row);
+                }
+            }
+            Ok::<_, SqlMiddlewareDbError>(())
+        };
+        let r = run.await;
+        bp::drop_schema(&admin, &schema).await?;
+        r
     })
 }
 

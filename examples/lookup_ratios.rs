@@ -19,11 +19,9 @@
 //! (`ROUNDS` defaults to 200; with no backend named, all three run.)
 
 #[path = "../tests/common/pg.rs"]
-#[allow(dead_code)]
 mod pg;
 #[cfg(feature = "postgres-tls")]
 #[path = "../tests/common/pg_tls.rs"]
-#[allow(dead_code)]
 mod pg_tls;
 #[path = "../tests/common/pgbouncer.rs"]
 #[allow(dead_code)]
@@ -387,17 +385,7 @@ fn main() -> Result<(), SqlMiddlewareDbError> {
     if wants("postgres") {
         let base = pg::base_url();
         let schema = format!("{}_ratios", dataset::postgres_schema(n));
-        // Plain text on both sides, as the raw client (NoTls) is, even where the server offers
-        // TLS and the build has it.
-        let url = pg::url_with_search_path(&base, &schema);
-        let url = if url.contains("sslmode") {
-            url
-        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            let sep = if url.contains('?') { '&' } else { '?' };
-            format!("{url}{sep}sslmode=disable")
-        } else {
-            format!("{url} sslmode=disable")
-        };
+        let url = bp::plain_text_url(&pg::url_with_search_path(&base, &schema));
         multi.block_on(async {
             let mut admin = bp::connect_raw(&base).await?;
             bp::create_lookup_schema(&mut admin, &schema, n).await

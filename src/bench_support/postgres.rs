@@ -21,6 +21,20 @@ pub async fn connect_raw(url: &str) -> Result<Client> {
     Ok(client)
 }
 
+/// `url` asking for plain text (`sslmode=disable`) unless it names an `sslmode` itself: the
+/// benches' raw clients connect with `NoTls`, so the middleware's side stays plain text too, even
+/// where the server offers TLS and the build has it (libpq's default, `prefer`, would take it).
+pub fn plain_text_url(url: &str) -> String {
+    if url.contains("sslmode") {
+        url.to_owned()
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{sep}sslmode=disable")
+    } else {
+        format!("{url} sslmode=disable")
+    }
+}
+
 fn check_ident(schema: &str) -> Result<()> {
     if !schema.is_empty()
         && schema
