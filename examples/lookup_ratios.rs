@@ -95,15 +95,36 @@ fn quartiles(mut v: Vec<f64>) -> (f64, f64, f64) {
     (at(0.25), at(0.5), at(0.75))
 }
 
-/// Times `lookup` over every id.
-async fn timed(ids: &[i64], mut lookup: impl AsyncFnMut(&[RowValues; 1])) -> Duration {
+/// Times `lookup` over every id (given as the id and as the one-parameter list).
+async fn timed(ids: &[i64], mut lookup: impl AsyncFnMut(i64, &[RowValues; 1])) -> Duration {
     let mut buf = [RowValues::Int(0)];
     let start = Instant::now();
     for &id in ids {
         buf[0] = RowValues::Int(id);
-        lookup(&buf).await;
+        lookup(id, &buf).await;
     }
     start.elapsed()
+}
+
+/// The middleware's pool for a backend (four connections, spans off when `tracing` is built
+/// in, as the benches' plain ids run) and two checkouts: one for the prepared statement, one
+/// for the per-call forms.
+async fn middleware_pool(
+    builder: PoolBuilder,
+) -> Result<
+    (
+        ConfigAndPool,
+        MiddlewarePoolConnection,
+        MiddlewarePoolConnection,
+    ),
+    SqlMiddlewareDbError,
+> {
+    #[cfg(feature = "tracing")]
+    let builder = builder.tracing(false);
+    let db = builder.max_size(4).build().await?;
+    let a = db.get_connection().await?;
+    let b = db.get_connection().await?;
+    Ok((db, a, b))
 }
 
 /// The middleware's sides shared by SQLite, Turso and Postgres: prepared `stmt.one`,
@@ -119,26 +140,26 @@ async fn middleware_side(
 ) -> Duration {
     match i {
         0 => {
-            timed(ids, async |p| {
+            timed(ids, async |_, p| {
                 black_box(stmt.one::<BenchRow>(p).await.expect("lookup"));
             })
             .await
         }
         1 => {
-            timed(ids, async |p| {
+            timed(ids, async |_, p| {
                 let row: BenchRow = conn.query(sql).params(p).one().await.expect("lookup");
                 black_box(row);
             })
             .await
         }
         2 => {
-            timed(ids, async |p| {
+            timed(ids, async |_, p| {
                 black_box(conn.query(sql).params(p).select().await.expect("lookup"));
             })
             .await
         }
         _ => {
-            timed(ids, async |p| {
+            timed(ids, async |_, p| {
                 let mut c = db.get_connection().await.expect("checkout");
                 let row: BenchRow = c.query(sql).params(p).one().await.expect("lookup");
                 black_box(row);
@@ -148,13 +169,6 @@ async fn middleware_side(
     }
 }
 
-/// A pool as the benches build theirs: spans off when `tracing` is built in (the plain ids).
-fn plain(builder: PoolBuilder) -> PoolBuilder {
-    #[cfg(feature = "tracing")]
-    let builder = builder.tracing(false);
-    builder
-}
-
 async fn sqlite(rounds: usize, n: usize, ids: &[i64]) -> Result<(), SqlMiddlewareDbError> {
     let path = dataset::sqlite_lookup_path(env!("CARGO_MANIFEST_DIR"), n);
     bs::ensure_lookup_db(&path, n)?;
@@ -162,27 +176,17 @@ async fn sqlite(rounds: usize, n: usize, ids: &[i64]) -> Result<(), SqlMiddlewar
     let raw = bs::open_raw(&path).expect("open rusqlite");
     let raw_cached = bs::open_raw(&path).expect("open rusqlite");
     let mut held = bs::lookup_stmt(&raw).expect("prepare");
-    let db = plain(ConfigAndPool::sqlite(&path).max_size(4))
-        .build()
-        .await?;
-    let mut a = db.get_connection().await?;
-    let mut conn = db.get_connection().await?;
+    let (db, mut a, mut conn) = middleware_pool(ConfigAndPool::sqlite(&path)).await?;
     let mut stmt = a.prepare(sql).await?;
     let mut side = async |i: usize| match i {
         0 => {
-            timed(ids, async |p| {
-                let RowValues::Int(id) = p[0] else {
-                    unreachable!()
-                };
+            timed(ids, async |id, _| {
                 black_box(bs::raw_lookup(&mut held, id).expect("lookup"));
             })
             .await
         }
         1 => {
-            timed(ids, async |p| {
-                let RowValues::Int(id) = p[0] else {
-                    unreachable!()
-                };
+            timed(ids, async |id, _| {
                 let mut st = raw_cached
                     .prepare_cached(dataset::LOOKUP_SQL_QMARK)
                     .expect("prepare_cached");
@@ -251,18 +255,11 @@ async fn turso(rounds: usize, n: usize, ids: &[i64]) -> Result<(), SqlMiddleware
         .prepare(dataset::LOOKUP_SQL_QMARK)
         .await
         .expect("prepare");
-    let db = plain(ConfigAndPool::turso(&path).max_size(4))
-        .build()
-        .await?;
-    let mut a = db.get_connection().await?;
-    let mut conn = db.get_connection().await?;
+    let (db, mut a, mut conn) = middleware_pool(ConfigAndPool::turso(&path)).await?;
     let mut stmt = a.prepare(sql).await?;
     let mut side = async |i: usize| match i {
         0 => {
-            timed(ids, async |p| {
-                let RowValues::Int(id) = p[0] else {
-                    unreachable!()
-                };
+            timed(ids, async |id, _| {
                 black_box(bt::raw_lookup(&mut held, id).await.expect("lookup"));
             })
             .await
@@ -306,18 +303,11 @@ async fn postgres(
     let sql = dataset::LOOKUP_SQL_DOLLAR;
     let client = bp::connect_raw(url).await?;
     let raw_stmt = client.prepare(sql).await.expect("prepare");
-    let db = plain(ConfigAndPool::postgres(url).max_size(4))
-        .build()
-        .await?;
-    let mut a = db.get_connection().await?;
-    let mut conn = db.get_connection().await?;
+    let (db, mut a, mut conn) = middleware_pool(ConfigAndPool::postgres(url)).await?;
     let mut stmt = a.prepare(sql).await?;
     let mut side = async |i: usize| match i {
         0 => {
-            timed(ids, async |p| {
-                let RowValues::Int(id) = p[0] else {
-                    unreachable!()
-                };
+            timed(ids, async |id, _| {
                 let row = client
                     .query_one(&raw_stmt, &[&(id as i32)])
                     .await
