@@ -153,6 +153,33 @@ async fn checkout_path(backend: &str, db: &ConfigAndPool, out: &mut Paths) {
     out.push((format!("{backend}/checkout"), checkout));
 }
 
+/// SQLite: a prepared statement held while another connection changes the table. SQLite
+/// re-prepares it at its next step; the new columns are described once then, not on every
+/// later call (found: a held statement re-described them, allocating their names, per call).
+async fn held_across_schema_change(db: &ConfigAndPool, file: &std::path::Path, out: &mut Paths) {
+    let mut conn = db.get_connection().await.unwrap();
+    let mut stmt = conn
+        .prepare("SELECT * FROM test WHERE id = $1")
+        .await
+        .unwrap();
+    let mut params = [RowValues::Int(1)];
+    let _ = stmt.one::<Row4>(&params).await.unwrap();
+    sql_middleware::drivers::rusqlite::Connection::open(file)
+        .unwrap()
+        .execute_batch("ALTER TABLE test ADD COLUMN extra INTEGER")
+        .unwrap();
+    let rs = stmt.select(&params).await.unwrap();
+    assert_eq!(rs.column_names().len(), 5, "the new column is seen");
+    let after = per_op!({
+        for i in 0..N {
+            params[0] = RowValues::Int(id_of(i));
+            let r = stmt.one::<Row4>(&params).await.unwrap();
+            assert_eq!(r.id, id_of(i));
+        }
+    });
+    out.push(("sqlite/prepared_one_after_schema_change".into(), after));
+}
+
 /// A pool of one connection from `builder`, and that connection with `test` filled.
 #[cfg(any(feature = "turso", feature = "postgres"))]
 async fn filled(builder: PoolBuilder) -> (ConfigAndPool, MiddlewarePoolConnection) {
@@ -249,6 +276,7 @@ fn allocations_per_lookup() {
             .unwrap();
         out.push(("sqlite/rusqlite_raw".into(), raw));
         all_paths("sqlite", &db, conn, &mut out).await;
+        held_across_schema_change(&db, &file.0, &mut out).await;
 
         // Turso: the raw lookup (statement prepared once, `query_row`, decode), then the
         // middleware's paths.
@@ -350,6 +378,11 @@ fn allocations_per_lookup() {
     );
     // The middleware adds nothing to the raw lookup but that cache key.
     assert!(typed <= get(&out, "sqlite/rusqlite_raw") + 1.0, "{out:?}");
+    // After a schema change, a held statement costs what it did before it.
+    assert!(
+        get(&out, "sqlite/prepared_one_after_schema_change") <= typed,
+        "{out:?}"
+    );
     for backend in ["sqlite", "turso"] {
         if let Some((_, (c, _))) = out
             .iter()

@@ -37,7 +37,11 @@ mod hooks {
             for &id in ids {
                 st.raw_bind_parameter(1, id).map_err(map_err)?;
                 let mut rows = st.raw_query();
-                let (rs, fresh) = crate::sqlite::rows::collect(&mut rows, &desc, reprepares)?;
+                let (rs, fresh) = crate::sqlite::rows::collect(&mut rows, &desc, |st| {
+                    let now = st.get_status(rusqlite::StatementStatus::RePrepare);
+                    (now != reprepares || st.column_count() != desc.len())
+                        .then(|| Arc::new(crate::sqlite::rows::describe(st)))
+                })?;
                 drop(rows);
                 // As the wing does: a statement SQLite re-prepared is described once again.
                 if let Some(d) = fresh {

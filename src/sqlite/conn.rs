@@ -11,7 +11,7 @@ use super::config::SqliteOptions;
 use super::error::map_err;
 use super::offload::{ProgressState, broken};
 use super::params::bind_all;
-use super::rows::{SqliteRow, changed_columns, collect};
+use super::rows::{SqliteRow, collect};
 use super::stmt::SqliteStmt;
 use crate::contract::Wing;
 use crate::decode::FromRow;
@@ -65,18 +65,14 @@ fn run_select(c: &mut Connection, s: &SqliteStmt, p: &[RowValues]) -> Result<Res
     let mut st = c.prepare_cached(&s.sql).map_err(map_err)?;
     bind_all(&mut st, p)?;
     let mut rows = st.raw_query();
-    let (mut rs, mut fresh) = collect(&mut rows, &s.desc, s.reprepares)?;
+    let (mut rs, fresh) = collect(&mut rows, &s.desc, |st| s.columns_now(st))?;
     drop(rows);
     if rs.is_empty() && fresh.is_none() {
-        fresh = changed_columns(&st, &s.desc, s.reprepares);
-        if let Some(d) = &fresh {
+        if let Some(d) = s.columns_now(&st) {
             rs = ResultSet::with_capacity(Arc::clone(&d.columns), 0);
         }
     }
     drop(st);
-    if fresh.is_some() {
-        s.stale.store(true, Ordering::Relaxed);
-    }
     if s.dml {
         rs.rows_affected = usize::try_from(c.changes()).unwrap_or(usize::MAX);
     }
@@ -113,10 +109,7 @@ fn run_optional<T: FromRow>(
     let mut rows = st.raw_query();
     match rows.next().map_err(map_err)? {
         Some(row) => {
-            let fresh = changed_columns(row.as_ref(), &s.desc, s.reprepares);
-            if fresh.is_some() {
-                s.stale.store(true, Ordering::Relaxed);
-            }
+            let fresh = s.columns_now(row.as_ref());
             T::from_row(&SqliteRow {
                 row,
                 desc: fresh.as_deref().unwrap_or(&s.desc),
@@ -134,14 +127,11 @@ fn run_all<T: FromRow>(c: &mut Connection, s: &SqliteStmt, p: &[RowValues]) -> R
     let mut out = Vec::new();
     let mut fresh: Option<Option<Arc<Described>>> = None;
     while let Some(row) = rows.next().map_err(map_err)? {
-        let d = fresh.get_or_insert_with(|| changed_columns(row.as_ref(), &s.desc, s.reprepares));
+        let d = fresh.get_or_insert_with(|| s.columns_now(row.as_ref()));
         out.push(T::from_row(&SqliteRow {
             row,
             desc: d.as_deref().unwrap_or(&s.desc),
         })?);
-    }
-    if matches!(fresh, Some(Some(_))) {
-        s.stale.store(true, Ordering::Relaxed);
     }
     Ok(out)
 }

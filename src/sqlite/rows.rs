@@ -48,17 +48,6 @@ pub(crate) fn value_ref<'a>(
     })
 }
 
-/// Fresh columns when SQLite re-prepared `stmt` (after a schema change) since `cached` was read
-/// (`reprepares` is the statement's re-prepare count at that time); `None` while `cached` holds.
-pub(crate) fn changed_columns(
-    stmt: &rusqlite::Statement<'_>,
-    cached: &Described,
-    reprepares: i32,
-) -> Option<Arc<Described>> {
-    let now = stmt.get_status(rusqlite::StatementStatus::RePrepare);
-    (now != reprepares || stmt.column_count() != cached.len()).then(|| Arc::new(describe(stmt)))
-}
-
 /// A rusqlite row seen through [`SqlRow`], with the statement's shared columns.
 pub(crate) struct SqliteRow<'r, 's> {
     pub(crate) row: &'r rusqlite::Row<'s>,
@@ -89,18 +78,20 @@ impl SqlRow for SqliteRow<'_, '_> {
     }
 }
 
-/// Materialises every row of `rows` into a [`ResultSet`]. At the first row the statement is
-/// checked for a re-prepare; the second value is the fresh columns, if any.
+/// Materialises every row of `rows` into a [`ResultSet`]. At the first row `now` tells whether
+/// the statement's columns are still `desc` (see `SqliteStmt::columns_now`); the second value
+/// is the fresh columns, if any.
 pub(crate) fn collect(
     rows: &mut rusqlite::Rows<'_>,
     desc: &Arc<Described>,
-    reprepares: i32,
+    now: impl FnOnce(&rusqlite::Statement<'_>) -> Option<Arc<Described>>,
 ) -> Result<(ResultSet, Option<Arc<Described>>)> {
     let mut out: Option<ResultSet> = None;
     let mut fresh: Option<Arc<Described>> = None;
+    let mut now = Some(now);
     while let Some(row) = rows.next().map_err(super::error::map_err)? {
         let rs = out.get_or_insert_with(|| {
-            fresh = changed_columns(row.as_ref(), desc, reprepares);
+            fresh = now.take().and_then(|f| f(row.as_ref()));
             let d = fresh.as_ref().unwrap_or(desc);
             ResultSet::with_capacity(Arc::clone(&d.columns), 1)
         });

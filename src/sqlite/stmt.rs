@@ -1,8 +1,8 @@
 //! A statement prepared on a SQLite connection: its translated SQL and what was learnt about it
 //! once, at prepare time.
 
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rusqlite::Connection;
 
@@ -33,6 +33,10 @@ pub(crate) struct SqliteStmt {
     pub(super) stale: AtomicBool,
     /// It ran past the inline budget: the adaptive model offloads it.
     pub(super) slow: AtomicBool,
+    /// The columns as described after SQLite last re-prepared the statement, with that
+    /// re-prepare count: a handle held across a schema change describes them once per change,
+    /// not on every call. Touched only after a re-prepare.
+    refreshed: Mutex<Option<(i32, Arc<Described>)>>,
 }
 
 impl WingStmt for SqliteStmt {
@@ -62,6 +66,30 @@ impl SqliteStmt {
             reprepares,
             stale: AtomicBool::new(false),
             slow: AtomicBool::new(false),
+            refreshed: Mutex::new(None),
         })
+    }
+
+    /// The columns to read `st`'s rows with, when they are no longer `desc` (SQLite re-prepared
+    /// the statement after a schema change); `None` while `desc` holds, which is the only check
+    /// on the usual path. Marks the statement stale, so the connection's cache describes it
+    /// afresh at the next `prepare`.
+    pub(super) fn columns_now(&self, st: &rusqlite::Statement<'_>) -> Option<Arc<Described>> {
+        let now = st.get_status(rusqlite::StatementStatus::RePrepare);
+        let count = st.column_count();
+        if now == self.reprepares && count == self.desc.len() {
+            return None;
+        }
+        self.stale.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut slot = self
+            .refreshed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, d)) = slot.as_ref().filter(|(n, d)| *n == now && d.len() == count) {
+            return Some(Arc::clone(d));
+        }
+        let d = Arc::new(describe(st));
+        *slot = Some((now, Arc::clone(&d)));
+        Some(d)
     }
 }

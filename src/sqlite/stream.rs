@@ -15,7 +15,6 @@
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use rusqlite::Connection;
@@ -25,7 +24,7 @@ use super::conn::SqliteConn;
 use super::error::map_err;
 use super::offload::{broken, panicked};
 use super::params::bind_all;
-use super::rows::{SqliteRow, changed_columns};
+use super::rows::SqliteRow;
 use super::stmt::SqliteStmt;
 use crate::contract::Wing;
 use crate::decode::FromRow;
@@ -78,7 +77,7 @@ fn produce<T: FromRow>(
         let Some(row) = rows.next().map_err(map_err)? else {
             break;
         };
-        let d = fresh.get_or_insert_with(|| changed_columns(row.as_ref(), &s.desc, s.reprepares));
+        let d = fresh.get_or_insert_with(|| s.columns_now(row.as_ref()));
         let desc = d.as_deref().unwrap_or(&s.desc);
         for idx in 0..desc.len() {
             bytes += match row.get_ref(idx) {
@@ -99,9 +98,6 @@ fn produce<T: FromRow>(
     }
     drop(rows);
     drop(st);
-    if matches!(fresh, Some(Some(_))) {
-        s.stale.store(true, Ordering::Relaxed);
-    }
     if !batch.is_empty() {
         let _ = tx.blocking_send(Ok(batch));
     }
