@@ -70,14 +70,15 @@ use crate::sql::ident::BulkTarget;
 use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
 use crate::value::RowValues;
 
-/// Runs `$call` with the statement `$s` bound to `$v`; when the server refused the cached plan
-/// (see `PgConn::replannable`), prepares the statement again and runs `$call` once more with it.
+/// Runs `$call` with the statement `$s` (or the one prepared in its place, see
+/// `PgStmt::current`) bound to `$v`; when the server refused the cached plan (see
+/// `PgConn::replannable`), prepares the statement again and runs `$call` once more with it.
 macro_rules! replanned {
     ($self:ident, $s:ident, |$v:ident| $call:expr) => {{
-        let $v = $s;
+        let $v = PgStmt::current($s);
         match $call.await {
             Err(e) if $self.replannable(&e) => {
-                let fresh = $self.replan($s).await?;
+                let fresh = $self.replan($v).await?;
                 let $v = &fresh;
                 $call.await
             }
@@ -409,7 +410,10 @@ impl PgConnection {
         if let Some(o) = self.obj.as_mut() {
             o.stmts.remove(&s.key, s.mode);
         }
-        self.prepare(&s.key, s.mode).await
+        let fresh = self.prepare(&s.key, s.mode).await?;
+        // A handle that still holds `s` runs `fresh` from now on.
+        let _ = s.successor.set(Arc::clone(&fresh));
+        Ok(fresh)
     }
 
     /// Notes what a statement about to run does beyond its rows (see [`Self::note_sql`]).
@@ -492,6 +496,7 @@ impl PgConnection {
             session,
             tx_control,
             stmt,
+            successor: std::sync::OnceLock::new(),
         });
         if let Some(o) = self.obj.as_mut() {
             let capacity = o.opts.statement_cache_capacity;

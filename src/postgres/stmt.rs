@@ -1,7 +1,7 @@
 //! A server-side prepared statement and its columns, and the parameter checks made before a
 //! statement is sent.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::contract::WingStmt;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
@@ -32,6 +32,10 @@ pub(crate) struct PgStmt {
     pub(super) session: crate::sql::Session,
     /// It holds transaction control (`BEGIN`, `COMMIT`, …).
     pub(super) tx_control: bool,
+    /// The statement prepared in its place after the server refused its cached plan (a schema
+    /// change altered its result type): a handle held across the change runs that one from then
+    /// on, instead of being refused and prepared again on every call.
+    pub(super) successor: OnceLock<Arc<PgStmt>>,
 }
 
 impl WingStmt for PgStmt {
@@ -70,6 +74,16 @@ pub(super) fn too_many_placeholders(sql: &str) -> Result<()> {
 }
 
 impl PgStmt {
+    /// The statement to run for `s`: `s` itself, or the last statement prepared in its place.
+    #[inline]
+    pub(super) fn current(s: &Arc<PgStmt>) -> &Arc<PgStmt> {
+        let mut s = s;
+        while let Some(next) = s.successor.get() {
+            s = next;
+        }
+        s
+    }
+
     /// Checks the parameter count before anything is sent: the server's answer to a wrong count
     /// (or to more than 65,535) is hard to read.
     pub(super) fn check(&self, p: &[RowValues]) -> Result<()> {

@@ -355,6 +355,48 @@ async fn cached_autocommit_select_is_one_round_trip() {
     .await;
 }
 
+/// A prepared statement held while another session changes its result type: the server
+/// refuses the cached plan once, the statement is prepared again, and the handle runs the new
+/// one from then on: one round trip per call again, no parse per call. (Found: the handle kept
+/// the refused statement, so every later call was refused, prepared again and retried.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_statement_follows_a_result_type_change_once() {
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        let (db, counts) = proxied_pool(&url).await;
+        let mut c = db.get_connection().await.unwrap();
+        c.execute_batch("CREATE TABLE rc (id int8 PRIMARY KEY, v text); INSERT INTO rc SELECT g, 'v' || g FROM generate_series(1, 10) g")
+            .await
+            .unwrap();
+        let mut stmt = c.prepare("SELECT * FROM rc WHERE id = $1").await.unwrap();
+        let (id, _): (i64, String) = stmt.one(&[RowValues::Int(1)]).await.unwrap();
+        assert_eq!(id, 1);
+        pg::raw_client(&url)
+            .await
+            .batch_execute("ALTER TABLE rc ADD COLUMN w int8 DEFAULT 7")
+            .await
+            .unwrap();
+        // The first call after the change: refused, prepared again, run.
+        let rs = stmt.select(&[RowValues::Int(2)]).await.unwrap();
+        assert_eq!(rs.column_names().count(), 3, "the new column is seen");
+        let (s0, p0) = (
+            counts.syncs.load(Ordering::SeqCst),
+            counts.parses.load(Ordering::SeqCst),
+        );
+        const RUNS: u64 = 20;
+        for i in 0..RUNS as i64 {
+            let (id, _, w): (i64, String, i64) =
+                stmt.one(&[RowValues::Int(i % 10 + 1)]).await.unwrap();
+            assert_eq!((id, w), (i % 10 + 1, 7));
+        }
+        let syncs = counts.syncs.load(Ordering::SeqCst) - s0;
+        let parses = counts.parses.load(Ordering::SeqCst) - p0;
+        assert_eq!(syncs, RUNS, "one round trip per call after the change");
+        assert_eq!(parses, 0, "the held statement is not prepared again on every call");
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dirty_and_aborted_connections_are_never_handed_out() {
     let _group = groups::enter("postgres");
