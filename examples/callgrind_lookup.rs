@@ -59,10 +59,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, SqlMiddlewareDbError> {
 
 /// A pool on the lookup file with spans off when `tracing` is built in (the plain ids).
 fn plain_pool(path: &std::path::Path) -> PoolBuilder {
-    let builder = ConfigAndPool::sqlite(path);
-    #[cfg(feature = "tracing")]
-    let builder = builder.tracing(false);
-    builder
+    sql_middleware::bench_support::plain(ConfigAndPool::sqlite(path))
 }
 
 fn main() -> Result<(), SqlMiddlewareDbError> {
@@ -326,10 +323,9 @@ fn postgres_lookups(mode: &str, count: usize) -> Result<(), SqlMiddlewareDbError
                 }
                 return Ok(());
             }
-            let builder = ConfigAndPool::postgres(&url);
-            #[cfg(feature = "tracing")]
-            let builder = builder.tracing(false);
-            let db = builder.build().await?;
+            let db = sql_middleware::bench_support::plain(ConfigAndPool::postgres(&url))
+                .build()
+                .await?;
             let mut conn = db.get_connection().await?;
             let mut buf = [RowValues::Int(0)];
             if mode == "pg_middleware" {

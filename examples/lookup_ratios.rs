@@ -119,9 +119,10 @@ async fn middleware_pool(
     ),
     SqlMiddlewareDbError,
 > {
-    #[cfg(feature = "tracing")]
-    let builder = builder.tracing(false);
-    let db = builder.max_size(4).build().await?;
+    let db = sql_middleware::bench_support::plain(builder)
+        .max_size(4)
+        .build()
+        .await?;
     let a = db.get_connection().await?;
     let b = db.get_connection().await?;
     Ok((db, a, b))

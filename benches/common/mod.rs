@@ -176,15 +176,7 @@ pub fn per_call_ids(
     );
 }
 
-/// The pool builder of a lookup group's plain ids: with the `tracing` feature compiled in, the
-/// plain ids run with spans switched off for the pool (`.tracing(false)`, one branch per
-/// statement more than a build without the feature), so `middleware_tracing` beside them
-/// measures what spans cost with no subscriber installed.
-pub fn plain(builder: PoolBuilder) -> PoolBuilder {
-    #[cfg(feature = "tracing")]
-    let builder = builder.tracing(false);
-    builder
-}
+pub use sql_middleware::bench_support::plain;
 
 /// A middleware pool on the Turso file at `path` (plain: see [`plain`]) with the insert
 /// table created, for the insert and bulk-load groups (whose targets require `turso`; the

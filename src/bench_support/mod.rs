@@ -25,6 +25,15 @@ pub mod turso;
 
 pub use dataset::BenchRow;
 
+/// `builder` as the benches' plain ids run it: with the `tracing` feature built in, spans off
+/// for the pool (`.tracing(false)`, one branch per statement more than a build without the
+/// feature), so that `middleware_tracing` beside them measures what spans cost.
+pub fn plain(builder: crate::PoolBuilder) -> crate::PoolBuilder {
+    #[cfg(feature = "tracing")]
+    let builder = builder.tracing(false);
+    builder
+}
+
 use crate::decode::{FromRow, SqlRow};
 
 /// Decodes by position, as the raw drivers' baselines do (`row.get(0)` … `row.get(3)`).

@@ -9,7 +9,6 @@ pub(crate) use hooks::*;
 #[cfg(feature = "bench")]
 mod hooks {
     use std::hint::black_box;
-    use std::sync::Arc;
     use std::time::{Duration, Instant};
 
     use rusqlite::Connection;
@@ -21,33 +20,22 @@ mod hooks {
 
     /// Hook of `middleware_marshalling`: `iters` rounds over `ids`, each lookup bound with
     /// rusqlite directly, executed, and materialised into a `ResultSet` by the wing's own
-    /// `rows::collect` (columns described once, re-prepare count taken once, as the wing does at
-    /// prepare time). Returns the time of the whole loop.
+    /// `rows::collect`, with the statement described by the wing at prepare time and its columns
+    /// checked by `SqliteStmt::columns_now`, as `select` does. Returns the time of the whole loop.
     pub(crate) fn marshal_loop(
         conn: &mut Connection,
         sql: &str,
         ids: &[i64],
         iters: u64,
     ) -> Result<Duration> {
+        let s = crate::sqlite::stmt::SqliteStmt::describe(conn, sql.into())?;
         let mut st = conn.prepare_cached(sql).map_err(map_err)?;
-        let mut desc = Arc::new(crate::sqlite::rows::describe(&st));
-        let mut reprepares = st.get_status(rusqlite::StatementStatus::RePrepare);
         let start = Instant::now();
         for _ in 0..iters {
             for &id in ids {
                 st.raw_bind_parameter(1, id).map_err(map_err)?;
                 let mut rows = st.raw_query();
-                let (rs, fresh) = crate::sqlite::rows::collect(&mut rows, &desc, |st| {
-                    let now = st.get_status(rusqlite::StatementStatus::RePrepare);
-                    (now != reprepares || st.column_count() != desc.len())
-                        .then(|| Arc::new(crate::sqlite::rows::describe(st)))
-                })?;
-                drop(rows);
-                // As the wing does: a statement SQLite re-prepared is described once again.
-                if let Some(d) = fresh {
-                    desc = d;
-                    reprepares = st.get_status(rusqlite::StatementStatus::RePrepare);
-                }
+                let rs = crate::sqlite::rows::collect(&mut rows, &s.desc, |st| s.columns_now(st))?;
                 black_box(rs);
             }
         }
