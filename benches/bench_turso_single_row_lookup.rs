@@ -118,7 +118,7 @@ fn turso_single_row_lookup(c: &mut Criterion) {
                 let mut conn = db.get_connection().await.expect("checkout");
                 let start = Instant::now();
                 for _ in 0..iters * n as u64 {
-                    let raw = conn.turso_connection().expect("raw access");
+                    let raw = conn.turso_connection().await.expect("raw access");
                     black_box(raw.is_autocommit().expect("is_autocommit"));
                 }
                 start.elapsed()
@@ -131,7 +131,7 @@ fn turso_single_row_lookup(c: &mut Criterion) {
             let (db, ids) = (db.clone(), Arc::clone(&ids));
             common::in_task(&rt, async move {
                 let mut conn = db.get_connection().await.expect("checkout");
-                let raw = conn.turso_connection().expect("raw access");
+                let raw = conn.turso_connection().await.expect("raw access");
                 bt::marshal_loop(raw, &ids, iters)
                     .await
                     .expect("marshalling hook")

@@ -17,7 +17,7 @@
 //! | a cancelled call | `enter` | [`Wing::recover`] |
 //! | `statement_timeout`, `.timeout(d)` | `timed` | [`Wing::set_deadline`] |
 //! | dropping the connection | `Drop` | [`Wing::on_return`] |
-//! | `postgres_client()`, `turso_connection()` | — | [`Wing::raw`] |
+//! | `postgres_client().await`, `turso_connection().await` | — | [`Wing::raw`] |
 //!
 //! The trait is crate-private and uses native `async fn`: the hall calls it on concrete types
 //! through one enum (`dispatch.rs`), so nothing is boxed and every future keeps its `Send`-ness.
@@ -191,7 +191,9 @@ pub(crate) trait Wing {
     /// The connection goes back to the pool. Never blocks on the network, never panics.
     fn on_return(&mut self);
 
-    /// The engine's connection, for raw access. The wing records that raw access happened, so
-    /// it no longer trusts what it knew about the connection's state.
-    fn raw(&mut self) -> Result<&Self::Raw>;
+    /// The engine's connection, for raw access. The wing first settles what an abandoned call or
+    /// transaction left (so raw statements never run inside a transaction nobody will commit),
+    /// then records that raw access happened, so it no longer trusts what it knew about the
+    /// connection's state.
+    async fn raw(&mut self) -> Result<&Self::Raw>;
 }

@@ -387,10 +387,10 @@ impl MiddlewarePoolConnection {
     /// other backends. Statements run through it are outside the middleware's bookkeeping: leave
     /// the connection outside any transaction you open with it.
     #[cfg(feature = "postgres")]
-    pub fn postgres_client(&mut self) -> Result<&tokio_postgres::Client> {
+    pub async fn postgres_client(&mut self) -> Result<&tokio_postgres::Client> {
         let ty = self.database_type();
         match &mut self.inner {
-            ConnInner::Postgres(c) => crate::contract::Wing::raw(c),
+            ConnInner::Postgres(c) => crate::contract::Wing::raw(c).await,
             #[allow(unreachable_patterns)]
             _ => Err(wrong_backend("postgres_client", ty)),
         }
@@ -398,10 +398,10 @@ impl MiddlewarePoolConnection {
 
     /// The raw Turso connection. Fails with [`ErrorKind::Unsupported`] on other backends.
     #[cfg(feature = "turso")]
-    pub fn turso_connection(&mut self) -> Result<&turso::Connection> {
+    pub async fn turso_connection(&mut self) -> Result<&turso::Connection> {
         let ty = self.database_type();
         match &mut self.inner {
-            ConnInner::Turso(c) => crate::contract::Wing::raw(&mut ***c),
+            ConnInner::Turso(c) => crate::contract::Wing::raw(&mut ***c).await,
             #[allow(unreachable_patterns)]
             _ => Err(wrong_backend("turso_connection", ty)),
         }

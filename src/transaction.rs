@@ -126,15 +126,15 @@ impl<'c> Tx<'c> {
     /// The raw tokio-postgres client, inside this transaction (see
     /// [`MiddlewarePoolConnection::postgres_client`]).
     #[cfg(feature = "postgres")]
-    pub fn postgres_client(&mut self) -> Result<&tokio_postgres::Client> {
-        self.conn.postgres_client()
+    pub async fn postgres_client(&mut self) -> Result<&tokio_postgres::Client> {
+        self.conn.postgres_client().await
     }
 
     /// The raw Turso connection, inside this transaction (see
     /// [`MiddlewarePoolConnection::turso_connection`]).
     #[cfg(feature = "turso")]
-    pub fn turso_connection(&mut self) -> Result<&turso::Connection> {
-        self.conn.turso_connection()
+    pub async fn turso_connection(&mut self) -> Result<&turso::Connection> {
+        self.conn.turso_connection().await
     }
 
     /// Commits. Returns `Ok` only if the engine committed everything. On a savepoint: releases

@@ -285,7 +285,7 @@ fn allocations_per_lookup() {
             use sql_middleware::bench_support::turso::raw_lookup;
             let (db, mut conn) = filled(ConfigAndPool::turso_memory()).await;
             {
-                let raw_conn = conn.turso_connection().unwrap().clone();
+                let raw_conn = conn.turso_connection().await.unwrap().clone();
                 let mut st = raw_conn
                     .prepare("SELECT id, name, score, active FROM test WHERE id = ?1")
                     .await

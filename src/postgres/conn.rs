@@ -771,7 +771,10 @@ impl Wing for PgConnection {
         })
     }
 
-    fn raw(&mut self) -> Result<&tokio_postgres::Client> {
+    async fn raw(&mut self) -> Result<&tokio_postgres::Client> {
+        // An abandoned transaction or call is repaired first: raw statements must not run
+        // inside a transaction that is about to be rolled back.
+        self.ready().await?;
         self.unknown = true;
         self.session = Session::State;
         self.client()

@@ -338,7 +338,7 @@ impl SqliteConn {
         F: FnOnce(&mut Connection) -> rusqlite::Result<R> + Send + 'static,
     {
         let deadline = self.deadline.take();
-        self.raw()?;
+        self.raw().await?;
         self.dispatch_blocking(deadline, move |c| {
             let was_autocommit = c.is_autocommit();
             let r = f(c).map_err(map_err);
@@ -552,7 +552,7 @@ impl Wing for SqliteConn {
     }
 
     /// Raw access may change any setting: the pool restores its configuration on recycle.
-    fn raw(&mut self) -> Result<&Connection> {
+    async fn raw(&mut self) -> Result<&Connection> {
         self.note_session(Session::Settings);
         self.conn_mut().map(|c| &*c)
     }

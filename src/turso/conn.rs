@@ -670,7 +670,12 @@ impl Wing for TursoConn {
 
     /// The raw connection runs with Turso's own busy handler at the configured timeout; the
     /// middleware's next statement turns it off again.
-    fn raw(&mut self) -> Result<&turso::Connection> {
+    async fn raw(&mut self) -> Result<&turso::Connection> {
+        // A transaction dropped without commit is rolled back first: raw statements must not
+        // run inside it (Turso would roll it back only at the next statement, losing theirs).
+        if self.unsettled() {
+            self.settle().await?;
+        }
         // Raw SQL may change the schema: every connection describes its statements again,
         // now and after this connection's next statement. It may change settings too: the pool
         // restores its configuration on recycle.

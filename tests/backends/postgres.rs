@@ -691,7 +691,7 @@ async fn application_name_and_raw_client() {
             .await
             .unwrap();
         assert_eq!(name, "sqlmw-test-app");
-        let client = c.postgres_client().unwrap();
+        let client = c.postgres_client().await.unwrap();
         let row = client.query_one("SELECT 7::int4", &[]).await.unwrap();
         assert_eq!(row.get::<_, i32>(0), 7);
     })

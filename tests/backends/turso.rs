@@ -151,6 +151,6 @@ async fn dropped_transaction_outside_a_runtime_is_rolled_back() {
     });
     let (n,): (i64,) = c.query("SELECT count(*) FROM t").one().await.unwrap();
     assert_eq!(n, 0);
-    let (autocommit,) = (c.turso_connection().unwrap().is_autocommit().unwrap(),);
+    let (autocommit,) = (c.turso_connection().await.unwrap().is_autocommit().unwrap(),);
     assert!(autocommit);
 }

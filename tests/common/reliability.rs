@@ -248,6 +248,7 @@ pub async fn check_idle(conn: &mut MiddlewarePoolConnection, kind: Kind) -> Resu
             {
                 let auto = conn
                     .turso_connection()
+                    .await
                     .map_err(|e| format!("raw Turso access failed: {e:?}"))?
                     .is_autocommit()
                     .map_err(|e| format!("is_autocommit failed: {e:?}"))?;

@@ -657,7 +657,7 @@ async fn t_bad_input(db: &TestDb) {
     #[cfg(feature = "postgres")]
     if db.kind != Kind::Postgres {
         let v = verdict(
-            conn.postgres_client().map(drop),
+            conn.postgres_client().await.map(drop),
             ErrorKind::Unsupported,
             Code::Middleware,
         );
@@ -667,7 +667,7 @@ async fn t_bad_input(db: &TestDb) {
     #[cfg(feature = "turso")]
     if db.kind != Kind::Turso {
         let v = verdict(
-            conn.turso_connection().map(drop),
+            conn.turso_connection().await.map(drop),
             ErrorKind::Unsupported,
             Code::Middleware,
         );

@@ -161,7 +161,7 @@ async fn t_raw_access(db: &TestDb) {
             .unwrap(),
         #[cfg(feature = "postgres")]
         Kind::Postgres => {
-            let client = conn.postgres_client().unwrap();
+            let client = conn.postgres_client().await.unwrap();
             client
                 .execute("INSERT INTO raw (id, v) VALUES (2, 'raw')", &[])
                 .await
@@ -174,7 +174,7 @@ async fn t_raw_access(db: &TestDb) {
         }
         #[cfg(feature = "turso")]
         Kind::Turso => {
-            let c = conn.turso_connection().unwrap();
+            let c = conn.turso_connection().await.unwrap();
             c.execute("INSERT INTO raw (id, v) VALUES (2, 'raw')", ())
                 .await
                 .unwrap();

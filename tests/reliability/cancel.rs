@@ -540,7 +540,7 @@ async fn raw_insert(
         }
         #[cfg(feature = "postgres")]
         Kind::Postgres => {
-            let client = match conn.postgres_client() {
+            let client = match conn.postgres_client().await {
                 Ok(c) => c,
                 Err(e) => return Polled::Done(Err(e), 0),
             };
@@ -554,7 +554,7 @@ async fn raw_insert(
         }
         #[cfg(feature = "turso")]
         Kind::Turso => {
-            let raw = match conn.turso_connection() {
+            let raw = match conn.turso_connection().await {
                 Ok(c) => c,
                 Err(e) => return Polled::Done(Err(e), 0),
             };

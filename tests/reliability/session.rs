@@ -64,6 +64,7 @@ async fn change_setting(conn: &mut MiddlewarePoolConnection, kind: Kind, path: &
             #[cfg(feature = "postgres")]
             Kind::Postgres => conn
                 .postgres_client()
+                .await
                 .unwrap()
                 .batch_execute(change)
                 .await
@@ -71,6 +72,7 @@ async fn change_setting(conn: &mut MiddlewarePoolConnection, kind: Kind, path: &
             #[cfg(feature = "turso")]
             Kind::Turso => {
                 conn.turso_connection()
+                    .await
                     .unwrap()
                     .execute(change, ())
                     .await

@@ -170,6 +170,7 @@ async fn bad_ending(kind: Kind, pool: &ConfigAndPool, e: Ending, base: i64) -> R
             if kind == Kind::Postgres {
                 let client = conn
                     .postgres_client()
+                    .await
                     .map_err(|e| unexpected("raw client", e))?;
                 let r = client
                     .batch_execute(&format!(
@@ -338,7 +339,7 @@ async fn panic_in_raw_access(kind: Kind, conn: Conn, base: i64) -> Result<(), St
         Kind::Postgres => {
             let task = tokio::spawn(async move {
                 let mut conn = conn;
-                let client = conn.postgres_client().expect("raw client");
+                let client = conn.postgres_client().await.expect("raw client");
                 client
                     .batch_execute(&format!(
                         "BEGIN; INSERT INTO bt (id, note) VALUES ({base}, 'raw')"
@@ -357,7 +358,7 @@ async fn panic_in_raw_access(kind: Kind, conn: Conn, base: i64) -> Result<(), St
         Kind::Turso => {
             let task = tokio::spawn(async move {
                 let mut conn = conn;
-                let raw = conn.turso_connection().expect("raw connection");
+                let raw = conn.turso_connection().await.expect("raw connection");
                 raw.execute("BEGIN", ()).await.expect("raw begin");
                 raw.execute(
                     &format!("INSERT INTO bt (id, note) VALUES ({base}, 'raw')"),
