@@ -23,6 +23,7 @@ mod bounded;
 mod cancel;
 mod chaos;
 mod control;
+mod fingerprint;
 mod integrity;
 mod model;
 mod props;
