@@ -160,7 +160,7 @@ pub(crate) fn pragma_effects(name: &str, assigned: bool, schema: Option<&str>) -
     if NOTHING_TO_UNDO.iter().any(is) {
         return Effects::NONE;
     }
-    match RESTORABLE.iter().position(|n| is(&n)) {
+    match RESTORABLE.iter().position(is) {
         // Put back for `main` only: a setting of another schema is not restored.
         Some(i) if schema.is_none_or(|s| s.eq_ignore_ascii_case("main")) => Effects(1 << i),
         _ => Effects(Effects::OTHER_SETTING),
