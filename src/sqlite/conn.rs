@@ -232,6 +232,9 @@ impl SqliteConn {
     ///
     /// - Pragma assignments the authorizer saw: each restorable one is assigned the fresh
     ///   value again, only if it differs (assigning a flag expires every prepared statement).
+    /// - Temporary objects or attachments the authorizer saw: what no setting undoes must
+    ///   equal the fresh connection's (a failed `CREATE TEMP …` or `ATTACH` leaves nothing,
+    ///   and costs no connection).
     /// - After raw access, which may have done anything: the authorizer is checked (and
     ///   installed again if the closure replaced it, forgetting what was learnt without it),
     ///   the busy and progress handlers are installed again, the connection flags and hooks
@@ -264,7 +267,7 @@ impl SqliteConn {
             install_busy_handler(c)?;
         }
         fresh.restore_pragmas(c, pragmas.into_iter(), level)?;
-        let clean = !effects.has(Effects::RAW) || fresh.state_is_fresh(c)?;
+        let clean = !effects.needs_state_check() || fresh.state_is_fresh(c)?;
         // What the restore itself ran is not a borrower's change.
         cell.take();
         Ok(clean)
@@ -335,8 +338,9 @@ impl SqliteConn {
         if !self.conn_mut()?.is_autocommit() {
             return Err(broken());
         }
-        // Settings are restored; attached databases and temporary objects cannot be, so the
-        // connection is discarded (an in-memory database lives on in the pool's keeper).
+        // Settings are restored; attached databases and temporary objects cannot be, so a
+        // connection that holds any is discarded (an in-memory database lives on in the pool's
+        // keeper).
         let effects = std::mem::take(&mut self.session)
             .with(self.cell.take())
             .lasting();

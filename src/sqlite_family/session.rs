@@ -13,6 +13,10 @@
 //! - everything else that is assigned (`journal_mode`, `locking_mode`, `case_sensitive_like`,
 //!   and any pragma not listed here): the connection is discarded, since the wing does not know
 //!   how to put it back exactly.
+//!
+//! Temporary objects and attached databases cannot be undone by a setting: when a checkout may
+//! have made them, the connection is compared with a fresh one when it goes back, and
+//! discarded unless equal (a statement that failed, or a later `DROP`, leaves nothing).
 
 /// Per-connection pragmas put back by assigning the value a fresh connection of the pool has.
 /// Each has a bit in [`Effects`] (its index). Every one reads back as an integer.
@@ -114,8 +118,9 @@ impl Effects {
     /// Raw access: the engine connection was handed out, and what it did is not all known.
     pub(crate) const RAW: u64 = 1 << 62;
 
-    /// What only a new connection undoes.
-    const DISCARD: u64 = Self::OTHER_SETTING | Self::TEMP | Self::ATTACH;
+    /// What only a new connection undoes, if it is there when the checkout ends (a statement
+    /// that failed, or a later `DROP`/`DETACH`, may have left nothing).
+    const STATE: u64 = Self::TEMP | Self::ATTACH | Self::RAW;
 
     /// Both sets.
     #[inline]
@@ -130,9 +135,15 @@ impl Effects {
         self.0 & bits != 0
     }
 
-    /// The connection must be discarded: it holds state a settings reset does not undo.
+    /// The connection must be discarded: a setting was assigned that the wing cannot put back.
     pub(crate) fn discards(self) -> bool {
-        self.has(Self::DISCARD)
+        self.has(Self::OTHER_SETTING)
+    }
+
+    /// What no setting undoes may be there (temporary objects, attached databases, anything
+    /// raw access did): the connection is compared with a fresh one, and discarded unless equal.
+    pub(crate) fn needs_state_check(self) -> bool {
+        self.has(Self::STATE)
     }
 
     /// The restorable pragmas assigned, by index into [`RESTORABLE`].
@@ -194,9 +205,12 @@ mod tests {
     #[test]
     fn bits_do_not_overlap() {
         assert!(RESTORABLE.len() < 56);
-        assert_eq!(Effects::PRAGMAS & Effects::DISCARD, 0);
+        assert_eq!(
+            Effects::PRAGMAS & (Effects::STATE | Effects::OTHER_SETTING),
+            0
+        );
         let e = Effects(Effects::SEEN | Effects::TX | Effects::TEMP);
         assert_eq!(e.lasting(), Effects(Effects::TEMP));
-        assert!(e.discards());
+        assert!(e.needs_state_check() && !e.discards());
     }
 }

@@ -766,6 +766,24 @@ async fn ordinary_statement_errors_never_cost_a_connection() {
             .map(drop),
         "select overflow",
     );
+    // Statements that would have made temporary objects or attached a database, had they
+    // not failed: nothing is left to discard.
+    fail(
+        c.query("CREATE TEMP TABLE tt AS SELECT nope FROM t")
+            .dml()
+            .await
+            .map(drop),
+        "temp table from an unknown column",
+    );
+    fail(
+        c.execute_batch("CREATE TEMP VIEW tv AS SELECT 1; SELEC")
+            .await,
+        "script with a temp view, then a syntax error",
+    );
+    fail(
+        c.query("ATTACH ':memory:' AS main").dml().await.map(drop),
+        "attach under a name in use",
+    );
     fail(
         c.query("SELECT name FROM t")
             .all::<(i64,)>()
@@ -847,4 +865,41 @@ async fn ordinary_statement_errors_never_cost_a_connection() {
         (1, 0),
         "a connection was discarded"
     );
+}
+
+/// A statement keeps what SQLite reported when it was prepared: run again from the
+/// connection's statement caches (the middleware's, or rusqlite's, filled by raw access), its
+/// pragma assignment is still put back for the next borrower.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_statements_keep_their_session_effects() {
+    let _group = groups::enter("sqlite");
+    const SET: &str = "PRAGMA recursive_triggers = 1";
+    const READ: &str = "PRAGMA recursive_triggers";
+    let db = one_connection_pool().await;
+    // Only prepared into rusqlite's cache by raw access, never run there.
+    let mut c = db.get_connection().await.unwrap();
+    c.with_blocking_sqlite(|raw| raw.prepare_cached(SET).map(drop))
+        .await
+        .unwrap();
+    drop(c);
+    let mut leaked = 0;
+    for round in 0..3 {
+        let mut c = db.get_connection().await.unwrap();
+        c.query(SET).dml().await.unwrap();
+        assert_eq!(int_of(&mut c, READ).await, 1, "round {round}: no effect");
+        drop(c);
+        if int_of(&mut db.get_connection().await.unwrap(), READ).await != 0 {
+            leaked += 1;
+        }
+    }
+    let s = db.stats();
+    println!(
+        "sqlite_cached_effects rounds=3 leaked={leaked} created={} discarded={}",
+        s.created, s.discarded
+    );
+    assert_eq!(
+        leaked, 0,
+        "a cached statement's pragma reached the next borrower"
+    );
+    assert_eq!(s.discarded, 0, "a restorable pragma costs no connection");
 }
