@@ -236,11 +236,11 @@ impl SqliteConn {
     ///   equal the fresh connection's (a failed `CREATE TEMP …` or `ATTACH` leaves nothing,
     ///   and costs no connection).
     /// - After raw access, which may have done anything: the authorizer is checked (and
-    ///   installed again if the closure replaced it, forgetting what was learnt without it),
-    ///   the busy and progress handlers are installed again, the connection flags and hooks
-    ///   are put back, every restorable pragma is compared, and what no setting undoes
-    ///   (temporary objects, attached databases, functions, collations, modules, journal and
-    ///   locking modes) must equal the fresh connection's.
+    ///   installed again if the closure replaced it, forgetting what was learnt without it;
+    ///   every restorable pragma is then compared), the busy and progress handlers are
+    ///   installed again, the connection flags and hooks are put back, and what no setting
+    ///   undoes (temporary objects, attached databases, functions, collations, modules,
+    ///   journal and locking modes) must equal the fresh connection's.
     fn restore_session(&mut self, effects: Effects) -> Result<bool> {
         let fresh = Arc::clone(&self.fresh);
         let (cell, level) = (Arc::clone(&self.cell), self.sync_level);
@@ -251,15 +251,18 @@ impl SqliteConn {
             // Is the pool's authorizer still there? It reports any statement prepared.
             cell.take();
             drop(c.prepare("SELECT 1").map_err(map_err)?);
+            // What raw SQL assigned is then already in `effects`. If the closure replaced it,
+            // the wing knows nothing of what ran meanwhile: it installs it again, forgets what
+            // its statement cache learnt without it, and compares every restorable pragma.
             if !cell.take().has(Effects::SEEN) {
                 install_authorizer(c, &cell)?;
                 self.stmts.clear();
+                pragmas = (0..crate::sqlite_family::session::RESTORABLE.len()).collect();
             }
             install_busy_handler(c)?;
             self.progress.reinstall(c)?;
             fresh.restore_connection(c)?;
             c.set_prepared_statement_cache_capacity(capacity);
-            pragmas = (0..crate::sqlite_family::session::RESTORABLE.len()).collect();
         } else if effects
             .pragmas()
             .any(|i| crate::sqlite_family::session::RESTORABLE[i] == "busy_timeout")

@@ -163,7 +163,8 @@ fn read_pragma(c: &Connection, name: &str) -> Result<Option<i64>> {
 }
 
 fn read_state(c: &Connection) -> Result<Vec<Value>> {
-    let mut st = c.prepare(STATE_SQL).map_err(map_err)?;
+    // Cached: it runs at the end of every checkout that used raw access.
+    let mut st = c.prepare_cached(STATE_SQL).map_err(map_err)?;
     let n = st.column_count();
     st.query_row([], |r| (0..n).map(|i| r.get::<_, Value>(i)).collect())
         .map_err(map_err)
