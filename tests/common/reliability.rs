@@ -282,8 +282,8 @@ pub async fn check_idle(conn: &mut MiddlewarePoolConnection, kind: Kind) -> Resu
 }
 
 /// A stable identity of the physical connection behind `conn`, when the backend offers one:
-/// Postgres' backend pid; on SQLite an id marked in the connection's own `cache_size` (which
-/// only that connection sees). `None` on Turso (no connection-local state the API can show).
+/// Postgres' backend pid; on SQLite an id marked in the connection's own statement cache
+/// (which only that connection has). `None` on Turso (no connection-local state the API can show).
 pub async fn conn_identity(conn: &mut MiddlewarePoolConnection, kind: Kind) -> Option<i64> {
     match kind {
         Kind::Postgres => conn
