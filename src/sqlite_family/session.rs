@@ -10,7 +10,9 @@
 //! - pragmas that only read, act on the database file, or change what every connection sees
 //!   anyway (introspection, `user_version`, `optimize`, the process-wide heap limits): nothing
 //!   to undo on this connection;
-//! - everything else that is assigned (`journal_mode`, `locking_mode`, `case_sensitive_like`,
+//! - `journal_mode`, which applications often assign to the mode the pool set already: the
+//!   connection's mode is compared with a fresh one's when it goes back;
+//! - everything else that is assigned (`locking_mode`, `case_sensitive_like`,
 //!   and any pragma not listed here): the connection is discarded, since the wing does not know
 //!   how to put it back exactly.
 //!
@@ -117,10 +119,13 @@ impl Effects {
     pub(crate) const SEEN: u64 = 1 << 61;
     /// Raw access: the engine connection was handed out, and what it did is not all known.
     pub(crate) const RAW: u64 = 1 << 62;
+    /// `journal_mode` was assigned (often to the mode the pool set already): the connection's
+    /// mode is compared with a fresh one's.
+    pub(crate) const JOURNAL_MODE: u64 = 1 << 55;
 
     /// What only a new connection undoes, if it is there when the checkout ends (a statement
     /// that failed, or a later `DROP`/`DETACH`, may have left nothing).
-    const STATE: u64 = Self::TEMP | Self::ATTACH | Self::RAW;
+    const STATE: u64 = Self::TEMP | Self::ATTACH | Self::RAW | Self::JOURNAL_MODE;
 
     /// Both sets.
     #[inline]
@@ -171,6 +176,11 @@ pub(crate) fn pragma_effects(name: &str, assigned: bool, schema: Option<&str>) -
     if NOTHING_TO_UNDO.iter().any(is) {
         return Effects::NONE;
     }
+    if name.eq_ignore_ascii_case("journal_mode")
+        && schema.is_none_or(|s| s.eq_ignore_ascii_case("main"))
+    {
+        return Effects(Effects::JOURNAL_MODE);
+    }
     match RESTORABLE.iter().position(is) {
         // Put back for `main` only: a setting of another schema is not restored.
         Some(i) if schema.is_none_or(|s| s.eq_ignore_ascii_case("main")) => Effects(1 << i),
@@ -195,7 +205,9 @@ mod tests {
                 == 1
         );
         assert!(pragma_effects("cache_size", true, Some("temp")).discards());
-        assert!(pragma_effects("journal_mode", true, None).discards());
+        let j = pragma_effects("journal_mode", true, None);
+        assert!(j.needs_state_check() && !j.discards());
+        assert!(pragma_effects("locking_mode", true, None).discards());
         assert!(pragma_effects("case_sensitive_like", true, None).discards());
         assert!(pragma_effects("no_such_pragma", true, None).discards());
         assert_eq!(pragma_effects("table_info", true, None), Effects::NONE);
@@ -204,7 +216,7 @@ mod tests {
 
     #[test]
     fn bits_do_not_overlap() {
-        assert!(RESTORABLE.len() < 56);
+        assert!(RESTORABLE.len() < 55);
         assert_eq!(
             Effects::PRAGMAS & (Effects::STATE | Effects::OTHER_SETTING),
             0

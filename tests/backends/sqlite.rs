@@ -903,3 +903,44 @@ async fn cached_statements_keep_their_session_effects() {
     );
     assert_eq!(s.discarded, 0, "a restorable pragma costs no connection");
 }
+
+async fn journal_mode(c: &mut MiddlewarePoolConnection) -> String {
+    let (m,): (String,) = c.query("PRAGMA journal_mode").one().await.unwrap();
+    m
+}
+
+/// Assigning `journal_mode` the mode the pool set already (a common start-up line) costs no
+/// connection; another mode never reaches the next borrower.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn journal_mode_assignments_are_compared_with_a_fresh_connection() {
+    let _group = groups::enter("sqlite");
+    let dir = TempDir::new("journal_mode");
+    let db = ConfigAndPool::sqlite(db_file(&dir))
+        .max_size(1)
+        .build()
+        .await
+        .unwrap();
+    let mut c = db.get_connection().await.unwrap();
+    c.execute_batch("PRAGMA journal_mode = WAL").await.unwrap();
+    drop(c);
+    let kept = db.stats().discarded;
+    let mut c = db.get_connection().await.unwrap();
+    let (_,): (String,) = c.query("PRAGMA journal_mode = DELETE").one().await.unwrap();
+    assert_eq!(
+        journal_mode(&mut c).await,
+        "delete",
+        "the assignment took no effect"
+    );
+    drop(c);
+    let seen = journal_mode(&mut db.get_connection().await.unwrap()).await;
+    let s = db.stats();
+    println!(
+        "sqlite_journal_mode same_mode_discarded={kept} other_mode_next_borrower={seen} discarded={}",
+        s.discarded
+    );
+    assert_eq!(kept, 0, "assigning the pool's own mode cost the connection");
+    assert_eq!(
+        seen, "wal",
+        "another journal mode reached the next borrower"
+    );
+}
