@@ -28,7 +28,8 @@ mod hooks {
         ids: &[i64],
         iters: u64,
     ) -> Result<Duration> {
-        let s = crate::sqlite::stmt::SqliteStmt::describe(conn, sql.into())?;
+        let cell = crate::sqlite::session::SessionCell::default();
+        let s = crate::sqlite::stmt::SqliteStmt::describe(conn, sql.into(), &cell)?;
         let mut st = conn.prepare_cached(sql).map_err(map_err)?;
         let start = Instant::now();
         for _ in 0..iters {

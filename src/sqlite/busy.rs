@@ -13,6 +13,17 @@ use crate::sqlite_family::busy;
 thread_local! {
     /// How long the busy handler may wait on this thread; 0 = fail at once.
     static BUSY_TIMEOUT_MS: Cell<u64> = const { Cell::new(0) };
+    /// The busy handler gave up on this thread (waited its allowance, or had none) since the
+    /// last [`gave_up`]: a `SQLITE_BUSY` then came after the wait, not at once.
+    static GAVE_UP: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the busy handler gave up since the last call or [`BusyScope::set`] on this thread.
+/// A plain `SQLITE_BUSY` without it was refused by SQLite at once, without calling the handler:
+/// the connection holds a read transaction and wants to write while another connection holds
+/// the write lock, where waiting cannot help.
+pub(crate) fn gave_up() -> bool {
+    GAVE_UP.with(|g| g.replace(false))
 }
 
 /// Sets this thread's busy-wait allowance for the scope's lifetime.
@@ -20,6 +31,7 @@ pub(crate) struct BusyScope(u64);
 
 impl BusyScope {
     pub(crate) fn set(ms: u64) -> Self {
+        GAVE_UP.with(|g| g.set(false));
         BusyScope(BUSY_TIMEOUT_MS.with(|c| c.replace(ms)))
     }
 }
@@ -34,12 +46,10 @@ impl Drop for BusyScope {
 /// sleeps on an async worker thread: inline calls fail fast and are retried on the blocking pool.
 fn busy_callback(count: i32) -> bool {
     let timeout = Duration::from_millis(BUSY_TIMEOUT_MS.with(Cell::get));
-    if timeout.is_zero() {
-        return false;
-    }
     let count = usize::try_from(count).unwrap_or(0);
     let prior = busy::waited_before(count);
-    if prior >= timeout {
+    if timeout.is_zero() || prior >= timeout {
+        GAVE_UP.with(|g| g.set(true));
         return false;
     }
     std::thread::sleep(busy::delay(count).min(timeout - prior));

@@ -11,6 +11,7 @@ use rusqlite::{Connection, OpenFlags};
 use super::busy::{BusyScope, install_busy_handler};
 use super::conn::SqliteConn;
 use super::offload::ProgressState;
+use super::session::{Fresh, SessionCell, install_authorizer};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::pooling::{self, PoolOptions};
 
@@ -59,6 +60,9 @@ pub(crate) struct SqliteOptions {
     pub(crate) in_memory: bool,
     /// The pool's counters, which each connection adds its statistics to when it goes back.
     pub(crate) counters: Arc<crate::pooling::Counters>,
+    /// A freshly configured connection of the pool, read when the first one opens: what the
+    /// pool puts every connection back to.
+    pub(crate) fresh: Arc<std::sync::OnceLock<Arc<Fresh>>>,
 }
 
 impl Default for SqliteOptions {
@@ -71,6 +75,7 @@ impl Default for SqliteOptions {
             foreign_keys: true,
             in_memory: false,
             counters: Arc::default(),
+            fresh: Arc::default(),
         }
     }
 }
@@ -162,7 +167,10 @@ impl SqliteManager {
         let mut pause = Duration::from_millis(1);
         loop {
             match Self::open(path, flags, opts) {
-                Err(e) if e.kind() == ErrorKind::Busy => {
+                // A new connection holds no transaction: a lock SQLite refused at once is a
+                // race that passes, like any lock wait.
+                Err(e) if matches!(e.kind(), ErrorKind::Busy | ErrorKind::SerializationFailure) => {
+                    let e = e.with_kind(ErrorKind::Busy);
                     let now = std::time::Instant::now();
                     if now >= deadline {
                         return Err(e);
@@ -177,6 +185,9 @@ impl SqliteManager {
 
     fn open(path: &str, flags: OpenFlags, opts: &Arc<SqliteOptions>) -> Result<SqliteConn> {
         let conn = Connection::open_with_flags(path, flags).map_err(super::error::map_err)?;
+        // First, so that configuring the connection expires no prepared statement later.
+        let cell = Arc::new(SessionCell::default());
+        install_authorizer(&conn, &cell)?;
         install_busy_handler(&conn)?;
         // Switching to WAL may wait for another connection's lock: allow the busy timeout.
         let _scope =
@@ -204,12 +215,21 @@ impl SqliteManager {
             .query_row("PRAGMA synchronous", [], |r| r.get(0))
             .map_err(super::error::map_err)?;
         let progress = ProgressState::install(&conn)?;
+        let fresh = match opts.fresh.get() {
+            Some(f) => Arc::clone(f),
+            None => {
+                let f = Arc::new(Fresh::read(&conn)?);
+                Arc::clone(opts.fresh.get_or_init(|| f))
+            }
+        };
+        // What configuring the connection did is the fresh session, not a borrower's change.
+        cell.take();
         Ok(SqliteConn::new(
             conn,
             progress,
             Arc::clone(opts),
-            syncing_commits,
-            sync_level,
+            (syncing_commits, sync_level),
+            (cell, fresh),
         ))
     }
 }

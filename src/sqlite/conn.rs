@@ -12,14 +12,15 @@ use super::error::map_err;
 use super::offload::{ProgressState, broken};
 use super::params::bind_all;
 use super::rows::{SqliteRow, collect};
+use super::session::{Fresh, SessionCell, install_authorizer};
 use super::stmt::SqliteStmt;
 use crate::contract::Wing;
 use crate::decode::FromRow;
 use crate::error::{Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
-use crate::sql::Session;
 use crate::sql::ident::BulkTarget;
 use crate::sqlite_family::columns::Described;
+use crate::sqlite_family::session::Effects;
 use crate::stmt_cache::StmtCache;
 use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
 use crate::value::RowValues;
@@ -38,8 +39,13 @@ pub(crate) struct SqliteConn {
     syncing_commits: bool,
     /// `PRAGMA synchronous` as the connection opened with it.
     sync_level: i64,
-    /// What this checkout changed in the session; the pool restores or discards on recycle.
-    session: Session,
+    /// What this checkout changed in the session (besides what `cell` holds); the pool
+    /// restores or discards on recycle.
+    session: Effects,
+    /// What the connection's authorizer saw since it was last taken.
+    pub(super) cell: Arc<SessionCell>,
+    /// The pool's freshly configured connection, which recycling puts this one back to.
+    fresh: Arc<Fresh>,
     /// When the connection last went back to the pool.
     returned_at: Option<std::time::Instant>,
     /// The time limit of the next operation (see `Wing::set_deadline`).
@@ -190,8 +196,8 @@ impl SqliteConn {
         conn: Connection,
         progress: Arc<ProgressState>,
         opts: Arc<SqliteOptions>,
-        syncing_commits: bool,
-        sync_level: i64,
+        (syncing_commits, sync_level): (bool, i64),
+        (cell, fresh): (Arc<SessionCell>, Arc<Fresh>),
     ) -> Self {
         let interrupt = Arc::new(conn.get_interrupt_handle());
         Self {
@@ -204,7 +210,9 @@ impl SqliteConn {
             simple_slow: Arc::new(Default::default()),
             syncing_commits,
             sync_level,
-            session: Session::Untouched,
+            session: Effects::NONE,
+            cell,
+            fresh,
             returned_at: None,
             deadline: None,
             stop_at: None,
@@ -215,37 +223,57 @@ impl SqliteConn {
 
     /// Notes a change to the session made on this checkout.
     #[inline]
-    fn note_session(&mut self, s: Session) {
-        self.session = self.session.max(s);
+    fn note_session(&mut self, e: Effects) {
+        self.session = self.session.with(e);
     }
 
-    /// Puts back what the pool configured (and `synchronous` as the connection opened with it)
-    /// after `PRAGMA` assignments or raw access: foreign keys, the middleware's busy and
-    /// progress handlers, the statement cache capacity, `query_only` off.
-    fn restore_settings(&mut self) -> Result<()> {
-        let opts = Arc::clone(&self.opts);
-        let level = self.sync_level;
-        let c = self.conn_mut()?;
-        c.set_db_config(
-            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_FKEY,
-            opts.foreign_keys,
-        )
-        .map_err(map_err)?;
-        install_busy_handler(c)?;
-        c.execute_batch(&format!("PRAGMA synchronous={level}"))
-            .map_err(map_err)?;
-        // Assigning a flag pragma expires every prepared statement of the connection (each
-        // re-prepares at its next step), so `query_only` is only assigned when it is on.
-        let query_only: bool = c
-            .prepare_cached("PRAGMA query_only")
-            .and_then(|mut st| st.query_row([], |r| r.get(0)))
-            .map_err(map_err)?;
-        if query_only {
-            c.execute_batch("PRAGMA query_only=0").map_err(map_err)?;
+    /// Puts back the session of a fresh connection of the pool after this checkout changed it
+    /// (`effects`); `Ok(false)` when that cannot be done exactly and the connection must go.
+    ///
+    /// - Pragma assignments the authorizer saw: each restorable one is assigned the fresh
+    ///   value again, only if it differs (assigning a flag expires every prepared statement).
+    /// - Temporary objects or attachments the authorizer saw: what no setting undoes must
+    ///   equal the fresh connection's (a failed `CREATE TEMP …` or `ATTACH` leaves nothing,
+    ///   and costs no connection).
+    /// - After raw access, which may have done anything: the authorizer is checked (and
+    ///   installed again if the closure replaced it, forgetting what was learnt without it;
+    ///   every restorable pragma is then compared), the busy and progress handlers are
+    ///   installed again, the connection flags and hooks are put back, and what no setting
+    ///   undoes (temporary objects, attached databases, functions, collations, modules,
+    ///   journal and locking modes) must equal the fresh connection's.
+    fn restore_session(&mut self, effects: Effects) -> Result<bool> {
+        let fresh = Arc::clone(&self.fresh);
+        let (cell, level) = (Arc::clone(&self.cell), self.sync_level);
+        let capacity = self.opts.statement_cache_capacity;
+        let c = self.conn.as_mut().ok_or_else(broken)?;
+        let mut pragmas: Vec<usize> = effects.pragmas().collect();
+        if effects.has(Effects::RAW) {
+            // Is the pool's authorizer still there? It reports any statement prepared.
+            cell.take();
+            drop(c.prepare("SELECT 1").map_err(map_err)?);
+            // What raw SQL assigned is then already in `effects`. If the closure replaced it,
+            // the wing knows nothing of what ran meanwhile: it installs it again, forgets what
+            // its statement cache learnt without it, and compares every restorable pragma.
+            if !cell.take().has(Effects::SEEN) {
+                install_authorizer(c, &cell)?;
+                self.stmts.clear();
+                pragmas = (0..crate::sqlite_family::session::RESTORABLE.len()).collect();
+            }
+            install_busy_handler(c)?;
+            self.progress.reinstall(c)?;
+            fresh.restore_connection(c)?;
+            c.set_prepared_statement_cache_capacity(capacity);
+        } else if effects
+            .pragmas()
+            .any(|i| crate::sqlite_family::session::RESTORABLE[i] == "busy_timeout")
+        {
+            install_busy_handler(c)?;
         }
-        c.set_prepared_statement_cache_capacity(opts.statement_cache_capacity);
-        self.progress = ProgressState::install(c)?;
-        Ok(())
+        fresh.restore_pragmas(c, pragmas.into_iter(), level)?;
+        let clean = !effects.needs_state_check() || fresh.state_is_fresh(c)?;
+        // What the restore itself ran is not a borrower's change.
+        cell.take();
+        Ok(clean)
     }
 
     pub(super) fn conn_mut(&mut self) -> Result<&mut Connection> {
@@ -268,7 +296,7 @@ impl SqliteConn {
         let r = self
             .dispatch(
                 deadline,
-                s.readonly,
+                s.restartable,
                 syncs,
                 Some(&s.slow),
                 |c| op(c, s, p),
@@ -313,19 +341,27 @@ impl SqliteConn {
         if !self.conn_mut()?.is_autocommit() {
             return Err(broken());
         }
-        // Settings are restored; attached databases and temporary objects cannot be, so the
-        // connection is discarded (an in-memory database lives on in the pool's keeper).
-        match std::mem::replace(&mut self.session, Session::Untouched) {
-            Session::Untouched => Ok(()),
-            Session::Settings => self.restore_settings().inspect_err(|_| self.broken = true),
-            Session::State => {
-                self.broken = true;
-                Err(SqlMiddlewareDbError::new(
-                    crate::error::ErrorKind::ConnectionLost,
-                    "this SQLite connection attached a database or made temporary objects; it is discarded",
-                ))
-            }
+        // Settings are restored; attached databases and temporary objects cannot be, so a
+        // connection that holds any is discarded (an in-memory database lives on in the pool's
+        // keeper).
+        let effects = std::mem::take(&mut self.session)
+            .with(self.cell.take())
+            .lasting();
+        if effects == Effects::NONE {
+            return Ok(());
         }
+        let clean = !effects.discards()
+            && self
+                .restore_session(effects)
+                .inspect_err(|_| self.broken = true)?;
+        if !clean {
+            self.broken = true;
+            return Err(SqlMiddlewareDbError::new(
+                crate::error::ErrorKind::ConnectionLost,
+                "this SQLite connection holds session state a fresh one lacks (an attached database, temporary objects, or a setting the pool cannot put back); it is discarded",
+            ));
+        }
+        Ok(())
     }
 
     /// Raw access to the rusqlite connection, run like a script: on the blocking pool unless the
@@ -339,6 +375,7 @@ impl SqliteConn {
     {
         let deadline = self.deadline.take();
         self.raw().await?;
+        let progress = Arc::clone(&self.progress);
         self.dispatch_blocking(deadline, move |c| {
             let was_autocommit = c.is_autocommit();
             let r = f(c).map_err(map_err);
@@ -346,6 +383,11 @@ impl SqliteConn {
             if r.is_err() && was_autocommit && !c.is_autocommit() {
                 let _ = c.execute_batch("ROLLBACK");
             }
+            // The rest of this checkout relies on the pool's busy and progress handlers
+            // (lock waits off the async threads, time limits); the rest is settled when the
+            // connection goes back.
+            install_busy_handler(c)?;
+            progress.reinstall(c)?;
             r
         })
         .await
@@ -375,14 +417,16 @@ impl Wing for SqliteConn {
             TranslationMode::Off => sql.into(),
         };
         let owned = translated.clone();
+        let cell = Arc::clone(&self.cell);
+        let moved = Arc::clone(&cell);
         let stmt = self
             .dispatch(
                 deadline,
                 true,
                 false,
                 None,
-                |c| SqliteStmt::describe(c, translated),
-                move || move |c: &mut Connection| SqliteStmt::describe(c, owned),
+                |c| SqliteStmt::describe(c, translated, &cell),
+                move || move |c: &mut Connection| SqliteStmt::describe(c, owned, &moved),
             )
             .await?;
         let stmt = Arc::new(stmt);
@@ -456,17 +500,20 @@ impl Wing for SqliteConn {
         let wrap = !in_tx
             && autocommit
             && !crate::sql::has_transaction_control(sql, crate::sql::Dialect::Sqlite);
-        if crate::sql::changes_schema(sql, crate::sql::Dialect::Sqlite) {
-            // Describe statements again after DDL; SQLite re-prepares its own.
-            self.stmts.clear();
-        }
-        self.note_session(crate::sql::session_change(sql, crate::sql::Dialect::Sqlite));
         let sql = sql.to_owned();
         let before = self.exec;
         let r = self
             .dispatch_blocking(deadline, move |c| run_batch(c, &sql, wrap))
             .await;
         crate::telemetry::sqlite_exec(before, self.exec);
+        // The authorizer saw each statement of the script as SQLite prepared it, the ones that
+        // ran before a failure included.
+        let seen = self.cell.take();
+        if seen.has(Effects::SCHEMA) {
+            // Describe statements again after DDL; SQLite re-prepares its own.
+            self.stmts.clear();
+        }
+        self.note_session(seen.lasting());
         r
     }
 
@@ -551,9 +598,9 @@ impl Wing for SqliteConn {
         self.deadline.take()
     }
 
-    /// Raw access may change any setting: the pool restores its configuration on recycle.
+    /// Raw access may change anything: the pool checks and restores the session on recycle.
     async fn raw(&mut self) -> Result<&Connection> {
-        self.note_session(Session::Settings);
+        self.note_session(Effects(Effects::RAW));
         self.conn_mut().map(|c| &*c)
     }
 }

@@ -32,6 +32,12 @@ fn classify(err: &rusqlite::Error) -> (ErrorKind, Option<String>, String) {
                 // connection committed: SQLite refuses at once (waiting cannot help), as Turso
                 // does with `BusySnapshot`. Retrying the whole transaction is the cure.
                 ffi::SQLITE_BUSY_SNAPSHOT => ErrorKind::SerializationFailure,
+                // A plain BUSY the busy handler never gave up on: SQLite refused at once,
+                // without calling it, because this connection's transaction holds a read
+                // snapshot and another connection holds the write lock (waiting would
+                // deadlock). Only restarting the transaction helps. The crate's busy handler
+                // says whether it was called (`busy::gave_up`).
+                ffi::SQLITE_BUSY if !super::busy::gave_up() => ErrorKind::SerializationFailure,
                 _ => match e.code {
                     ErrorCode::ConstraintViolation => ErrorKind::ConstraintViolation,
                     ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => ErrorKind::Busy,
@@ -43,17 +49,20 @@ fn classify(err: &rusqlite::Error) -> (ErrorKind, Option<String>, String) {
                 },
             };
             let message = match (kind, e.code) {
-                // SQLite waits up to the busy timeout only where waiting can help; a deferred
-                // transaction that cannot upgrade to a writer gets BUSY at once. The message
-                // claims neither.
+                // The busy handler waited the busy timeout (or the call's time limit) in vain.
                 (ErrorKind::Busy, ErrorCode::DatabaseBusy) => format!(
-                    "{text}: another connection holds a conflicting lock (SQLite waits up to busy_timeout where waiting can help, and refuses at once where it cannot); retry, begin write transactions with begin(), or raise busy_timeout"
+                    "{text}: another connection held a conflicting lock for the whole busy timeout; retry later, or raise busy_timeout if such waits are expected"
                 ),
                 (ErrorKind::Busy, _) => format!(
                     "{text}: a table is locked by another statement or connection sharing this database's cache; finish or reset that statement first"
                 ),
+                (ErrorKind::SerializationFailure, _) if e.extended_code == ffi::SQLITE_BUSY => {
+                    format!(
+                        "{text}: this transaction read the database and now wants to write while another connection holds the write lock; SQLite refuses at once, since waiting cannot help: roll back and restart the transaction (begin() takes the write lock up front and avoids this)"
+                    )
+                }
                 (ErrorKind::SerializationFailure, _) => format!(
-                    "{text}: this transaction read data that another connection has since changed, so it cannot write; retry the whole transaction (begin() takes the write lock up front and avoids this)"
+                    "{text}: this transaction read data that another connection has since changed, so it cannot write; roll back and restart the transaction (begin() takes the write lock up front and avoids this)"
                 ),
                 _ => text,
             };

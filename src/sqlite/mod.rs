@@ -2,8 +2,9 @@
 //!
 //! The same file set as every wing — `config` (settings, manager, pool), `conn` (the
 //! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bench`, `bulk` — plus
-//! SQLite's extras: `offload` (the execution model: inline or on the blocking pool) and `busy`
-//! (lock waits off the async threads).
+//! SQLite's extras: `offload` (the execution model: inline or on the blocking pool), `busy`
+//! (lock waits off the async threads) and `session` (what statements do to the session, from
+//! the engine's authorizer).
 
 pub(crate) mod bench;
 pub(crate) mod bulk;
@@ -14,6 +15,7 @@ pub(crate) mod error;
 pub(crate) mod offload;
 pub(crate) mod params;
 pub(crate) mod rows;
+pub(crate) mod session;
 pub(crate) mod stmt;
 pub(crate) mod stream;
 

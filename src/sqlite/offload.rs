@@ -32,7 +32,13 @@ const PROGRESS_OPS: i32 = 1000;
 impl ProgressState {
     pub(crate) fn install(conn: &Connection) -> Result<Arc<Self>> {
         let state = Arc::new(ProgressState::default());
-        let st = Arc::clone(&state);
+        state.reinstall(conn)?;
+        Ok(state)
+    }
+
+    /// Installs the handler of this state on `conn` again (raw access may have replaced it).
+    pub(crate) fn reinstall(self: &Arc<Self>, conn: &Connection) -> Result<()> {
+        let st = Arc::clone(self);
         conn.progress_handler(
             PROGRESS_OPS,
             Some(move || {
@@ -58,8 +64,7 @@ impl ProgressState {
                 false
             }),
         )
-        .map_err(super::error::map_err)?;
-        Ok(state)
+        .map_err(super::error::map_err)
     }
 
     fn arm(&self, budget: Duration, may_interrupt: bool) {
@@ -327,7 +332,16 @@ impl SqliteConn {
                 }
                 return Ok(Inline::Restart);
             }
-            if e.kind() == ErrorKind::Busy && tx_intact && self.busy_ms() > 0 {
+            // A lock the inline attempt could not wait for; or one SQLite refused at once
+            // outside any transaction (a race with another connection's checkpoint or
+            // recovery), which passes: both are tried again on the blocking pool.
+            let refused_outside_tx = e.kind() == ErrorKind::SerializationFailure
+                && e.driver_code() == Some("5")
+                && was_autocommit
+                && conn.is_autocommit();
+            if (e.kind() == ErrorKind::Busy && tx_intact || refused_outside_tx)
+                && self.busy_ms() > 0
+            {
                 return Ok(Inline::Restart);
             }
         }

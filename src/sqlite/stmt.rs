@@ -11,8 +11,10 @@ use super::rows::describe;
 use crate::contract::WingStmt;
 use crate::error::Result;
 use crate::results::Columns;
-use crate::sql::Session;
 use crate::sqlite_family::columns::Described;
+use crate::sqlite_family::session::Effects;
+
+use super::session::SessionCell;
 
 /// A statement prepared on a SQLite connection. The engine statement itself lives in rusqlite's
 /// per-connection cache, keyed by `sql`.
@@ -21,12 +23,17 @@ pub(crate) struct SqliteStmt {
     /// The SQL as the engine runs it (after translation).
     pub(super) sql: Box<str>,
     pub(super) desc: Arc<Described>,
-    /// The statement does not write: it may be interrupted and re-run elsewhere.
+    /// The statement does not write the database (`sqlite3_stmt_readonly`).
     pub(super) readonly: bool,
+    /// It may be interrupted and re-run elsewhere: it neither writes, nor controls
+    /// transactions, nor attaches databases.
+    pub(super) restartable: bool,
     /// It changes rows, so `changes()` counts its rows.
     pub(super) dml: bool,
-    /// What running it changes in the connection's session (`PRAGMA x = …`, `ATTACH`, …).
-    pub(super) session: Session,
+    /// What running it changes in the connection's session (`PRAGMA x = …`, `ATTACH`,
+    /// temporary objects, …), as SQLite's authorizer reported it when the statement was
+    /// prepared.
+    pub(super) session: Effects,
     /// SQLite's re-prepare count when `desc` was read.
     pub(super) reprepares: i32,
     /// The schema changed since: the connection's cache describes the statement again.
@@ -50,16 +57,34 @@ impl WingStmt for SqliteStmt {
 }
 
 impl SqliteStmt {
-    /// Prepares `sql` on `c` (into rusqlite's statement cache) and describes it.
-    pub(super) fn describe(c: &mut Connection, sql: Box<str>) -> Result<SqliteStmt> {
-        let st = c.prepare_cached(&sql).map_err(map_err)?;
+    /// Prepares `sql` on `c` (into rusqlite's statement cache) and describes it, with what the
+    /// connection's authorizer (`cell`) reported while SQLite prepared it.
+    pub(super) fn describe(
+        c: &mut Connection,
+        sql: Box<str>,
+        cell: &SessionCell,
+    ) -> Result<SqliteStmt> {
+        // What the authorizer saw before belongs to the checkout, not to this statement: it
+        // stays in the cell.
+        let before = cell.take();
+        let st = c.prepare_cached(&sql);
+        let mut effects = cell.take();
+        if st.is_ok() && !effects.has(Effects::SEEN) {
+            // rusqlite's cache still held the statement, so SQLite did not prepare it now:
+            // prepare it once more, uncached, to hear what it does.
+            drop(c.prepare(&sql));
+            effects = cell.take();
+        }
+        cell.add(before.with(effects));
+        let st = st.map_err(map_err)?;
         let desc = Arc::new(describe(&st));
         let readonly = st.readonly();
         let reprepares = st.get_status(rusqlite::StatementStatus::RePrepare);
         drop(st);
         Ok(SqliteStmt {
             dml: crate::sql::is_dml(&sql, crate::sql::Dialect::Sqlite),
-            session: crate::sql::session_change(&sql, crate::sql::Dialect::Sqlite),
+            restartable: readonly && !effects.has(Effects::TX | Effects::ATTACH),
+            session: effects.lasting(),
             sql,
             desc,
             readonly,

@@ -9,6 +9,7 @@
 //! - [`bulk`]: rows per multi-row `INSERT` of a bulk load.
 //! - [`busy`]: the busy-wait schedule.
 //! - [`sql`]: SQLite's parameter syntax and one-statement checks, through the SQL scanner.
+//! - [`session`]: what statements do to a connection's session, as the engine reports it.
 //!
 //! Compiled only with the `sqlite` or `turso` feature; it imports the core only.
 
@@ -16,6 +17,8 @@ pub(crate) mod bulk;
 pub(crate) mod busy;
 pub(crate) mod columns;
 pub(crate) mod errors;
+#[cfg(feature = "sqlite")]
+pub(crate) mod session;
 #[cfg(feature = "turso")]
 pub(crate) mod sql;
 pub(crate) mod storable;

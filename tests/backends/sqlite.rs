@@ -420,3 +420,527 @@ async fn raw_access_keeps_the_connections_prepared_statements() {
     assert_eq!(on, 0, "query_only is restored for the next borrower");
     c.query("INSERT INTO t VALUES (2)").dml().await.unwrap();
 }
+
+// ---- the session a borrower leaves behind, as the engine reports it ----
+
+/// A pool of one connection on a private in-memory database, with a table `t` and a table
+/// `log` (the next borrower gets the same connection back unless it was discarded).
+async fn one_connection_pool() -> ConfigAndPool {
+    let db = ConfigAndPool::sqlite_memory()
+        .max_size(1)
+        .build()
+        .await
+        .unwrap();
+    let mut c = db.get_connection().await.unwrap();
+    c.execute_batch(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE); CREATE TABLE log (id INTEGER)",
+    )
+    .await
+    .unwrap();
+    db
+}
+
+/// Reads one integer.
+async fn int_of(c: &mut MiddlewarePoolConnection, sql: &str) -> i64 {
+    let (v,): (i64,) = c
+        .query(sql)
+        .one()
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    v
+}
+
+/// Per-connection pragmas beyond the four the pool configures, each with the query that shows
+/// its value (`case_sensitive_like` cannot be read: `LIKE` shows it).
+const LEAKY_PRAGMAS: [(&str, &str); 8] = [
+    ("PRAGMA cache_size = 123", "PRAGMA cache_size"),
+    ("PRAGMA recursive_triggers = 1", "PRAGMA recursive_triggers"),
+    ("PRAGMA case_sensitive_like = 1", "SELECT 'a' LIKE 'A'"),
+    ("PRAGMA automatic_index = 0", "PRAGMA automatic_index"),
+    ("PRAGMA temp_store = 2", "PRAGMA temp_store"),
+    (
+        "PRAGMA reverse_unordered_selects = 1",
+        "PRAGMA reverse_unordered_selects",
+    ),
+    ("PRAGMA main.cache_size(77)", "PRAGMA cache_size"),
+    (
+        "PRAGMA ignore_check_constraints = true",
+        "PRAGMA ignore_check_constraints",
+    ),
+];
+
+/// Every pragma a borrower assigns, through `query`, `prepare` and `execute_batch`, is the
+/// fresh connection's value again for the next borrower (found: only `foreign_keys`,
+/// `synchronous`, `query_only` and the busy handler were put back).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pragmas_a_borrower_sets_never_reach_the_next_one() {
+    let _group = groups::enter("sqlite");
+    let db = one_connection_pool().await;
+    let mut leaked = Vec::new();
+    let mut cases = 0;
+    for (set, read) in LEAKY_PRAGMAS {
+        let fresh = int_of(&mut db.get_connection().await.unwrap(), read).await;
+        for path in ["query", "prepare", "execute_batch"] {
+            let mut c = db.get_connection().await.unwrap();
+            match path {
+                "query" => drop(c.query(set).dml().await.unwrap()),
+                "prepare" => drop(c.prepare(set).await.unwrap().dml(&[]).await.unwrap()),
+                _ => c.execute_batch(set).await.unwrap(),
+            }
+            let changed = int_of(&mut c, read).await;
+            assert_ne!(changed, fresh, "{set} via {path} took no effect");
+            drop(c);
+            cases += 1;
+            let seen = int_of(&mut db.get_connection().await.unwrap(), read).await;
+            if seen != fresh {
+                leaked.push(format!("{set} via {path}: {seen} (fresh {fresh})"));
+            }
+        }
+    }
+    println!(
+        "sqlite_pragmas cases={cases} leaked={} created={}",
+        leaked.len(),
+        db.stats().created
+    );
+    assert!(leaked.is_empty(), "pragmas leaked: {leaked:#?}");
+}
+
+/// Temporary objects made in forms a text scanner reads differently from the engine
+/// (schema-qualified, quoted, `IF NOT EXISTS`, inside a script) never reach the next borrower.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn temporary_objects_in_any_form_stay_with_their_checkout() {
+    let _group = groups::enter("sqlite");
+    let db = one_connection_pool().await;
+    let forms = [
+        ("query", "CREATE TABLE temp.x1 (a INTEGER)"),
+        (
+            "query",
+            "CREATE TABLE IF NOT EXISTS \"temp\".\"x2\" (a INTEGER)",
+        ),
+        ("prepare", "CREATE VIEW temp.v1 AS SELECT 1 AS one"),
+        (
+            "execute_batch",
+            "INSERT INTO log VALUES (0); CREATE TRIGGER temp.tr1 AFTER INSERT ON main.t BEGIN SELECT 1; END",
+        ),
+        (
+            "execute_batch",
+            "CREATE TEMP TABLE IF NOT EXISTS x3 (a); CREATE INDEX temp.ix3 ON x3 (a)",
+        ),
+    ];
+    let mut leaked = Vec::new();
+    for (path, sql) in forms {
+        let mut c = db.get_connection().await.unwrap();
+        match path {
+            "query" => drop(c.query(sql).dml().await.unwrap()),
+            "prepare" => drop(c.prepare(sql).await.unwrap().dml(&[]).await.unwrap()),
+            _ => c.execute_batch(sql).await.unwrap(),
+        }
+        let made = int_of(&mut c, "SELECT count(*) FROM temp.sqlite_master").await;
+        assert!(made > 0, "{sql}: no temporary object was made");
+        drop(c);
+        let left = int_of(
+            &mut db.get_connection().await.unwrap(),
+            "SELECT count(*) FROM temp.sqlite_master",
+        )
+        .await;
+        if left != 0 {
+            leaked.push(format!("{path}: {sql} ({left} objects)"));
+        }
+    }
+    println!(
+        "sqlite_temp_forms forms={} leaked={}",
+        forms.len(),
+        leaked.len()
+    );
+    assert!(leaked.is_empty(), "temporary objects leaked: {leaked:#?}");
+}
+
+/// A temporary trigger on a main table, made by one borrower, never fires on the next
+/// borrower's writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_borrowers_temporary_trigger_never_fires_for_the_next_one() {
+    let _group = groups::enter("sqlite");
+    let db = one_connection_pool().await;
+    let mut c = db.get_connection().await.unwrap();
+    c.execute_batch(
+        "CREATE TRIGGER \"temp\".audit AFTER INSERT ON main.t BEGIN INSERT INTO main.log VALUES (NEW.id); END",
+    )
+    .await
+    .unwrap();
+    c.query("INSERT INTO t (id) VALUES (1)")
+        .dml()
+        .await
+        .unwrap();
+    assert_eq!(int_of(&mut c, "SELECT count(*) FROM log").await, 1);
+    drop(c);
+    let mut next = db.get_connection().await.unwrap();
+    next.query("INSERT INTO t (id) VALUES (2)")
+        .dml()
+        .await
+        .unwrap();
+    let fired = int_of(&mut next, "SELECT count(*) FROM log WHERE id = 2").await;
+    println!("sqlite_temp_trigger fired_for_next_borrower={fired}");
+    assert_eq!(fired, 0, "the previous borrower's temporary trigger fired");
+}
+
+/// What raw access leaves behind (temporary tables, attached databases, a replaced
+/// authorizer, hooks, connection flags, pragmas) never reaches the next borrower.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_access_leaves_nothing_for_the_next_borrower() {
+    use sql_middleware::drivers::rusqlite::config::DbConfig;
+    use sql_middleware::drivers::rusqlite::hooks::Authorization;
+    let _group = groups::enter("sqlite");
+    let db = one_connection_pool().await;
+    let commits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut c = db.get_connection().await.unwrap();
+    let seen = Arc::clone(&commits);
+    c.with_blocking_sqlite(move |raw| {
+        raw.execute_batch("CREATE TEMP TABLE r1 (a); ATTACH ':memory:' AS aux")?;
+        raw.authorizer(Some(
+            |_: sql_middleware::drivers::rusqlite::hooks::AuthContext<'_>| Authorization::Allow,
+        ))?;
+        raw.execute_batch("PRAGMA recursive_triggers = 1; CREATE TEMP VIEW rv AS SELECT 1")?;
+        raw.commit_hook(Some(move || {
+            seen.fetch_add(1, Ordering::Relaxed);
+            false
+        }))?;
+        raw.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false)?;
+        Ok(())
+    })
+    .await
+    .unwrap();
+    drop(c);
+    let mut next = db.get_connection().await.unwrap();
+    let mut leaked = Vec::new();
+    let temp = int_of(&mut next, "SELECT count(*) FROM temp.sqlite_master").await;
+    if temp != 0 {
+        leaked.push(format!("{temp} temporary objects"));
+    }
+    let attached = int_of(
+        &mut next,
+        "SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')",
+    )
+    .await;
+    if attached != 0 {
+        leaked.push(format!("{attached} attached databases"));
+    }
+    if int_of(&mut next, "PRAGMA recursive_triggers").await != 0 {
+        leaked.push("recursive_triggers".to_owned());
+    }
+    let before = commits.load(Ordering::Relaxed);
+    next.execute_batch(
+        "CREATE TRIGGER copy AFTER INSERT ON t BEGIN INSERT INTO log VALUES (NEW.id); END",
+    )
+    .await
+    .unwrap();
+    next.query("INSERT INTO t (id) VALUES (5)")
+        .dml()
+        .await
+        .unwrap();
+    if commits.load(Ordering::Relaxed) != before {
+        leaked.push("the commit hook".to_owned());
+    }
+    if int_of(&mut next, "SELECT count(*) FROM log").await != 1 {
+        leaked.push("triggers disabled".to_owned());
+    }
+    // The authorizer the pool installs is back: what this borrower does is seen again.
+    next.query("CREATE TEMP TABLE after_raw (a)")
+        .dml()
+        .await
+        .unwrap();
+    drop(next);
+    let temp = int_of(
+        &mut db.get_connection().await.unwrap(),
+        "SELECT count(*) FROM temp.sqlite_master",
+    )
+    .await;
+    if temp != 0 {
+        leaked.push("a temporary table made after raw access".to_owned());
+    }
+    println!("sqlite_raw_leftovers checks=6 leaked={}", leaked.len());
+    assert!(leaked.is_empty(), "raw access leaked: {leaked:?}");
+}
+
+/// A deferred transaction that read, then tries to write while another connection holds the
+/// write lock, is refused by SQLite at once (no busy wait can help): that is a
+/// `SerializationFailure` that says to restart the transaction, not `Busy`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflict_refused_at_once_is_a_serialization_failure() {
+    let _group = groups::enter("sqlite");
+    let dir = TempDir::new("at_once");
+    let a = ConfigAndPool::sqlite(db_file(&dir))
+        .max_size(1)
+        .busy_timeout(Duration::from_millis(2_000))
+        .build()
+        .await
+        .unwrap();
+    let b = ConfigAndPool::sqlite(db_file(&dir))
+        .max_size(1)
+        .build()
+        .await
+        .unwrap();
+    let mut ca = a.get_connection().await.unwrap();
+    ca.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY); INSERT INTO t VALUES (1)")
+        .await
+        .unwrap();
+    ca.query("BEGIN").dml().await.unwrap();
+    assert_eq!(int_of(&mut ca, "SELECT count(*) FROM t").await, 1);
+    let mut cb = b.get_connection().await.unwrap();
+    let mut tx = cb.begin().await.unwrap();
+    tx.query("INSERT INTO t VALUES (2)").dml().await.unwrap();
+    let t = Instant::now();
+    let e = ca
+        .query("INSERT INTO t VALUES (3)")
+        .dml()
+        .await
+        .unwrap_err();
+    let took = t.elapsed();
+    println!(
+        "sqlite_at_once kind={:?} waited_ms={}",
+        e.kind(),
+        took.as_millis()
+    );
+    assert_eq!(e.kind(), ErrorKind::SerializationFailure, "{e}");
+    assert!(
+        took < Duration::from_millis(1_000),
+        "refused at once: {took:?}"
+    );
+    assert!(e.message().contains("restart"), "{e}");
+    assert!(!e.message().contains("busy_timeout"), "{e}");
+    assert!(e.is_retryable());
+    tx.commit().await.unwrap();
+}
+
+/// An ordinary statement error, at prepare, bind or step and with every terminal, never
+/// costs a connection: the pool statistics show none discarded and none created anew.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ordinary_statement_errors_never_cost_a_connection() {
+    use futures::TryStreamExt;
+    let _group = groups::enter("sqlite");
+    let db = one_connection_pool().await;
+    let mut c = db.get_connection().await.unwrap();
+    c.query("INSERT INTO t (id, name) VALUES (1, 'a')")
+        .dml()
+        .await
+        .unwrap();
+    let mut failures = 0;
+    let mut fail = |r: Result<(), SqlMiddlewareDbError>, what: &str| {
+        assert!(r.is_err(), "{what} should fail");
+        failures += 1;
+    };
+    // Prepare errors.
+    fail(c.query("SELEC 1").select().await.map(drop), "select syntax");
+    fail(
+        c.query("SELECT nope FROM t").dml().await.map(drop),
+        "dml unknown column",
+    );
+    // Bind errors.
+    fail(
+        c.query("SELECT $1")
+            .params(&[])
+            .one::<(i64,)>()
+            .await
+            .map(drop),
+        "one parameter count",
+    );
+    fail(
+        c.query("SELECT $1")
+            .params(&[1.into(), 2.into()])
+            .optional::<(i64,)>()
+            .await
+            .map(drop),
+        "optional parameter count",
+    );
+    // Step errors.
+    fail(
+        c.query("INSERT INTO t (id, name) VALUES (2, 'a')")
+            .dml()
+            .await
+            .map(drop),
+        "dml unique",
+    );
+    fail(
+        c.query("SELECT abs(-9223372036854775807 - 1)")
+            .select()
+            .await
+            .map(drop),
+        "select overflow",
+    );
+    // Statements that would have made temporary objects or attached a database, had they
+    // not failed: nothing is left to discard.
+    fail(
+        c.query("CREATE TEMP TABLE tt AS SELECT nope FROM t")
+            .dml()
+            .await
+            .map(drop),
+        "temp table from an unknown column",
+    );
+    fail(
+        c.execute_batch("CREATE TEMP VIEW tv AS SELECT 1; SELEC")
+            .await,
+        "script with a temp view, then a syntax error",
+    );
+    fail(
+        c.query("ATTACH ':memory:' AS main").dml().await.map(drop),
+        "attach under a name in use",
+    );
+    fail(
+        c.query("SELECT name FROM t")
+            .all::<(i64,)>()
+            .await
+            .map(drop),
+        "all decode",
+    );
+    fail(
+        c.query("SELECT id FROM t WHERE id = 99")
+            .one::<(i64,)>()
+            .await
+            .map(drop),
+        "one none",
+    );
+    let p1 = [RowValues::Int(10), RowValues::Text("z".into())];
+    let p2 = [RowValues::Int(11), RowValues::Text("a".into())];
+    fail(
+        c.pipeline("INSERT INTO t (id, name) VALUES ($1, $2)", &[&p1, &p2])
+            .await
+            .map(drop),
+        "pipeline unique",
+    );
+    let streamed: Result<Vec<(i64,)>, _> = c
+        .query("SELECT CASE WHEN id > 0 THEN abs(-9223372036854775807 - 1) END FROM t")
+        .stream::<(i64,)>()
+        .try_collect()
+        .await;
+    fail(streamed.map(drop), "stream overflow");
+    fail(
+        c.execute_batch("INSERT INTO log VALUES (1); INSERT INTO t (id, name) VALUES (3, 'a')")
+            .await,
+        "execute_batch unique",
+    );
+    fail(
+        c.execute_batch("INSERT INTO log VALUES (1); SELEC").await,
+        "execute_batch syntax",
+    );
+    fail(
+        c.bulk_insert(
+            "t",
+            &["id", "name"],
+            [
+                vec![RowValues::Int(20), RowValues::Text("q".into())],
+                vec![RowValues::Int(21), RowValues::Text("a".into())],
+            ],
+        )
+        .await
+        .map(drop),
+        "bulk_insert unique",
+    );
+    let mut st = c
+        .prepare("INSERT INTO t (id, name) VALUES ($1, $2)")
+        .await
+        .unwrap();
+    fail(st.dml(&p2).await.map(drop), "prepared dml unique");
+    drop(st);
+    let mut tx = c.begin().await.unwrap();
+    fail(
+        tx.query("INSERT INTO t (id, name) VALUES (30, 'a')")
+            .dml()
+            .await
+            .map(drop),
+        "tx dml unique",
+    );
+    drop(tx);
+    // Still usable, and still the only connection.
+    assert_eq!(int_of(&mut c, "SELECT count(*) FROM t").await, 1);
+    drop(c);
+    let mut again = db.get_connection().await.unwrap();
+    assert_eq!(int_of(&mut again, "SELECT count(*) FROM log").await, 0);
+    drop(again);
+    let s = db.stats();
+    println!(
+        "sqlite_errors_keep_connection failures={failures} created={} discarded={}",
+        s.created, s.discarded
+    );
+    assert_eq!(
+        (s.created, s.discarded),
+        (1, 0),
+        "a connection was discarded"
+    );
+}
+
+/// A statement keeps what SQLite reported when it was prepared: run again from the
+/// connection's statement caches (the middleware's, or rusqlite's, filled by raw access), its
+/// pragma assignment is still put back for the next borrower.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_statements_keep_their_session_effects() {
+    let _group = groups::enter("sqlite");
+    const SET: &str = "PRAGMA recursive_triggers = 1";
+    const READ: &str = "PRAGMA recursive_triggers";
+    let db = one_connection_pool().await;
+    // Only prepared into rusqlite's cache by raw access, never run there.
+    let mut c = db.get_connection().await.unwrap();
+    c.with_blocking_sqlite(|raw| raw.prepare_cached(SET).map(drop))
+        .await
+        .unwrap();
+    drop(c);
+    let mut leaked = 0;
+    for round in 0..3 {
+        let mut c = db.get_connection().await.unwrap();
+        c.query(SET).dml().await.unwrap();
+        assert_eq!(int_of(&mut c, READ).await, 1, "round {round}: no effect");
+        drop(c);
+        if int_of(&mut db.get_connection().await.unwrap(), READ).await != 0 {
+            leaked += 1;
+        }
+    }
+    let s = db.stats();
+    println!(
+        "sqlite_cached_effects rounds=3 leaked={leaked} created={} discarded={}",
+        s.created, s.discarded
+    );
+    assert_eq!(
+        leaked, 0,
+        "a cached statement's pragma reached the next borrower"
+    );
+    assert_eq!(s.discarded, 0, "a restorable pragma costs no connection");
+}
+
+async fn journal_mode(c: &mut MiddlewarePoolConnection) -> String {
+    let (m,): (String,) = c.query("PRAGMA journal_mode").one().await.unwrap();
+    m
+}
+
+/// Assigning `journal_mode` the mode the pool set already (a common start-up line) costs no
+/// connection; another mode never reaches the next borrower.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn journal_mode_assignments_are_compared_with_a_fresh_connection() {
+    let _group = groups::enter("sqlite");
+    let dir = TempDir::new("journal_mode");
+    let db = ConfigAndPool::sqlite(db_file(&dir))
+        .max_size(1)
+        .build()
+        .await
+        .unwrap();
+    let mut c = db.get_connection().await.unwrap();
+    c.execute_batch("PRAGMA journal_mode = WAL").await.unwrap();
+    drop(c);
+    let kept = db.stats().discarded;
+    let mut c = db.get_connection().await.unwrap();
+    let (_,): (String,) = c.query("PRAGMA journal_mode = DELETE").one().await.unwrap();
+    assert_eq!(
+        journal_mode(&mut c).await,
+        "delete",
+        "the assignment took no effect"
+    );
+    drop(c);
+    let seen = journal_mode(&mut db.get_connection().await.unwrap()).await;
+    let s = db.stats();
+    println!(
+        "sqlite_journal_mode same_mode_discarded={kept} other_mode_next_borrower={seen} discarded={}",
+        s.discarded
+    );
+    assert_eq!(kept, 0, "assigning the pool's own mode cost the connection");
+    assert_eq!(
+        seen, "wal",
+        "another journal mode reached the next borrower"
+    );
+}

@@ -282,8 +282,8 @@ pub async fn check_idle(conn: &mut MiddlewarePoolConnection, kind: Kind) -> Resu
 }
 
 /// A stable identity of the physical connection behind `conn`, when the backend offers one:
-/// Postgres' backend pid; on SQLite an id marked in the connection's own `cache_size` (which
-/// only that connection sees). `None` on Turso (no connection-local state the API can show).
+/// Postgres' backend pid; on SQLite an id marked in the connection's own statement cache
+/// (which only that connection has). `None` on Turso (no connection-local state the API can show).
 pub async fn conn_identity(conn: &mut MiddlewarePoolConnection, kind: Kind) -> Option<i64> {
     match kind {
         Kind::Postgres => conn
@@ -293,20 +293,27 @@ pub async fn conn_identity(conn: &mut MiddlewarePoolConnection, kind: Kind) -> O
             .ok()
             .map(|r| r.0),
         Kind::Sqlite => {
-            // A mark in `cache_size`: a per-connection setting that the pool neither configures
-            // nor restores (a temporary table would do, but one makes the pool discard the
-            // connection, which is what this identity has to detect).
-            const BASE: i64 = -1_000_000;
-            let (size,): (i64,) = conn.query("PRAGMA cache_size").one().await.ok()?;
-            if size < BASE {
-                return Some(BASE - size);
-            }
+            // A mark in the connection's prepared-statement cache, which the pool keeps (it is
+            // no part of the session: a fresh connection's cache differs only in speed). The
+            // statement is run N times when first prepared on a connection, N unique in the
+            // process; its run count then names the connection. (Settings are no mark: the
+            // pool puts every one back, and discards a connection holding temporary objects.)
             static NEXT: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1);
-            let v = NEXT.fetch_add(1, Ordering::Relaxed);
-            conn.execute_batch(&format!("PRAGMA cache_size = {}", BASE - v))
-                .await
-                .ok()?;
-            Some(v)
+            conn.with_blocking_sqlite(|raw| {
+                use sql_middleware::drivers::rusqlite::StatementStatus;
+                let mut st = raw.prepare_cached("SELECT 'sqlmw-connection-identity'")?;
+                let runs = i64::from(st.get_status(StatementStatus::Run));
+                if runs > 0 {
+                    return Ok(runs);
+                }
+                let v = NEXT.fetch_add(1, Ordering::Relaxed);
+                for _ in 0..v {
+                    st.query_row([], |_| Ok(()))?;
+                }
+                Ok(v)
+            })
+            .await
+            .ok()
         }
         Kind::Turso => None,
     }
