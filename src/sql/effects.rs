@@ -40,7 +40,8 @@ fn is_any(w: Option<&&str>, set: &[&str]) -> bool {
 }
 
 /// SQLite pragmas whose assignment SQLite refuses or ignores inside a transaction.
-const SQLITE_PRAGMAS_OUTSIDE_TX: [&str; 3] = ["foreign_keys", "journal_mode", "synchronous"];
+const SQLITE_PRAGMAS_OUTSIDE_TX: [&str; 4] =
+    ["foreign_keys", "journal_mode", "synchronous", "temp_store"];
 
 /// `PRAGMA [schema.]name`: the pragma's name and whether the statement assigns it (`= value` or
 /// `(value)`).
