@@ -10,6 +10,10 @@ use crate::sqlite_family::errors::classify_message;
 pub(crate) fn map_err(err: turso::Error) -> SqlMiddlewareDbError {
     use turso::Error as E;
     let (kind, code) = match &err {
+        // Turso reports "SQL statements in progress" (a statement of this same connection, such
+        // as one left part-way through raw access, still runs) as busy, but no wait helps: only
+        // finishing or resetting that statement does.
+        E::Busy(m) if m.contains("statements in progress") => (ErrorKind::TransactionState, "Busy"),
         E::Busy(_) => (ErrorKind::Busy, "Busy"),
         E::BusySnapshot(_) => (ErrorKind::SerializationFailure, "BusySnapshot"),
         E::Interrupt(_) => (ErrorKind::Interrupted, "Interrupt"),
@@ -45,8 +49,14 @@ pub(crate) fn map_err(err: turso::Error) -> SqlMiddlewareDbError {
         _ => (ErrorKind::Other, "Other"),
     };
     let mut message = err.to_string();
-    if kind == ErrorKind::Busy {
-        message.push_str(": another connection held the lock for longer than the busy timeout; retry, or raise busy_timeout");
+    match kind {
+        ErrorKind::Busy => message.push_str(
+            ": another connection held the lock for longer than the busy timeout; retry, or raise busy_timeout",
+        ),
+        ErrorKind::TransactionState if code == "Busy" => message.push_str(
+            ": a statement of this connection is still running; finish or reset it first",
+        ),
+        _ => {}
     }
     SqlMiddlewareDbError::from_driver(Backend::Turso, kind, Some(code.to_owned()), message, err)
 }
