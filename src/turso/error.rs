@@ -28,6 +28,8 @@ pub(crate) fn map_err(err: turso::Error) -> SqlMiddlewareDbError {
             };
             (k, "Constraint")
         }
+        // `PRAGMA query_only = 1`: refused while compiling, reported as a parse error.
+        E::Error(m) if m.contains("query_only mode") => (ErrorKind::ReadOnly, "Error"),
         E::Error(m) => (classify_message(m), "Error"),
         E::Misuse(m) => {
             let lower = m.to_ascii_lowercase();
@@ -64,5 +66,20 @@ pub(crate) fn map_err(err: turso::Error) -> SqlMiddlewareDbError {
 impl From<turso::Error> for SqlMiddlewareDbError {
     fn from(err: turso::Error) -> Self {
         map_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_write_in_a_query_only_session_is_read_only() {
+        let db = turso::Builder::new_local(":memory:").build().await.unwrap();
+        let c = db.connect().unwrap();
+        c.execute("CREATE TABLE t (a INTEGER)", ()).await.unwrap();
+        c.execute("PRAGMA query_only = 1", ()).await.unwrap();
+        let e = map_err(c.execute("INSERT INTO t VALUES (1)", ()).await.unwrap_err());
+        assert_eq!(e.kind(), ErrorKind::ReadOnly, "{e:?}");
     }
 }
