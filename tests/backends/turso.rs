@@ -557,6 +557,7 @@ async fn the_next_borrower_gets_a_freshly_configured_session() {
         Tx,
         Savepoint,
         Pipeline,
+        Stream,
     }
     async fn apply(c: &mut MiddlewarePoolConnection, path: Path, sql: &str) -> bool {
         let r: Result<(), SqlMiddlewareDbError> = async {
@@ -586,6 +587,14 @@ async fn the_next_borrower_gets_a_freshly_configured_session() {
                     tx.commit().await
                 }
                 Path::Pipeline => c.pipeline(sql, &[&[]]).await.map(drop),
+                Path::Stream => {
+                    use futures::TryStreamExt;
+                    c.query(sql)
+                        .stream::<(i64,)>()
+                        .try_collect::<Vec<_>>()
+                        .await
+                        .map(drop)
+                }
             }
         }
         .await;
@@ -600,6 +609,7 @@ async fn the_next_borrower_gets_a_freshly_configured_session() {
         Path::Tx,
         Path::Savepoint,
         Path::Pipeline,
+        Path::Stream,
     ];
     let mut cases = 0;
     let mut ran = 0;
