@@ -597,7 +597,8 @@ impl Wing for TursoConn {
     }
 
     /// Runs a script; outside a transaction and without its own transaction control it runs
-    /// inside `BEGIN IMMEDIATE … COMMIT`, so it applies entirely or not at all.
+    /// inside `BEGIN IMMEDIATE … COMMIT`, so it applies entirely or not at all. A script of
+    /// `PRAGMA`s only runs as it is (see `session::only_pragmas`).
     async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
         self.start_limit()?;
         if self.unsettled() {
@@ -606,7 +607,8 @@ impl Wing for TursoConn {
         crate::sql::reject_nul(sql)?;
         let wrap = !in_tx
             && self.autocommit()?
-            && !crate::sql::has_transaction_control(sql, crate::sql::Dialect::Sqlite);
+            && !crate::sql::has_transaction_control(sql, crate::sql::Dialect::Sqlite)
+            && !super::session::only_pragmas(sql);
         // A script's statements are not compiled one by one here: its session is checked on
         // return.
         self.mark(VERIFY);

@@ -93,6 +93,26 @@ fn kind(sql: &str) -> StmtKind {
     }
 }
 
+/// Whether every statement of a script is a `PRAGMA`: Turso applies each while compiling it,
+/// outside any transaction's reach (a rollback does not undo it), and refuses some inside one
+/// (`temp_store`), so such a script gains nothing from running inside a transaction.
+pub(crate) fn only_pragmas(sql: &str) -> bool {
+    let mut any = false;
+    for stmt in crate::sql::script::statements(sql, Dialect::Sqlite) {
+        if crate::sql::is_blank(stmt, Dialect::Sqlite) {
+            continue;
+        }
+        let first = tokens(stmt, Dialect::Sqlite)
+            .find(|t| t.kind == Kind::Word)
+            .map(|t| &stmt[t.start..t.end]);
+        if !first.is_some_and(|w| w.eq_ignore_ascii_case("PRAGMA")) {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
 /// The longest statement whose program is read (see [`learn`]).
 const EXPLAIN_MAX_SQL: usize = 8 * 1024;
 
@@ -306,6 +326,7 @@ impl TursoConn {
             }
         }
         drop(rows);
+        // Turso opens the temporary database with any transaction; only objects in it count.
         if temp {
             let n = first_values(&self.conn, "SELECT count(*) FROM temp.sqlite_schema").await?;
             if n.first() != Some(&turso::Value::Integer(0)) {
@@ -363,6 +384,11 @@ mod tests {
         ] {
             assert_eq!(kind(sql), k, "{sql}");
         }
+        assert!(only_pragmas(
+            "PRAGMA temp_store = MEMORY; pragma cache_size = 9;"
+        ));
+        assert!(!only_pragmas("PRAGMA cache_size = 9; SELECT 1"));
+        assert!(!only_pragmas(" ; "));
     }
 
     #[tokio::test]
