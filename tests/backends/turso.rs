@@ -771,3 +771,16 @@ async fn a_pipeline_writing_through_a_function_or_view_is_all_or_nothing() {
     println!("turso_pipeline_hidden_writes sets=3 kept_after_failure={moved:?}");
     assert_eq!(moved, [0, 0], "a failed pipeline left writes behind");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_of_pragmas_applies() {
+    let _group = groups::enter("turso");
+    let (_db, mut c) = one_connection_with_table(ConfigAndPool::turso_memory()).await;
+    c.execute_batch("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -3000;")
+        .await
+        .unwrap();
+    let (temp_store,): (i64,) = c.query("PRAGMA temp_store").one().await.unwrap();
+    let (cache_size,): (i64,) = c.query("PRAGMA cache_size").one().await.unwrap();
+    println!("turso_pragma_script temp_store={temp_store} cache_size={cache_size}");
+    assert_eq!((temp_store, cache_size), (2, -3000));
+}
