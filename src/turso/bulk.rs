@@ -106,8 +106,7 @@ impl TursoConn {
     async fn run_insert(&mut self, s: &Arc<TursoStmt>, values: Vec<Value>) -> Result<()> {
         self.in_flight = true;
         let mut st = s.stmt.clone();
-        st.execute(values).await.map_err(map_err)?;
-        self.in_flight = false;
-        Ok(())
+        let r = st.execute(values).await.map(drop).map_err(map_err);
+        self.finish(&st, r)
     }
 }

@@ -23,6 +23,9 @@ pub(crate) struct TursoOptions {
     pub(crate) schema_epoch: Arc<AtomicU64>,
     /// The pool's counters, which each connection adds its statistics to when it goes back.
     pub(crate) counters: Arc<crate::pooling::Counters>,
+    /// The session settings of a freshly configured connection, read from the pool's first one:
+    /// what a returned connection's settings are checked against (see `session.rs`).
+    pub(crate) baseline: std::sync::OnceLock<super::session::Settings>,
 }
 
 impl Default for TursoOptions {
@@ -32,6 +35,7 @@ impl Default for TursoOptions {
             statement_cache_capacity: 128,
             schema_epoch: Arc::new(AtomicU64::new(0)),
             counters: Arc::default(),
+            baseline: std::sync::OnceLock::new(),
         }
     }
 }
@@ -70,6 +74,10 @@ impl Manager for TursoManager {
         conn.execute("PRAGMA foreign_keys = ON", ())
             .await
             .map_err(super::error::map_err)?;
+        if self.opts.baseline.get().is_none() {
+            let fresh = super::session::read_settings(&conn).await?;
+            let _ = self.opts.baseline.set(fresh);
+        }
         Ok(Box::new(TursoConn::new(conn, Arc::clone(&self.opts))))
     }
 

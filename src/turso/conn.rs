@@ -9,12 +9,12 @@ use super::config::TursoOptions;
 use super::error::map_err;
 use super::params::to_values;
 use super::rows::{TursoRow, describe, fill_row_values, row_values};
+use super::session::{DISCARD, VERIFY};
 use super::stmt::TursoStmt;
 use crate::contract::Wing;
 use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
-use crate::sql::Session;
 use crate::sql::ident::BulkTarget;
 use crate::sqlite_family::columns::Described;
 use crate::sqlite_family::sql::sqlite_param_count;
@@ -53,8 +53,8 @@ macro_rules! waiting {
 
 /// One pooled Turso connection with its statement cache and state.
 pub(crate) struct TursoConn {
-    conn: turso::Connection,
-    opts: Arc<TursoOptions>,
+    pub(super) conn: turso::Connection,
+    pub(super) opts: Arc<TursoOptions>,
     stmts: StmtCache<TursoStmt>,
     /// A future was dropped while a statement ran: its statement state is unknown.
     pub(super) in_flight: bool,
@@ -72,8 +72,9 @@ pub(crate) struct TursoConn {
     pub(super) native_busy: bool,
     /// The values of the row being decoded by `one`/`optional`/`all`, reused from call to call.
     pub(super) row_buf: Vec<RowValues>,
-    /// What this checkout changed in the session; the pool restores or discards on recycle.
-    session: Session,
+    /// What the pool must do with this checkout's session on recycle: check and restore it
+    /// ([`VERIFY`]), or discard the connection ([`DISCARD`]); see `session.rs`.
+    session: u8,
     /// When the connection last went back to the pool.
     returned_at: Option<std::time::Instant>,
     /// The time limit of the next operation (see `Wing::set_deadline`).
@@ -98,7 +99,7 @@ impl TursoConn {
             epoch_seen,
             native_busy: false,
             row_buf: Vec::new(),
-            session: Session::Untouched,
+            session: 0,
             returned_at: None,
             deadline: None,
             stop_at: None,
@@ -135,28 +136,50 @@ impl TursoConn {
     /// short part-way: its rows are all produced, so it either applies whole or fails.
     #[inline]
     pub(super) fn must_stop(&self, s: &TursoStmt) -> bool {
-        !s.dml && self.stop_at.is_some_and(crate::deadline::passed)
+        !s.effects.writes && self.stop_at.is_some_and(crate::deadline::passed)
     }
 
-    /// Notes a change to the session made on this checkout.
+    /// Marks this checkout's session for the pool's recycle check ([`VERIFY`], [`DISCARD`]).
     #[inline]
-    fn note_session(&mut self, s: Session) {
-        self.session = self.session.max(s);
+    fn mark(&mut self, m: u8) {
+        self.session |= m;
     }
 
-    /// Puts back what the pool configured after `PRAGMA` assignments or raw access: the
-    /// middleware's lock waiting (Turso's own busy handler off) and foreign keys on.
-    async fn restore_settings(&mut self) -> Result<()> {
-        self.set_native_busy(false)?;
-        self.conn
-            .execute("PRAGMA foreign_keys = ON", ())
-            .await
-            .map_err(map_err)?;
-        self.conn
-            .execute("PRAGMA query_only = 0", ())
-            .await
-            .map_err(map_err)?;
-        Ok(())
+    /// Ends a call whose statement ran (`in_flight` was set before it started): an ordinary
+    /// error (a constraint, a type, a lock, in any phase) leaves the statement reset and the
+    /// connection in service; only an I/O error or corruption leaves it marked, to be replaced.
+    /// A call whose future is dropped never gets here, and stays marked.
+    #[inline]
+    pub(super) fn finish<R>(&mut self, st: &turso::Statement, r: Result<R>) -> Result<R> {
+        if let Err(e) = &r {
+            if matches!(e.driver_code(), Some("IoError" | "Corrupt")) {
+                return r;
+            }
+            if st.reset().is_err() {
+                self.forget_statements();
+            }
+        }
+        self.in_flight = false;
+        r
+    }
+
+    /// Rolls the open transaction back now, in process, without waiting: the `ROLLBACK` is
+    /// polled a bounded number of times and never parks the thread (a rollback in Turso
+    /// discards pages in memory). Returns whether the connection is outside any transaction
+    /// afterwards; when not, the caller leaves the rollback to [`Self::settle`].
+    fn rollback_now(&self) -> bool {
+        use std::future::Future;
+        use std::task::{Context, Poll, Waker};
+        /// Polls of the `ROLLBACK` before giving up (each runs its pending I/O).
+        const POLLS: usize = 64;
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut fut = std::pin::pin!(self.conn.execute("ROLLBACK", ()));
+        for _ in 0..POLLS {
+            if let Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
+                return r.is_ok() && self.autocommit().unwrap_or(false);
+            }
+        }
+        false
     }
 
     /// Turns Turso's own busy handler on (at the configured timeout) or off.
@@ -222,9 +245,19 @@ impl TursoConn {
         let values = to_values(p)?;
         self.in_flight = true;
         let mut st = s.stmt.clone();
+        let r = self.select_rows(s, &mut st, values).await;
+        self.finish(&st, r)
+    }
+
+    async fn select_rows(
+        &mut self,
+        s: &Arc<TursoStmt>,
+        st: &mut turso::Statement,
+        values: Vec<turso::Value>,
+    ) -> Result<ResultSet> {
         let mut rows = st.query(values).await.map_err(map_err)?;
         let first = rows.next().await.map_err(map_err)?;
-        let fresh = self.desc_now(s, &st);
+        let fresh = self.desc_now(s, st);
         let desc = fresh.as_ref().unwrap_or(&s.desc);
         let mut rs = ResultSet::with_capacity(Arc::clone(&desc.columns), 1);
         if let Some(row) = first {
@@ -232,7 +265,7 @@ impl TursoConn {
             loop {
                 if self.must_stop(s) {
                     drop(rows);
-                    return self.stopped(&st);
+                    return self.stopped(st);
                 }
                 let Some(row) = rows.next().await.map_err(map_err)? else {
                     break;
@@ -244,7 +277,6 @@ impl TursoConn {
         if s.dml {
             rs.rows_affected = usize::try_from(st.n_change()).unwrap_or(usize::MAX);
         }
-        self.in_flight = false;
         Ok(rs)
     }
 
@@ -275,6 +307,15 @@ impl TursoConn {
         let values = to_values(p)?;
         self.in_flight = true;
         let mut st = s.stmt.clone();
+        let r = Self::dml_rows(s, &mut st, values).await;
+        self.finish(&st, r)
+    }
+
+    async fn dml_rows(
+        s: &TursoStmt,
+        st: &mut turso::Statement,
+        values: Vec<turso::Value>,
+    ) -> Result<usize> {
         let n = if s.desc.len() == 0 {
             st.execute(values).await.map_err(map_err)?
         } else {
@@ -283,7 +324,6 @@ impl TursoConn {
             drop(rows);
             st.n_change()
         };
-        self.in_flight = false;
         Ok(if s.dml {
             usize::try_from(n).unwrap_or(usize::MAX)
         } else {
@@ -299,32 +339,41 @@ impl TursoConn {
         let values = to_values(p)?;
         self.in_flight = true;
         let mut st = s.stmt.clone();
+        let r = self.optional_rows(s, &mut st, values).await;
+        self.row_buf.clear();
+        self.finish(&st, r)
+    }
+
+    async fn optional_rows<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<TursoStmt>,
+        st: &mut turso::Statement,
+        values: Vec<turso::Value>,
+    ) -> Result<Option<T>> {
         let mut rows = st.query(values).await.map_err(map_err)?;
         let first = rows.next().await.map_err(map_err)?;
         // Run the statement to completion, as Turso requires before reuse.
         loop {
             if self.must_stop(s) {
                 drop(rows);
-                return self.stopped(&st);
+                return self.stopped(st);
             }
             if rows.next().await.map_err(map_err)?.is_none() {
                 break;
             }
         }
         drop(rows);
-        self.in_flight = false;
         let Some(row) = first else {
             return Ok(None);
         };
-        let fresh = self.desc_now(s, &st);
+        let fresh = self.desc_now(s, st);
         let desc = fresh.as_ref().unwrap_or(&s.desc);
         fill_row_values(&row, desc, &mut self.row_buf)?;
-        let decoded = T::from_row(&TursoRow {
+        T::from_row(&TursoRow {
             values: &self.row_buf,
             columns: &desc.columns,
-        });
-        self.row_buf.clear();
-        decoded.map(Some)
+        })
+        .map(Some)
     }
 
     async fn all_once<T: FromRow + Send + 'static>(
@@ -335,20 +384,30 @@ impl TursoConn {
         let values = to_values(p)?;
         self.in_flight = true;
         let mut st = s.stmt.clone();
+        let r = self.all_rows(s, &mut st, values).await;
+        self.row_buf.clear();
+        self.finish(&st, r)
+    }
+
+    async fn all_rows<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<TursoStmt>,
+        st: &mut turso::Statement,
+        values: Vec<turso::Value>,
+    ) -> Result<Vec<T>> {
         let mut rows = st.query(values).await.map_err(map_err)?;
         let mut out = Vec::new();
         let mut fresh: Option<Option<Arc<Described>>> = None;
         loop {
             if self.must_stop(s) {
                 drop(rows);
-                self.row_buf.clear();
-                return self.stopped(&st);
+                return self.stopped(st);
             }
             let Some(row) = rows.next().await.map_err(map_err)? else {
                 break;
             };
             let desc = fresh
-                .get_or_insert_with(|| self.desc_now(s, &st))
+                .get_or_insert_with(|| self.desc_now(s, st))
                 .as_ref()
                 .unwrap_or(&s.desc);
             fill_row_values(&row, desc, &mut self.row_buf)?;
@@ -357,9 +416,7 @@ impl TursoConn {
                 columns: &desc.columns,
             })?);
         }
-        self.row_buf.clear();
         drop(rows);
-        self.in_flight = false;
         Ok(out)
     }
 
@@ -401,17 +458,17 @@ impl TursoConn {
                 ));
             }
         }
-        // Settings are restored; temporary objects and attachments cannot be, so the
-        // connection is discarded.
-        match std::mem::replace(&mut self.session, Session::Untouched) {
-            Session::Untouched => {}
-            Session::Settings => self.restore_settings().await?,
-            Session::State => {
-                return Err(SqlMiddlewareDbError::new(
-                    ErrorKind::ConnectionLost,
-                    "this Turso connection made temporary objects or attached a database; it is discarded",
-                ));
-            }
+        // The session: nothing to do after plain statements; checked and restored, or the
+        // connection discarded, after anything else (see `session.rs`).
+        let mark = std::mem::take(&mut self.session);
+        if mark & DISCARD != 0 {
+            return Err(SqlMiddlewareDbError::new(
+                ErrorKind::ConnectionLost,
+                "this Turso connection set a sequence's session value, which nothing resets; it is discarded",
+            ));
+        }
+        if mark & VERIFY != 0 {
+            self.verify_session().await?;
         }
         Ok(())
     }
@@ -435,7 +492,7 @@ impl Wing for TursoConn {
         }
         if let Some(s) = self.stmts.get(sql, mode) {
             let s = Arc::clone(s);
-            self.note_session(s.session);
+            self.mark(s.effects.session);
             return Ok(s);
         }
         crate::sql::reject_nul(sql)?;
@@ -447,23 +504,32 @@ impl Wing for TursoConn {
             TranslationMode::On => translate_placeholders(sql, PlaceholderStyle::Sqlite),
             TranslationMode::Off => std::borrow::Cow::Borrowed(sql),
         };
-        let stmt = self.conn.prepare(&translated).await.map_err(map_err)?;
+        // What the statement does, from its program, learnt once. A `PRAGMA` marks the checkout
+        // even when preparing it fails (Turso applies it while compiling); another statement that
+        // fails to compile did nothing.
+        let effects = super::session::learn(&self.conn, &translated).await;
+        let prepared = self.conn.prepare(&translated).await;
+        if prepared.is_ok() || !effects.cache {
+            self.mark(effects.session);
+        }
+        let stmt = prepared.map_err(map_err)?;
         let s = Arc::new(TursoStmt {
             desc: Arc::new(describe(&stmt)),
             param_count: sqlite_param_count(&translated),
             dml: crate::sql::is_dml(&translated, crate::sql::Dialect::Sqlite),
             ddl: crate::sql::changes_schema(&translated, crate::sql::Dialect::Sqlite),
-            session: crate::sql::session_change(&translated, crate::sql::Dialect::Sqlite),
+            effects,
             epoch,
             stmt,
         });
-        self.note_session(s.session);
-        self.stmts.insert(
-            sql,
-            mode,
-            Arc::clone(&s),
-            self.opts.statement_cache_capacity,
-        );
+        if effects.cache {
+            self.stmts.insert(
+                sql,
+                mode,
+                Arc::clone(&s),
+                self.opts.statement_cache_capacity,
+            );
+        }
         Ok(s)
     }
 
@@ -531,7 +597,8 @@ impl Wing for TursoConn {
     }
 
     /// Runs a script; outside a transaction and without its own transaction control it runs
-    /// inside `BEGIN IMMEDIATE … COMMIT`, so it applies entirely or not at all.
+    /// inside `BEGIN IMMEDIATE … COMMIT`, so it applies entirely or not at all. A script of
+    /// `PRAGMA`s only runs as it is (see `session::only_pragmas`).
     async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
         self.start_limit()?;
         if self.unsettled() {
@@ -540,8 +607,11 @@ impl Wing for TursoConn {
         crate::sql::reject_nul(sql)?;
         let wrap = !in_tx
             && self.autocommit()?
-            && !crate::sql::has_transaction_control(sql, crate::sql::Dialect::Sqlite);
-        self.note_session(crate::sql::session_change(sql, crate::sql::Dialect::Sqlite));
+            && !crate::sql::has_transaction_control(sql, crate::sql::Dialect::Sqlite)
+            && !super::session::only_pragmas(sql);
+        // A script's statements are not compiled one by one here: its session is checked on
+        // return.
+        self.mark(VERIFY);
         if !wrap {
             return self.run_script(sql, in_tx, false).await;
         }
@@ -603,9 +673,10 @@ impl Wing for TursoConn {
         self.simple("ROLLBACK").await
     }
 
-    /// A transaction was dropped without commit: the connection is marked, and its next
-    /// statement rolls the transaction back first ([`Self::settle`]). Nothing runs here: `Drop`
-    /// never drives a future.
+    /// A transaction was dropped without commit: it is rolled back at once, in process
+    /// ([`Self::rollback_now`]), so the write lock is free for other connections before this
+    /// one is used again. If that cannot finish without waiting, the connection is marked and
+    /// its next statement (or raw access) rolls the transaction back first ([`Self::settle`]).
     fn abandon_tx(&mut self) {
         if self.in_flight {
             // A statement of the transaction was left mid-way: reset it.
@@ -613,7 +684,7 @@ impl Wing for TursoConn {
             self.in_flight = false;
         }
         if !self.autocommit().unwrap_or(false) {
-            self.needs_rollback = true;
+            self.needs_rollback = !self.rollback_now();
         }
     }
 
@@ -627,7 +698,12 @@ impl Wing for TursoConn {
         let cache = self.stmts.stats(self.opts.statement_cache_capacity);
         self.flushed
             .flush(&self.opts.counters.live, cache, Default::default());
-        let open = self.needs_rollback || !self.autocommit().unwrap_or(false);
+        let mut open = self.needs_rollback || !self.autocommit().unwrap_or(false);
+        if open && !self.in_flight && self.rollback_now() {
+            // Rolled back in process: the connection is clean.
+            self.needs_rollback = false;
+            open = false;
+        }
         if !(self.in_flight || open) {
             return;
         }
@@ -677,10 +753,10 @@ impl Wing for TursoConn {
             self.settle().await?;
         }
         // Raw SQL may change the schema: every connection describes its statements again,
-        // now and after this connection's next statement. It may change settings too: the pool
-        // restores its configuration on recycle.
+        // now and after this connection's next statement. It may change the session too: the
+        // pool checks it on recycle (see `session.rs`).
         self.raw_used = true;
-        self.note_session(Session::Settings);
+        self.mark(VERIFY);
         self.schema_changed();
         if !self.native_busy {
             self.set_native_busy(true)?;

@@ -10,6 +10,10 @@ use crate::sqlite_family::errors::classify_message;
 pub(crate) fn map_err(err: turso::Error) -> SqlMiddlewareDbError {
     use turso::Error as E;
     let (kind, code) = match &err {
+        // Turso reports "SQL statements in progress" (a statement of this same connection, such
+        // as one left part-way through raw access, still runs) as busy, but no wait helps: only
+        // finishing or resetting that statement does.
+        E::Busy(m) if m.contains("statements in progress") => (ErrorKind::TransactionState, "Busy"),
         E::Busy(_) => (ErrorKind::Busy, "Busy"),
         E::BusySnapshot(_) => (ErrorKind::SerializationFailure, "BusySnapshot"),
         E::Interrupt(_) => (ErrorKind::Interrupted, "Interrupt"),
@@ -24,6 +28,8 @@ pub(crate) fn map_err(err: turso::Error) -> SqlMiddlewareDbError {
             };
             (k, "Constraint")
         }
+        // `PRAGMA query_only = 1`: refused while compiling, reported as a parse error.
+        E::Error(m) if m.contains("query_only mode") => (ErrorKind::ReadOnly, "Error"),
         E::Error(m) => (classify_message(m), "Error"),
         E::Misuse(m) => {
             let lower = m.to_ascii_lowercase();
@@ -45,8 +51,14 @@ pub(crate) fn map_err(err: turso::Error) -> SqlMiddlewareDbError {
         _ => (ErrorKind::Other, "Other"),
     };
     let mut message = err.to_string();
-    if kind == ErrorKind::Busy {
-        message.push_str(": another connection held the lock for longer than the busy timeout; retry, or raise busy_timeout");
+    match kind {
+        ErrorKind::Busy => message.push_str(
+            ": another connection held the lock for longer than the busy timeout; retry, or raise busy_timeout",
+        ),
+        ErrorKind::TransactionState if code == "Busy" => message.push_str(
+            ": a statement of this connection is still running; finish or reset it first",
+        ),
+        _ => {}
     }
     SqlMiddlewareDbError::from_driver(Backend::Turso, kind, Some(code.to_owned()), message, err)
 }
@@ -54,5 +66,20 @@ pub(crate) fn map_err(err: turso::Error) -> SqlMiddlewareDbError {
 impl From<turso::Error> for SqlMiddlewareDbError {
     fn from(err: turso::Error) -> Self {
         map_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_write_in_a_query_only_session_is_read_only() {
+        let db = turso::Builder::new_local(":memory:").build().await.unwrap();
+        let c = db.connect().unwrap();
+        c.execute("CREATE TABLE t (a INTEGER)", ()).await.unwrap();
+        c.execute("PRAGMA query_only = 1", ()).await.unwrap();
+        let e = map_err(c.execute("INSERT INTO t VALUES (1)", ()).await.unwrap_err());
+        assert_eq!(e.kind(), ErrorKind::ReadOnly, "{e:?}");
     }
 }

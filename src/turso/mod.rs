@@ -2,7 +2,8 @@
 //!
 //! The same file set as every wing — `config` (settings, manager, pool), `conn` (the
 //! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bench`, `bulk` — plus
-//! Turso's extra: `busy` (lock waits on the runtime's timer).
+//! Turso's extras: `busy` (lock waits on the runtime's timer) and `session` (what a statement
+//! does beyond its rows, from its compiled program, and the check of a session on return).
 
 pub(crate) mod bench;
 pub(crate) mod bulk;
@@ -12,6 +13,7 @@ pub(crate) mod conn;
 pub(crate) mod error;
 pub(crate) mod params;
 pub(crate) mod rows;
+pub(crate) mod session;
 pub(crate) mod stmt;
 pub(crate) mod stream;
 

@@ -17,8 +17,9 @@ pub(crate) struct TursoStmt {
     pub(super) dml: bool,
     /// It changes the schema: the pool's cached statements are described again after it.
     pub(super) ddl: bool,
-    /// What running it changes in the connection's session (`PRAGMA x = …`, …).
-    pub(super) session: crate::sql::Session,
+    /// What preparing and running it does beyond its rows (see `session.rs`): whether it
+    /// writes, and what it leaves in the session.
+    pub(super) effects: super::session::Effects,
     /// The pool's schema epoch when `desc` was read.
     pub(super) epoch: u64,
 }
@@ -36,10 +37,11 @@ impl WingStmt for TursoStmt {
         &self.desc.columns
     }
 
-    /// Turso does not say whether a statement is read-only: DML and DDL write, and so may any
-    /// statement that returns no rows.
+    /// From the program Turso compiled for a query or DML statement (a `SELECT` that calls
+    /// `nextval()`, directly or through a view, writes); every other statement counts as a write
+    /// (see `session.rs`).
     fn writes(&self) -> bool {
-        self.dml || self.ddl || self.desc.len() == 0
+        self.effects.writes
     }
 }
 
