@@ -129,9 +129,13 @@ pub(crate) struct PgConnection {
     unknown: bool,
     /// Inside a transaction begun through the middleware.
     pub(super) in_tx: bool,
-    /// What this checkout changed in the session (`SET`, `SET ROLE`, `LISTEN`, temporary
-    /// tables, raw access, …): the connection is reset with `DISCARD ALL` on return.
+    /// What this checkout may have changed in the session: anything but statements whose text
+    /// proves them plain (see `crate::sql::pg_effects`), and raw access. The connection is
+    /// reset on return (see [`RESET`]).
     session: Session,
+    /// A statement of this checkout deallocated prepared statements (`DEALLOCATE`, `DISCARD
+    /// ALL`), possibly the driver's own: the connection is not reused.
+    deallocated: bool,
     /// The time limit of the next operation (see `Wing::set_deadline`).
     deadline: Option<std::time::Instant>,
 }
@@ -146,6 +150,7 @@ impl PgConnection {
             unknown: false,
             in_tx: false,
             session: Session::Untouched,
+            deallocated: false,
             deadline: None,
         }
     }
@@ -192,6 +197,9 @@ impl PgConnection {
         let s = crate::sql::session_change(sql, crate::sql::Dialect::Postgres);
         if s > self.session {
             self.session = s;
+        }
+        if s != Session::Untouched && crate::sql::pg_effects::deallocates(sql) {
+            self.deallocated = true;
         }
         if !self.in_tx && crate::sql::has_transaction_control(sql, crate::sql::Dialect::Postgres) {
             self.unknown = true;
@@ -421,6 +429,7 @@ impl PgConnection {
     pub(super) fn note_stmt(&mut self, s: &PgStmt) {
         if s.session > self.session {
             self.session = s.session;
+            self.deallocated |= s.deallocates;
         }
         if s.tx_control && !self.in_tx {
             self.unknown = true;
@@ -456,10 +465,16 @@ impl PgConnection {
         const PG: crate::sql::Dialect = crate::sql::Dialect::Postgres;
         let session = crate::sql::session_change(&translated, PG);
         let tx_control = crate::sql::has_transaction_control(&translated, PG);
+        let deallocates =
+            session != Session::Untouched && crate::sql::pg_effects::deallocates(&translated);
+        // Parsed in the session the pool configured (not after a `SET search_path`, which a
+        // prepared statement keeps), so it stays valid across a reset.
+        let clean = self.session == Session::Untouched;
         // Noted before it reaches the server: a cancelled prepare may still have run.
         if session > self.session {
             self.session = session;
         }
+        self.deallocated |= deallocates;
         if tx_control && !self.in_tx {
             self.unknown = true;
         }
@@ -494,6 +509,8 @@ impl PgConnection {
             columns: Arc::new(described.columns),
             dml: crate::sql::is_dml(&translated, PG),
             session,
+            clean,
+            deallocates,
             tx_control,
             stmt,
             successor: std::sync::OnceLock::new(),
@@ -781,6 +798,38 @@ impl Wing for PgConnection {
     }
 }
 
+/// Back to the session the pool opened, as `DISCARD ALL` does, except that the statements
+/// prepared through the protocol stay: tokio-postgres keeps the named statements of its type
+/// lookups for the life of the client, and `DEALLOCATE ALL` would leave it running statements
+/// that no longer exist (`26000`) on every later lookup. Settings and role, cursors, listeners,
+/// advisory locks, cached plans, temporary objects, sequence state, and every `PREPARE`d
+/// statement are reset. One round trip, run in the background when the connection goes back.
+pub(super) const RESET: &str = "CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; \
+UNLISTEN *; SELECT pg_advisory_unlock_all(); DISCARD PLANS; DISCARD TEMP; DISCARD SEQUENCES; \
+DO $reset$DECLARE n text; BEGIN FOR n IN SELECT name FROM pg_prepared_statements WHERE from_sql \
+LOOP EXECUTE 'DEALLOCATE ' || quote_ident(n); END LOOP; END$reset$";
+
+/// Before [`RESET`]: the statement cache drops what was prepared after the session changed
+/// (parsed under a changed `search_path`, which a prepared statement keeps for life); what
+/// was prepared in the configured session stays, so the next borrower does not prepare it
+/// again. Named mode also forgets the driver's cached types (its lookup statements stay valid,
+/// and every cached statement carries its own types); the unnamed mode keeps them, since its
+/// statements find their result types there (see `describe`).
+fn forget_changed_session(obj: &mut Obj) {
+    let stale: Vec<(Box<str>, crate::translation::TranslationMode)> = obj
+        .stmts
+        .values()
+        .filter(|s| !s.clean)
+        .map(|s| (s.key.clone(), s.mode))
+        .collect();
+    for (key, mode) in stale {
+        obj.stmts.remove(&key, mode);
+    }
+    if obj.opts.statement_cache == StatementCache::Named {
+        obj.client.clear_type_cache();
+    }
+}
+
 /// Holds a connection while it is cleaned; if cleaning does not finish (error, cancelled task,
 /// runtime shutdown), the connection is detached from the pool and closed instead of returned.
 struct Cleaning(Option<Obj>, bool);
@@ -823,6 +872,12 @@ impl Drop for PgConnection {
             }
             return;
         }
+        if self.deallocated {
+            // The driver's own statements (its type lookups) may be gone: the connection is
+            // closed rather than reused.
+            drop(deadpool::managed::Object::take(obj));
+            return;
+        }
         let reset = self.session != Session::Untouched;
         if !(self.needs_rollback || self.unknown || reset) {
             return;
@@ -837,11 +892,8 @@ impl Drop for PgConnection {
                     let clean = async {
                         let mut ok = obj.client.batch_execute("ROLLBACK").await.is_ok();
                         if ok && reset {
-                            // Back to the session the pool opened: settings, role, prepared
-                            // statements (the cache forgets them too), temporary tables,
-                            // listeners, advisory locks.
-                            obj.stmts.clear();
-                            ok = obj.client.batch_execute("DISCARD ALL").await.is_ok();
+                            forget_changed_session(obj);
+                            ok = obj.client.batch_execute(RESET).await.is_ok();
                         }
                         ok
                     };
