@@ -53,6 +53,9 @@ pub(crate) struct PgClient {
     pub(crate) flushed: crate::stats::Flushed,
     /// The pool's connector, for cancel requests (they open a connection of their own).
     connector: Connector,
+    /// Unnamed mode: the names and text of the statements tokio-postgres prepared for its type
+    /// lookups, which each describe prepares again inside its transaction (see `describe`).
+    pub(crate) type_lookups: Vec<(String, String)>,
 }
 
 impl PgClient {
@@ -103,6 +106,7 @@ impl Manager for PgManager {
             returned_at: None,
             flushed: Default::default(),
             connector: self.config.connector.clone(),
+            type_lookups: Vec::new(),
         }))
     }
 

@@ -380,29 +380,110 @@ impl PgConnection {
     /// named statement that lives only inside a transaction (its own when none is open), which
     /// a transaction-mode pooler keeps on one server connection; the statement is closed before
     /// the transaction ends, so nothing is left on the server.
+    ///
+    /// The driver's type lookups happen here too, and only here: for a user-defined type (enum,
+    /// domain, composite, arrays of them) tokio-postgres runs named statements of its own,
+    /// which it prepares once and keeps for the life of the client. Behind a pooler the next
+    /// describe may run on another server connection, where they do not exist. So they live
+    /// only inside the describe's transaction as well: the first time the client prepares
+    /// them, the describe learns their names and text from the server, and deallocates them
+    /// before the transaction ends; every later describe prepares them again under the same
+    /// names first. The types the driver learned stay in its cache, where running a statement
+    /// finds its result types (after it was sent, when no lookup could be repaired).
     async fn describe(&mut self, sql: &str) -> Result<Described> {
         let own_tx = !self.in_tx;
-        let client = self.client()?;
-        if own_tx {
-            client.batch_execute("BEGIN").await.map_err(map_err)?;
+        let Some(obj) = self.obj.as_mut() else {
+            return Err(self.client().err().unwrap_or_else(|| {
+                SqlMiddlewareDbError::new(ErrorKind::ConnectionLost, "no connection")
+            }));
+        };
+        let c: &mut super::config::PgClient = obj;
+        let (client, type_lookups) = (&c.client, &mut c.type_lookups);
+        let mut open = String::from(if own_tx { "BEGIN; " } else { "" });
+        open.push_str("SAVEPOINT sqlmw_describe");
+        for (name, text) in type_lookups.iter() {
+            open.push_str("; PREPARE \"");
+            open.push_str(name);
+            open.push_str("\" AS ");
+            open.push_str(text);
         }
-        // The statement is dropped (its Close sent) before the transaction ends.
-        let described = client
-            .prepare(sql)
-            .await
+        if let Err(e) = client.batch_execute(&open).await {
+            if own_tx {
+                let _ = client.batch_execute("ROLLBACK").await;
+            }
+            return Err(map_err(e));
+        }
+        let prepared = client.prepare(sql).await;
+        let failed = prepared.is_err();
+        let mut close = String::new();
+        if failed {
+            // The savepoint keeps the transaction usable for the learning and deallocation.
+            close.push_str("ROLLBACK TO SAVEPOINT sqlmw_describe; ");
+        }
+        let learn = type_lookups.len() < 3
+            && match &prepared {
+                Ok(st) => st
+                    .params()
+                    .iter()
+                    .chain(st.columns().iter().map(|c| c.type_()))
+                    .any(|t| tokio_postgres::types::Type::from_oid(t.oid()).is_none()),
+                Err(_) => true,
+            };
+        // The statement is dropped here (its Close sent before anything that follows).
+        let described = prepared
             .map(|st| Described {
                 params: st.params().to_vec(),
                 columns: columns_of(&st),
             })
             .map_err(map_err);
-        if own_tx {
-            let end = if described.is_ok() {
-                "COMMIT"
-            } else {
-                "ROLLBACK"
-            };
-            client.batch_execute(end).await.map_err(map_err)?;
+        let r = async {
+            if failed {
+                client.batch_execute(&close).await?;
+                close.clear();
+            }
+            if learn {
+                // Named statements the client prepared in this transaction and kept (the one
+                // described is closed): its type lookups.
+                let found = client
+                    .simple_query(
+                        "SELECT name, statement FROM pg_prepared_statements \
+                         WHERE NOT from_sql AND prepare_time >= now()",
+                    )
+                    .await?;
+                for m in found {
+                    if let tokio_postgres::SimpleQueryMessage::Row(row) = m {
+                        if let (Some(name), Some(text)) = (row.get(0), row.get(1)) {
+                            let known = type_lookups.iter().any(|(n, _)| n == name);
+                            let plain = name.bytes().all(|b| b.is_ascii_alphanumeric());
+                            if !known && plain {
+                                type_lookups.push((name.to_owned(), text.to_owned()));
+                            }
+                        }
+                    }
+                }
+            }
+            Ok::<_, tokio_postgres::Error>(())
         }
+        .await;
+        // The lookups go before the transaction ends.
+        for (name, _) in type_lookups.iter() {
+            close.push_str("DEALLOCATE \"");
+            close.push_str(name);
+            close.push_str("\"; ");
+        }
+        close.push_str(match (own_tx, described.is_ok() && r.is_ok()) {
+            (true, true) => "COMMIT",
+            (true, false) => "ROLLBACK",
+            (false, _) => "RELEASE SAVEPOINT sqlmw_describe",
+        });
+        let end = client.batch_execute(&close).await;
+        if let Err(e) = end {
+            if own_tx {
+                let _ = client.batch_execute("ROLLBACK").await;
+            }
+            return Err(map_err(e));
+        }
+        r.map_err(map_err)?;
         described
     }
 
@@ -429,7 +510,9 @@ impl PgConnection {
     pub(super) fn note_stmt(&mut self, s: &PgStmt) {
         if s.session > self.session {
             self.session = s.session;
-            self.deallocated |= s.deallocates;
+        }
+        if s.deallocates {
+            self.deallocated = true;
         }
         if s.tx_control && !self.in_tx {
             self.unknown = true;
@@ -559,7 +642,8 @@ impl PgConnection {
         if own_tx {
             self.unknown = true;
         }
-        if crate::sql::changes_schema(sql, crate::sql::Dialect::Postgres) {
+        // After a `DEALLOCATE` or `DISCARD ALL` the cached statements may be gone on the server.
+        if self.deallocated || crate::sql::changes_schema(sql, crate::sql::Dialect::Postgres) {
             // Plans cached on this connection may describe tables the script changes; a stale
             // one would fail ("cached plan must not change result type") and, inside a
             // transaction, abort it. Prepare them again instead.

@@ -564,4 +564,13 @@ mod tests {
         );
         assert_eq!(statement_session_change("RESET ALL"), Session::Settings);
     }
+
+    #[test]
+    fn deallocating_statements_are_seen() {
+        assert!(deallocates("SELECT 1; DEALLOCATE ALL"));
+        assert!(deallocates("deallocate prepare s1"));
+        assert!(deallocates("/* x */ DISCARD ALL"));
+        assert!(!deallocates("DISCARD TEMP"));
+        assert!(!deallocates("SELECT 'DEALLOCATE ALL'"));
+    }
 }
