@@ -886,12 +886,45 @@ impl Wing for PgConnection {
 /// prepared through the protocol stay: tokio-postgres keeps the named statements of its type
 /// lookups for the life of the client, and `DEALLOCATE ALL` would leave it running statements
 /// that no longer exist (`26000`) on every later lookup. Settings and role, cursors, listeners,
-/// advisory locks, cached plans, temporary objects, sequence state, and every `PREPARE`d
-/// statement are reset. One round trip, run in the background when the connection goes back.
+/// advisory locks, cached plans, temporary objects and sequence state are reset; the query
+/// ends by listing the `PREPARE`d statements (deallocated by name next, when there are any)
+/// and counting the settings (see [`reset_session`]). No procedural code: a `DO` block would load
+/// PL/pgSQL, whose settings a fresh session does not have.
 pub(super) const RESET: &str = "CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; \
 UNLISTEN *; SELECT pg_advisory_unlock_all(); DISCARD PLANS; DISCARD TEMP; DISCARD SEQUENCES; \
-DO $reset$DECLARE n text; BEGIN FOR n IN SELECT name FROM pg_prepared_statements WHERE from_sql \
-LOOP EXECUTE 'DEALLOCATE ' || quote_ident(n); END LOOP; END$reset$";
+SELECT name AS prepared FROM pg_prepared_statements WHERE from_sql; \
+SELECT count(*) AS settings FROM pg_settings";
+
+/// Runs [`RESET`] (and deallocates what it listed). Returns whether the session is now as the
+/// pool opened it: not when the borrower loaded a library (PL/pgSQL is loaded when the
+/// connection opens, see `config.rs`), which adds settings nothing can remove; the connection
+/// is then closed instead of reused.
+async fn reset_session(obj: &Obj) -> bool {
+    let Ok(msgs) = obj.client.simple_query(RESET).await else {
+        return false;
+    };
+    let mut deallocate = String::new();
+    let mut settings = None;
+    for m in &msgs {
+        if let tokio_postgres::SimpleQueryMessage::Row(row) = m {
+            match row.columns().first().map(|c| c.name()) {
+                Some("prepared") => {
+                    if let Some(name) = row.get(0) {
+                        deallocate.push_str("DEALLOCATE \"");
+                        deallocate.push_str(&name.replace('"', "\"\""));
+                        deallocate.push_str("\"; ");
+                    }
+                }
+                Some("settings") => settings = row.get(0).and_then(|n| n.parse::<u64>().ok()),
+                _ => {}
+            }
+        }
+    }
+    if !deallocate.is_empty() && obj.client.batch_execute(&deallocate).await.is_err() {
+        return false;
+    }
+    obj.settings.is_none_or(|opened| settings == Some(opened))
+}
 
 /// Before [`RESET`]: the statement cache drops what was prepared after the session changed
 /// (parsed under a changed `search_path`, which a prepared statement keeps for life); what
@@ -977,7 +1010,7 @@ impl Drop for PgConnection {
                         let mut ok = obj.client.batch_execute("ROLLBACK").await.is_ok();
                         if ok && reset {
                             forget_changed_session(obj);
-                            ok = obj.client.batch_execute(RESET).await.is_ok();
+                            ok = reset_session(obj).await;
                         }
                         ok
                     };
