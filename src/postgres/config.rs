@@ -103,7 +103,12 @@ impl Manager for PgManager {
 
     async fn create(&self) -> std::result::Result<Box<PgClient>, tokio_postgres::Error> {
         let client = self.inner.create().await?;
-        let settings = opening_settings(&client).await?;
+        let mut settings = opening_settings(&client).await?;
+        if self.opts.statement_cache == super::stmt::StatementCache::Unnamed {
+            // Behind a transaction-mode pooler each transaction may run on another server
+            // connection, whose count says nothing about this one.
+            settings = None;
+        }
         Ok(Box::new(PgClient {
             client,
             stmts: StmtCache::new(),
