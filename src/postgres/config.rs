@@ -53,6 +53,12 @@ pub(crate) struct PgClient {
     pub(crate) flushed: crate::stats::Flushed,
     /// The pool's connector, for cancel requests (they open a connection of their own).
     connector: Connector,
+    /// Unnamed mode: the names and text of the statements tokio-postgres prepared for its type
+    /// lookups, which each describe prepares again inside its transaction (see `describe`).
+    pub(crate) type_lookups: Vec<(String, String)>,
+    /// How many settings (`pg_settings`) the session had when the connection opened: a reset
+    /// that finds more (a library was loaded) closes the connection instead.
+    pub(crate) settings: Option<u64>,
 }
 
 impl PgClient {
@@ -96,13 +102,22 @@ impl Manager for PgManager {
     type Error = tokio_postgres::Error;
 
     async fn create(&self) -> std::result::Result<Box<PgClient>, tokio_postgres::Error> {
+        let client = self.inner.create().await?;
+        let mut settings = opening_settings(&client).await?;
+        if self.opts.statement_cache == super::stmt::StatementCache::Unnamed {
+            // Behind a transaction-mode pooler each transaction may run on another server
+            // connection, whose count says nothing about this one.
+            settings = None;
+        }
         Ok(Box::new(PgClient {
-            client: self.inner.create().await?,
+            client,
             stmts: StmtCache::new(),
             opts: Arc::clone(&self.opts),
             returned_at: None,
             flushed: Default::default(),
             connector: self.config.connector.clone(),
+            type_lookups: Vec::new(),
+            settings,
         }))
     }
 
@@ -113,6 +128,32 @@ impl Manager for PgManager {
     ) -> RecycleResult<tokio_postgres::Error> {
         self.inner.recycle(&mut c.client, metrics).await
     }
+}
+
+/// Part of the session every pooled connection opens with: PL/pgSQL loaded (an empty `DO`
+/// block), as the first `DO` block or PL/pgSQL function of any borrower would load it, adding
+/// settings that no reset removes. Returns how many settings the session then has (`None`
+/// where the server has no PL/pgSQL or no `pg_settings`, as a pooler may not).
+async fn opening_settings(
+    client: &tokio_postgres::Client,
+) -> std::result::Result<Option<u64>, tokio_postgres::Error> {
+    const COUNT: &str = "SELECT count(*) FROM pg_settings";
+    let msgs = match client
+        .simple_query(&format!("DO $$BEGIN END$$; {COUNT}"))
+        .await
+    {
+        Ok(m) => m,
+        Err(e) if e.as_db_error().is_some() => match client.simple_query(COUNT).await {
+            Ok(m) => m,
+            Err(e) if e.as_db_error().is_some() => return Ok(None),
+            Err(e) => return Err(e),
+        },
+        Err(e) => return Err(e),
+    };
+    Ok(msgs.iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|n| n.parse().ok()),
+        _ => None,
+    }))
 }
 
 /// The first host, port and database of a configuration, for the spans' `server.address`,

@@ -129,9 +129,13 @@ pub(crate) struct PgConnection {
     unknown: bool,
     /// Inside a transaction begun through the middleware.
     pub(super) in_tx: bool,
-    /// What this checkout changed in the session (`SET`, `SET ROLE`, `LISTEN`, temporary
-    /// tables, raw access, …): the connection is reset with `DISCARD ALL` on return.
+    /// What this checkout may have changed in the session: anything but statements whose text
+    /// proves them plain (see `crate::sql::pg_effects`), and raw access. The connection is
+    /// reset on return (see [`RESET`]).
     session: Session,
+    /// A statement of this checkout deallocated prepared statements (`DEALLOCATE`, `DISCARD
+    /// ALL`), possibly the driver's own: the connection is not reused.
+    deallocated: bool,
     /// The time limit of the next operation (see `Wing::set_deadline`).
     deadline: Option<std::time::Instant>,
 }
@@ -146,6 +150,7 @@ impl PgConnection {
             unknown: false,
             in_tx: false,
             session: Session::Untouched,
+            deallocated: false,
             deadline: None,
         }
     }
@@ -192,6 +197,9 @@ impl PgConnection {
         let s = crate::sql::session_change(sql, crate::sql::Dialect::Postgres);
         if s > self.session {
             self.session = s;
+        }
+        if s != Session::Untouched && crate::sql::pg_effects::deallocates(sql) {
+            self.deallocated = true;
         }
         if !self.in_tx && crate::sql::has_transaction_control(sql, crate::sql::Dialect::Postgres) {
             self.unknown = true;
@@ -372,29 +380,110 @@ impl PgConnection {
     /// named statement that lives only inside a transaction (its own when none is open), which
     /// a transaction-mode pooler keeps on one server connection; the statement is closed before
     /// the transaction ends, so nothing is left on the server.
+    ///
+    /// The driver's type lookups happen here too, and only here: for a user-defined type (enum,
+    /// domain, composite, arrays of them) tokio-postgres runs named statements of its own,
+    /// which it prepares once and keeps for the life of the client. Behind a pooler the next
+    /// describe may run on another server connection, where they do not exist. So they live
+    /// only inside the describe's transaction as well: the first time the client prepares
+    /// them, the describe learns their names and text from the server, and deallocates them
+    /// before the transaction ends; every later describe prepares them again under the same
+    /// names first. The types the driver learned stay in its cache, where running a statement
+    /// finds its result types (after it was sent, when no lookup could be repaired).
     async fn describe(&mut self, sql: &str) -> Result<Described> {
         let own_tx = !self.in_tx;
-        let client = self.client()?;
-        if own_tx {
-            client.batch_execute("BEGIN").await.map_err(map_err)?;
+        let Some(obj) = self.obj.as_mut() else {
+            return Err(self.client().err().unwrap_or_else(|| {
+                SqlMiddlewareDbError::new(ErrorKind::ConnectionLost, "no connection")
+            }));
+        };
+        let c: &mut super::config::PgClient = obj;
+        let (client, type_lookups) = (&c.client, &mut c.type_lookups);
+        let mut open = String::from(if own_tx { "BEGIN; " } else { "" });
+        open.push_str("SAVEPOINT sqlmw_describe");
+        for (name, text) in type_lookups.iter() {
+            open.push_str("; PREPARE \"");
+            open.push_str(name);
+            open.push_str("\" AS ");
+            open.push_str(text);
         }
-        // The statement is dropped (its Close sent) before the transaction ends.
-        let described = client
-            .prepare(sql)
-            .await
+        if let Err(e) = client.batch_execute(&open).await {
+            if own_tx {
+                let _ = client.batch_execute("ROLLBACK").await;
+            }
+            return Err(map_err(e));
+        }
+        let prepared = client.prepare(sql).await;
+        let failed = prepared.is_err();
+        let mut close = String::new();
+        if failed {
+            // The savepoint keeps the transaction usable for the learning and deallocation.
+            close.push_str("ROLLBACK TO SAVEPOINT sqlmw_describe; ");
+        }
+        let learn = type_lookups.len() < 3
+            && match &prepared {
+                Ok(st) => st
+                    .params()
+                    .iter()
+                    .chain(st.columns().iter().map(|c| c.type_()))
+                    .any(|t| tokio_postgres::types::Type::from_oid(t.oid()).is_none()),
+                Err(_) => true,
+            };
+        // The statement is dropped here (its Close sent before anything that follows).
+        let described = prepared
             .map(|st| Described {
                 params: st.params().to_vec(),
                 columns: columns_of(&st),
             })
             .map_err(map_err);
-        if own_tx {
-            let end = if described.is_ok() {
-                "COMMIT"
-            } else {
-                "ROLLBACK"
-            };
-            client.batch_execute(end).await.map_err(map_err)?;
+        let r = async {
+            if failed {
+                client.batch_execute(&close).await?;
+                close.clear();
+            }
+            if learn {
+                // Named statements the client prepared in this transaction and kept (the one
+                // described is closed): its type lookups.
+                let found = client
+                    .simple_query(
+                        "SELECT name, statement FROM pg_prepared_statements \
+                         WHERE NOT from_sql AND prepare_time >= now()",
+                    )
+                    .await?;
+                for m in found {
+                    if let tokio_postgres::SimpleQueryMessage::Row(row) = m {
+                        if let (Some(name), Some(text)) = (row.get(0), row.get(1)) {
+                            let known = type_lookups.iter().any(|(n, _)| n == name);
+                            let plain = name.bytes().all(|b| b.is_ascii_alphanumeric());
+                            if !known && plain {
+                                type_lookups.push((name.to_owned(), text.to_owned()));
+                            }
+                        }
+                    }
+                }
+            }
+            Ok::<_, tokio_postgres::Error>(())
         }
+        .await;
+        // The lookups go before the transaction ends.
+        for (name, _) in type_lookups.iter() {
+            close.push_str("DEALLOCATE \"");
+            close.push_str(name);
+            close.push_str("\"; ");
+        }
+        close.push_str(match (own_tx, described.is_ok() && r.is_ok()) {
+            (true, true) => "COMMIT",
+            (true, false) => "ROLLBACK",
+            (false, _) => "RELEASE SAVEPOINT sqlmw_describe",
+        });
+        let end = client.batch_execute(&close).await;
+        if let Err(e) = end {
+            if own_tx {
+                let _ = client.batch_execute("ROLLBACK").await;
+            }
+            return Err(map_err(e));
+        }
+        r.map_err(map_err)?;
         described
     }
 
@@ -421,6 +510,9 @@ impl PgConnection {
     pub(super) fn note_stmt(&mut self, s: &PgStmt) {
         if s.session > self.session {
             self.session = s.session;
+        }
+        if s.deallocates {
+            self.deallocated = true;
         }
         if s.tx_control && !self.in_tx {
             self.unknown = true;
@@ -456,10 +548,16 @@ impl PgConnection {
         const PG: crate::sql::Dialect = crate::sql::Dialect::Postgres;
         let session = crate::sql::session_change(&translated, PG);
         let tx_control = crate::sql::has_transaction_control(&translated, PG);
+        let deallocates =
+            session != Session::Untouched && crate::sql::pg_effects::deallocates(&translated);
+        // Parsed in the session the pool configured (not after a `SET search_path`, which a
+        // prepared statement keeps), so it stays valid across a reset.
+        let clean = self.session == Session::Untouched;
         // Noted before it reaches the server: a cancelled prepare may still have run.
         if session > self.session {
             self.session = session;
         }
+        self.deallocated |= deallocates;
         if tx_control && !self.in_tx {
             self.unknown = true;
         }
@@ -494,6 +592,8 @@ impl PgConnection {
             columns: Arc::new(described.columns),
             dml: crate::sql::is_dml(&translated, PG),
             session,
+            clean,
+            deallocates,
             tx_control,
             stmt,
             successor: std::sync::OnceLock::new(),
@@ -542,7 +642,8 @@ impl PgConnection {
         if own_tx {
             self.unknown = true;
         }
-        if crate::sql::changes_schema(sql, crate::sql::Dialect::Postgres) {
+        // After a `DEALLOCATE` or `DISCARD ALL` the cached statements may be gone on the server.
+        if self.deallocated || crate::sql::changes_schema(sql, crate::sql::Dialect::Postgres) {
             // Plans cached on this connection may describe tables the script changes; a stale
             // one would fail ("cached plan must not change result type") and, inside a
             // transaction, abort it. Prepare them again instead.
@@ -781,6 +882,71 @@ impl Wing for PgConnection {
     }
 }
 
+/// Back to the session the pool opened, as `DISCARD ALL` does, except that the statements
+/// prepared through the protocol stay: tokio-postgres keeps the named statements of its type
+/// lookups for the life of the client, and `DEALLOCATE ALL` would leave it running statements
+/// that no longer exist (`26000`) on every later lookup. Settings and role, cursors, listeners,
+/// advisory locks, cached plans, temporary objects and sequence state are reset; the query
+/// ends by listing the `PREPARE`d statements (deallocated by name next, when there are any)
+/// and counting the settings (see [`reset_session`]). No procedural code: a `DO` block would load
+/// PL/pgSQL, whose settings a fresh session does not have.
+pub(super) const RESET: &str = "CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; \
+UNLISTEN *; SELECT pg_advisory_unlock_all(); DISCARD PLANS; DISCARD TEMP; DISCARD SEQUENCES; \
+SELECT name AS prepared FROM pg_prepared_statements WHERE from_sql; \
+SELECT count(*) AS settings FROM pg_settings";
+
+/// Runs [`RESET`] (and deallocates what it listed). Returns whether the session is now as the
+/// pool opened it: not when the borrower loaded a library (PL/pgSQL is loaded when the
+/// connection opens, see `config.rs`), which adds settings nothing can remove; the connection
+/// is then closed instead of reused.
+async fn reset_session(obj: &Obj) -> bool {
+    let Ok(msgs) = obj.client.simple_query(RESET).await else {
+        return false;
+    };
+    let mut deallocate = String::new();
+    let mut settings = None;
+    for m in &msgs {
+        if let tokio_postgres::SimpleQueryMessage::Row(row) = m {
+            match row.columns().first().map(|c| c.name()) {
+                Some("prepared") => {
+                    if let Some(name) = row.get(0) {
+                        deallocate.push_str("DEALLOCATE \"");
+                        deallocate.push_str(&name.replace('"', "\"\""));
+                        deallocate.push_str("\"; ");
+                    }
+                }
+                Some("settings") => settings = row.get(0).and_then(|n| n.parse::<u64>().ok()),
+                _ => {}
+            }
+        }
+    }
+    if !deallocate.is_empty() && obj.client.batch_execute(&deallocate).await.is_err() {
+        return false;
+    }
+    obj.settings.is_none_or(|opened| settings == Some(opened))
+}
+
+/// Before [`RESET`]: the statement cache drops what was prepared after the session changed
+/// (parsed under a changed `search_path`, which a prepared statement keeps for life); what
+/// was prepared in the configured session stays, so the next borrower does not prepare it
+/// again. Named mode also forgets the driver's cached types (its lookup statements stay valid,
+/// and every cached statement carries its own types); the unnamed mode keeps them, since its
+/// statements find their result types there (see `describe`).
+fn forget_changed_session(obj: &mut Obj) {
+    let stale: Vec<(Box<str>, crate::translation::TranslationMode)> = obj
+        .stmts
+        .values()
+        .filter(|s| !s.clean)
+        .map(|s| (s.key.clone(), s.mode))
+        .collect();
+    for (key, mode) in stale {
+        obj.stmts.remove(&key, mode);
+    }
+    if obj.opts.statement_cache == StatementCache::Named {
+        obj.client.clear_type_cache();
+    }
+}
+
 /// Holds a connection while it is cleaned; if cleaning does not finish (error, cancelled task,
 /// runtime shutdown), the connection is detached from the pool and closed instead of returned.
 struct Cleaning(Option<Obj>, bool);
@@ -823,6 +989,12 @@ impl Drop for PgConnection {
             }
             return;
         }
+        if self.deallocated {
+            // The driver's own statements (its type lookups) may be gone: the connection is
+            // closed rather than reused.
+            drop(deadpool::managed::Object::take(obj));
+            return;
+        }
         let reset = self.session != Session::Untouched;
         if !(self.needs_rollback || self.unknown || reset) {
             return;
@@ -837,11 +1009,8 @@ impl Drop for PgConnection {
                     let clean = async {
                         let mut ok = obj.client.batch_execute("ROLLBACK").await.is_ok();
                         if ok && reset {
-                            // Back to the session the pool opened: settings, role, prepared
-                            // statements (the cache forgets them too), temporary tables,
-                            // listeners, advisory locks.
-                            obj.stmts.clear();
-                            ok = obj.client.batch_execute("DISCARD ALL").await.is_ok();
+                            forget_changed_session(obj);
+                            ok = reset_session(obj).await;
                         }
                         ok
                     };

@@ -16,6 +16,8 @@ impl std::fmt::Display for BindError {
 
 impl std::error::Error for BindError {}
 
+/// The kind of a SQLSTATE. Data exceptions (class `22`) are [`ErrorKind::Other`] here: they
+/// name the parameters only when a bound value caused them (see [`caused_by_a_bound_value`]).
 fn kind_of_sqlstate(code: &str) -> ErrorKind {
     match code {
         "23505" => ErrorKind::UniqueViolation,
@@ -32,9 +34,9 @@ fn kind_of_sqlstate(code: &str) -> ErrorKind {
         "57014" => ErrorKind::Interrupted,
         "55P03" => ErrorKind::Busy,
         "57P01" | "57P02" | "57P03" => ErrorKind::ConnectionLost,
-        "22P02" | "22003" | "42804" | "22007" | "22008" | "42P18" | "22021" | "22P05" => {
-            ErrorKind::ParameterType
-        }
+        // The server cannot type a placeholder (`could not determine data type of parameter
+        // $1`): the statement's parameters do not line up with its placeholders.
+        "42P18" => ErrorKind::ParameterType,
         "08P01" => ErrorKind::ParameterCount,
         "54000" | "54001" | "22001" => ErrorKind::InvalidInput,
         c if c.starts_with("23") => ErrorKind::ConstraintViolation,
@@ -42,6 +44,20 @@ fn kind_of_sqlstate(code: &str) -> ErrorKind {
         c if c.starts_with("28") || c.starts_with("3D") => ErrorKind::Config,
         _ => ErrorKind::Other,
     }
+}
+
+/// Whether a data exception was raised while the server converted a value the caller bound:
+/// a statement's parameter while binding it (the server's context names it: `unnamed portal
+/// parameter $1`), or a row value of a bulk load (`COPY t, line 1, column c`). The same codes
+/// raised by the SQL itself (`SELECT 2147483647::int4 + 1`, `'abc'::int4`), or by a function
+/// given a value that was bound without trouble, are not a parameter's fault.
+fn caused_by_a_bound_value(db: &tokio_postgres::error::DbError) -> bool {
+    db.code().code().starts_with("22")
+        && db.where_().is_some_and(|w| {
+            w.lines().any(|l| {
+                (l.contains("portal") && l.contains(" parameter $")) || l.starts_with("COPY ")
+            })
+        })
 }
 
 /// Whether an `08P01` message is the server's complaint about the number of bound parameters.
@@ -53,6 +69,9 @@ pub(crate) fn map_err(err: tokio_postgres::Error) -> SqlMiddlewareDbError {
     if let Some(db) = err.as_db_error() {
         let code = db.code().code().to_owned();
         let mut kind = kind_of_sqlstate(&code);
+        if caused_by_a_bound_value(db) {
+            kind = ErrorKind::ParameterType;
+        }
         if code == "42601" && db.message().contains("multiple commands") {
             kind = ErrorKind::InvalidInput;
         }

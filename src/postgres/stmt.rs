@@ -28,8 +28,13 @@ pub(crate) struct PgStmt {
     pub(super) columns: Arc<Columns>,
     /// It changes rows, so the command tag counts changed rows.
     pub(super) dml: bool,
-    /// What running it changes in the session (`SET`, temporary tables, …).
+    /// What running it may change in the session (anything but a plain statement, see
+    /// `crate::sql::pg_effects`).
     pub(super) session: crate::sql::Session,
+    /// Prepared while the session was as the pool configured it (so a reset leaves it valid).
+    pub(super) clean: bool,
+    /// It deallocates prepared statements (`DEALLOCATE`, `DISCARD ALL`).
+    pub(super) deallocates: bool,
     /// It holds transaction control (`BEGIN`, `COMMIT`, …).
     pub(super) tx_control: bool,
     /// The statement prepared in its place after the server refused its cached plan (a schema
@@ -43,10 +48,12 @@ impl WingStmt for PgStmt {
         &self.columns
     }
 
-    /// DML writes (also with `RETURNING`), and so may any statement that returns no rows; a
-    /// query that returns rows is treated as a read (a data-changing CTE counts as DML).
+    /// DML writes (also with `RETURNING`), and so may any statement that returns no rows, and
+    /// any statement whose effects its text does not prove read-only: a call of a function
+    /// other than the known built-ins, `DO`, `CALL` (see `crate::sql::pg_effects`). Only a
+    /// plain query that returns rows is a read (a data-changing CTE counts as DML).
     fn writes(&self) -> bool {
-        self.dml || self.columns.is_empty()
+        self.dml || self.columns.is_empty() || self.session != crate::sql::Session::Untouched
     }
 }
 

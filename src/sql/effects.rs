@@ -3,9 +3,10 @@
 //!
 //! Both readings are conservative where it is cheap to be: a statement that might change the
 //! session is treated as one that does, since the price is one reset when the connection goes
-//! back to the pool.
+//! back to the pool. On PostgreSQL a statement leaves the session untouched only when its text
+//! proves it (see `pg_effects`).
 
-use super::scanner::{Dialect, Kind, tokens};
+use super::scanner::{Dialect, tokens};
 use super::script::statements;
 
 /// How a script changes the connection's session, from nothing to more than settings.
@@ -118,9 +119,9 @@ pub(crate) fn session_change(sql: &str, d: Dialect) -> Session {
 
 fn statement_session_change(stmt: &str, d: Dialect) -> Session {
     let h = head(stmt, d, 5);
-    let Some(first) = h.first() else {
+    if h.is_empty() {
         return Session::Untouched;
-    };
+    }
     let temp = is(h.first(), "CREATE")
         && (is_any(h.get(1), &["TEMP", "TEMPORARY"]) || is_any(h.get(2), &["TEMP", "TEMPORARY"]));
     match d {
@@ -133,51 +134,9 @@ fn statement_session_change(stmt: &str, d: Dialect) -> Session {
                 Session::Untouched
             }
         }
-        Dialect::Postgres => {
-            if first.eq_ignore_ascii_case("SET") {
-                // `SET LOCAL`, `SET TRANSACTION` and `SET CONSTRAINTS` end with the transaction;
-                // `SET ROLE` and `SET SESSION AUTHORIZATION` change who runs what comes next.
-                if is_any(h.get(1), &["LOCAL", "TRANSACTION", "CONSTRAINTS"]) {
-                    Session::Untouched
-                } else if is(h.get(1), "ROLE")
-                    || (is(h.get(1), "SESSION") && is(h.get(2), "AUTHORIZATION"))
-                {
-                    Session::State
-                } else {
-                    Session::Settings
-                }
-            } else if first.eq_ignore_ascii_case("RESET") {
-                Session::Settings
-            } else if temp
-                || is_any(
-                    h.first(),
-                    &["DISCARD", "LISTEN", "DEALLOCATE", "LOAD", "DECLARE"],
-                )
-                || (is(h.first(), "PREPARE") && !is(h.get(1), "TRANSACTION"))
-                || calls_session_function(stmt, d)
-            {
-                Session::State
-            } else {
-                Session::Untouched
-            }
-        }
+        // What text can prove: see `pg_effects`.
+        Dialect::Postgres => super::pg_effects::statement_session_change(stmt),
     }
-}
-
-/// PostgreSQL functions that change the session from inside any statement.
-fn calls_session_function(stmt: &str, d: Dialect) -> bool {
-    const FUNCTIONS: [&str; 5] = [
-        "set_config",
-        "pg_advisory_lock",
-        "pg_advisory_lock_shared",
-        "pg_try_advisory_lock",
-        "pg_try_advisory_lock_shared",
-    ];
-    tokens(stmt, d).filter(|t| t.kind == Kind::Word).any(|t| {
-        FUNCTIONS
-            .iter()
-            .any(|f| f.eq_ignore_ascii_case(&stmt[t.start..t.end]))
-    })
 }
 
 /// A script cut where statements that must run outside a transaction stand: runs of ordinary

@@ -11,6 +11,7 @@
 
 pub(crate) mod effects;
 pub(crate) mod ident;
+pub(crate) mod pg_effects;
 #[cfg(test)]
 pub(crate) mod props;
 pub(crate) mod scanner;

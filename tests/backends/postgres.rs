@@ -979,3 +979,526 @@ async fn extended_types_round_trip_as_parameters_and_results() {
     })
     .await;
 }
+
+// ---- issue 25: the session is reset unless provably clean, and the reset breaks nothing ----
+
+/// Everything of a session a borrower can change and the next one could see: every setting
+/// (`pg_settings`), the role, temporary objects (relations and functions in the temp schema),
+/// session advisory locks, LISTEN registrations, `PREPARE`d statements and open cursors.
+async fn session_fingerprint(c: &mut MiddlewarePoolConnection) -> String {
+    let (s,): (String,) = c
+        .query(
+            "SELECT concat_ws(' | ',
+                (SELECT string_agg(name || '=' || setting, ',' ORDER BY name) FROM pg_settings),
+                'role=' || current_user || '/' || session_user,
+                'temp_rel=' || (SELECT count(*) FROM pg_class WHERE relnamespace = pg_my_temp_schema()),
+                'temp_fn=' || (SELECT count(*) FROM pg_proc WHERE pronamespace = pg_my_temp_schema()),
+                'locks=' || (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()),
+                'listen=' || (SELECT count(*) FROM pg_listening_channels()),
+                'prepared=' || (SELECT count(*) FROM pg_prepared_statements WHERE from_sql),
+                'cursors=' || (SELECT count(*) FROM pg_cursors))",
+        )
+        .one()
+        .await
+        .expect("fingerprint");
+    s
+}
+
+/// Session changes the SQL text does not show (inside a `DO` block, inside a function, through
+/// `set_config` or advisory locks) and temporary objects made by forms a text scan misses: the
+/// next borrower's session equals a fresh one on every path. An advisory lock is not held by
+/// the idle pooled connection either (checked from another connection).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hidden_session_changes_never_reach_the_next_borrower() {
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        // Advisory lock keys of this test alone.
+        let key: i64 = 0x5e55_0000 + 3 * i64::from(std::process::id() % 100_000);
+        let db = pool(&url, 1).await;
+        let mut c = db.get_connection().await.unwrap();
+        c.execute_batch(&format!(
+            "CREATE FUNCTION tune() RETURNS int LANGUAGE plpgsql AS $f$
+                 BEGIN PERFORM set_config('work_mem', '1234kB', false); RETURN 1; END $f$;
+             CREATE FUNCTION hold() RETURNS int LANGUAGE sql AS $f$
+                 SELECT 1 FROM (SELECT pg_advisory_lock({key})) l $f$;
+             CREATE TABLE base (a int)"
+        ))
+        .await
+        .unwrap();
+        let fresh = session_fingerprint(&mut c).await;
+        drop(c);
+        let batch = format!(
+            "SELECT pg_advisory_lock({}); DO $$BEGIN EXECUTE 'SET work_mem = ''2345kB'''; END$$",
+            key + 1
+        );
+        let try_lock = format!("SELECT pg_try_advisory_lock({}), lower('X')", key + 2);
+        let cases: &[(&str, &str)] = &[
+            ("query.dml", "DO $$BEGIN PERFORM set_config('statement_timeout', '4321ms', false); END$$"),
+            ("query.select", "SELECT tune()"),
+            ("query.one", "SELECT hold()"),
+            ("query.dml", "CREATE TEMP VIEW tv AS SELECT 1 AS a"),
+            ("query.dml", "CREATE OR REPLACE TEMP VIEW tv2 AS SELECT 1 AS a"),
+            ("query.dml", "CREATE TABLE pg_temp.tx (a int)"),
+            ("query.dml", "SELECT 1 AS a INTO TEMP tt"),
+            ("query.dml", "CREATE TEMPORARY SEQUENCE sq"),
+            ("query.dml", "CREATE FUNCTION pg_temp.tf() RETURNS int LANGUAGE sql AS 'SELECT 1'"),
+            ("prepare", "SELECT set_config('search_path', 'pg_catalog', false)"),
+            ("execute_batch", &batch),
+            ("query.select", &try_lock),
+            ("query.dml", "LISTEN somewhere"),
+            ("query.dml", "PREPARE p1 AS SELECT 1"),
+        ];
+        let raw = pg::raw_client(&url).await;
+        let locks = format!(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid::text::int8 IN ({key}, {}, {})",
+            key + 1,
+            key + 2
+        );
+        let mut leaked = Vec::new();
+        let mut held = 0;
+        for (path, sql) in cases {
+            let mut c = db.get_connection().await.unwrap();
+            match *path {
+                "query.dml" => {
+                    c.query(sql).dml().await.unwrap();
+                }
+                "query.select" => {
+                    c.query(sql).select().await.unwrap();
+                }
+                "query.one" => {
+                    let (_,): (i32,) = c.query(sql).one().await.unwrap();
+                }
+                "prepare" => {
+                    let mut st = c.prepare(sql).await.unwrap();
+                    st.select(&[]).await.unwrap();
+                }
+                "execute_batch" => c.execute_batch(sql).await.unwrap(),
+                _ => unreachable!(),
+            }
+            let changed = session_fingerprint(&mut c).await;
+            assert_ne!(changed, fresh, "{sql}: no change, so this case checks nothing");
+            drop(c);
+            // The only connection, back from the pool: wait for it, then look at its session.
+            let mut next = db.get_connection().await.unwrap();
+            let seen = session_fingerprint(&mut next).await;
+            drop(next);
+            if seen != fresh {
+                leaked.push(format!("{path} `{sql}`"));
+            }
+            // Once the pooled connection is idle, nobody holds an advisory lock of the test.
+            drop(db.get_connection().await.unwrap());
+            let n: i64 = raw.query_one(&locks, &[]).await.unwrap().get(0);
+            held += n;
+        }
+        println!(
+            "hidden_session_changes cases={} leaked={} idle_advisory_locks={held}",
+            cases.len(),
+            leaked.len()
+        );
+        assert!(leaked.is_empty(), "session changes reached the next borrower: {leaked:?}");
+        assert_eq!(held, 0, "an idle pooled connection holds an advisory lock");
+    })
+    .await;
+}
+
+/// The types of [`user_types_work`]: an enum, a domain, a composite, and arrays of them.
+const USER_TYPES: &str = "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
+     CREATE DOMAIN posint AS int8 CHECK (VALUE > 0);
+     CREATE TYPE pair AS (a int4, b text);
+     CREATE TABLE ut (id int8 PRIMARY KEY, mo mood, mos mood[], p posint, ps posint[], c pair, cs pair[]);
+     INSERT INTO ut VALUES (1, 'happy', '{sad,ok}', 5, '{6,7}', ROW(1, 'x'), ARRAY[ROW(2, 'y')::pair])";
+
+/// Reads every user-defined type of [`USER_TYPES`] (each statement prepared on its own, so each
+/// type is looked up by the driver), as a parameter and as a result. `prefix` qualifies the
+/// names. Returns how many reads worked.
+async fn user_types_work(c: &mut MiddlewarePoolConnection, prefix: &str) -> Result<usize, String> {
+    let mut ok = 0;
+    let (mo,): (String,) = c
+        .query(&format!("SELECT mo FROM {prefix}ut WHERE mo = $1"))
+        .params(&["happy".into()])
+        .one()
+        .await
+        .map_err(|e| format!("enum: {e:?}"))?;
+    ok += usize::from(mo == "happy");
+    let rs = c
+        .query(&format!("SELECT mos FROM {prefix}ut"))
+        .select()
+        .await
+        .map_err(|e| format!("enum array: {e:?}"))?;
+    ok += usize::from(rs.results[0].get("mos") == Some(&RowValues::array(["sad", "ok"])));
+    let (p,): (i64,) = c
+        .query(&format!("SELECT p FROM {prefix}ut WHERE p = $1"))
+        .params(&[RowValues::Int(5)])
+        .one()
+        .await
+        .map_err(|e| format!("domain: {e:?}"))?;
+    ok += usize::from(p == 5);
+    let rs = c
+        .query(&format!("SELECT ps FROM {prefix}ut"))
+        .select()
+        .await
+        .map_err(|e| format!("domain array: {e:?}"))?;
+    ok += usize::from(rs.results[0].get("ps") == Some(&RowValues::array([6_i64, 7])));
+    // A composite has no RowValues kind: its statement prepares (the driver looks the type
+    // up), and reading it says to cast it; its fields read as usual.
+    let e = c
+        .query(&format!("SELECT c, cs FROM {prefix}ut"))
+        .select()
+        .await
+        .map(drop)
+        .expect_err("a composite column has no RowValues kind");
+    if e.kind() != ErrorKind::TypeMismatch {
+        return Err(format!("composite: {e:?}"));
+    }
+    ok += 1;
+    let (a, b): (i32, String) = c
+        .query(&format!(
+            "SELECT (c).a, (cs[1]).b FROM {prefix}ut WHERE c = $1::text::{prefix}pair"
+        ))
+        .params(&["(1,x)".into()])
+        .one()
+        .await
+        .map_err(|e| format!("composite fields: {e:?}"))?;
+    ok += usize::from((a, b.as_str()) == (1, "y"));
+    Ok(ok)
+}
+
+/// The reset that returns a borrower's session to the pool's never breaks the driver's own
+/// prepared statements: user-defined types (an enum, a domain, a composite and arrays of
+/// them) are looked up and read by the next borrower. (Found: the reset's `DISCARD ALL`
+/// deallocated the statements tokio-postgres prepared for its type lookups, and every later
+/// lookup failed with `26000 prepared statement "sN" does not exist`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_defined_types_work_after_a_session_reset() {
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        let db = pool(&url, 1).await;
+        let mut c = db.get_connection().await.unwrap();
+        c.execute_batch(USER_TYPES).await.unwrap();
+        // The driver learns the enum (and prepares its type lookups).
+        let (mo,): (String,) = c.query("SELECT mo FROM ut").one().await.unwrap();
+        assert_eq!(mo, "happy");
+        let mut worked = 0;
+        for round in 0..3 {
+            // A session change: the connection is reset when it goes back.
+            c.query("SET work_mem = '2MB'").dml().await.unwrap();
+            drop(c);
+            c = db.get_connection().await.unwrap();
+            worked += user_types_work(&mut c, "")
+                .await
+                .unwrap_or_else(|e| panic!("after reset {round}: {e}"));
+        }
+        let s = db.stats();
+        println!(
+            "user_types_after_reset resets=3 reads_ok={worked} created={} discarded={}",
+            s.created, s.discarded
+        );
+        assert_eq!(worked, 18);
+        assert_eq!(s.created, 1, "the reset keeps the connection: {s:?}");
+    })
+    .await;
+}
+
+/// Behind PgBouncer in transaction mode, the unnamed mode reads user-defined types too: the
+/// driver's type lookups happen only inside the describe's own transaction, so they never run
+/// on a server connection where their statements do not exist, and nothing is left prepared on
+/// the server. (Found: a statement over a domain, described on a second server connection,
+/// failed with `26000 prepared statement "sN" does not exist`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_defined_types_work_behind_a_transaction_pooler_in_unnamed_mode() {
+    let _group = groups::enter("postgres");
+    let schema = format!("ut_{}", pg::random_hex());
+    let direct = pg::raw_client(&pg::base_url()).await;
+    direct
+        .batch_execute(&format!(
+            "CREATE SCHEMA {schema}; SET search_path = {schema}; {USER_TYPES}"
+        ))
+        .await
+        .unwrap();
+    let prefix = format!("{schema}.");
+    let url = crate::common::pgbouncer::dedicated(2).base_db_url();
+    let outcome = async {
+        let db = ConfigAndPool::postgres(&url)
+            .max_size(2)
+            .statement_cache(StatementCache::Unnamed)
+            .build()
+            .await
+            .expect("pool through PgBouncer");
+        let mut a = db.get_connection().await.expect("a");
+        let mut b = db.get_connection().await.expect("b");
+        // A learns the enum on the pooler's only server connection...
+        let (mo,): (String,) = a
+            .query(&format!("SELECT mo FROM {prefix}ut"))
+            .one()
+            .await
+            .map_err(|e| format!("first enum read: {e:?}"))?;
+        // ...B's transaction holds that one, so A's next statements go to a second.
+        let mut tx = b.begin().await.map_err(|e| format!("{e:?}"))?;
+        let (_,): (i32,) = tx
+            .query("SELECT 2")
+            .one()
+            .await
+            .map_err(|e| format!("{e:?}"))?;
+        let r = user_types_work(&mut a, &prefix).await;
+        tx.commit().await.map_err(|e| format!("{e:?}"))?;
+        let worked = r?;
+        // And again on whichever server connection comes next.
+        let again = user_types_work(&mut b, &prefix).await?;
+        let (left,): (i64,) = a
+            .query("SELECT count(*) FROM pg_prepared_statements")
+            .one()
+            .await
+            .map_err(|e| format!("{e:?}"))?;
+        Ok::<_, String>((mo, worked + again, left))
+    }
+    .await;
+    let _ = direct
+        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .await;
+    let (mo, worked, left) = outcome.unwrap_or_else(|e| panic!("{e}"));
+    println!("user_types_behind_pgbouncer reads_ok={worked} prepared_left={left}");
+    assert_eq!(mo, "happy");
+    assert_eq!(worked, 12);
+    assert_eq!(left, 0, "nothing left prepared on the server");
+}
+
+/// `22003` raised by arithmetic in the SQL itself, with no parameter bound, is not a parameter
+/// error; neither is bad text cast in the SQL (`22P02`). A bound value the server cannot take
+/// still is `ParameterType`. (Found: `SELECT 2147483647::int4 + 1` was `ParameterType`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_raised_by_the_sql_itself_do_not_name_the_parameters() {
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        let db = pool(&url, 1).await;
+        let mut c = db.get_connection().await.unwrap();
+        c.execute_batch("CREATE TYPE mood AS ENUM ('sad', 'ok'); CREATE TABLE e (m mood, i int4)")
+            .await
+            .unwrap();
+        let mut wrong = Vec::new();
+        for (sql, code) in [
+            ("SELECT 2147483647::int4 + 1", "22003"),
+            ("SELECT 'abc'::int4", "22P02"),
+            ("INSERT INTO e (i) VALUES (2147483647 + 1)", "22003"),
+            ("SELECT 'meh'::mood", "22P02"),
+        ] {
+            let e = c.query(sql).select().await.map(drop).unwrap_err();
+            assert_eq!(e.driver_code(), Some(code), "{sql}: {e:?}");
+            if matches!(
+                e.kind(),
+                ErrorKind::ParameterType | ErrorKind::ParameterCount
+            ) {
+                wrong.push(format!("{sql}: {:?}", e.kind()));
+            }
+        }
+        // A bound value the server refuses while binding it names the parameter.
+        let e = c
+            .query("INSERT INTO e (m) VALUES ($1)")
+            .params(&["meh".into()])
+            .dml()
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ParameterType, "{e:?}");
+        println!("sql_raised_errors cases=4 parameter_kinds={}", wrong.len());
+        assert!(wrong.is_empty(), "{wrong:?}");
+    })
+    .await;
+}
+
+/// A pipeline whose statement writes through a function is all or nothing: one failing set
+/// leaves no row. (Found: `SELECT add_row($1)` was taken for a read, ran without a transaction,
+/// and the rows of the sets before the failure stayed committed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipeline_writing_through_a_function_is_all_or_nothing() {
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        let db = pool(&url, 1).await;
+        let mut c = db.get_connection().await.unwrap();
+        c.execute_batch(
+            "CREATE TABLE pf (v int8 PRIMARY KEY);
+             CREATE FUNCTION add_row(x int8) RETURNS int8 LANGUAGE sql AS
+                 'INSERT INTO pf VALUES (x) RETURNING v'",
+        )
+        .await
+        .unwrap();
+        let sets: [[RowValues; 1]; 3] = [[1.into()], [2.into()], [1.into()]];
+        let refs: Vec<&[RowValues]> = sets.iter().map(|s| &s[..]).collect();
+        let e = c.pipeline("SELECT add_row($1)", &refs).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::UniqueViolation, "{e:?}");
+        let (n,): (i64,) = c.query("SELECT count(*) FROM pf").one().await.unwrap();
+        println!("pipeline_through_function sets=3 failing=1 rows_left={n}");
+        assert_eq!(n, 0, "the sets before the failure were rolled back");
+    })
+    .await;
+}
+
+/// An ordinary statement error never costs a connection: errors while preparing, binding and
+/// running, with every terminal, leave the pool's one connection in use (none discarded,
+/// none created anew).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statement_errors_never_cost_a_connection() {
+    use futures::TryStreamExt;
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        let db = pool(&url, 1).await;
+        let mut c = db.get_connection().await.unwrap();
+        c.execute_batch("CREATE TABLE se (id int4 PRIMARY KEY); INSERT INTO se VALUES (1)")
+            .await
+            .unwrap();
+        drop(c);
+        let failing: [(&str, Vec<RowValues>); 6] = [
+            ("SELEC 1", vec![]),                                   // prepare
+            ("SELECT * FROM nowhere", vec![]),                     // prepare
+            ("SELECT id FROM se WHERE id = $1", vec!["x".into()]), // bind
+            ("SELECT id FROM se WHERE id = $1", vec![]),           // bind (count)
+            ("INSERT INTO se VALUES (1) RETURNING id", vec![]),    // step
+            ("SELECT id / 0 FROM se", vec![]),                     // step
+        ];
+        let mut errors = 0;
+        for (sql, p) in &failing {
+            for terminal in [
+                "select", "dml", "optional", "all", "stream", "prepared", "pipeline",
+            ] {
+                let mut c = db.get_connection().await.unwrap();
+                let r: Result<(), SqlMiddlewareDbError> = match terminal {
+                    "select" => c.query(sql).params(p).select().await.map(drop),
+                    "dml" => c.query(sql).params(p).dml().await.map(drop),
+                    "optional" => c.query(sql).params(p).optional::<(i32,)>().await.map(drop),
+                    "all" => c.query(sql).params(p).all::<(i32,)>().await.map(drop),
+                    "stream" => c
+                        .query(sql)
+                        .params(p)
+                        .stream::<(i32,)>()
+                        .try_collect::<Vec<_>>()
+                        .await
+                        .map(drop),
+                    "prepared" => match c.prepare(sql).await {
+                        Ok(mut st) => st.select(p).await.map(drop),
+                        Err(e) => Err(e),
+                    },
+                    _ => c.pipeline(sql, &[p, p]).await.map(drop),
+                };
+                assert!(r.is_err(), "{terminal} `{sql}` succeeded");
+                errors += 1;
+                // The same connection serves the next statement.
+                let (one,): (i32,) = c.query("SELECT 1").one().await.unwrap();
+                assert_eq!(one, 1);
+            }
+        }
+        let s = db.stats();
+        println!(
+            "statement_errors errors={errors} created={} discarded={}",
+            s.created, s.discarded
+        );
+        assert_eq!((s.created, s.discarded), (1, 0), "{s:?}");
+    })
+    .await;
+}
+
+/// A raw write made after a `Tx` was dropped uncommitted is not lost: raw access first rolls
+/// the abandoned transaction back, so the write commits on its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_write_after_a_dropped_tx_is_kept() {
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        let db = pool(&url, 1).await;
+        let mut c = db.get_connection().await.unwrap();
+        c.execute_batch("CREATE TABLE rw (v int4)").await.unwrap();
+        {
+            let mut tx = c.begin().await.unwrap();
+            tx.query("INSERT INTO rw VALUES (1)").dml().await.unwrap();
+        }
+        let n = c
+            .postgres_client()
+            .await
+            .unwrap()
+            .execute("INSERT INTO rw VALUES (2)", &[])
+            .await
+            .unwrap();
+        assert_eq!(n, 1);
+        let (rows, v): (i64, i32) = c
+            .query("SELECT count(*), max(v) FROM rw")
+            .one()
+            .await
+            .unwrap();
+        drop(c);
+        let other: i64 = pg::raw_client(&url)
+            .await
+            .query_one("SELECT count(*) FROM rw WHERE v = 2", &[])
+            .await
+            .unwrap()
+            .get(0);
+        println!("raw_after_dropped_tx rows={rows} seen_elsewhere={other}");
+        assert_eq!((rows, v, other), (1, 2, 1));
+    })
+    .await;
+}
+
+/// Plain statements (DML and queries without function calls, or calling only built-ins that
+/// leave the session alone) pay one round trip each and no reset when the connection goes
+/// back: nothing else crosses the wire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_statements_pay_no_extra_round_trip() {
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        let (db, counts) = proxied_pool(&url).await;
+        let mut c = db.get_connection().await.unwrap();
+        c.execute_batch("CREATE TABLE pl (id int8 PRIMARY KEY, v text)")
+            .await
+            .unwrap();
+        drop(c);
+        let plain: [(&str, Vec<RowValues>); 7] = [
+            (
+                "INSERT INTO pl (id, v) VALUES ($1, $2)",
+                vec![1.into(), "a".into()],
+            ),
+            ("UPDATE pl SET v = upper(v) WHERE id = $1", vec![1.into()]),
+            (
+                "SELECT count(*), max(id), coalesce(min(v), 'x'), lower(v) FROM pl GROUP BY v",
+                vec![],
+            ),
+            (
+                "WITH x AS (SELECT id FROM pl) SELECT length(v), now() FROM pl JOIN x USING (id)",
+                vec![],
+            ),
+            ("VALUES (abs(-1), round(2.5))", vec![]),
+            ("TABLE pl", vec![]),
+            ("DELETE FROM pl WHERE id = $1", vec![1.into()]),
+        ];
+        // Warm: each statement prepared once.
+        let mut c = db.get_connection().await.unwrap();
+        for (sql, p) in &plain {
+            c.query(sql).params(p).dml().await.unwrap();
+        }
+        drop(c);
+        let (s0, q0) = (
+            counts.syncs.load(Ordering::SeqCst),
+            counts.queries.load(Ordering::SeqCst),
+        );
+        const ROUNDS: u64 = 5;
+        for _ in 0..ROUNDS {
+            let mut c = db.get_connection().await.unwrap();
+            for (sql, p) in &plain {
+                c.query(sql).params(p).dml().await.unwrap();
+            }
+            drop(c);
+        }
+        // The last return has finished (nothing is cleaning the one connection).
+        drop(db.get_connection().await.unwrap());
+        let syncs = counts.syncs.load(Ordering::SeqCst) - s0;
+        let queries = counts.queries.load(Ordering::SeqCst) - q0;
+        println!(
+            "plain_round_trips statements={} syncs={syncs} simple_queries={queries}",
+            ROUNDS * plain.len() as u64
+        );
+        assert_eq!(
+            syncs,
+            ROUNDS * plain.len() as u64,
+            "one round trip per statement"
+        );
+        assert_eq!(
+            queries, 0,
+            "no reset or transaction control for plain statements"
+        );
+    })
+    .await;
+}

@@ -252,3 +252,56 @@ async fn read_your_writes_reads_from_the_primary_for_the_window() {
         .await
         .unwrap();
 }
+
+/// A write made through a function (`SELECT add_row($1)`, which returns rows like a read) counts
+/// for read-your-writes: within the window the reader is the primary. (Found: the statement
+/// was taken for a read, so the next reader went to the replica.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_your_writes_counts_writes_made_through_a_function() {
+    let _group = groups::enter("postgres");
+    let pair = pg::start_primary_and_standby().unwrap_or_else(|e| {
+        panic!(
+            "the replica tests start a primary and a standby from the local PostgreSQL server \
+             binaries (initdb, pg_ctl, pg_basebackup; Debian: apt-get install postgresql): {e}"
+        )
+    });
+    let window = Duration::from_millis(1500);
+    let db = ConfigAndPool::postgres(&pair.primary)
+        .replica(&pair.standby)
+        .read_your_writes(window)
+        .build()
+        .await
+        .unwrap();
+    let mut w = db.get_connection().await.unwrap();
+    w.execute_batch(
+        "CREATE TABLE f (id bigint PRIMARY KEY);
+         CREATE FUNCTION add_row(x bigint) RETURNS bigint LANGUAGE sql AS
+             'INSERT INTO f VALUES (x) RETURNING id'",
+    )
+    .await
+    .unwrap();
+    // The script's own window passes: readers go to the replica.
+    tokio::time::sleep(window).await;
+    let mut r = db.reader().await.unwrap();
+    assert!(in_recovery(&mut r).await, "after the window: the standby");
+    drop(r);
+    let (id,): (i64,) = w
+        .query("SELECT add_row($1)")
+        .params(&[RowValues::Int(1)])
+        .one()
+        .await
+        .unwrap();
+    assert_eq!(id, 1);
+    let wrote = Instant::now();
+    let mut r = db.reader().await.unwrap();
+    assert!(
+        wrote.elapsed() < window,
+        "the machine is too slow for this window"
+    );
+    let primary = !in_recovery(&mut r).await;
+    println!("ryw_through_function reader_is_primary={primary}");
+    assert!(
+        primary,
+        "a write through a function is a write: the reader is the primary"
+    );
+}

@@ -297,7 +297,9 @@ async fn t_matrix(db: &TestDb) {
             Ok(rows) if rows.len() == 1 && rows[0].0.contains('\u{fffd}') => Ok(()),
             other => Err(format!("Turso should give U+FFFD: {other:?}")),
         },
-        Kind::Postgres => check(r, ErrorKind::ParameterType, Code::Driver).and_then(|e| {
+        // The blob binds as it is; the function refuses its bytes (22021) while running, which
+        // is not a parameter that could not be bound: `Other`, with the SQLSTATE.
+        Kind::Postgres => check(r, ErrorKind::Other, Code::Driver).and_then(|e| {
             if e.driver_code() == Some("22021") {
                 Ok(())
             } else {

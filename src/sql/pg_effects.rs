@@ -1,0 +1,576 @@
+//! What a PostgreSQL statement may do to the session of its connection, read from its text the
+//! only safe way: a statement leaves the session untouched only when it provably does.
+//!
+//! PostgreSQL does not report most session changes (settings changed by `set_config` inside a
+//! function, advisory locks, temporary objects, `LISTEN`), and a function or a `DO` block can
+//! make any of them. So the reading is inverted: a statement is *plain* (untouched) only when it
+//! is a `SELECT`, `INSERT`, `UPDATE`, `DELETE`, `MERGE`, `WITH`, `VALUES` or `TABLE` statement
+//! (not `SELECT … INTO`) whose every function call is a built-in of [`PURE`], functions known
+//! neither to change the session nor to write. Transaction control, `SET LOCAL` and `SHOW` end
+//! with their transaction or change nothing. Everything else — `DO`, `CALL`, a call of any
+//! other function, `SET`, `LISTEN`, `PREPARE`, `DECLARE`, any DDL (temporary objects in every
+//! form among them) — changes the session as far as the middleware knows, and the connection
+//! is reset when it goes back to the pool. A plain statement also provably writes nothing
+//! beyond the rows of its own DML, which is what `writes()` of a prepared statement needs.
+//!
+//! What text cannot show is code the server runs on its own for a plain statement: triggers,
+//! column defaults, check constraints and domain checks, generated columns, index
+//! expressions, row-level security policies, rules, views, and user-defined operators and
+//! casts, any of which may call a function that changes the session; and a user function
+//! that shadows a built-in name for its argument types through the `search_path`.
+
+use super::effects::Session;
+use super::scanner::{Dialect, Kind, Token, tokens};
+
+/// Built-in functions (and SQL's function-like keywords, and type names that take a
+/// modifier in parentheses) that neither change the session nor write: aggregates, window
+/// functions, conditionals, arithmetic, text, date and time, JSON and array functions, and
+/// functions that only read the session.
+const PURE: &[&str] = &[
+    // SQL keywords written like calls.
+    "all",
+    "any",
+    "array",
+    "between",
+    "cast",
+    "coalesce",
+    "exists",
+    "extract",
+    "greatest",
+    "in",
+    "least",
+    "normalize",
+    "nullif",
+    "overlay",
+    "position",
+    "row",
+    "some",
+    "substring",
+    "trim",
+    "values",
+    // Type names with a modifier: `varchar(20)`, `numeric(10, 2)`, `timestamp(3)`.
+    "bit",
+    "char",
+    "character",
+    "dec",
+    "decimal",
+    "float",
+    "interval",
+    "numeric",
+    "precision",
+    "time",
+    "timestamp",
+    "timestamptz",
+    "timetz",
+    "varbit",
+    "varchar",
+    "varying",
+    // Aggregates and window functions.
+    "array_agg",
+    "avg",
+    "bit_and",
+    "bit_or",
+    "bool_and",
+    "bool_or",
+    "corr",
+    "count",
+    "covar_pop",
+    "covar_samp",
+    "cume_dist",
+    "dense_rank",
+    "every",
+    "first_value",
+    "json_agg",
+    "json_object_agg",
+    "jsonb_agg",
+    "jsonb_object_agg",
+    "lag",
+    "last_value",
+    "lead",
+    "max",
+    "min",
+    "mode",
+    "nth_value",
+    "ntile",
+    "percent_rank",
+    "percentile_cont",
+    "percentile_disc",
+    "rank",
+    "row_number",
+    "stddev",
+    "stddev_pop",
+    "stddev_samp",
+    "string_agg",
+    "sum",
+    "var_pop",
+    "var_samp",
+    "variance",
+    // Arithmetic.
+    "abs",
+    "cbrt",
+    "ceil",
+    "ceiling",
+    "degrees",
+    "div",
+    "exp",
+    "factorial",
+    "floor",
+    "gcd",
+    "lcm",
+    "ln",
+    "log",
+    "log10",
+    "mod",
+    "pi",
+    "power",
+    "pow",
+    "radians",
+    "random",
+    "round",
+    "scale",
+    "sign",
+    "sqrt",
+    "trunc",
+    "width_bucket",
+    "acos",
+    "asin",
+    "atan",
+    "atan2",
+    "cos",
+    "sin",
+    "tan",
+    // Text.
+    "ascii",
+    "btrim",
+    "char_length",
+    "character_length",
+    "chr",
+    "concat",
+    "concat_ws",
+    "convert_from",
+    "convert_to",
+    "decode",
+    "encode",
+    "format",
+    "initcap",
+    "left",
+    "length",
+    "lower",
+    "lpad",
+    "ltrim",
+    "md5",
+    "octet_length",
+    "quote_ident",
+    "quote_literal",
+    "quote_nullable",
+    "regexp_count",
+    "regexp_instr",
+    "regexp_like",
+    "regexp_match",
+    "regexp_matches",
+    "regexp_replace",
+    "regexp_split_to_array",
+    "regexp_split_to_table",
+    "regexp_substr",
+    "repeat",
+    "replace",
+    "reverse",
+    "right",
+    "rpad",
+    "rtrim",
+    "split_part",
+    "starts_with",
+    "strpos",
+    "substr",
+    "to_hex",
+    "translate",
+    "upper",
+    "sha224",
+    "sha256",
+    "sha384",
+    "sha512",
+    "to_ascii",
+    "unistr",
+    // Date and time.
+    "age",
+    "clock_timestamp",
+    "date_bin",
+    "date_part",
+    "date_trunc",
+    "isfinite",
+    "justify_days",
+    "justify_hours",
+    "justify_interval",
+    "localtime",
+    "localtimestamp",
+    "make_date",
+    "make_interval",
+    "make_time",
+    "make_timestamp",
+    "make_timestamptz",
+    "now",
+    "statement_timestamp",
+    "timeofday",
+    "to_char",
+    "to_date",
+    "to_number",
+    "to_timestamp",
+    "transaction_timestamp",
+    "timezone",
+    // JSON.
+    "array_to_json",
+    "json_array_elements",
+    "json_array_elements_text",
+    "json_array_length",
+    "json_build_array",
+    "json_build_object",
+    "json_each",
+    "json_each_text",
+    "json_extract_path",
+    "json_extract_path_text",
+    "json_object",
+    "json_object_keys",
+    "json_populate_record",
+    "json_strip_nulls",
+    "json_typeof",
+    "jsonb_array_elements",
+    "jsonb_array_elements_text",
+    "jsonb_array_length",
+    "jsonb_build_array",
+    "jsonb_build_object",
+    "jsonb_each",
+    "jsonb_each_text",
+    "jsonb_extract_path",
+    "jsonb_extract_path_text",
+    "jsonb_insert",
+    "jsonb_object",
+    "jsonb_object_keys",
+    "jsonb_path_exists",
+    "jsonb_path_match",
+    "jsonb_path_query",
+    "jsonb_path_query_array",
+    "jsonb_path_query_first",
+    "jsonb_populate_record",
+    "jsonb_pretty",
+    "jsonb_set",
+    "jsonb_strip_nulls",
+    "jsonb_typeof",
+    "row_to_json",
+    "to_json",
+    "to_jsonb",
+    // Arrays and sets.
+    "array_append",
+    "array_cat",
+    "array_dims",
+    "array_fill",
+    "array_length",
+    "array_lower",
+    "array_ndims",
+    "array_position",
+    "array_positions",
+    "array_prepend",
+    "array_remove",
+    "array_replace",
+    "array_to_string",
+    "array_upper",
+    "cardinality",
+    "generate_series",
+    "generate_subscripts",
+    "string_to_array",
+    "unnest",
+    // Other values.
+    "gen_random_uuid",
+    "num_nonnulls",
+    "num_nulls",
+    "pg_column_size",
+    "pg_typeof",
+    "host",
+    "family",
+    "masklen",
+    "network",
+    "text",
+    // Reading (not changing) the session.
+    "current_database",
+    "current_schema",
+    "current_schemas",
+    "current_setting",
+    "current_user",
+    "inet_client_addr",
+    "pg_backend_pid",
+    "pg_listening_channels",
+    "pg_my_temp_schema",
+    "session_user",
+    "version",
+];
+
+/// Words after which `(` opens a list, a subquery or a definition, never a call.
+const NOT_CALLS: &[&str] = &[
+    "and",
+    "as",
+    "by",
+    "case",
+    "conflict",
+    "delete",
+    "distinct",
+    "else",
+    "except",
+    "filter",
+    "for",
+    "from",
+    "group",
+    "having",
+    "insert",
+    "intersect",
+    "into",
+    "is",
+    "join",
+    "lateral",
+    "like",
+    "ilike",
+    "limit",
+    "materialized",
+    "not",
+    "offset",
+    "on",
+    "or",
+    "over",
+    "partition",
+    "recursive",
+    "returning",
+    "select",
+    "set",
+    "similar",
+    "then",
+    "to",
+    "union",
+    "update",
+    "using",
+    "when",
+    "where",
+    "window",
+    "with",
+    "within",
+    "zone",
+];
+
+/// The statements that, with only [`PURE`] calls, leave the session untouched.
+const PLAIN: &[&str] = &[
+    "SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "WITH", "VALUES", "TABLE",
+];
+
+fn eq(w: &str, k: &str) -> bool {
+    w.eq_ignore_ascii_case(k)
+}
+
+fn any_of(w: &str, set: &[&str]) -> bool {
+    set.iter().any(|k| eq(w, k))
+}
+
+/// How one PostgreSQL statement changes the session (see the module's documentation).
+pub(crate) fn statement_session_change(stmt: &str) -> Session {
+    let toks: Vec<Token> = tokens(stmt, Dialect::Postgres)
+        .filter(|t| !t.kind.is_blank() && t.kind != Kind::Semi)
+        .collect();
+    let text = |i: usize| toks.get(i).map(|t| &stmt[t.start..t.end]);
+    let word = |i: usize| {
+        toks.get(i)
+            .filter(|t| t.kind == Kind::Word)
+            .map(|t| &stmt[t.start..t.end])
+    };
+    let Some(first) = text(0) else {
+        return Session::Untouched;
+    };
+    if word(0).is_none() && first != "(" {
+        return Session::State;
+    }
+    if eq(first, "SET") {
+        // `SET LOCAL`, `SET TRANSACTION` and `SET CONSTRAINTS` end with the transaction;
+        // `SET ROLE` and `SET SESSION AUTHORIZATION` change who runs what comes next.
+        let second = word(1).unwrap_or("");
+        return if any_of(second, &["LOCAL", "TRANSACTION", "CONSTRAINTS"]) {
+            Session::Untouched
+        } else if eq(second, "ROLE")
+            || (eq(second, "SESSION") && word(2).is_some_and(|w| eq(w, "AUTHORIZATION")))
+        {
+            Session::State
+        } else {
+            Session::Settings
+        };
+    }
+    if eq(first, "RESET") {
+        return Session::Settings;
+    }
+    if any_of(
+        first,
+        &[
+            "BEGIN",
+            "START",
+            "COMMIT",
+            "END",
+            "ROLLBACK",
+            "ABORT",
+            "SAVEPOINT",
+            "RELEASE",
+            "SHOW",
+        ],
+    ) || (eq(first, "PREPARE") && word(1).is_some_and(|w| eq(w, "TRANSACTION")))
+    {
+        return Session::Untouched;
+    }
+    if first != "(" && !any_of(first, PLAIN) {
+        return Session::State;
+    }
+    for (i, t) in toks.iter().enumerate() {
+        let w = &stmt[t.start..t.end];
+        // `SELECT … INTO t` creates a table (a temporary one with `INTO TEMP`).
+        if t.kind == Kind::Word && eq(w, "INTO") {
+            let after_dml = i
+                .checked_sub(1)
+                .and_then(word)
+                .is_some_and(|p| any_of(p, &["INSERT", "MERGE"]));
+            if !after_dml {
+                return Session::State;
+            }
+        }
+        if !matches!(t.kind, Kind::Word | Kind::QuotedIdent) || text(i + 1) != Some("(") {
+            continue;
+        }
+        if !is_pure_call(&toks, stmt, i) {
+            return Session::State;
+        }
+    }
+    Session::Untouched
+}
+
+/// Whether some statement of `sql` deallocates prepared statements: `DEALLOCATE` or `DISCARD
+/// ALL` (which may remove the driver's own).
+pub(crate) fn deallocates(sql: &str) -> bool {
+    super::script::statements(sql, Dialect::Postgres).any(|s| {
+        let mut w = tokens(s, Dialect::Postgres)
+            .filter(|t| !t.kind.is_blank())
+            .map(|t| &s[t.start..t.end]);
+        match w.next() {
+            Some(f) if eq(f, "DEALLOCATE") => true,
+            Some(f) if eq(f, "DISCARD") => w.next().is_some_and(|x| eq(x, "ALL")),
+            _ => false,
+        }
+    })
+}
+
+/// Whether the name at `i`, followed by `(`, is not a call, or a call of a [`PURE`] function.
+fn is_pure_call(toks: &[Token], stmt: &str, i: usize) -> bool {
+    let text = |i: usize| toks.get(i).map(|t| &stmt[t.start..t.end]);
+    let is_word = |i: usize, k: &str| {
+        toks.get(i)
+            .is_some_and(|t| t.kind == Kind::Word && eq(&stmt[t.start..t.end], k))
+    };
+    let t = toks[i];
+    let name = &stmt[t.start..t.end];
+    let prev = i.checked_sub(1).and_then(text);
+    if prev == Some(".") {
+        // `schema.name(`: a built-in only when the schema is `pg_catalog`; else the column
+        // list of `INSERT INTO schema.table (…)`.
+        let Some(q) = i.checked_sub(2) else {
+            return false;
+        };
+        if is_word(q, "pg_catalog") {
+            return t.kind == Kind::Word && any_of(name, PURE);
+        }
+        return q.checked_sub(1).is_some_and(|p| is_word(p, "INTO"));
+    }
+    if t.kind == Kind::Word && any_of(name, NOT_CALLS) {
+        return true;
+    }
+    match prev {
+        // `INSERT INTO t (…)`, `AS alias (…)`, `… ) alias (…)`, a cast `::varchar(20)`,
+        // `WITH name (…) AS`.
+        Some(p) if p == ")" || p == ":" => return true,
+        Some(p) if any_of(p, &["INTO", "AS", "WITH", "RECURSIVE"]) => return true,
+        _ => {}
+    }
+    t.kind == Kind::Word && any_of(name, PURE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_statements_leave_the_session_untouched() {
+        for s in [
+            "SELECT 1",
+            "select count(*), max(id), coalesce(min(v), 'x'), lower(v) FROM t GROUP BY v",
+            "INSERT INTO t (a, b) VALUES ($1, $2) RETURNING id",
+            "INSERT INTO s.t (a) SELECT x FROM generate_series(1, 3) AS g(x)",
+            "UPDATE t SET v = upper(v), (a, b) = (1, 2) WHERE id IN (SELECT id FROM u)",
+            "DELETE FROM t USING u WHERE t.id = u.id AND EXISTS (SELECT 1)",
+            "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT * FROM r",
+            "WITH x AS (INSERT INTO t VALUES (1) RETURNING *) SELECT length(v), now() FROM x",
+            "VALUES (abs(-1), round(2.5))",
+            "TABLE t",
+            "(SELECT 1) UNION (SELECT 2)",
+            "SELECT CAST($1 AS numeric(10, 2)), $2::varchar(20), x::character varying(3)",
+            "SELECT row_number() OVER (PARTITION BY a ORDER BY b) FROM t",
+            "SELECT count(*) FILTER (WHERE a > 1) FROM t",
+            "INSERT INTO t (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET a = excluded.a",
+            "SELECT pg_catalog.lower('X'), 'set_config(1)', \"set_config\" FROM t",
+            "SELECT * FROM t LEFT JOIN (SELECT 1) s (a) ON true FOR UPDATE",
+            "MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id) VALUES (s.id)",
+            "BEGIN",
+            "COMMIT",
+            "SET LOCAL work_mem = '1MB'",
+            "SHOW work_mem",
+            "PREPARE TRANSACTION 'x'",
+            "",
+        ] {
+            assert_eq!(statement_session_change(s), Session::Untouched, "{s}");
+        }
+    }
+
+    #[test]
+    fn everything_else_changes_the_session() {
+        for s in [
+            "DO $$BEGIN PERFORM set_config('a.b', 'c', false); END$$",
+            "CALL p()",
+            "SELECT f()",
+            "SELECT set_config('search_path', 'x', false)",
+            "SELECT pg_advisory_lock(1)",
+            "SELECT * FROM t WHERE id = my_fn($1)",
+            "SELECT s.f(1)",
+            "SELECT \"Lower\"(x) FROM t",
+            "INSERT INTO t VALUES (nextval('s'))",
+            "SELECT 1 AS a INTO TEMP tt",
+            "SELECT * INTO t2 FROM t",
+            "CREATE TEMP VIEW v AS SELECT 1",
+            "CREATE OR REPLACE TEMP VIEW v AS SELECT 1",
+            "CREATE TABLE pg_temp.x (a int)",
+            "CREATE TEMPORARY SEQUENCE s",
+            "CREATE FUNCTION pg_temp.f() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+            "CREATE TABLE t (a int)",
+            "LISTEN x",
+            "PREPARE q AS SELECT 1",
+            "DECLARE c CURSOR WITH HOLD FOR SELECT 1",
+            "EXECUTE q",
+            "DISCARD ALL",
+            "set role nobody",
+            "SET SESSION AUTHORIZATION DEFAULT",
+            "EXPLAIN ANALYZE SELECT f()",
+        ] {
+            assert_eq!(statement_session_change(s), Session::State, "{s}");
+        }
+        assert_eq!(
+            statement_session_change("SET search_path = x"),
+            Session::Settings
+        );
+        assert_eq!(statement_session_change("RESET ALL"), Session::Settings);
+    }
+
+    #[test]
+    fn deallocating_statements_are_seen() {
+        assert!(deallocates("SELECT 1; DEALLOCATE ALL"));
+        assert!(deallocates("deallocate prepare s1"));
+        assert!(deallocates("/* x */ DISCARD ALL"));
+        assert!(!deallocates("DISCARD TEMP"));
+        assert!(!deallocates("SELECT 'DEALLOCATE ALL'"));
+    }
+}
