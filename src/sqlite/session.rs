@@ -150,8 +150,28 @@ const STATE_SQL: &str = "SELECT (SELECT count(*) FROM temp.sqlite_master), \
 pub(crate) struct Fresh {
     pragmas: [Option<i64>; RESTORABLE.len()],
     db_config: [bool; DB_CONFIG.len()],
+    limits: [i32; LIMITS.len()],
     state: Vec<Value>,
 }
+
+/// Run-time limits (`sqlite3_limit`) put back after raw access.
+const LIMITS: [rusqlite::limits::Limit; 12] = {
+    use rusqlite::limits::Limit as L;
+    [
+        L::SQLITE_LIMIT_LENGTH,
+        L::SQLITE_LIMIT_SQL_LENGTH,
+        L::SQLITE_LIMIT_COLUMN,
+        L::SQLITE_LIMIT_EXPR_DEPTH,
+        L::SQLITE_LIMIT_COMPOUND_SELECT,
+        L::SQLITE_LIMIT_VDBE_OP,
+        L::SQLITE_LIMIT_FUNCTION_ARG,
+        L::SQLITE_LIMIT_ATTACHED,
+        L::SQLITE_LIMIT_LIKE_PATTERN_LENGTH,
+        L::SQLITE_LIMIT_VARIABLE_NUMBER,
+        L::SQLITE_LIMIT_TRIGGER_DEPTH,
+        L::SQLITE_LIMIT_WORKER_THREADS,
+    ]
+};
 
 fn read_pragma(c: &Connection, name: &str) -> Result<Option<i64>> {
     let mut st = c.prepare(&format!("PRAGMA {name}")).map_err(map_err)?;
@@ -181,9 +201,14 @@ impl Fresh {
         for (slot, flag) in db_config.iter_mut().zip(DB_CONFIG) {
             *slot = c.db_config(flag).map_err(map_err)?;
         }
+        let mut limits = [0; LIMITS.len()];
+        for (slot, limit) in limits.iter_mut().zip(LIMITS) {
+            *slot = c.limit(limit).map_err(map_err)?;
+        }
         Ok(Fresh {
             pragmas,
             db_config,
+            limits,
             state: read_state(c)?,
         })
     }
@@ -214,8 +239,9 @@ impl Fresh {
         Ok(())
     }
 
-    /// After raw access: puts back the connection flags and clears the hooks a closure may have
-    /// set (commit, rollback, update, WAL), restoring SQLite's own automatic checkpoints.
+    /// After raw access: puts back the connection flags and run-time limits, and clears the
+    /// hooks a closure may have set (commit, rollback, update, WAL, trace and profile),
+    /// restoring SQLite's own automatic checkpoints.
     pub(crate) fn restore_connection(&self, c: &Connection) -> Result<()> {
         for (flag, fresh) in DB_CONFIG.into_iter().zip(self.db_config) {
             if c.db_config(flag).map_err(map_err)? != fresh {
@@ -227,6 +253,13 @@ impl Fresh {
         c.update_hook(None::<fn(rusqlite::hooks::Action, &str, &str, i64)>)
             .map_err(map_err)?;
         c.wal_hook(None);
+        // One call clears `sqlite3_trace_v2` and the legacy trace and profile callbacks alike.
+        c.trace_v2(rusqlite::trace::TraceEventCodes::empty(), None);
+        for (limit, fresh) in LIMITS.into_iter().zip(self.limits) {
+            if c.limit(limit).map_err(map_err)? != fresh {
+                c.set_limit(limit, fresh).map_err(map_err)?;
+            }
+        }
         // SQLite's automatic checkpoints are a WAL hook: assigning the setting installs it again.
         let i = RESTORABLE
             .iter()

@@ -661,6 +661,60 @@ async fn raw_access_leaves_nothing_for_the_next_borrower() {
     assert!(leaked.is_empty(), "raw access leaked: {leaked:?}");
 }
 
+static TRACED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn count_trace(_: sql_middleware::drivers::rusqlite::trace::TraceEvent<'_>) {
+    TRACED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Run-time limits and trace callbacks a raw closure sets are the pool's again for the next
+/// borrower (a closure with rusqlite's `limits` and `trace` APIs can set both).
+#[tokio::test(flavor = "current_thread")]
+async fn raw_limits_and_tracing_never_reach_the_next_borrower() {
+    use sql_middleware::drivers::rusqlite::limits::Limit;
+    use sql_middleware::drivers::rusqlite::trace::TraceEventCodes;
+    let _group = groups::enter("sqlite");
+    let db = one_connection_pool().await;
+    let mut c = db.get_connection().await.unwrap();
+    let fresh = c
+        .with_blocking_sqlite(|raw| raw.limit(Limit::SQLITE_LIMIT_COLUMN))
+        .await
+        .unwrap();
+    c.with_blocking_sqlite(|raw| {
+        raw.set_limit(Limit::SQLITE_LIMIT_COLUMN, 7)?;
+        raw.trace_v2(TraceEventCodes::SQLITE_TRACE_STMT, Some(count_trace));
+        Ok(())
+    })
+    .await
+    .unwrap();
+    let limited = c
+        .with_blocking_sqlite(|raw| raw.limit(Limit::SQLITE_LIMIT_COLUMN))
+        .await
+        .unwrap();
+    assert_eq!(
+        limited, 7,
+        "the change took no effect, so this test checks nothing"
+    );
+    drop(c);
+    let mut next = db.get_connection().await.unwrap();
+    let before = TRACED.load(Ordering::Relaxed);
+    int_of(&mut next, "SELECT 1").await;
+    let traced = TRACED.load(Ordering::Relaxed) - before;
+    let seen = next
+        .with_blocking_sqlite(|raw| raw.limit(Limit::SQLITE_LIMIT_COLUMN))
+        .await
+        .unwrap();
+    println!("sqlite_raw_limits_trace limit_seen={seen} fresh={fresh} traced={traced}");
+    assert_eq!(
+        seen, fresh,
+        "a raw closure's run-time limit reached the next borrower"
+    );
+    assert_eq!(
+        traced, 0,
+        "a raw closure's trace callback ran for the next borrower"
+    );
+}
+
 /// A deferred transaction that read, then tries to write while another connection holds the
 /// write lock, is refused by SQLite at once (no busy wait can help): that is a
 /// `SerializationFailure` that says to restart the transaction, not `Busy`.
