@@ -115,8 +115,9 @@ impl<S> StmtCache<S> {
         }
     }
 
-    /// Every cached statement, for resetting before [`Self::clear`].
-    #[cfg(feature = "turso")]
+    /// Every cached statement (Turso: to reset them before [`Self::clear`]; Postgres: to pick
+    /// those a session reset makes stale).
+    #[cfg(any(feature = "turso", feature = "postgres"))]
     pub(crate) fn values(&self) -> impl Iterator<Item = &Arc<S>> {
         self.slots.iter().flat_map(HashMap::values).map(|e| &e.stmt)
     }

@@ -194,7 +194,7 @@ impl PgConnection {
     /// changes, and (outside a `Tx`) transaction control, after which the server's transaction
     /// status is no longer known and is checked or reset before the connection is reused.
     fn note_sql(&mut self, sql: &str) {
-        let s = crate::sql::session_change(sql, crate::sql::Dialect::Postgres);
+        let s = crate::sql::session_change(sql);
         if s > self.session {
             self.session = s;
         }
@@ -546,7 +546,7 @@ impl PgConnection {
             TranslationMode::Off => std::borrow::Cow::Borrowed(sql),
         };
         const PG: crate::sql::Dialect = crate::sql::Dialect::Postgres;
-        let session = crate::sql::session_change(&translated, PG);
+        let session = crate::sql::session_change(&translated);
         let tx_control = crate::sql::has_transaction_control(&translated, PG);
         let deallocates =
             session != Session::Untouched && crate::sql::pg_effects::deallocates(&translated);

@@ -1,26 +1,10 @@
-//! What a statement does beyond its rows, read through the scanner: whether it must run outside
-//! any transaction, and whether it changes the connection's session for later users.
-//!
-//! Both readings are conservative where it is cheap to be: a statement that might change the
-//! session is treated as one that does, since the price is one reset when the connection goes
-//! back to the pool. On PostgreSQL a statement leaves the session untouched only when its text
-//! proves it (see `pg_effects`).
+//! What a statement needs beyond its rows, read through the scanner: whether it must run
+//! outside any transaction. What it does to the session is learnt from the engine by the
+//! SQLite and Turso wings; on PostgreSQL, which does not report it, from the text the only
+//! safe way (see `pg_effects`).
 
 use super::scanner::{Dialect, tokens};
 use super::script::statements;
-
-/// How a script changes the connection's session, from nothing to more than settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Session {
-    /// Nothing that outlives the statement (or its transaction).
-    Untouched,
-    /// Settings: SQLite `PRAGMA name = value`, PostgreSQL `SET`/`RESET`. Restoring the pool's
-    /// configuration undoes them.
-    Settings,
-    /// State a settings reset does not undo: attached databases, temporary tables, named
-    /// prepared statements, cursors, listeners, advisory locks, a changed role.
-    State,
-}
 
 /// The first significant tokens of a statement: words and punctuation, without white space or
 /// comments.
@@ -108,37 +92,6 @@ pub(crate) fn first_outside_tx_only(sql: &str, d: Dialect) -> Option<String> {
     statements(sql, d).find_map(|s| outside_tx_only(s, d))
 }
 
-/// How running `sql` changes the session of the connection it runs on (the strongest change of
-/// any of its statements).
-pub(crate) fn session_change(sql: &str, d: Dialect) -> Session {
-    statements(sql, d)
-        .map(|s| statement_session_change(s, d))
-        .max()
-        .unwrap_or(Session::Untouched)
-}
-
-fn statement_session_change(stmt: &str, d: Dialect) -> Session {
-    let h = head(stmt, d, 5);
-    if h.is_empty() {
-        return Session::Untouched;
-    }
-    let temp = is(h.first(), "CREATE")
-        && (is_any(h.get(1), &["TEMP", "TEMPORARY"]) || is_any(h.get(2), &["TEMP", "TEMPORARY"]));
-    match d {
-        Dialect::Sqlite => {
-            if temp || is_any(h.first(), &["ATTACH", "DETACH"]) {
-                Session::State
-            } else if sqlite_pragma(&h).is_some_and(|(_, assigns)| assigns) {
-                Session::Settings
-            } else {
-                Session::Untouched
-            }
-        }
-        // What text can prove: see `pg_effects`.
-        Dialect::Postgres => super::pg_effects::statement_session_change(stmt),
-    }
-}
-
 /// A script cut where statements that must run outside a transaction stand: runs of ordinary
 /// statements, and each such statement on its own.
 pub(crate) fn segments(sql: &str, d: Dialect) -> Vec<(&str, bool)> {
@@ -209,38 +162,6 @@ mod tests {
             outside_tx_only("pragma Foreign_Keys=0", Lite).as_deref(),
             Some("PRAGMA foreign_keys")
         );
-    }
-
-    #[test]
-    fn session_changes() {
-        assert_eq!(
-            session_change("PRAGMA foreign_keys=OFF", Lite),
-            Session::Settings
-        );
-        assert_eq!(
-            session_change("PRAGMA foreign_keys", Lite),
-            Session::Untouched
-        );
-        assert_eq!(
-            session_change("SELECT 1; CREATE TEMP TABLE x (a)", Lite),
-            Session::State
-        );
-        assert_eq!(session_change("SET search_path = x", Pg), Session::Settings);
-        assert_eq!(
-            session_change("SET LOCAL work_mem = '1MB'", Pg),
-            Session::Untouched
-        );
-        assert_eq!(session_change("set role nobody", Pg), Session::State);
-        assert_eq!(
-            session_change("SELECT set_config('a.b', 'c', false)", Pg),
-            Session::State
-        );
-        assert_eq!(session_change("SELECT 'SET x = 1'", Pg), Session::Untouched);
-        assert_eq!(
-            session_change("PREPARE TRANSACTION 'x'", Pg),
-            Session::Untouched
-        );
-        assert_eq!(session_change("PREPARE q AS SELECT 1", Pg), Session::State);
     }
 
     #[test]

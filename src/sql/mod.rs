@@ -11,15 +11,19 @@
 
 pub(crate) mod effects;
 pub(crate) mod ident;
+#[cfg(feature = "postgres")]
 pub(crate) mod pg_effects;
 #[cfg(test)]
 pub(crate) mod props;
 pub(crate) mod scanner;
 pub(crate) mod script;
 
-pub(crate) use effects::{Session, first_outside_tx_only, segments, session_change};
+pub(crate) use effects::{first_outside_tx_only, segments};
+#[cfg(feature = "postgres")]
+pub(crate) use pg_effects::{Session, session_change};
 pub(crate) use scanner::Dialect;
+#[cfg(any(feature = "postgres", feature = "turso"))]
+pub(crate) use script::changes_schema;
 pub(crate) use script::{
-    changes_schema, ends_or_starts_transaction, has_transaction_control, is_blank, is_dml,
-    reject_nul,
+    ends_or_starts_transaction, has_transaction_control, is_blank, is_dml, reject_nul,
 };

@@ -19,8 +19,30 @@
 //! casts, any of which may call a function that changes the session; and a user function
 //! that shadows a built-in name for its argument types through the `search_path`.
 
-use super::effects::Session;
 use super::scanner::{Dialect, Kind, Token, tokens};
+use super::script::statements;
+
+/// How a PostgreSQL script changes the connection's session, from nothing to more than
+/// settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Session {
+    /// Nothing that outlives the statement (or its transaction).
+    Untouched,
+    /// Settings: `SET`/`RESET`. Restoring the pool's configuration undoes them.
+    Settings,
+    /// State a settings reset does not undo: temporary objects, named prepared statements,
+    /// cursors, listeners, advisory locks, a changed role.
+    State,
+}
+
+/// How running `sql` changes the session of the connection it runs on (the strongest change of
+/// any of its statements).
+pub(crate) fn session_change(sql: &str) -> Session {
+    statements(sql, Dialect::Postgres)
+        .map(statement_session_change)
+        .max()
+        .unwrap_or(Session::Untouched)
+}
 
 /// Built-in functions (and SQL's function-like keywords, and type names that take a
 /// modifier in parentheses) that neither change the session nor write: aggregates, window
@@ -494,6 +516,30 @@ fn is_pure_call(toks: &[Token], stmt: &str, i: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scripts_take_their_strongest_change() {
+        assert_eq!(session_change("SET search_path = x"), Session::Settings);
+        assert_eq!(
+            session_change("SET LOCAL work_mem = '1MB'"),
+            Session::Untouched
+        );
+        assert_eq!(session_change("set role nobody"), Session::State);
+        assert_eq!(
+            session_change("SELECT set_config('a.b', 'c', false)"),
+            Session::State
+        );
+        assert_eq!(session_change("SELECT 'SET x = 1'"), Session::Untouched);
+        assert_eq!(
+            session_change("PREPARE TRANSACTION 'x'"),
+            Session::Untouched
+        );
+        assert_eq!(session_change("PREPARE q AS SELECT 1"), Session::State);
+        assert_eq!(
+            session_change("SELECT 1; SET a.b = 1; CREATE TEMP TABLE x (a int)"),
+            Session::State
+        );
+    }
 
     #[test]
     fn plain_statements_leave_the_session_untouched() {
