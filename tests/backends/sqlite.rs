@@ -677,18 +677,18 @@ async fn raw_limits_and_tracing_never_reach_the_next_borrower() {
     let db = one_connection_pool().await;
     let mut c = db.get_connection().await.unwrap();
     let fresh = c
-        .with_blocking_sqlite(|raw| raw.limit(Limit::SQLITE_LIMIT_COLUMN))
+        .with_blocking_sqlite(|raw| raw.limit(Limit::SQLITE_LIMIT_LIKE_PATTERN_LENGTH))
         .await
         .unwrap();
     c.with_blocking_sqlite(|raw| {
-        raw.set_limit(Limit::SQLITE_LIMIT_COLUMN, 7)?;
+        raw.set_limit(Limit::SQLITE_LIMIT_LIKE_PATTERN_LENGTH, 7)?;
         raw.trace_v2(TraceEventCodes::SQLITE_TRACE_STMT, Some(count_trace));
         Ok(())
     })
     .await
     .unwrap();
     let limited = c
-        .with_blocking_sqlite(|raw| raw.limit(Limit::SQLITE_LIMIT_COLUMN))
+        .with_blocking_sqlite(|raw| raw.limit(Limit::SQLITE_LIMIT_LIKE_PATTERN_LENGTH))
         .await
         .unwrap();
     assert_eq!(
@@ -701,10 +701,13 @@ async fn raw_limits_and_tracing_never_reach_the_next_borrower() {
     int_of(&mut next, "SELECT 1").await;
     let traced = TRACED.load(Ordering::Relaxed) - before;
     let seen = next
-        .with_blocking_sqlite(|raw| raw.limit(Limit::SQLITE_LIMIT_COLUMN))
+        .with_blocking_sqlite(|raw| raw.limit(Limit::SQLITE_LIMIT_LIKE_PATTERN_LENGTH))
         .await
         .unwrap();
-    println!("sqlite_raw_limits_trace limit_seen={seen} fresh={fresh} traced={traced}");
+    let created = db.stats().created;
+    println!(
+        "sqlite_raw_limits_trace limit_seen={seen} fresh={fresh} traced={traced} created={created}"
+    );
     assert_eq!(
         seen, fresh,
         "a raw closure's run-time limit reached the next borrower"
