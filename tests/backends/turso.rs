@@ -157,6 +157,16 @@ async fn dropped_transaction_outside_a_runtime_is_rolled_back() {
 
 /// A checkout that must reuse the pool's one connection: how many connections the pool has
 /// opened since `before`.
+/// A pool of one Turso connection on a file in `dir`: the next borrower gets the same
+/// connection back unless the pool replaced it.
+async fn one_connection_pool(dir: &TempDir) -> ConfigAndPool {
+    ConfigAndPool::turso(dir.path().join("t.db"))
+        .max_size(1)
+        .build()
+        .await
+        .unwrap()
+}
+
 async fn opened_since(db: &ConfigAndPool, before: u64) -> u64 {
     // Recycling happens at checkout: a connection the pool refuses is replaced here.
     drop(db.get_connection().await.unwrap());
@@ -170,11 +180,7 @@ async fn an_ordinary_statement_error_never_costs_a_connection() {
     use futures::TryStreamExt;
     let _group = groups::enter("turso");
     let dir = TempDir::new("errkeep");
-    let db = ConfigAndPool::turso(dir.path().join("t.db"))
-        .max_size(1)
-        .build()
-        .await
-        .unwrap();
+    let db = one_connection_pool(&dir).await;
     {
         let mut c = db.get_connection().await.unwrap();
         c.execute_batch(
@@ -490,11 +496,7 @@ async fn session_fingerprint(c: &mut MiddlewarePoolConnection) -> Vec<String> {
 async fn the_next_borrower_gets_a_freshly_configured_session() {
     let _group = groups::enter("turso");
     let dir = TempDir::new("session");
-    let db = ConfigAndPool::turso(dir.path().join("t.db"))
-        .max_size(1)
-        .build()
-        .await
-        .unwrap();
+    let db = one_connection_pool(&dir).await;
     {
         let mut c = db.get_connection().await.unwrap();
         c.execute_batch(
@@ -741,11 +743,7 @@ async fn a_statement_of_the_same_connection_in_progress_is_no_lock_wait() {
 async fn a_pipeline_writing_through_a_function_or_view_is_all_or_nothing() {
     let _group = groups::enter("turso");
     let dir = TempDir::new("pipewrite");
-    let db = ConfigAndPool::turso(dir.path().join("t.db"))
-        .max_size(1)
-        .build()
-        .await
-        .unwrap();
+    let db = one_connection_pool(&dir).await;
     let mut c = db.get_connection().await.unwrap();
     c.execute_batch(
         "CREATE SEQUENCE s; CREATE SEQUENCE sv; CREATE VIEW vs AS SELECT nextval('sv') AS n",
