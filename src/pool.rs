@@ -356,7 +356,11 @@ impl MiddlewarePoolConnection {
             ));
         }
         self.enter().await?;
+        // The checkout's limit covers `BEGIN`, `COMMIT` and `ROLLBACK` too (the wings that
+        // have no use for it leave it; it is cleared after).
+        self.arm(self.deadline(None));
         let r = self.inner.begin().await;
+        self.inner.set_deadline(None);
         self.note(r)?;
         self.tx = TxFlag::Active;
         self.trace.scope_begin(0);
@@ -649,7 +653,9 @@ impl MiddlewarePoolConnection {
             ));
         }
         self.pending = true;
+        self.arm(self.deadline(None));
         let r = self.inner.commit().await;
+        self.inner.set_deadline(None);
         if r.is_ok() {
             self.wrote();
         }
@@ -661,7 +667,9 @@ impl MiddlewarePoolConnection {
     pub(crate) async fn tx_rollback(&mut self) -> Result<()> {
         self.sp_pending = None;
         self.pending = true;
+        self.arm(self.deadline(None));
         let r = self.inner.rollback().await;
+        self.inner.set_deadline(None);
         self.pending = false;
         self.tx = TxFlag::None;
         r

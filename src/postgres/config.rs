@@ -53,6 +53,8 @@ pub(crate) struct PgClient {
     pub(crate) flushed: crate::stats::Flushed,
     /// The pool's connector, for cancel requests (they open a connection of their own).
     connector: Connector,
+    /// This connection's number, unique in the process (statements remember it).
+    pub(crate) id: u64,
 }
 
 impl PgClient {
@@ -93,16 +95,25 @@ impl Manager for PgManager {
     /// Boxed: the pool moves its objects on every checkout and return, and a pointer is
     /// cheaper to move than the client's state.
     type Type = Box<PgClient>;
-    type Error = tokio_postgres::Error;
+    type Error = SqlMiddlewareDbError;
 
-    async fn create(&self) -> std::result::Result<Box<PgClient>, tokio_postgres::Error> {
+    async fn create(&self) -> Result<Box<PgClient>> {
+        let client = match self.config.config.get_connect_timeout() {
+            None => self.inner.create().await?,
+            // Boxed: a connect is rare, and its future is deep.
+            Some(&limit) => Box::pin(self.connect_bounded(limit)).await?,
+        };
         Ok(Box::new(PgClient {
-            client: self.inner.create().await?,
+            client,
             stmts: StmtCache::new(),
             opts: Arc::clone(&self.opts),
             returned_at: None,
             flushed: Default::default(),
             connector: self.config.connector.clone(),
+            id: {
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
         }))
     }
 
@@ -110,9 +121,127 @@ impl Manager for PgManager {
         &self,
         c: &mut Box<PgClient>,
         metrics: &Metrics,
-    ) -> RecycleResult<tokio_postgres::Error> {
-        self.inner.recycle(&mut c.client, metrics).await
+    ) -> RecycleResult<SqlMiddlewareDbError> {
+        self.inner
+            .recycle(&mut c.client, metrics)
+            .await
+            .map_err(|e| match e {
+                deadpool::managed::RecycleError::Backend(e) => {
+                    deadpool::managed::RecycleError::Backend(e.into())
+                }
+                deadpool::managed::RecycleError::Message(m) => {
+                    deadpool::managed::RecycleError::Message(m)
+                }
+            })
     }
+}
+
+impl PgManager {
+    /// Connects to the configuration's hosts in order, each within `limit` as a whole: TCP,
+    /// TLS, startup, authentication and the `target_session_attrs` check (tokio-postgres bounds
+    /// only the TCP connect by `connect_timeout`, so a host that accepts and never answers
+    /// would hold the connect, and every host after it, for ever).
+    async fn connect_bounded(&self, limit: std::time::Duration) -> Result<ClientWrapper> {
+        let cfg = &self.config.config;
+        let hosts = cfg.get_hosts().len().max(cfg.get_hostaddrs().len());
+        let mut last = None;
+        for i in 0..hosts {
+            let one = one_host(cfg, i);
+            let mut task = None;
+            match tokio::time::timeout(limit, self.config.connector.connect(&one, &mut task)).await
+            {
+                Ok(Ok(client)) => {
+                    if let Some(task) = task {
+                        return Ok(ClientWrapper::new(client, task));
+                    }
+                }
+                Ok(Err(e)) => last = Some(SqlMiddlewareDbError::from(e)),
+                Err(_) => {
+                    last = Some(SqlMiddlewareDbError::new(
+                        ErrorKind::ConnectionLost,
+                        format!(
+                            "host {} of the configuration did not complete the connection (TCP, startup, authentication) within connect_timeout ({limit:?})",
+                            i + 1
+                        ),
+                    ));
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            SqlMiddlewareDbError::new(
+                ErrorKind::Config,
+                "the Postgres configuration names no host",
+            )
+        }))
+    }
+}
+
+/// Drives a pooled connection's I/O in a task of its own, whose handle it keeps.
+impl super::tls::Driver for &mut Option<tokio::task::JoinHandle<()>> {
+    fn drive<S, T>(self, conn: tokio_postgres::Connection<S, T>)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+        T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        *self = Some(tokio::spawn(async move {
+            let _ = conn.await;
+        }));
+    }
+}
+
+/// `cfg` with only its host number `i` (and that host's address and port).
+fn one_host(cfg: &tokio_postgres::Config, i: usize) -> tokio_postgres::Config {
+    use tokio_postgres::config::Host;
+    let mut one = tokio_postgres::Config::new();
+    match cfg.get_hosts().get(i) {
+        Some(Host::Tcp(h)) => {
+            one.host(h);
+        }
+        #[cfg(unix)]
+        Some(Host::Unix(p)) => {
+            one.host_path(p);
+        }
+        None => {}
+    }
+    if let Some(a) = cfg.get_hostaddrs().get(i) {
+        one.hostaddr(*a);
+    }
+    let ports = cfg.get_ports();
+    one.port(ports.get(i).or(ports.first()).copied().unwrap_or(5432));
+    if let Some(u) = cfg.get_user() {
+        one.user(u);
+    }
+    if let Some(p) = cfg.get_password() {
+        one.password(p);
+    }
+    if let Some(d) = cfg.get_dbname() {
+        one.dbname(d);
+    }
+    if let Some(o) = cfg.get_options() {
+        one.options(o);
+    }
+    if let Some(a) = cfg.get_application_name() {
+        one.application_name(a);
+    }
+    if let Some(t) = cfg.get_connect_timeout() {
+        one.connect_timeout(*t);
+    }
+    if let Some(t) = cfg.get_tcp_user_timeout() {
+        one.tcp_user_timeout(*t);
+    }
+    one.ssl_mode(cfg.get_ssl_mode())
+        .ssl_negotiation(cfg.get_ssl_negotiation())
+        .keepalives(cfg.get_keepalives())
+        .keepalives_idle(cfg.get_keepalives_idle())
+        .target_session_attrs(cfg.get_target_session_attrs())
+        .channel_binding(cfg.get_channel_binding());
+    if let Some(t) = cfg.get_keepalives_interval() {
+        one.keepalives_interval(t);
+    }
+    if let Some(n) = cfg.get_keepalives_retries() {
+        one.keepalives_retries(n);
+    }
+    one
 }
 
 /// The first host, port and database of a configuration, for the spans' `server.address`,
@@ -176,8 +305,9 @@ pub(crate) fn build_pool(
     pooling::build(manager, pool, true)
 }
 
-/// Checks out a connection, with the pool to replace it from if it must be discarded.
+/// Checks out a connection, with the pool to replace it from if it must be discarded; bounded
+/// by the pool's wait timeout as a whole (see `timeout::checkout`).
 pub(crate) async fn checkout(pool: &super::Pool) -> Result<PgConnection> {
-    let obj = pooling::get(pool).await?;
+    let obj = super::timeout::checkout(pool, None).await?;
     Ok(PgConnection::new(pool.clone(), obj))
 }

@@ -23,6 +23,8 @@ mod bounded;
 mod cancel;
 mod chaos;
 mod control;
+#[cfg(feature = "postgres")]
+mod deadlines;
 mod fingerprint;
 mod integrity;
 mod model;
