@@ -300,7 +300,8 @@ impl MiddlewarePoolConnection {
     /// Sets the time limit of each statement run on this checkout (`None`: no limit), in place
     /// of the pool's `statement_timeout`; a query's own `.timeout(..)` still wins. A statement
     /// still running when it passes is stopped and its call fails with [`ErrorKind::Timeout`].
-    /// `begin`, `commit` and `rollback` are never cut short.
+    /// On Postgres it bounds `begin`, `commit` and `rollback` too (a `commit` past it fails with
+    /// [`ErrorKind::OutcomeUnknown`]); on SQLite and Turso they are never cut short.
     pub fn set_statement_timeout(&mut self, limit: Option<Duration>) {
         self.timeout = limit;
     }

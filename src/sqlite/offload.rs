@@ -33,6 +33,7 @@ impl ProgressState {
     pub(crate) fn install(conn: &Connection) -> Result<Arc<Self>> {
         let state = Arc::new(ProgressState::default());
         let st = Arc::clone(&state);
+        let interrupt = conn.get_interrupt_handle();
         conn.progress_handler(
             PROGRESS_OPS,
             Some(move || {
@@ -43,9 +44,16 @@ impl ProgressState {
                 }
                 let now = now_nanos();
                 if stop != 0 && now >= stop {
-                    // The call's time limit passed: stop the statement, read or write.
+                    // The call's time limit passed: stop the statement, read or write. Not by
+                    // returning `true`: SQLite calls the handler once more after a statement
+                    // has halted (and, in autocommit mode, committed), and would then report
+                    // SQLITE_INTERRUPT for a change that was made. An interrupt stops the
+                    // statement at its next step instead, and a statement that has halted
+                    // stays done (its success is returned; the flag clears as the next
+                    // statement starts).
                     st.stopped.store(true, Ordering::Relaxed);
-                    return true;
+                    interrupt.interrupt();
+                    return false;
                 }
                 if deadline == 0 || now < deadline {
                     return false;

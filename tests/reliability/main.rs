@@ -28,6 +28,7 @@ mod deadlines;
 mod fingerprint;
 mod integrity;
 mod model;
+mod outcomes;
 mod props;
 mod runtime;
 mod session;
