@@ -336,7 +336,9 @@ impl PgConnection {
 }
 
 /// Whether `s` can run as a cursor: a query (`SELECT`, `VALUES`, `TABLE`, or `WITH` without a
-/// data-changing part); `DECLARE` accepts nothing else.
+/// data-changing part, also in parentheses); `DECLARE` accepts nothing else. Every shape of
+/// query runs as a cursor: one that did not would make a dropped stream hold the
+/// transaction's next statement until the rest of its rows had crossed the network.
 fn cursor_query(s: &PgStmt) -> bool {
     use crate::sql::scanner::{Dialect, Kind, tokens};
     if s.dml {
@@ -344,7 +346,7 @@ fn cursor_query(s: &PgStmt) -> bool {
     }
     let text = &*s.text;
     tokens(text, Dialect::Postgres)
-        .find(|t| !t.kind.is_blank())
+        .find(|t| !t.kind.is_blank() && !(t.kind == Kind::Punct && &text[t.start..t.end] == "("))
         .filter(|t| t.kind == Kind::Word)
         .is_some_and(|t| {
             let w = &text[t.start..t.end];

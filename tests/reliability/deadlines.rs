@@ -455,3 +455,70 @@ async fn a_stream_past_its_limit_stops_its_statement_on_the_server() {
     }
     println!("deadline_stream_stops {}", figures.join(" "));
 }
+
+/// Query shapes of one slow read (about 3,000,000 rows): the ways a user may write it.
+fn read_shapes() -> Vec<String> {
+    let body = "SELECT x FROM generate_series(1, 3000000) x";
+    let mut shapes = Vec::new();
+    for (open, close) in [("", ""), ("(", ")"), ("((", "))"), ("( ", " )")] {
+        for lead in ["", "\n  ", "/* lead */ ", "-- lead\n"] {
+            shapes.push(format!("{lead}{open}{body}{close}"));
+        }
+    }
+    shapes.push(format!("WITH s AS ({body}) SELECT x FROM s"));
+    shapes.push(format!("({body}) UNION ALL (SELECT 0)"));
+    shapes.push(format!("(WITH s AS ({body}) SELECT x FROM s)"));
+    shapes.push(format!("select x from ({body}) t"));
+    shapes.push("VALUES (1), (2)".to_owned());
+    shapes
+}
+
+/// A stream dropped inside a `Tx` after one row, for every shape of query: dropping it blocks
+/// the async thread for at most 1 ms, and the transaction's next statement runs at once (not
+/// after the rest of the result has crossed the network).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_dropped_in_a_transaction_never_delays_its_next_statement() {
+    use futures_util::StreamExt;
+    let _group = groups::enter("deadlines");
+    let pool = ConfigAndPool::postgres(&crate::common::pg::base_url())
+        .build()
+        .await
+        .expect("pool");
+    let mut conn = pool.get_connection().await.expect("checkout");
+    let (mut worst_drop, mut worst_next) = (Duration::ZERO, Duration::ZERO);
+    let mut slow = Vec::new();
+    let shapes = read_shapes();
+    for sql in &shapes {
+        let mut tx = conn.begin().await.expect("begin");
+        let mut stream = tx.query(sql).stream::<(i64,)>();
+        bounded(sql, stream.next())
+            .await
+            .expect("a first row")
+            .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+        let t = Instant::now();
+        drop(stream);
+        let dropped = t.elapsed();
+        let t = Instant::now();
+        let (n,): (i64,) = bounded(sql, tx.query("SELECT 5::bigint").one())
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: the next statement failed: {e:?}"));
+        let next = t.elapsed();
+        assert_eq!(n, 5);
+        tx.commit()
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: commit: {e:?}"));
+        worst_drop = worst_drop.max(dropped);
+        worst_next = worst_next.max(next);
+        if dropped > Duration::from_millis(1) || next > Duration::from_millis(250) {
+            slow.push(format!("{sql:?}: drop {dropped:?}, next {next:?}"));
+        }
+    }
+    println!(
+        "deadline_tx_stream_drop shapes={} worst_drop_us={} worst_next_ms={} slow={}",
+        shapes.len(),
+        worst_drop.as_micros(),
+        worst_next.as_millis(),
+        slow.len()
+    );
+    assert!(slow.is_empty(), "slow after a dropped stream: {slow:#?}");
+}
