@@ -3,6 +3,8 @@
 //! async worker thread (inline calls fail fast and are retried on the blocking pool).
 
 use std::cell::Cell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -13,6 +15,25 @@ use crate::sqlite_family::busy;
 thread_local! {
     /// How long the busy handler may wait on this thread; 0 = fail at once.
     static BUSY_TIMEOUT_MS: Cell<u64> = const { Cell::new(0) };
+    /// Set from another thread to end this thread's lock wait early (a dropped stream).
+    static CANCEL: std::cell::RefCell<Option<Arc<AtomicBool>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// While it lives, the busy handler on this thread gives up as soon as `flag` is set (checked
+/// between its sleeps).
+pub(crate) struct CancelScope(Option<Arc<AtomicBool>>);
+
+impl CancelScope {
+    pub(crate) fn set(flag: Arc<AtomicBool>) -> Self {
+        CancelScope(CANCEL.with(|c| c.replace(Some(flag))))
+    }
+}
+
+impl Drop for CancelScope {
+    fn drop(&mut self) {
+        let prior = self.0.take();
+        CANCEL.with(|c| *c.borrow_mut() = prior);
+    }
 }
 
 /// Sets this thread's busy-wait allowance for the scope's lifetime.
@@ -33,6 +54,13 @@ impl Drop for BusyScope {
 /// SQLite's own back-off schedule, driven by this thread's allowance, so that a lock wait never
 /// sleeps on an async worker thread: inline calls fail fast and are retried on the blocking pool.
 fn busy_callback(count: i32) -> bool {
+    if CANCEL.with(|c| {
+        c.borrow()
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    }) {
+        return false;
+    }
     let timeout = Duration::from_millis(BUSY_TIMEOUT_MS.with(Cell::get));
     if timeout.is_zero() {
         return false;

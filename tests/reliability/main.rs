@@ -25,6 +25,7 @@ mod chaos;
 mod control;
 #[cfg(feature = "postgres")]
 mod deadlines;
+mod drops;
 mod fingerprint;
 mod integrity;
 mod model;
