@@ -4,7 +4,10 @@
 //! `.timeout(..)`, the pool's `statement_timeout`, the checkout wait or the URL's
 //! `connect_timeout`. Cancel requests and replacement connections run in the background; the
 //! pool recovers by itself once the server answers again. Each test prints the time to its
-//! first error and, where the server comes back, the time to the first success after.
+//! first error and, where the server comes back (or a second host of the URL answers), the
+//! time to the first success after. A stream past its limit stops its statement on the
+//! server at once, and a stream dropped inside a transaction never delays the transaction's
+//! next statement, whatever the query's shape.
 
 use std::time::{Duration, Instant};
 
@@ -201,6 +204,28 @@ async fn a_stopped_server_costs_each_call_its_limit_and_the_pool_recovers() {
             &[ErrorKind::PoolTimeout, ErrorKind::Timeout],
         ));
     }
+    // A pool that has to connect to the stopped server: the URL's `connect_timeout` bounds
+    // the whole connect (the kernel completes the TCP handshake; startup gets no answer).
+    let connect_limit = Duration::from_secs(1);
+    let fresh = ConfigAndPool::postgres(&format!("{url}?connect_timeout=1"))
+        .wait_timeout(Duration::from_secs(30))
+        .create_timeout(Duration::from_secs(30))
+        .build()
+        .await
+        .expect("a pool that connects lazily");
+    let t = Instant::now();
+    let r = bounded("connect", fresh.get_connection()).await;
+    let connect = within_limit(
+        "connect",
+        t,
+        connect_limit,
+        r,
+        &[
+            ErrorKind::Timeout,
+            ErrorKind::PoolTimeout,
+            ErrorKind::ConnectionLost,
+        ],
+    );
     drop(stopped);
 
     let t = Instant::now();
@@ -223,7 +248,7 @@ async fn a_stopped_server_costs_each_call_its_limit_and_the_pool_recovers() {
     }
     let recovered = t.elapsed();
     println!(
-        "deadline_stopped_server limit_ms={} first_error_ms={} second_error_ms={} own_limit_error_ms={} checkout_error_ms={} recovered_ms={} attempts={}",
+        "deadline_stopped_server limit_ms={} first_error_ms={} second_error_ms={} own_limit_error_ms={} checkout_error_ms={} connect_error_ms={} recovered_ms={} attempts={}",
         limit.as_millis(),
         first.as_millis(),
         second.as_millis(),
@@ -233,6 +258,7 @@ async fn a_stopped_server_costs_each_call_its_limit_and_the_pool_recovers() {
             .max()
             .unwrap_or(&Duration::ZERO)
             .as_millis(),
+        connect.as_millis(),
         recovered.as_millis(),
         attempts
     );
@@ -521,4 +547,108 @@ async fn a_stream_dropped_in_a_transaction_never_delays_its_next_statement() {
         slow.len()
     );
     assert!(slow.is_empty(), "slow after a dropped stream: {slow:#?}");
+}
+
+/// A URL with two hosts whose first accepts connections and never answers (a proxy gone
+/// silent): each checkout that has to connect reaches the second host after the first one's
+/// `connect_timeout`, instead of waiting on the first for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_host_answers_when_the_first_never_does() {
+    let _group = groups::enter("deadlines");
+    let base: tokio_postgres::Config = crate::common::pg::base_url().parse().expect("test URL");
+    let silent = Relay::start(target_of(&base)).await;
+    silent.go_silent();
+    let healthy = Relay::start(target_of(&base)).await;
+    let connect_limit = Duration::from_secs(1);
+    let mut cfg = config_at(&base, silent.addr.port());
+    cfg.host("127.0.0.1")
+        .port(healthy.addr.port())
+        .connect_timeout(connect_limit);
+    let pool = ConfigAndPool::postgres_config(cfg)
+        .max_size(2)
+        .wait_timeout(Duration::from_secs(30))
+        .create_timeout(Duration::from_secs(30))
+        .build()
+        .await
+        .expect("pool");
+    let t = Instant::now();
+    let r = bounded("first checkout", async {
+        let mut c = pool.get_connection().await?;
+        c.query("SELECT 1").select().await
+    })
+    .await;
+    let first = t.elapsed();
+    r.unwrap_or_else(|e| panic!("the second host did not serve: {e:?}"));
+    assert!(
+        first <= connect_limit + Duration::from_millis(500),
+        "the second host served only after {first:?} (connect_timeout {connect_limit:?})"
+    );
+    println!(
+        "deadline_second_host connect_limit_ms={} first_success_ms={}",
+        connect_limit.as_millis(),
+        first.as_millis()
+    );
+}
+
+/// A proxy that stops answering in the middle of a result: the stream ends with `Timeout` at
+/// its limit, and the next call on the same checkout gets a fresh connection and succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_silent_mid_result_costs_the_stream_its_limit() {
+    use futures_util::StreamExt;
+    let _group = groups::enter("deadlines");
+    let base: tokio_postgres::Config = crate::common::pg::base_url().parse().expect("test URL");
+    let relay = Relay::start(target_of(&base)).await;
+    let limit = Duration::from_millis(500);
+    let pool = ConfigAndPool::postgres_config(config_at(&base, relay.addr.port()))
+        .max_size(2)
+        .statement_timeout(limit)
+        .wait_timeout(limit)
+        .build()
+        .await
+        .expect("pool through the relay");
+    let mut conn = pool.get_connection().await.expect("checkout");
+    conn.query("SELECT 1")
+        .select()
+        .await
+        .expect("a first query");
+    let t = Instant::now();
+    let mut stream = conn
+        .query(
+            "SELECT a * 100000 + b FROM generate_series(1, 1000) a, generate_series(1, 100000) b",
+        )
+        .stream::<(i64,)>();
+    let mut rows = 0_u64;
+    let error = loop {
+        match bounded("stream", stream.next()).await {
+            Some(Ok(_)) => {
+                rows += 1;
+                if rows == 1000 {
+                    // From now on nothing more crosses the proxy on this connection.
+                    relay.cut_existing();
+                }
+            }
+            Some(Err(e)) => break e,
+            None => panic!("the stream ended without an error"),
+        }
+    };
+    let ended = t.elapsed();
+    assert_eq!(error.kind(), ErrorKind::Timeout, "{error:?}");
+    assert!(
+        ended <= limit + SLACK,
+        "the stream failed {ended:?} after its start (limit {limit:?})"
+    );
+    drop(stream);
+    let t = Instant::now();
+    let (n,): (i64,) = bounded("next", conn.query("SELECT 3::bigint").one())
+        .await
+        .unwrap_or_else(|e| panic!("the next call failed: {e:?}"));
+    let next = t.elapsed();
+    assert_eq!(n, 3);
+    assert!(next <= limit + SLACK, "the next call took {next:?}");
+    println!(
+        "deadline_silent_mid_result limit_ms={} rows={rows} error_ms={} next_ok_ms={}",
+        limit.as_millis(),
+        ended.as_millis(),
+        next.as_millis()
+    );
 }
