@@ -144,8 +144,15 @@ impl PgManager {
     async fn connect_bounded(&self, limit: std::time::Duration) -> Result<ClientWrapper> {
         let cfg = &self.config.config;
         let hosts = cfg.get_hosts().len().max(cfg.get_hostaddrs().len());
+        // `load_balance_hosts=random`: start at a host picked by the clock, then go round.
+        let start = match cfg.get_load_balance_hosts() {
+            tokio_postgres::config::LoadBalanceHosts::Random if hosts > 0 => {
+                usize::try_from(crate::deadline::now_nanos() % hosts as u64).unwrap_or(0)
+            }
+            _ => 0,
+        };
         let mut last = None;
-        for i in 0..hosts {
+        for i in (0..hosts).map(|k| (start + k) % hosts.max(1)) {
             let one = one_host(cfg, i);
             let mut task = None;
             match tokio::time::timeout(limit, self.config.connector.connect(&one, &mut task)).await

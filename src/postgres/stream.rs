@@ -346,7 +346,7 @@ fn cursor_query(s: &PgStmt) -> bool {
     }
     let text = &*s.text;
     tokens(text, Dialect::Postgres)
-        .find(|t| !t.kind.is_blank() && !(t.kind == Kind::Punct && &text[t.start..t.end] == "("))
+        .find(|t| !(t.kind.is_blank() || (t.kind == Kind::Punct && &text[t.start..t.end] == "(")))
         .filter(|t| t.kind == Kind::Word)
         .is_some_and(|t| {
             let w = &text[t.start..t.end];
