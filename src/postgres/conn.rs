@@ -742,7 +742,17 @@ impl Wing for PgConnection {
             Box::pin(self.replace(self.deadline)).await?;
         }
         if self.needs_rollback {
-            self.repair().await?;
+            // The rollback of an abandoned transaction, within this call's limit.
+            match self.deadline {
+                None => self.repair().await?,
+                Some(at) => match Box::pin(super::timeout::within(at, self.repair())).await {
+                    Some(r) => r?,
+                    None => {
+                        self.give_up();
+                        return Err(crate::deadline::error());
+                    }
+                },
+            }
         }
         if self.unknown {
             // Raw SQL may have opened a transaction: in one, now() is the transaction's start.

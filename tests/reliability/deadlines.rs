@@ -274,7 +274,7 @@ async fn a_silent_proxy_costs_each_call_its_limit() {
     let relay = Relay::start(target_of(&base)).await;
     let limit = Duration::from_millis(400);
     let pool = ConfigAndPool::postgres_config(config_at(&base, relay.addr.port()))
-        .max_size(2)
+        .max_size(3)
         .statement_timeout(limit)
         .wait_timeout(limit)
         .build()
@@ -287,6 +287,9 @@ async fn a_silent_proxy_costs_each_call_its_limit() {
         .expect("a first query");
     let mut tx_conn = pool.get_connection().await.expect("second checkout");
     let mut tx = tx_conn.begin().await.expect("begin");
+    // A transaction dropped without its end: the connection's next `begin` rolls it back first.
+    let mut dropped_conn = pool.get_connection().await.expect("third checkout");
+    drop(dropped_conn.begin().await.expect("begin"));
 
     relay.go_silent();
     let t = Instant::now();
@@ -316,8 +319,18 @@ async fn a_silent_proxy_costs_each_call_its_limit() {
         r,
         &[ErrorKind::Timeout, ErrorKind::PoolTimeout],
     );
+    let t = Instant::now();
+    let r = bounded("begin after a dropped Tx", dropped_conn.begin()).await;
+    let begin = within_limit(
+        "begin after a dropped Tx",
+        t,
+        limit,
+        r.map(drop),
+        &[ErrorKind::Timeout, ErrorKind::PoolTimeout],
+    );
     drop(conn);
     drop(tx_conn);
+    drop(dropped_conn);
 
     // A pool that has to connect through the silent proxy: the connect (accepted, never
     // answered) is bounded by the URL's `connect_timeout` (seconds), not only its TCP part.
@@ -344,11 +357,12 @@ async fn a_silent_proxy_costs_each_call_its_limit() {
         ],
     );
     println!(
-        "deadline_silent_proxy limit_ms={} first_error_ms={} next_error_ms={} tx_error_ms={} connect_limit_ms={} connect_error_ms={}",
+        "deadline_silent_proxy limit_ms={} first_error_ms={} next_error_ms={} tx_error_ms={} begin_error_ms={} connect_limit_ms={} connect_error_ms={}",
         limit.as_millis(),
         first.as_millis(),
         second.as_millis(),
         in_tx.as_millis(),
+        begin.as_millis(),
         connect_limit.as_millis(),
         connect.as_millis()
     );
