@@ -34,6 +34,16 @@ pub(crate) fn error() -> SqlMiddlewareDbError {
     )
 }
 
+/// The error of a call whose limit passed while its commit may have been under way (a write
+/// in autocommit mode, or a `COMMIT`): whether it took effect is unknown.
+#[cfg(feature = "postgres")]
+pub(crate) fn unknown_outcome() -> SqlMiddlewareDbError {
+    SqlMiddlewareDbError::new(
+        ErrorKind::OutcomeUnknown,
+        "the time limit passed while the write (or its commit) was under way; it was stopped, but it may have committed first: check before retrying",
+    )
+}
+
 /// Fails at once when the limit passed before the call could start.
 #[inline]
 pub(crate) fn check(deadline: Option<Instant>) -> Result<()> {
