@@ -67,15 +67,20 @@ pub enum ErrorKind {
     /// The limit passed while the statement's commit may have been under way, and whether it
     /// took effect is unknown: check before retrying, or make the write idempotent.
     ///
-    /// Returned only on Postgres, by:
+    /// Returned on Postgres by:
     /// - `Tx::commit` (its `COMMIT` was sent when the limit passed);
     /// - a write outside a transaction (autocommit), from `dml`, `select`, `optional`, `all`,
     ///   `one`, `pipeline`, `execute_batch` and `bulk_insert` through a query, a prepared
     ///   statement or the `Executor`, when its limit passes after the statement was sent.
     ///
+    /// On SQLite, by `execute_batch` outside a transaction, when its limit stops the script
+    /// after a part of it may have committed: a script with transaction control of its own, or
+    /// one that a statement that cannot run inside a transaction (`VACUUM`, `ATTACH`, some
+    /// `PRAGMA`s) splits into parts that commit one by one.
+    ///
     /// Read-only statements and statements inside a transaction return
-    /// [`ErrorKind::Timeout`]. SQLite and Turso never return it: they know whether the
-    /// change was made.
+    /// [`ErrorKind::Timeout`]. Turso never returns it: its writes and scripts are not cut short
+    /// once they have started to commit.
     OutcomeUnknown,
     /// The operation does not exist on this connection's backend (e.g. raw SQLite access on Postgres).
     Unsupported,

@@ -93,7 +93,7 @@ macro_rules! replanned {
         };
         match $call.await {
             Err(e) if $self.replannable(&e) => {
-                let fresh = $self.replan($v).await?;
+                let fresh = Box::pin($self.replan($v)).await?;
                 let $v = &fresh;
                 $call.await
             }

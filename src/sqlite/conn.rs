@@ -158,13 +158,16 @@ fn run_sql(c: &mut Connection, sql: &str) -> Result<()> {
 /// Runs a script; with `wrap`, each run of ordinary statements inside its own `BEGIN IMMEDIATE …
 /// COMMIT`, and each statement that cannot work inside a transaction (`VACUUM`, `ATTACH`,
 /// `PRAGMA foreign_keys = …`, see `sql::effects`) on its own between them.
-fn run_batch(c: &mut Connection, sql: &str, wrap: bool) -> Result<()> {
+/// `committed` is set once a segment has committed, so a later failure is known to leave the
+/// script part-applied.
+fn run_batch(c: &mut Connection, sql: &str, wrap: bool, committed: &AtomicBool) -> Result<()> {
     if !wrap {
         return run_script(c, sql, false);
     }
     for (part, alone) in crate::sql::segments(sql, crate::sql::Dialect::Sqlite) {
         if !crate::sql::is_blank(part, crate::sql::Dialect::Sqlite) {
             run_script(c, part, !alone)?;
+            committed.store(true, Ordering::Relaxed);
         }
     }
     Ok(())
@@ -524,11 +527,26 @@ impl Wing for SqliteConn {
         let wrap = !in_tx
             && autocommit
             && !crate::sql::has_transaction_control(sql, crate::sql::Dialect::Sqlite);
+        // A script with transaction control of its own may commit part-way.
+        let own_control = !in_tx && autocommit && !wrap;
+        let committed = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&committed);
         let sql = sql.to_owned();
         let before = self.exec;
         let r = self
-            .dispatch_blocking(deadline, move |c| run_batch(c, &sql, wrap))
-            .await;
+            .dispatch_blocking(deadline, move |c| run_batch(c, &sql, wrap, &flag))
+            .await
+            .map_err(|e| {
+                // `Timeout` promises that nothing took effect: a script stopped after a part of
+                // it committed says so instead.
+                if e.kind() == crate::error::ErrorKind::Timeout
+                    && (own_control || committed.load(Ordering::Relaxed))
+                {
+                    crate::deadline::partly_applied()
+                } else {
+                    e
+                }
+            });
         crate::telemetry::sqlite_exec(before, self.exec);
         // The authorizer saw each statement of the script as SQLite prepared it, the ones that
         // ran before a failure included.

@@ -323,3 +323,110 @@ async fn postgres_timeout_means_nothing_committed_and_a_raced_commit_is_unknown(
         .await
         .expect("drop schema");
 }
+
+#[cfg(any(feature = "sqlite", feature = "turso"))]
+/// What a script stopped at its limit may report: `Timeout` only when none of it committed.
+/// `committed` counts the rows of the script's first part that are in the table afterwards.
+fn script_verdict(r: &Result<(), sql_middleware::SqlMiddlewareDbError>, committed: i64) -> bool {
+    match r {
+        Ok(()) => true,
+        Err(e) if e.kind() == ErrorKind::Timeout => committed == 0,
+        Err(e) => e.kind() == ErrorKind::OutcomeUnknown,
+    }
+}
+
+/// A script split into parts that commit one by one (a statement that cannot run inside a
+/// transaction stands between them) is stopped by its limit after its first part committed:
+/// the call never says `Timeout`, which would invite a retry that applies the first part twice.
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_script_stopped_after_a_part_committed_is_never_a_timeout() {
+    let _group = groups::enter("outcomes");
+    let dir = crate::common::backends::TempDir::new("outcomes_script");
+    let pool = ConfigAndPool::sqlite(dir.path().join("test.db"))
+        .max_size(1)
+        .build()
+        .await
+        .expect("pool");
+    let mut conn = pool.get_connection().await.expect("checkout");
+    conn.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, tag INTEGER, b BLOB)")
+        .await
+        .expect("table");
+    // First part: one row, committed at once. Then VACUUM on its own. Then a long insert that
+    // the limit stops.
+    let script = format!(
+        "INSERT INTO t (tag, b) VALUES (1, x'00'); VACUUM; {}",
+        insert_rows(3_000_000, 2, 16)
+    );
+    conn.set_statement_timeout(Some(Duration::from_millis(150)));
+    let started = Instant::now();
+    let r = conn.execute_batch(&script).await;
+    let took = started.elapsed();
+    conn.set_statement_timeout(None);
+    let committed = tagged(&mut conn, 1).await;
+    let kind = r.as_ref().err().map(|e| e.kind());
+    println!(
+        "script_outcome backend=sqlite kind={kind:?} first_part_rows={committed} took_ms={}",
+        took.as_millis()
+    );
+    assert!(
+        script_verdict(&r, committed),
+        "a script whose first part committed ({committed} row) returned {r:?}"
+    );
+    assert!(
+        r.is_err(),
+        "the long insert finished within 150 ms, so this test checks nothing"
+    );
+}
+
+/// Turso keeps a script's limit between its parts: once a part has committed, the script is
+/// never stopped with `Timeout` (which promises that nothing took effect).
+#[cfg(feature = "turso")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turso_a_script_stopped_after_a_part_committed_is_never_a_timeout() {
+    let _group = groups::enter("outcomes");
+    let dir = crate::common::backends::TempDir::new("outcomes_script_turso");
+    let pool = ConfigAndPool::turso(dir.path().join("test.db"))
+        .max_size(1)
+        .build()
+        .await
+        .expect("pool");
+    let mut conn = pool.get_connection().await.expect("checkout");
+    conn.execute_batch(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, tag INTEGER); CREATE TABLE s (x INTEGER)",
+    )
+    .await
+    .expect("tables");
+    let mut values = String::from("INSERT INTO s (x) VALUES (0)");
+    for i in 1..400 {
+        values.push_str(&format!(", ({i})"));
+    }
+    conn.execute_batch(&values).await.expect("rows to cross");
+    // First part: a long insert (400 × 400 rows) that outlasts the limit and commits. Then a
+    // PRAGMA on its own, then one more row.
+    let script = "INSERT INTO t (tag) SELECT 1 FROM s a, s b; PRAGMA foreign_keys = ON; \
+                  INSERT INTO t (tag) VALUES (2)";
+    conn.set_statement_timeout(Some(Duration::from_millis(20)));
+    let started = Instant::now();
+    let r = conn.execute_batch(script).await;
+    let took = started.elapsed();
+    conn.set_statement_timeout(None);
+    let (committed,): (i64,) = conn
+        .query("SELECT count(*) FROM t WHERE tag = 1")
+        .one()
+        .await
+        .expect("count");
+    let kind = r.as_ref().err().map(|e| e.kind());
+    println!(
+        "script_outcome backend=turso kind={kind:?} first_part_rows={committed} took_ms={}",
+        took.as_millis()
+    );
+    assert!(
+        took > Duration::from_millis(20),
+        "the first part finished within the limit, so this test checks nothing"
+    );
+    assert!(
+        script_verdict(&r, committed),
+        "a script whose first part committed ({committed} rows) returned {r:?}"
+    );
+}
