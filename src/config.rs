@@ -313,7 +313,9 @@ impl PoolBuilder {
     /// request, SQLite interrupts the statement, Turso stops between rows (see the README's
     /// "Deploying on Postgres" for what each engine can stop). Override it per connection with
     /// [`crate::MiddlewarePoolConnection::set_statement_timeout`] and per call with
-    /// [`crate::QueryBuilder::timeout`]. `begin`, `commit` and `rollback` are never cut short.
+    /// [`crate::QueryBuilder::timeout`]. On Postgres it bounds `begin`, `commit` and `rollback`
+    /// too (a `commit` past it fails with [`ErrorKind::OutcomeUnknown`]); on SQLite and Turso
+    /// they are never cut short.
     pub fn statement_timeout(mut self, d: Duration) -> Self {
         if d.is_zero() {
             self.error.get_or_insert_with(|| {

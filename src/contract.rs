@@ -71,10 +71,13 @@ pub(crate) trait Wing {
 
     /// The time limit of the next operation: the hall sets it immediately before calling
     /// `prepare`, `select`, `dml`, `optional`, `all`, `pipeline`, `execute_batch` or raw
-    /// SQLite work, and that operation takes it (so it never reaches a later one). Past it the
-    /// operation stops its statement the way the engine allows and fails with
-    /// [`ErrorKind::Timeout`](crate::ErrorKind::Timeout), leaving the connection usable, or
-    /// marked to be replaced when the engine's state is unknown.
+    /// SQLite work, and that operation takes it (so it never reaches a later one); it also sets
+    /// it before `begin`, `commit` and `rollback`, and clears it after them, for the wings that
+    /// bound those. Past it the operation stops its statement the way the engine allows and
+    /// fails with [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) (or
+    /// [`ErrorKind::OutcomeUnknown`](crate::ErrorKind::OutcomeUnknown) when a commit may have
+    /// raced the stop), leaving the connection usable, or marked to be replaced when the
+    /// engine's state is unknown.
     fn set_deadline(&mut self, deadline: Option<std::time::Instant>);
 
     /// Takes the limit set by [`Self::set_deadline`]: the first thing each limited operation does.

@@ -34,6 +34,27 @@ pub(crate) fn error() -> SqlMiddlewareDbError {
     )
 }
 
+/// The error of a call whose limit passed while its commit may have been under way (a write
+/// in autocommit mode, or a `COMMIT`): whether it took effect is unknown.
+#[cfg(feature = "postgres")]
+pub(crate) fn unknown_outcome() -> SqlMiddlewareDbError {
+    SqlMiddlewareDbError::new(
+        ErrorKind::OutcomeUnknown,
+        "the time limit passed while the write (or its commit) was under way; it was stopped, but it may have committed first: check before retrying",
+    )
+}
+
+/// The error of a script stopped at its limit after a part of it may have committed (SQLite:
+/// a statement that cannot run inside a transaction split it into parts that commit one by
+/// one, or the script has transaction control of its own).
+#[cfg(feature = "sqlite")]
+pub(crate) fn partly_applied() -> SqlMiddlewareDbError {
+    SqlMiddlewareDbError::new(
+        ErrorKind::OutcomeUnknown,
+        "the time limit passed part-way through the script and stopped it, after some of its statements may have committed: check before running it again",
+    )
+}
+
 /// Fails at once when the limit passed before the call could start.
 #[inline]
 pub(crate) fn check(deadline: Option<Instant>) -> Result<()> {

@@ -58,10 +58,30 @@ pub enum ErrorKind {
     /// The statement was interrupted (cancelled by another session, or by the engine).
     Interrupted,
     /// The statement ran past its timeout (the pool's `statement_timeout` or a per-call
-    /// `.timeout(..)`, or the server's own `statement_timeout`) and was stopped. Inside a
-    /// transaction the transaction is aborted; outside one, a write that timed out may still
-    /// have taken effect, as with any database over a network.
+    /// `.timeout(..)`, the checkout wait, `connect_timeout`, or the server's own
+    /// `statement_timeout`) and was stopped, and **its effect was not committed**: retrying it
+    /// cannot apply it twice. Inside a transaction the transaction is aborted (roll it back and
+    /// run it again). A limit that passes when a commit may have raced the stop is reported as
+    /// [`ErrorKind::OutcomeUnknown`] instead.
     Timeout,
+    /// The limit passed while the statement's commit may have been under way, and whether it
+    /// took effect is unknown: check before retrying, or make the write idempotent.
+    ///
+    /// Returned on Postgres by:
+    /// - `Tx::commit` (its `COMMIT` was sent when the limit passed);
+    /// - a write outside a transaction (autocommit), from `dml`, `select`, `optional`, `all`,
+    ///   `one`, `pipeline`, `execute_batch` and `bulk_insert` through a query, a prepared
+    ///   statement or the `Executor`, when its limit passes after the statement was sent.
+    ///
+    /// On SQLite, by `execute_batch` outside a transaction, when its limit stops the script
+    /// after a part of it may have committed: a script with transaction control of its own, or
+    /// one that a statement that cannot run inside a transaction (`VACUUM`, `ATTACH`, some
+    /// `PRAGMA`s) splits into parts that commit one by one.
+    ///
+    /// Read-only statements and statements inside a transaction return
+    /// [`ErrorKind::Timeout`]. Turso never returns it: its writes and scripts are not cut short
+    /// once they have started to commit.
+    OutcomeUnknown,
     /// The operation does not exist on this connection's backend (e.g. raw SQLite access on Postgres).
     Unsupported,
     /// The connection or pool configuration is invalid.

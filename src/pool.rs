@@ -300,7 +300,8 @@ impl MiddlewarePoolConnection {
     /// Sets the time limit of each statement run on this checkout (`None`: no limit), in place
     /// of the pool's `statement_timeout`; a query's own `.timeout(..)` still wins. A statement
     /// still running when it passes is stopped and its call fails with [`ErrorKind::Timeout`].
-    /// `begin`, `commit` and `rollback` are never cut short.
+    /// On Postgres it bounds `begin`, `commit` and `rollback` too (a `commit` past it fails with
+    /// [`ErrorKind::OutcomeUnknown`]); on SQLite and Turso they are never cut short.
     pub fn set_statement_timeout(&mut self, limit: Option<Duration>) {
         self.timeout = limit;
     }
@@ -356,7 +357,11 @@ impl MiddlewarePoolConnection {
             ));
         }
         self.enter().await?;
+        // The checkout's limit covers `BEGIN`, `COMMIT` and `ROLLBACK` too (the wings that
+        // have no use for it leave it; it is cleared after).
+        self.arm(self.deadline(None));
         let r = self.inner.begin().await;
+        self.inner.set_deadline(None);
         self.note(r)?;
         self.tx = TxFlag::Active;
         self.trace.scope_begin(0);
@@ -649,7 +654,9 @@ impl MiddlewarePoolConnection {
             ));
         }
         self.pending = true;
+        self.arm(self.deadline(None));
         let r = self.inner.commit().await;
+        self.inner.set_deadline(None);
         if r.is_ok() {
             self.wrote();
         }
@@ -661,7 +668,9 @@ impl MiddlewarePoolConnection {
     pub(crate) async fn tx_rollback(&mut self) -> Result<()> {
         self.sp_pending = None;
         self.pending = true;
+        self.arm(self.deadline(None));
         let r = self.inner.rollback().await;
+        self.inner.set_deadline(None);
         self.pending = false;
         self.tx = TxFlag::None;
         r

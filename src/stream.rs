@@ -34,12 +34,18 @@ use crate::value::RowValues;
 /// - **Time limits.** The query's `.timeout(..)`, or the connection's `statement_timeout`,
 ///   covers the whole stream, from its first poll to its last row, time spent by the consumer
 ///   included (as Postgres' own `statement_timeout` does).
-/// - **Dropping it part-way** leaves the connection clean: on SQLite and Turso the statement is
-///   reset; on Postgres inside a transaction the batch in flight is discarded and the
-///   transaction goes on (the suspended cursor closes with it); on Postgres outside one the
-///   statement is cancelled and the connection replaced before its next use. A connection never
-///   goes back to the pool with a statement running. A write streamed with `RETURNING` and
-///   dropped part-way counts as a cancelled statement: inside a transaction it aborts it.
+/// - **Dropping it part-way** never blocks (it waits for no lock, worker or server) and leaves
+///   the connection clean: on SQLite and Turso the statement is reset (on SQLite by the worker
+///   stepping it, told to stop: a lock wait ends at once, and the connection's next operation
+///   takes the connection back first); on Postgres inside a transaction the batch in flight is
+///   discarded and the transaction goes on (every query, parenthesised or not, runs as a
+///   suspended cursor that closes with it); on Postgres outside one the statement is cancelled
+///   and the connection replaced before its next use. A connection never goes back to the pool
+///   with a statement running. A write streamed with `RETURNING` and dropped part-way counts as
+///   a cancelled statement: inside a transaction it aborts it.
+/// - **A stream that ends with `Timeout`** on Postgres stops its statement on the server at
+///   once: the connection is given up (its statement cancelled) and replaced before its next
+///   use, also while the caller still holds the stream.
 ///
 /// ```
 /// # use sql_middleware::prelude::*;

@@ -59,6 +59,8 @@ pub(crate) struct PgClient {
     /// How many settings (`pg_settings`) the session had when the connection opened: a reset
     /// that finds more (a library was loaded) closes the connection instead.
     pub(crate) settings: Option<u64>,
+    /// This connection's number, unique in the process (statements remember it).
+    pub(crate) id: u64,
 }
 
 impl PgClient {
@@ -99,11 +101,29 @@ impl Manager for PgManager {
     /// Boxed: the pool moves its objects on every checkout and return, and a pointer is
     /// cheaper to move than the client's state.
     type Type = Box<PgClient>;
-    type Error = tokio_postgres::Error;
+    type Error = SqlMiddlewareDbError;
 
-    async fn create(&self) -> std::result::Result<Box<PgClient>, tokio_postgres::Error> {
-        let client = self.inner.create().await?;
-        let mut settings = opening_settings(&client).await?;
+    async fn create(&self) -> Result<Box<PgClient>> {
+        let limit = self.config.config.get_connect_timeout().copied();
+        let client = match limit {
+            None => self.inner.create().await?,
+            // Boxed: a connect is rare, and its future is deep.
+            Some(limit) => Box::pin(self.connect_bounded(limit)).await?,
+        };
+        // The opening exchange is part of the connect: bounded by `connect_timeout` too.
+        let mut settings = match limit {
+            None => opening_settings(&client).await?,
+            Some(limit) => tokio::time::timeout(limit, opening_settings(&client))
+                .await
+                .map_err(|_| {
+                    SqlMiddlewareDbError::new(
+                        ErrorKind::ConnectionLost,
+                        format!(
+                            "the server did not finish opening the session within connect_timeout ({limit:?})"
+                        ),
+                    )
+                })??,
+        };
         if self.opts.statement_cache == super::stmt::StatementCache::Unnamed {
             // Behind a transaction-mode pooler each transaction may run on another server
             // connection, whose count says nothing about this one.
@@ -118,6 +138,10 @@ impl Manager for PgManager {
             connector: self.config.connector.clone(),
             type_lookups: Vec::new(),
             settings,
+            id: {
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
         }))
     }
 
@@ -125,8 +149,18 @@ impl Manager for PgManager {
         &self,
         c: &mut Box<PgClient>,
         metrics: &Metrics,
-    ) -> RecycleResult<tokio_postgres::Error> {
-        self.inner.recycle(&mut c.client, metrics).await
+    ) -> RecycleResult<SqlMiddlewareDbError> {
+        self.inner
+            .recycle(&mut c.client, metrics)
+            .await
+            .map_err(|e| match e {
+                deadpool::managed::RecycleError::Backend(e) => {
+                    deadpool::managed::RecycleError::Backend(e.into())
+                }
+                deadpool::managed::RecycleError::Message(m) => {
+                    deadpool::managed::RecycleError::Message(m)
+                }
+            })
     }
 }
 
@@ -154,6 +188,121 @@ async fn opening_settings(
         tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|n| n.parse().ok()),
         _ => None,
     }))
+}
+
+impl PgManager {
+    /// Connects to the configuration's hosts in order, each within `limit` as a whole: TCP,
+    /// TLS, startup, authentication and the `target_session_attrs` check (tokio-postgres bounds
+    /// only the TCP connect by `connect_timeout`, so a host that accepts and never answers
+    /// would hold the connect, and every host after it, for ever).
+    async fn connect_bounded(&self, limit: std::time::Duration) -> Result<ClientWrapper> {
+        let cfg = &self.config.config;
+        let hosts = cfg.get_hosts().len().max(cfg.get_hostaddrs().len());
+        // `load_balance_hosts=random`: start at a host picked by the clock, then go round.
+        let start = match cfg.get_load_balance_hosts() {
+            tokio_postgres::config::LoadBalanceHosts::Random if hosts > 0 => {
+                usize::try_from(crate::deadline::now_nanos() % hosts as u64).unwrap_or(0)
+            }
+            _ => 0,
+        };
+        let mut last = None;
+        for i in (0..hosts).map(|k| (start + k) % hosts.max(1)) {
+            let one = one_host(cfg, i);
+            let mut task = None;
+            match tokio::time::timeout(limit, self.config.connector.connect(&one, &mut task)).await
+            {
+                Ok(Ok(client)) => {
+                    if let Some(task) = task {
+                        return Ok(ClientWrapper::new(client, task));
+                    }
+                }
+                Ok(Err(e)) => last = Some(SqlMiddlewareDbError::from(e)),
+                Err(_) => {
+                    last = Some(SqlMiddlewareDbError::new(
+                        ErrorKind::ConnectionLost,
+                        format!(
+                            "host {} of the configuration did not complete the connection (TCP, startup, authentication) within connect_timeout ({limit:?})",
+                            i + 1
+                        ),
+                    ));
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            SqlMiddlewareDbError::new(
+                ErrorKind::Config,
+                "the Postgres configuration names no host",
+            )
+        }))
+    }
+}
+
+/// Drives a pooled connection's I/O in a task of its own, whose handle it keeps.
+impl super::tls::Driver for &mut Option<tokio::task::JoinHandle<()>> {
+    fn drive<S, T>(self, conn: tokio_postgres::Connection<S, T>)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+        T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        *self = Some(tokio::spawn(async move {
+            let _ = conn.await;
+        }));
+    }
+}
+
+/// `cfg` with only its host number `i` (and that host's address and port).
+fn one_host(cfg: &tokio_postgres::Config, i: usize) -> tokio_postgres::Config {
+    use tokio_postgres::config::Host;
+    let mut one = tokio_postgres::Config::new();
+    match cfg.get_hosts().get(i) {
+        Some(Host::Tcp(h)) => {
+            one.host(h);
+        }
+        #[cfg(unix)]
+        Some(Host::Unix(p)) => {
+            one.host_path(p);
+        }
+        None => {}
+    }
+    if let Some(a) = cfg.get_hostaddrs().get(i) {
+        one.hostaddr(*a);
+    }
+    let ports = cfg.get_ports();
+    one.port(ports.get(i).or(ports.first()).copied().unwrap_or(5432));
+    if let Some(u) = cfg.get_user() {
+        one.user(u);
+    }
+    if let Some(p) = cfg.get_password() {
+        one.password(p);
+    }
+    if let Some(d) = cfg.get_dbname() {
+        one.dbname(d);
+    }
+    if let Some(o) = cfg.get_options() {
+        one.options(o);
+    }
+    if let Some(a) = cfg.get_application_name() {
+        one.application_name(a);
+    }
+    if let Some(t) = cfg.get_connect_timeout() {
+        one.connect_timeout(*t);
+    }
+    if let Some(t) = cfg.get_tcp_user_timeout() {
+        one.tcp_user_timeout(*t);
+    }
+    one.ssl_mode(cfg.get_ssl_mode())
+        .ssl_negotiation(cfg.get_ssl_negotiation())
+        .keepalives(cfg.get_keepalives())
+        .keepalives_idle(cfg.get_keepalives_idle())
+        .target_session_attrs(cfg.get_target_session_attrs())
+        .channel_binding(cfg.get_channel_binding());
+    if let Some(t) = cfg.get_keepalives_interval() {
+        one.keepalives_interval(t);
+    }
+    if let Some(n) = cfg.get_keepalives_retries() {
+        one.keepalives_retries(n);
+    }
+    one
 }
 
 /// The first host, port and database of a configuration, for the spans' `server.address`,
@@ -217,8 +366,9 @@ pub(crate) fn build_pool(
     pooling::build(manager, pool, true)
 }
 
-/// Checks out a connection, with the pool to replace it from if it must be discarded.
+/// Checks out a connection, with the pool to replace it from if it must be discarded; bounded
+/// by the pool's wait timeout as a whole (see `timeout::checkout`).
 pub(crate) async fn checkout(pool: &super::Pool) -> Result<PgConnection> {
-    let obj = pooling::get(pool).await?;
+    let obj = super::timeout::checkout(pool, None).await?;
     Ok(PgConnection::new(pool.clone(), obj))
 }

@@ -16,6 +16,13 @@ fn cancels(obj: &Obj) -> bool {
     obj.opts.statement_cache == StatementCache::Named
 }
 
+/// Whether running `s` may commit a change by itself (outside a transaction): then a limit that
+/// passes after it was sent leaves its outcome unknown.
+#[inline]
+fn writes(s: &PgStmt) -> bool {
+    crate::contract::WingStmt::writes(s)
+}
+
 /// What a statement takes and returns, as the server described it.
 struct Described {
     params: Vec<tokio_postgres::types::Type>,
@@ -63,7 +70,6 @@ use super::stmt::{PgStmt, StatementCache, too_many_placeholders};
 use crate::contract::Wing;
 use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
-use crate::pooling::pool_error;
 use crate::results::ResultSet;
 use crate::sql::Session;
 use crate::sql::ident::BulkTarget;
@@ -76,9 +82,18 @@ use crate::value::RowValues;
 macro_rules! replanned {
     ($self:ident, $s:ident, |$v:ident| $call:expr) => {{
         let $v = PgStmt::current($s);
+        let here;
+        let $v = match $self.obj.as_ref() {
+            // Prepared on a connection since replaced: prepared again on this one.
+            Some(o) if $v.stmt.is_some() && $v.conn != o.id => {
+                here = Box::pin($self.prepare_within(&$v.key, $v.mode)).await?;
+                &here
+            }
+            _ => $v,
+        };
         match $call.await {
             Err(e) if $self.replannable(&e) => {
-                let fresh = $self.replan($v).await?;
+                let fresh = Box::pin($self.replan($v)).await?;
                 let $v = &fresh;
                 $call.await
             }
@@ -88,28 +103,26 @@ macro_rules! replanned {
 }
 
 /// Runs `$call` (an expression that awaits the operation) within the time limit the hall set
-/// for it, if any (see `timeout.rs`); the hot path without a limit is `$call` alone.
-/// `$several`: the call sends several statements at once (a pipeline).
+/// for it, if any (see `timeout.rs`); the hot path without a limit is `$call` alone, after one
+/// flag check. A connection given up by an earlier call is replaced first, within the limit.
+/// `$writes`: the call may commit a change by itself (a write outside a transaction), so a
+/// limit passing after it was sent leaves its outcome unknown.
 macro_rules! limited {
-    ($self:ident, $call:expr) => {
-        limited!($self, $call, false)
-    };
-    ($self:ident, $call:expr, $several:expr) => {{
-        match $self.deadline.take() {
+    ($self:ident, $call:expr, $writes:expr) => {{
+        let at = $self.deadline.take();
+        if $self.in_flight || $self.obj.is_none() {
+            Box::pin($self.replace(at)).await?;
+        }
+        match at {
             None => $call,
             Some(at) => {
                 crate::deadline::check(Some(at))?;
-                let cancel = $self
-                    .obj
-                    .as_ref()
-                    .filter(|o| cancels(o))
-                    .map(|o| o.cancel_request());
-                let bound = $self.net_bound();
-                // Boxed: the limited path (a timer, a cancel request, a replacement checkout)
-                // would otherwise grow every future that awaits a Postgres call, limited or not.
-                let (r, ended) =
-                    Box::pin(super::timeout::within(at, cancel, bound, async { $call })).await;
-                Box::pin($self.after_limit(ended, r, $several)).await
+                // Boxed: the limited path (a timer) would otherwise grow every future that
+                // awaits a Postgres call, limited or not.
+                match Box::pin(super::timeout::within(at, async { $call })).await {
+                    Some(r) => r,
+                    None => Err($self.after_limit($writes)),
+                }
             }
         }
     }};
@@ -155,39 +168,45 @@ impl PgConnection {
         }
     }
 
-    /// After a limited call: a statement that was not cleanly cancelled may still run, or a
-    /// late cancel request may still arrive, so the connection is not reused. Outside a
-    /// transaction it is replaced now, and the next call starts on a fresh one; inside one the
-    /// call fails with `Timeout` (the hall then treats the transaction as aborted, and its
-    /// rollback replaces the connection, which the server rolls back as it closes).
-    /// `several`: several statements were sent at once (a pipeline); a cancel request stops
-    /// only the one running, so the rest are abandoned with the connection.
-    async fn after_limit<T>(
-        &mut self,
-        ended: super::timeout::Ended,
-        r: Result<T>,
-        several: bool,
-    ) -> Result<T> {
-        use super::timeout::Ended;
-        let ended = match ended {
-            Ended::Cancelled if several => Ended::Abandoned,
-            e => e,
-        };
-        match ended {
-            Ended::InTime | Ended::Cancelled => r,
-            Ended::Unclear | Ended::Abandoned => {
-                self.in_flight = true;
-                if self.in_tx {
-                    return Err(crate::deadline::error());
-                }
-                // A failed replacement leaves no connection: the next call says so.
-                let _ = self.repair().await;
-                match ended {
-                    Ended::Unclear => r,
-                    _ => Err(crate::deadline::error()),
-                }
-            }
+    /// After a call's limit passed: the statement may still run, so the connection is given up
+    /// now (cancelled and closed in the background, see `timeout.rs`) and the next call
+    /// checks out a replacement within its own limit. Inside a transaction the hall treats the
+    /// transaction as aborted (the server rolls it back as the connection closes). Returns the
+    /// call's error: `OutcomeUnknown` when `writes` (the statement may have committed by
+    /// itself before it was stopped), else `Timeout`.
+    fn after_limit(&mut self, writes: bool) -> SqlMiddlewareDbError {
+        self.give_up();
+        if writes && !self.in_tx {
+            crate::deadline::unknown_outcome()
+        } else {
+            crate::deadline::error()
         }
+    }
+
+    /// Gives the connection up at once: a statement of it may still run (see
+    /// `timeout::abandon`). It is replaced before its next use.
+    pub(super) fn give_up(&mut self) {
+        self.in_flight = true;
+        if let Some(old) = self.obj.take() {
+            let cancel = cancels(&old);
+            super::timeout::abandon(old, cancel, self.net_bound());
+        }
+    }
+
+    /// Replaces a connection given up (or lost) by an earlier call, within `deadline`.
+    async fn replace(&mut self, deadline: Option<std::time::Instant>) -> Result<()> {
+        if self.in_flight {
+            self.give_up();
+        }
+        if self.obj.is_none() {
+            self.needs_rollback = false;
+            self.unknown = false;
+            self.in_tx = false;
+            self.session = Session::Untouched;
+            self.obj = Some(super::timeout::checkout(&self.pool, deadline).await?);
+            self.in_flight = false;
+        }
+        Ok(())
     }
 
     /// Notes what SQL about to be sent does to the connection's state beyond its rows: session
@@ -239,22 +258,10 @@ impl PgConnection {
     /// unrelated statement. So the connection is not reused at all: it is detached from the
     /// pool and closed, and a fresh one is checked out in its place.
     pub(super) async fn repair(&mut self) -> Result<()> {
-        if self.in_flight {
-            if let Some(old) = self.obj.take() {
-                let token = cancels(&old).then(|| old.cancel_request());
-                drop(deadpool::managed::Object::take(old));
-                // A server that does not answer must not hold the caller: the cancel is best
-                // effort, and the old connection is closed either way.
-                if let Some(token) = token {
-                    let _ = tokio::time::timeout(self.net_bound(), token.send()).await;
-                }
-            }
-            self.in_flight = false;
-            self.needs_rollback = false;
-            self.unknown = false;
-            self.in_tx = false;
-            let fresh = self.pool.get().await.map_err(pool_error)?;
-            self.obj = Some(fresh);
+        if self.in_flight || self.obj.is_none() {
+            // The cancel runs in the background; the replacement is bounded by the pool's
+            // wait timeout.
+            self.replace(None).await?;
         }
         if self.needs_rollback {
             let bound = self.net_bound();
@@ -519,6 +526,28 @@ impl PgConnection {
         }
     }
 
+    /// [`Self::simple`] within the limit the hall set for it, if any: past it the connection is
+    /// given up (see [`Self::give_up`]) and the call fails with `late`.
+    async fn simple_limited(
+        &mut self,
+        sql: &str,
+        late: fn() -> SqlMiddlewareDbError,
+    ) -> Result<()> {
+        match self.deadline.take() {
+            None => self.simple(sql).await,
+            Some(at) => {
+                crate::deadline::check(Some(at))?;
+                match Box::pin(super::timeout::within(at, self.simple(sql))).await {
+                    Some(r) => r,
+                    None => {
+                        self.give_up();
+                        Err(late())
+                    }
+                }
+            }
+        }
+    }
+
     async fn simple(&mut self, sql: &str) -> Result<()> {
         self.in_flight = true;
         let r = self.client()?.batch_execute(sql).await;
@@ -597,12 +626,25 @@ impl PgConnection {
             tx_control,
             stmt,
             successor: std::sync::OnceLock::new(),
+            conn: self.obj.as_ref().map_or(0, |o| o.id),
         });
         if let Some(o) = self.obj.as_mut() {
             let capacity = o.opts.statement_cache_capacity;
             o.stmts.insert(sql, mode, Arc::clone(&s), capacity);
         }
         Ok(s)
+    }
+
+    /// `s` as it runs on this connection: prepared again when it was prepared on a connection
+    /// since replaced (named statements only exist on the connection that prepared them).
+    pub(super) async fn here(&mut self, s: &Arc<PgStmt>) -> Result<Arc<PgStmt>> {
+        let s = PgStmt::current(s);
+        match self.obj.as_ref() {
+            Some(o) if s.stmt.is_some() && s.conn != o.id => {
+                Box::pin(self.prepare_within(&s.key, s.mode)).await
+            }
+            _ => Ok(Arc::clone(s)),
+        }
     }
 
     /// [`Wing::pipeline`] without its time limit.
@@ -683,24 +725,34 @@ impl Wing for PgConnection {
     /// After an operation of the middleware was cancelled outside a transaction: whatever it
     /// left (a running statement, an open `BEGIN`) is cleaned before the next one.
     async fn recover(&mut self) -> Result<()> {
-        let replaced = self.in_flight;
-        self.repair().await?;
-        if !replaced {
-            self.simple("ROLLBACK").await?;
+        if self.in_flight {
+            // Given up now; the next call replaces it within its own limit.
+            self.give_up();
+            return Ok(());
         }
+        self.repair().await?;
+        self.simple("ROLLBACK").await?;
         Ok(())
     }
 
     async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<PgStmt>> {
-        limited!(self, self.prepare_within(sql, mode).await)
+        limited!(self, self.prepare_within(sql, mode).await, false)
     }
 
     async fn select(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<ResultSet> {
-        limited!(self, replanned!(self, s, |s| self.select_once(s, p)))
+        limited!(
+            self,
+            replanned!(self, s, |s| self.select_once(s, p)),
+            writes(s)
+        )
     }
 
     async fn dml(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<usize> {
-        limited!(self, replanned!(self, s, |s| self.dml_once(s, p)))
+        limited!(
+            self,
+            replanned!(self, s, |s| self.dml_once(s, p)),
+            writes(s)
+        )
     }
 
     async fn optional<T: FromRow + Send + 'static>(
@@ -708,7 +760,11 @@ impl Wing for PgConnection {
         s: &Arc<PgStmt>,
         p: &[RowValues],
     ) -> Result<Option<T>> {
-        limited!(self, replanned!(self, s, |s| self.optional_once::<T>(s, p)))
+        limited!(
+            self,
+            replanned!(self, s, |s| self.optional_once::<T>(s, p)),
+            writes(s)
+        )
     }
 
     async fn all<T: FromRow + Send + 'static>(
@@ -716,12 +772,23 @@ impl Wing for PgConnection {
         s: &Arc<PgStmt>,
         p: &[RowValues],
     ) -> Result<Vec<T>> {
-        limited!(self, replanned!(self, s, |s| self.all_once::<T>(s, p)))
+        limited!(
+            self,
+            replanned!(self, s, |s| self.all_once::<T>(s, p)),
+            writes(s)
+        )
     }
 
     /// Sends every execution before awaiting any answer; tokio-postgres pipelines them.
     async fn pipeline(&mut self, s: &Arc<PgStmt>, sets: &[&[RowValues]]) -> Result<Vec<ResultSet>> {
-        limited!(self, self.pipeline_within(s, sets).await, sets.len() > 1)
+        limited!(
+            self,
+            {
+                let s = self.here(s).await?;
+                self.pipeline_within(&s, sets).await
+            },
+            writes(s)
+        )
     }
 
     type Cursor<T: FromRow + Send + 'static> = super::stream::PgCursor<T>;
@@ -754,7 +821,11 @@ impl Wing for PgConnection {
     /// Runs a script with the simple-query protocol. Postgres runs a multi-statement script as
     /// one implicit transaction unless it contains its own transaction control.
     async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
-        limited!(self, self.execute_batch_within(sql, in_tx).await)
+        limited!(
+            self,
+            self.execute_batch_within(sql, in_tx).await,
+            super::timeout::script_writes(sql)
+        )
     }
 
     /// One `COPY … FROM STDIN (FORMAT binary)`; see `bulk.rs`.
@@ -767,8 +838,22 @@ impl Wing for PgConnection {
     }
 
     async fn begin(&mut self) -> Result<()> {
-        if self.needs_rollback || self.in_flight {
-            self.repair().await?;
+        if self.in_flight {
+            // A connection given up earlier: replaced within this call's limit.
+            Box::pin(self.replace(self.deadline)).await?;
+        }
+        if self.needs_rollback {
+            // The rollback of an abandoned transaction, within this call's limit.
+            match self.deadline {
+                None => self.repair().await?,
+                Some(at) => match Box::pin(super::timeout::within(at, self.repair())).await {
+                    Some(r) => r?,
+                    None => {
+                        self.give_up();
+                        return Err(crate::deadline::error());
+                    }
+                },
+            }
         }
         if self.unknown {
             // Raw SQL may have opened a transaction: in one, now() is the transaction's start.
@@ -790,7 +875,7 @@ impl Wing for PgConnection {
         }
         // If this future is dropped after BEGIN went out, the flag makes the next user roll back.
         self.needs_rollback = true;
-        self.simple("BEGIN").await?;
+        self.simple_limited("BEGIN", crate::deadline::error).await?;
         self.needs_rollback = false;
         self.in_tx = true;
         Ok(())
@@ -807,8 +892,13 @@ impl Wing for PgConnection {
                 return Err(e.with_kind(ErrorKind::TransactionAborted));
             }
         }
-        match self.simple("COMMIT").await {
+        // Past the limit the COMMIT may have raced the stop: its outcome is unknown.
+        match self
+            .simple_limited("COMMIT", crate::deadline::unknown_outcome)
+            .await
+        {
             Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::OutcomeUnknown => Err(e),
             Err(e) => {
                 if !self.is_closed() {
                     let _ = self.simple("ROLLBACK").await;
@@ -822,12 +912,20 @@ impl Wing for PgConnection {
         self.needs_rollback = false;
         self.in_tx = false;
         if self.in_flight {
-            // A statement of the transaction was left running (a call past its time limit
-            // whose cancel was not confirmed): rather than wait for it, close the connection,
-            // which ends the transaction on the server, and continue on a fresh one.
-            return self.repair().await;
+            // A statement of the transaction was left running (a call past its time limit):
+            // the connection is given up, which ends the transaction on the server, and the
+            // next call checks out a fresh one within its own limit.
+            self.give_up();
+            return Ok(());
         }
-        self.simple("ROLLBACK").await
+        // Past the limit the connection is given up, which rolls the transaction back.
+        match self
+            .simple_limited("ROLLBACK", crate::deadline::error)
+            .await
+        {
+            Err(e) if e.kind() == ErrorKind::Timeout && self.in_flight => Ok(()),
+            r => r,
+        }
     }
 
     fn abandon_tx(&mut self) {

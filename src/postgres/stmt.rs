@@ -41,6 +41,9 @@ pub(crate) struct PgStmt {
     /// change altered its result type): a handle held across the change runs that one from then
     /// on, instead of being refused and prepared again on every call.
     pub(super) successor: OnceLock<Arc<PgStmt>>,
+    /// The connection it was prepared on (`PgClient::id`): a handle held across a connection's
+    /// replacement (after a time limit, or a lost connection) is prepared again on the new one.
+    pub(super) conn: u64,
 }
 
 impl WingStmt for PgStmt {

@@ -80,6 +80,7 @@ impl PgConnection {
         let deadline = self.take_deadline();
         crate::deadline::check(deadline)?;
         self.ready().await?;
+        let s = &self.here(s).await?;
         s.check(&p)?;
         self.note_stmt(s);
         if self.in_tx && cursor_query(s) {
@@ -132,11 +133,12 @@ impl PgConnection {
             drop(rows);
             Ok::<(), tokio_postgres::Error>(())
         };
-        // Past the limit `in_flight` stays set: the transaction's rollback replaces the
-        // connection.
-        let r = within(deadline, declared)
-            .await
-            .map_err(|()| crate::deadline::error())?;
+        // Past the limit the connection is given up at once (its statement cancelled), which
+        // ends the transaction on the server.
+        let Ok(r) = within(deadline, declared).await else {
+            self.give_up();
+            return Err(crate::deadline::error());
+        };
         self.in_flight = false;
         r.map_err(map_err)?;
         Ok(name.into())
@@ -157,6 +159,9 @@ impl PgConnection {
         self.in_flight = true;
         let client = self.client()?;
         let Ok(r) = within(deadline, client.query_typed(&sql, &[])).await else {
+            // The FETCH would run on: the connection is given up at once (its statement
+            // cancelled), which ends the transaction on the server.
+            self.give_up();
             return Ok(Err(()));
         };
         self.in_flight = false;
@@ -194,8 +199,15 @@ impl PgConnection {
             None => started.await,
             Some(at) => match tokio::time::timeout_at(at.into(), started).await {
                 Ok(r) => r,
-                // `in_flight` stays set: the connection is replaced before its next use.
-                Err(_) => return Err(crate::deadline::error()),
+                // Given up at once (its statement cancelled); replaced before its next use.
+                Err(_) => {
+                    self.give_up();
+                    return Err(if crate::contract::WingStmt::writes(&**s) && !self.in_tx {
+                        crate::deadline::unknown_outcome()
+                    } else {
+                        crate::deadline::error()
+                    });
+                }
             },
         };
         r.map_err(|e| {
@@ -248,8 +260,19 @@ impl PgConnection {
             Some(at) => match tokio::time::timeout_at(at.into(), rows.as_mut().try_next()).await {
                 Ok(r) => r,
                 Err(_) => {
+                    // The statement stops now, not at the connection's next operation: the
+                    // connection is given up (its statement cancelled in the background) and
+                    // replaced before its next use.
                     c.timed_out = true;
-                    return Err(crate::deadline::error());
+                    c.rows = None;
+                    self.give_up();
+                    return Err(
+                        if crate::contract::WingStmt::writes(&*c.stmt) && !self.in_tx {
+                            crate::deadline::unknown_outcome()
+                        } else {
+                            crate::deadline::error()
+                        },
+                    );
                 }
             },
         };
@@ -313,7 +336,9 @@ impl PgConnection {
 }
 
 /// Whether `s` can run as a cursor: a query (`SELECT`, `VALUES`, `TABLE`, or `WITH` without a
-/// data-changing part); `DECLARE` accepts nothing else.
+/// data-changing part, also in parentheses); `DECLARE` accepts nothing else. Every shape of
+/// query runs as a cursor: one that did not would make a dropped stream hold the
+/// transaction's next statement until the rest of its rows had crossed the network.
 fn cursor_query(s: &PgStmt) -> bool {
     use crate::sql::scanner::{Dialect, Kind, tokens};
     if s.dml {
@@ -321,7 +346,7 @@ fn cursor_query(s: &PgStmt) -> bool {
     }
     let text = &*s.text;
     tokens(text, Dialect::Postgres)
-        .find(|t| !t.kind.is_blank())
+        .find(|t| !(t.kind.is_blank() || (t.kind == Kind::Punct && &text[t.start..t.end] == "(")))
         .filter(|t| t.kind == Kind::Word)
         .is_some_and(|t| {
             let w = &text[t.start..t.end];

@@ -1,54 +1,131 @@
-//! Time limits on Postgres calls. When a call's limit passes, the middleware sends the server a
-//! cancel request (as `psql` does on Ctrl-C) and waits, bounded by the pool's recycle timeout,
-//! for the statement to end. A statement the server cancelled leaves the connection usable.
-//! Without a cancel request (the unnamed, pooler mode), or when the server does not answer in
-//! time, the statement is abandoned and the connection is replaced.
+//! Time limits on Postgres calls. The caller's limit is the bound: when it passes, the call
+//! fails at once. The connection, whose statement may still run, is given up: detached from
+//! the pool (its slot is free for a replacement at once), and in the background a cancel
+//! request (as `psql` sends on Ctrl-C, bounded by the pool's recycle timeout) stops the
+//! statement before the connection is closed. A connection is never reused while a statement
+//! of it may still run, or while a late cancel request could reach its next statement. The
+//! next call checks out a replacement within its own limit.
+//!
+//! Checkouts and connects are bounded the same way: a checkout by the pool's wait timeout
+//! (a connection being opened for it goes on in the background and joins the pool when it
+//! succeeds), and each host's connect (TCP, startup and authentication) by the URL's
+//! `connect_timeout`.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use super::tls::CancelRequest;
-use crate::error::{ErrorKind, Result};
+use super::config::PgClient;
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 
-/// How a limited call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Ended {
-    /// Before its limit.
-    InTime,
-    /// The server cancelled the statement at the middleware's request: the connection is fine.
-    Cancelled,
-    /// A cancel request went out, but the statement ended some other way; the request may
-    /// still reach the connection's next statement, so the connection is not reused.
-    Unclear,
-    /// The statement was left running (no cancel request, or no answer in time).
-    Abandoned,
+/// A pooled Postgres connection as deadpool hands it out.
+type Obj = deadpool::managed::Object<super::config::PgManager>;
+
+/// Runs `work` until `deadline`: `None` when the limit passed first (`work` is then dropped).
+#[inline]
+pub(super) async fn within<T>(deadline: Instant, work: impl Future<Output = T>) -> Option<T> {
+    tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), work)
+        .await
+        .ok()
 }
 
-/// Runs `work` until `deadline`; then cancels it through `cancel` (when given) and waits at
-/// most `bound` for it to end.
-pub(super) async fn within<T>(
-    deadline: Instant,
-    cancel: Option<CancelRequest>,
-    bound: Duration,
-    work: impl Future<Output = Result<T>>,
-) -> (Result<T>, Ended) {
-    let mut work = std::pin::pin!(work);
-    tokio::select! {
-        biased;
-        r = &mut work => return (r, Ended::InTime),
-        () = tokio::time::sleep_until(tokio::time::Instant::from_std(deadline)) => {}
+/// Gives up `obj`, whose statement may still run: it leaves the pool now, and (when `cancel`)
+/// a cancel request goes out in the background, bounded by `bound`, before the connection
+/// closes. Without a runtime, or without `cancel` (a pooler in between), it closes at once.
+pub(super) fn abandon(obj: Obj, cancel: bool, bound: Duration) {
+    let token = cancel.then(|| obj.cancel_request());
+    let client: Box<PgClient> = deadpool::managed::Object::take(obj);
+    if let (Some(token), Ok(handle)) = (token, tokio::runtime::Handle::try_current()) {
+        handle.spawn(async move {
+            let _ = tokio::time::timeout(bound, token.send()).await;
+            drop(client);
+        });
     }
-    let Some(cancel) = cancel else {
-        return (Err(crate::deadline::error()), Ended::Abandoned);
+}
+
+/// Checks out a connection from `pool` within `deadline` (when given) and the pool's wait
+/// timeout. A connection that has to be opened for it is opened in a task of its own: if the
+/// caller gives up first, it joins the pool when it is ready (bounded by the pool's create
+/// timeout), for a later checkout.
+pub(super) async fn checkout(pool: &super::Pool, deadline: Option<Instant>) -> Result<Obj> {
+    let wait = pool.timeouts().wait.unwrap_or(Duration::from_secs(10));
+    let by_wait = Instant::now() + wait;
+    let at = deadline.map_or(by_wait, |d| d.min(by_wait));
+    let late = || match deadline {
+        Some(d) if d <= by_wait => crate::deadline::error(),
+        _ => SqlMiddlewareDbError::new(
+            ErrorKind::PoolTimeout,
+            "no connection could be checked out within the pool's wait timeout (the server did not answer in time); raise wait_timeout, or check the server",
+        ),
     };
-    // The cancel request (over the pool's TLS settings) is best effort: a server that does not
-    // answer is bounded too.
-    let _ = tokio::time::timeout(bound, cancel.send()).await;
-    match tokio::time::timeout(bound, work).await {
-        Ok(Err(e)) if matches!(e.kind(), ErrorKind::Interrupted | ErrorKind::Timeout) => {
-            (Err(crate::deadline::error()), Ended::Cancelled)
-        }
-        Ok(r) => (r, Ended::Unclear),
-        Err(_) => (Err(crate::deadline::error()), Ended::Abandoned),
+    if pool.status().available > 0 {
+        // An idle connection: taken at once (no network, unless `test_before_acquire`).
+        return within(at, crate::pooling::get(pool))
+            .await
+            .unwrap_or_else(|| Err(late()));
+    }
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return within(at, crate::pooling::get(pool))
+            .await
+            .unwrap_or_else(|| Err(late()));
+    };
+    let p = pool.clone();
+    let task = handle.spawn(async move { crate::pooling::get(&p).await });
+    match within(at, task).await {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => Err(SqlMiddlewareDbError::new(
+            ErrorKind::ConnectionLost,
+            format!("opening a connection failed: {e}"),
+        )),
+        None => Err(late()),
+    }
+}
+
+/// Whether a script may commit a change: it holds a statement that is not a query (`SELECT`,
+/// `VALUES`, `TABLE`, `SHOW`, or a `WITH` without a data-changing part). Read only when a
+/// script's limit has passed.
+pub(super) fn script_writes(sql: &str) -> bool {
+    use crate::sql::Dialect::Postgres as PG;
+    crate::sql::script::statements(sql, PG)
+        .filter(|st| !crate::sql::is_blank(st, PG))
+        .any(|st| {
+            crate::sql::is_dml(st, PG)
+                || !crate::sql::scanner::tokens(st, PG)
+                    .find(|t| !t.kind.is_blank())
+                    .filter(|t| t.kind == crate::sql::scanner::Kind::Word)
+                    .is_some_and(|t| {
+                        let w = &st[t.start..t.end];
+                        ["SELECT", "VALUES", "TABLE", "WITH", "SHOW"]
+                            .iter()
+                            .any(|k| w.eq_ignore_ascii_case(k))
+                    })
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn within_returns_the_result_in_time_and_none_past_the_limit() {
+        let soon = Instant::now() + Duration::from_millis(20);
+        assert_eq!(within(soon, async { 7 }).await, Some(7));
+        let t = Instant::now();
+        let never = within(soon, std::future::pending::<()>()).await;
+        assert!(never.is_none());
+        assert!(t.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn only_scripts_of_queries_count_as_reads() {
+        assert!(!script_writes(
+            "SELECT 1; /* c */ SELECT count(*) FROM t; VALUES (1)"
+        ));
+        assert!(!script_writes("WITH a AS (SELECT 1) SELECT * FROM a"));
+        assert!(script_writes("SELECT 1; INSERT INTO t VALUES (1)"));
+        assert!(script_writes(
+            "WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d"
+        ));
+        assert!(script_writes("CREATE TABLE t (x int)"));
+        assert!(script_writes("CALL p()"));
     }
 }

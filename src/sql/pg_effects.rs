@@ -300,6 +300,10 @@ const PURE: &[&str] = &[
     "generate_subscripts",
     "string_to_array",
     "unnest",
+    // Waiting: the session and the database are as they were.
+    "pg_sleep",
+    "pg_sleep_for",
+    "pg_sleep_until",
     // Other values.
     "gen_random_uuid",
     "num_nonnulls",
@@ -554,6 +558,7 @@ mod tests {
             "WITH x AS (INSERT INTO t VALUES (1) RETURNING *) SELECT length(v), now() FROM x",
             "VALUES (abs(-1), round(2.5))",
             "TABLE t",
+            "SELECT pg_sleep(0.1), pg_sleep_for('1 ms')",
             "(SELECT 1) UNION (SELECT 2)",
             "SELECT CAST($1 AS numeric(10, 2)), $2::varchar(20), x::character varying(3)",
             "SELECT row_number() OVER (PARTITION BY a ORDER BY b) FROM t",

@@ -3,6 +3,8 @@
 //! async worker thread (inline calls fail fast and are retried on the blocking pool).
 
 use std::cell::Cell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -16,6 +18,8 @@ thread_local! {
     /// The busy handler gave up on this thread (waited its allowance, or had none) since the
     /// last [`gave_up`]: a `SQLITE_BUSY` then came after the wait, not at once.
     static GAVE_UP: Cell<bool> = const { Cell::new(false) };
+    /// Set from another thread to end this thread's lock wait early (a dropped stream).
+    static CANCEL: std::cell::RefCell<Option<Arc<AtomicBool>>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Whether the busy handler gave up since the last call or [`BusyScope::set`] on this thread.
@@ -24,6 +28,23 @@ thread_local! {
 /// the write lock, where waiting cannot help.
 pub(crate) fn gave_up() -> bool {
     GAVE_UP.with(|g| g.replace(false))
+}
+
+/// While it lives, the busy handler on this thread gives up as soon as `flag` is set (checked
+/// between its sleeps).
+pub(crate) struct CancelScope(Option<Arc<AtomicBool>>);
+
+impl CancelScope {
+    pub(crate) fn set(flag: Arc<AtomicBool>) -> Self {
+        CancelScope(CANCEL.with(|c| c.replace(Some(flag))))
+    }
+}
+
+impl Drop for CancelScope {
+    fn drop(&mut self) {
+        let prior = self.0.take();
+        CANCEL.with(|c| *c.borrow_mut() = prior);
+    }
 }
 
 /// Sets this thread's busy-wait allowance for the scope's lifetime.
@@ -45,6 +66,13 @@ impl Drop for BusyScope {
 /// SQLite's own back-off schedule, driven by this thread's allowance, so that a lock wait never
 /// sleeps on an async worker thread: inline calls fail fast and are retried on the blocking pool.
 fn busy_callback(count: i32) -> bool {
+    if CANCEL.with(|c| {
+        c.borrow()
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    }) {
+        return false;
+    }
     let timeout = Duration::from_millis(BUSY_TIMEOUT_MS.with(Cell::get));
     let count = usize::try_from(count).unwrap_or(0);
     let prior = busy::waited_before(count);

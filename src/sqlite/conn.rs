@@ -52,6 +52,12 @@ pub(crate) struct SqliteConn {
     deadline: Option<std::time::Instant>,
     /// The time limit of the call running now, for lock waits.
     pub(super) stop_at: Option<std::time::Instant>,
+    /// A dropped stream's worker, told to stop, sends the connection back here (see
+    /// `stream.rs`); taken back before the next operation, never waited for on drop.
+    pub(super) returning: Option<super::stream::Returning>,
+    /// A transaction was abandoned while the connection was away with such a worker: rolled
+    /// back as it comes back.
+    pub(super) abandoned: bool,
     /// How this connection ran its calls (inline, offloaded, re-run), cumulative.
     pub(super) exec: crate::stats::ExecStats,
     /// What this connection has added to the pool's statistics.
@@ -152,13 +158,16 @@ fn run_sql(c: &mut Connection, sql: &str) -> Result<()> {
 /// Runs a script; with `wrap`, each run of ordinary statements inside its own `BEGIN IMMEDIATE …
 /// COMMIT`, and each statement that cannot work inside a transaction (`VACUUM`, `ATTACH`,
 /// `PRAGMA foreign_keys = …`, see `sql::effects`) on its own between them.
-fn run_batch(c: &mut Connection, sql: &str, wrap: bool) -> Result<()> {
+/// `committed` is set once a segment has committed, so a later failure is known to leave the
+/// script part-applied.
+fn run_batch(c: &mut Connection, sql: &str, wrap: bool, committed: &AtomicBool) -> Result<()> {
     if !wrap {
         return run_script(c, sql, false);
     }
     for (part, alone) in crate::sql::segments(sql, crate::sql::Dialect::Sqlite) {
         if !crate::sql::is_blank(part, crate::sql::Dialect::Sqlite) {
             run_script(c, part, !alone)?;
+            committed.store(true, Ordering::Relaxed);
         }
     }
     Ok(())
@@ -216,6 +225,8 @@ impl SqliteConn {
             returned_at: None,
             deadline: None,
             stop_at: None,
+            returning: None,
+            abandoned: false,
             exec: Default::default(),
             flushed: Default::default(),
         }
@@ -288,6 +299,9 @@ impl SqliteConn {
         R: Send + 'static,
         F: Fn(&mut Connection, &SqliteStmt, &[RowValues]) -> Result<R> + Copy + Send + 'static,
     {
+        if self.returning.is_some() {
+            self.settle_stream().await;
+        }
         let deadline = self.deadline.take();
         let owned = Arc::clone(s);
         // A write in autocommit mode commits, and may wait for the disk.
@@ -314,6 +328,9 @@ impl SqliteConn {
     /// whether it ran past the inline budget (a `COMMIT` waiting for fsync does), and is then
     /// offloaded.
     pub(super) async fn simple(&mut self, sql: &'static str, slot: usize) -> Result<()> {
+        if self.returning.is_some() {
+            self.settle_stream().await;
+        }
         let slow = Arc::clone(&self.simple_slow);
         self.dispatch(
             None,
@@ -337,6 +354,7 @@ impl SqliteConn {
 
     /// Recycle check: the connection must be present, not broken, and outside any transaction.
     pub(crate) fn make_clean(&mut self) -> Result<()> {
+        self.stream_returned();
         self.rollback_if_open();
         if !self.conn_mut()?.is_autocommit() {
             return Err(broken());
@@ -401,6 +419,9 @@ impl Wing for SqliteConn {
 
     /// Prepares (or finds in this connection's cache) the statement for `sql`.
     async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<SqliteStmt>> {
+        if self.returning.is_some() {
+            self.settle_stream().await;
+        }
         let deadline = self.deadline.take();
         if let Some(s) = self
             .stmts
@@ -472,6 +493,9 @@ impl Wing for SqliteConn {
         s: &Arc<SqliteStmt>,
         p: Vec<RowValues>,
     ) -> Result<Self::Cursor<T>> {
+        if self.returning.is_some() {
+            self.settle_stream().await;
+        }
         self.open_stream(s, p)
     }
 
@@ -494,17 +518,35 @@ impl Wing for SqliteConn {
     /// Runs a script. Outside a transaction, and when the script has no transaction control of
     /// its own, it runs inside one `BEGIN IMMEDIATE … COMMIT`, so it applies entirely or not at all.
     async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+        if self.returning.is_some() {
+            self.settle_stream().await;
+        }
         let deadline = self.deadline.take();
         crate::sql::reject_nul(sql)?;
         let autocommit = self.conn_mut()?.is_autocommit();
         let wrap = !in_tx
             && autocommit
             && !crate::sql::has_transaction_control(sql, crate::sql::Dialect::Sqlite);
+        // A script with transaction control of its own may commit part-way.
+        let own_control = !in_tx && autocommit && !wrap;
+        let committed = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&committed);
         let sql = sql.to_owned();
         let before = self.exec;
         let r = self
-            .dispatch_blocking(deadline, move |c| run_batch(c, &sql, wrap))
-            .await;
+            .dispatch_blocking(deadline, move |c| run_batch(c, &sql, wrap, &flag))
+            .await
+            .map_err(|e| {
+                // `Timeout` promises that nothing took effect: a script stopped after a part of
+                // it committed says so instead.
+                if e.kind() == crate::error::ErrorKind::Timeout
+                    && (own_control || committed.load(Ordering::Relaxed))
+                {
+                    crate::deadline::partly_applied()
+                } else {
+                    e
+                }
+            });
         crate::telemetry::sqlite_exec(before, self.exec);
         // The authorizer saw each statement of the script as SQLite prepared it, the ones that
         // ran before a failure included.
@@ -522,10 +564,16 @@ impl Wing for SqliteConn {
         I: Iterator<Item = R> + Send,
         R: AsRef<[RowValues]> + Send + Sync,
     {
+        if self.returning.is_some() {
+            self.settle_stream().await;
+        }
         self.bulk_load(target, rows, in_tx).await
     }
 
     async fn begin(&mut self) -> Result<()> {
+        if self.returning.is_some() {
+            self.settle_stream().await;
+        }
         if !self.conn_mut()?.is_autocommit() {
             return Err(SqlMiddlewareDbError::new(
                 crate::error::ErrorKind::TransactionState,
@@ -548,6 +596,7 @@ impl Wing for SqliteConn {
     }
 
     async fn rollback(&mut self) -> Result<()> {
+        self.settle_stream().await;
         if self.conn_mut()?.is_autocommit() {
             // The engine already rolled back (e.g. RAISE(ROLLBACK)); nothing left to undo.
             return Ok(());
@@ -557,6 +606,7 @@ impl Wing for SqliteConn {
 
     /// After a cancelled operation outside a transaction: nothing may stay open.
     async fn recover(&mut self) -> Result<()> {
+        self.settle_stream().await;
         self.rollback_if_open();
         Ok(())
     }
@@ -564,8 +614,14 @@ impl Wing for SqliteConn {
     /// A transaction was dropped without commit: roll it back now. SQLite is in-process, so this
     /// is a short local call; it never waits for a lock.
     fn abandon_tx(&mut self) {
+        self.stream_returned();
         if self.conn.is_none() {
-            self.broken = true;
+            if self.returning.is_some() {
+                // A dropped stream's worker still has it: rolled back when it comes back.
+                self.abandoned = true;
+            } else {
+                self.broken = true;
+            }
             return;
         }
         self.rollback_if_open();
@@ -575,6 +631,7 @@ impl Wing for SqliteConn {
     /// `BEGIN`, or one left by a cancelled call). In process, and it never waits for a lock.
     fn on_return(&mut self) {
         self.returned_at = self.opts.counters.returned_now();
+        self.stream_returned();
         self.rollback_if_open();
         let cache = self.stmts.stats(self.opts.statement_cache_capacity);
         self.flushed
@@ -600,6 +657,9 @@ impl Wing for SqliteConn {
 
     /// Raw access may change anything: the pool checks and restores the session on recycle.
     async fn raw(&mut self) -> Result<&Connection> {
+        if self.returning.is_some() {
+            self.settle_stream().await;
+        }
         self.note_session(Effects(Effects::RAW));
         self.conn_mut().map(|c| &*c)
     }

@@ -39,6 +39,7 @@ impl ProgressState {
     /// Installs the handler of this state on `conn` again (raw access may have replaced it).
     pub(crate) fn reinstall(self: &Arc<Self>, conn: &Connection) -> Result<()> {
         let st = Arc::clone(self);
+        let interrupt = conn.get_interrupt_handle();
         conn.progress_handler(
             PROGRESS_OPS,
             Some(move || {
@@ -49,9 +50,16 @@ impl ProgressState {
                 }
                 let now = now_nanos();
                 if stop != 0 && now >= stop {
-                    // The call's time limit passed: stop the statement, read or write.
+                    // The call's time limit passed: stop the statement, read or write. Not by
+                    // returning `true`: SQLite calls the handler once more after a statement
+                    // has halted (and, in autocommit mode, committed), and would then report
+                    // SQLITE_INTERRUPT for a change that was made. An interrupt stops the
+                    // statement at its next step instead, and a statement that has halted
+                    // stays done (its success is returned; the flag clears as the next
+                    // statement starts).
                     st.stopped.store(true, Ordering::Relaxed);
-                    return true;
+                    interrupt.interrupt();
+                    return false;
                 }
                 if deadline == 0 || now < deadline {
                     return false;

@@ -15,11 +15,12 @@
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use rusqlite::Connection;
 
-use super::busy::BusyScope;
+use super::busy::{BusyScope, CancelScope};
 use super::conn::SqliteConn;
 use super::error::map_err;
 use super::offload::{broken, panicked};
@@ -43,7 +44,9 @@ pub(crate) struct SqliteCursor<T> {
     batches: tokio::sync::mpsc::Receiver<Result<Vec<T>>>,
     /// The connection, sent back by the worker before it closes `batches`; `true` when a panic
     /// in user code left it to be discarded.
-    back: std::sync::mpsc::Receiver<(Connection, bool)>,
+    back: Returning,
+    /// Set when the stream is dropped part-way: the worker's lock wait ends at once.
+    stop: Arc<AtomicBool>,
     deadline: Option<Instant>,
     readonly: bool,
     /// Inside a transaction when the stream started.
@@ -55,6 +58,10 @@ impl<T> std::fmt::Debug for SqliteCursor<T> {
         f.debug_struct("SqliteCursor").finish_non_exhaustive()
     }
 }
+
+/// Where a stream's worker sends the connection back: with `true` when a panic in user code
+/// left it to be discarded.
+pub(crate) type Returning = tokio::sync::oneshot::Receiver<(Connection, bool)>;
 
 /// Steps `s` and sends its rows, decoded as `T`, in bounded batches until the statement ends
 /// or the receiver is gone. The statement is reset when its rows are dropped, here.
@@ -119,32 +126,33 @@ impl SqliteConn {
             return Err(broken());
         };
         let (tx, batches) = tokio::sync::mpsc::channel(1);
-        let (back_tx, back) = std::sync::mpsc::sync_channel(1);
+        let (back_tx, back) = tokio::sync::oneshot::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
         let stmt = Arc::clone(s);
         let work = move || {
             let _scope = BusyScope::set(busy);
+            let _cancel = CancelScope::set(stopped);
             let r = catch_unwind(AssertUnwindSafe(|| produce::<T>(&mut conn, &stmt, &p, &tx)));
-            let lost = match r {
-                Ok(Ok(())) => false,
-                Ok(Err(e)) => {
-                    let _ = tx.blocking_send(Err(e));
-                    false
-                }
+            let (lost, error) = match r {
+                Ok(Ok(())) => (false, None),
+                Ok(Err(e)) => (false, Some(e)),
                 Err(_) => {
                     // User code (a `FromRow`) panicked mid-statement: release the write lock;
                     // the connection is discarded when returned.
                     if !conn.is_autocommit() {
                         let _ = conn.execute_batch("ROLLBACK");
                     }
-                    let _ = tx.blocking_send(Err(panicked(
-                        "user code run inside the statement (a FromRow or FromValue)",
-                    )));
-                    true
+                    let e = panicked("user code run inside the statement (a FromRow or FromValue)");
+                    (true, Some(e))
                 }
             };
-            // The connection goes back before the channel closes, so the stream's end finds it
-            // there.
+            // The connection goes back before the error is sent and the channel closes, so the
+            // stream finds it there without waiting.
             let _ = back_tx.send((conn, lost));
+            if let Some(e) = error {
+                let _ = tx.blocking_send(Err(e));
+            }
             drop(tx);
         };
         let spawned = match tokio::runtime::Handle::try_current() {
@@ -168,19 +176,20 @@ impl SqliteConn {
         Ok(SqliteCursor {
             batches,
             back,
+            stop,
             deadline,
             readonly: s.readonly,
             in_tx,
         })
     }
 
-    /// Takes the connection back from the worker (it is there, or about to be: the worker
-    /// sends it right after its last batch or error, or after noticing the stream is gone).
+    /// Takes the connection back from the worker (it is there: the worker sends it before its
+    /// error, and before the channel closes).
     fn reclaim<T>(&mut self, c: &mut SqliteCursor<T>) {
         if self.conn.is_some() {
             return;
         }
-        match c.back.recv() {
+        match c.back.try_recv() {
             Ok((conn, lost)) => {
                 self.conn = Some(conn);
                 if lost {
@@ -188,6 +197,49 @@ impl SqliteConn {
                 }
             }
             Err(_) => self.broken = true,
+        }
+    }
+
+    /// Takes back the connection of a stream dropped while its worker was still running
+    /// (see [`Self::close_stream`]): waits for the worker, which was told to stop.
+    pub(super) async fn settle_stream(&mut self) {
+        if let Some(back) = self.returning.take() {
+            match back.await {
+                Ok((conn, lost)) => {
+                    self.conn = Some(conn);
+                    self.broken |= lost;
+                }
+                Err(_) => self.broken = true,
+            }
+            self.back_from_stream();
+        }
+    }
+
+    /// The connection is back from a dropped stream's worker: its stop is disarmed, and a
+    /// transaction abandoned meanwhile is rolled back.
+    fn back_from_stream(&mut self) {
+        self.stop_at = None;
+        self.progress.disarm_stop();
+        if std::mem::take(&mut self.abandoned) {
+            self.rollback_if_open();
+        }
+    }
+
+    /// [`Self::settle_stream`] without waiting: the connection is taken back if the worker has
+    /// sent it; otherwise it stays away (and the pool discards this connection).
+    pub(super) fn stream_returned(&mut self) {
+        if let Some(mut back) = self.returning.take() {
+            match back.try_recv() {
+                Ok((conn, lost)) => {
+                    self.conn = Some(conn);
+                    self.broken |= lost;
+                    self.back_from_stream();
+                }
+                Err(tokio::sync::oneshot::error::TryRecvError::Empty) => {
+                    self.returning = Some(back);
+                }
+                Err(tokio::sync::oneshot::error::TryRecvError::Closed) => self.broken = true,
+            }
         }
     }
 
@@ -216,10 +268,13 @@ impl SqliteConn {
         }
     }
 
-    /// Stops the worker (a read is interrupted at once; a write finishes its current row),
-    /// resets the statement and takes the connection back. Waits only for the worker to notice.
+    /// Stops the worker (a read is interrupted at once; a write finishes its current row, or
+    /// gives up the lock it waits for), and takes the connection back if the worker has sent
+    /// it already. Never waits: a worker still finishing sends the connection to
+    /// `self.returning`, taken back before the connection's next operation (`settle_stream`).
     pub(super) fn close_stream<T>(&mut self, mut c: SqliteCursor<T>, finished: bool) -> bool {
         if !finished && self.conn.is_none() {
+            c.stop.store(true, Ordering::Relaxed);
             if c.readonly {
                 // The progress handler stops the statement at its next check, even one the
                 // worker has not started yet (an interrupt would be forgotten by then).
@@ -228,6 +283,23 @@ impl SqliteConn {
             }
             c.batches.close();
             while c.batches.try_recv().is_ok() {}
+            if self.conn.is_none() {
+                match c.back.try_recv() {
+                    Ok((conn, lost)) => {
+                        self.conn = Some(conn);
+                        self.broken |= lost;
+                    }
+                    Err(tokio::sync::oneshot::error::TryRecvError::Empty) => {
+                        // Still stepping, or waiting for a lock: not waited for here. The
+                        // connection's next operation takes it back first (`settle_stream`);
+                        // the stop stays armed until then. A read leaves nothing to repair; a
+                        // write dropped part-way counts as a cancelled call.
+                        self.returning = Some(c.back);
+                        return c.readonly;
+                    }
+                    Err(tokio::sync::oneshot::error::TryRecvError::Closed) => self.broken = true,
+                }
+            }
         }
         self.reclaim(&mut c);
         self.stop_at = None;

@@ -617,10 +617,17 @@ impl Wing for TursoConn {
         }
         // Each run of ordinary statements in its own transaction; a statement that cannot work
         // inside one (see `sql::effects`) on its own between them.
+        // Each segment applies whole or not at all. The limit is kept before the first one
+        // only: once a segment has committed, stopping would leave the script part-applied
+        // under a `Timeout` (which promises that nothing took effect), so the script runs to its
+        // end, as a write statement does.
+        let mut first = true;
         for (part, alone) in crate::sql::segments(sql, crate::sql::Dialect::Sqlite) {
             if !crate::sql::is_blank(part, crate::sql::Dialect::Sqlite) {
-                // Each segment applies whole or not at all: the limit is kept between them.
-                crate::deadline::check(self.stop_at)?;
+                if first {
+                    crate::deadline::check(self.stop_at)?;
+                    first = false;
+                }
                 self.run_script(part, false, !alone).await?;
             }
         }

@@ -23,9 +23,13 @@ mod bounded;
 mod cancel;
 mod chaos;
 mod control;
+#[cfg(feature = "postgres")]
+mod deadlines;
+mod drops;
 mod fingerprint;
 mod integrity;
 mod model;
+mod outcomes;
 mod props;
 mod runtime;
 mod session;
