@@ -12,40 +12,7 @@ use sql_middleware::ErrorKind;
 use sql_middleware::prelude::*;
 
 use crate::common::groups;
-use crate::common::proxy::{Relay, Target};
-
-/// The first host of the test server's URL, as a relay target.
-fn target_of(cfg: &tokio_postgres::Config) -> Target {
-    let port = cfg.get_ports().first().copied().unwrap_or(5432);
-    match cfg.get_hosts().first().expect("the test URL names a host") {
-        tokio_postgres::config::Host::Tcp(h) => {
-            let addr = std::net::ToSocketAddrs::to_socket_addrs(&(h.as_str(), port))
-                .expect("resolve the test server")
-                .next()
-                .expect("an address");
-            Target::Tcp(addr)
-        }
-        tokio_postgres::config::Host::Unix(dir) => {
-            Target::Unix(dir.join(format!(".s.PGSQL.{port}")))
-        }
-    }
-}
-
-/// The test server's user, database and password, at `127.0.0.1:port`.
-fn config_at(base: &tokio_postgres::Config, port: u16) -> tokio_postgres::Config {
-    let mut cfg = tokio_postgres::Config::new();
-    cfg.host("127.0.0.1").port(port);
-    if let Some(u) = base.get_user() {
-        cfg.user(u);
-    }
-    if let Some(d) = base.get_dbname() {
-        cfg.dbname(d);
-    }
-    if let Some(p) = base.get_password() {
-        cfg.password(p);
-    }
-    cfg
-}
+use crate::common::proxy::{Relay, config_at, target_of};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unanswering_server_costs_typed_errors_in_bounded_time() {

@@ -15,7 +15,7 @@ use sql_middleware::ErrorKind;
 use sql_middleware::prelude::*;
 
 use crate::common::groups;
-use crate::common::proxy::{Relay, Target};
+use crate::common::proxy::{Relay, config_at, target_of};
 
 /// How far past its limit a call may return (the bound).
 const SLACK: Duration = Duration::from_millis(100);
@@ -49,39 +49,6 @@ async fn bounded<F: std::future::Future>(what: &str, f: F) -> F::Output {
     tokio::time::timeout(Duration::from_secs(60), f)
         .await
         .unwrap_or_else(|_| panic!("{what}: still waiting after 60 s"))
-}
-
-/// The first host of the test server's URL, as a relay target.
-fn target_of(cfg: &tokio_postgres::Config) -> Target {
-    let port = cfg.get_ports().first().copied().unwrap_or(5432);
-    match cfg.get_hosts().first().expect("the test URL names a host") {
-        tokio_postgres::config::Host::Tcp(h) => {
-            let addr = std::net::ToSocketAddrs::to_socket_addrs(&(h.as_str(), port))
-                .expect("resolve the test server")
-                .next()
-                .expect("an address");
-            Target::Tcp(addr)
-        }
-        tokio_postgres::config::Host::Unix(dir) => {
-            Target::Unix(dir.join(format!(".s.PGSQL.{port}")))
-        }
-    }
-}
-
-/// The test server's user, database and password, at `127.0.0.1:port`.
-fn config_at(base: &tokio_postgres::Config, port: u16) -> tokio_postgres::Config {
-    let mut cfg = tokio_postgres::Config::new();
-    cfg.host("127.0.0.1").port(port);
-    if let Some(u) = base.get_user() {
-        cfg.user(u);
-    }
-    if let Some(d) = base.get_dbname() {
-        cfg.dbname(d);
-    }
-    if let Some(p) = base.get_password() {
-        cfg.password(p);
-    }
-    cfg
 }
 
 /// The processes of a throwaway cluster (its postmaster and every child), stopped with
