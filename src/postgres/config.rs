@@ -369,6 +369,8 @@ pub(crate) fn build_pool(
 /// Checks out a connection, with the pool to replace it from if it must be discarded; bounded
 /// by the pool's wait timeout as a whole (see `timeout::checkout`).
 pub(crate) async fn checkout(pool: &super::Pool) -> Result<PgConnection> {
-    let obj = super::timeout::checkout(pool, None).await?;
+    // Boxed: the bounded checkout (and the connect it may start) is large, and the pool's
+    // checkout future, shared by every backend, would otherwise carry its size.
+    let obj = Box::pin(super::timeout::checkout(pool, None)).await?;
     Ok(PgConnection::new(pool.clone(), obj))
 }
