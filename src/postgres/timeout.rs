@@ -81,14 +81,16 @@ pub(super) async fn checkout(pool: &super::Pool, deadline: Option<Instant>) -> R
 }
 
 /// Whether a script may commit a change: it holds a statement that is not a query (`SELECT`,
-/// `VALUES`, `TABLE`, `SHOW`, or a `WITH` without a data-changing part). Read only when a
-/// script's limit has passed.
+/// `VALUES`, `TABLE`, `SHOW`, or a `WITH` without a data-changing part), or a query that is not
+/// provably plain (it calls a function that may write; see `sql::pg_effects`), as prepared
+/// statements count their writes. Read only when a script's limit has passed.
 pub(super) fn script_writes(sql: &str) -> bool {
     use crate::sql::Dialect::Postgres as PG;
     crate::sql::script::statements(sql, PG)
         .filter(|st| !crate::sql::is_blank(st, PG))
         .any(|st| {
             crate::sql::is_dml(st, PG)
+                || crate::sql::session_change(st) != crate::sql::Session::Untouched
                 || !crate::sql::scanner::tokens(st, PG)
                     .find(|t| !t.kind.is_blank())
                     .filter(|t| t.kind == crate::sql::scanner::Kind::Word)
@@ -127,5 +129,8 @@ mod tests {
         ));
         assert!(script_writes("CREATE TABLE t (x int)"));
         assert!(script_writes("CALL p()"));
+        // A query that calls a function the middleware cannot prove harmless may write.
+        assert!(script_writes("SELECT 1; SELECT archive_old_rows()"));
+        assert!(!script_writes("SELECT pg_sleep(0.1), now()"));
     }
 }
