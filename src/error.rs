@@ -73,14 +73,13 @@ pub enum ErrorKind {
     ///   `one`, `pipeline`, `execute_batch` and `bulk_insert` through a query, a prepared
     ///   statement or the `Executor`, when its limit passes after the statement was sent.
     ///
-    /// On SQLite, by `execute_batch` outside a transaction, when its limit stops the script
-    /// after a part of it may have committed: a script with transaction control of its own, or
-    /// one that a statement that cannot run inside a transaction (`VACUUM`, `ATTACH`, some
-    /// `PRAGMA`s) splits into parts that commit one by one.
+    /// On SQLite and Turso, by `execute_batch` outside a transaction, when its limit stops the
+    /// script after a part of it may have committed: a script with transaction control of its
+    /// own, or one that a statement that cannot run inside a transaction (`VACUUM`, `ATTACH`,
+    /// some `PRAGMA`s) splits into parts that commit one by one.
     ///
     /// Read-only statements and statements inside a transaction return
-    /// [`ErrorKind::Timeout`]. Turso never returns it: its writes and scripts are not cut short
-    /// once they have started to commit.
+    /// [`ErrorKind::Timeout`].
     OutcomeUnknown,
     /// The operation does not exist on this connection's backend (e.g. raw SQLite access on Postgres).
     Unsupported,
