@@ -283,7 +283,8 @@ impl Manager for SqliteManager {
     ) -> RecycleResult<SqlMiddlewareDbError> {
         if conn.returning.is_some() {
             // A rollback (or a dropped stream's worker, told to stop) still has the connection.
-            conn.settle_stream().await;
+            // Boxed: this rare wait must not grow every checkout's future.
+            Box::pin(conn.settle_stream()).await;
         }
         conn.make_clean().map_err(RecycleError::Backend)
     }
