@@ -15,6 +15,7 @@
 pub mod decode;
 pub mod error;
 mod interval;
+mod limits;
 pub mod results;
 mod sql;
 pub mod translation;

@@ -73,17 +73,15 @@ impl MiddlewarePool {
             }
             #[cfg(feature = "postgres")]
             Target::Postgres(cfg) => {
+                let mut pg = b.postgres;
+                pg.tls
+                    .raise_to_strictest(&cfg, &b.replicas.replicas, b.replica_ssl);
                 if !b.replicas.replicas.is_empty() {
                     readers = Some(std::sync::Arc::new(
-                        crate::postgres::replica::Readers::build(
-                            &cfg,
-                            &b.postgres,
-                            &b.pool,
-                            b.replicas,
-                        )?,
+                        crate::postgres::replica::Readers::build(&cfg, &pg, &b.pool, b.replicas)?,
                     ));
                 }
-                PoolInner::Postgres(crate::postgres::build_pool(*cfg, b.postgres, &b.pool)?)
+                PoolInner::Postgres(crate::postgres::build_pool(*cfg, pg, &b.pool)?)
             }
             #[cfg(feature = "turso")]
             Target::Turso(t) => {

@@ -22,6 +22,7 @@ mod bad_input;
 mod bounded;
 mod cancel;
 mod chaos;
+mod config;
 mod control;
 #[cfg(feature = "postgres")]
 mod deadlines;
@@ -34,4 +35,6 @@ mod props;
 mod runtime;
 mod session;
 mod streams;
+#[cfg(feature = "postgres-tls")]
+mod tls_floor;
 mod transactions;
