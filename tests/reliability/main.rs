@@ -29,6 +29,7 @@ mod deadlines;
 mod drops;
 mod fingerprint;
 mod integrity;
+mod leaks;
 mod model;
 mod outcomes;
 mod props;
