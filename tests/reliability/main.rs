@@ -30,6 +30,8 @@ mod drops;
 mod fingerprint;
 mod integrity;
 mod leaks;
+#[cfg(feature = "postgres")]
+mod lifecycle;
 mod model;
 mod outcomes;
 mod props;
