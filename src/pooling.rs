@@ -234,16 +234,22 @@ where
                     false
                 }
             });
-            let want = min_idle.min(pool.status().max_size);
-            if pool.status().size < want {
-                // Taking `want` connections at once makes the pool open the missing ones; they
-                // go back idle right away.
-                let mut warm = Vec::with_capacity(want);
-                for _ in 0..want {
-                    match pool.get().await {
-                        Ok(c) => warm.push(c),
-                        Err(_) => break,
-                    }
+            let s = pool.status();
+            let want = min_idle.min(s.max_size);
+            if s.size < want && s.available == 0 {
+                // Every open connection is in use: open the missing ones side by side, each
+                // going back to the pool as soon as it is open. The upkeep never takes an idle
+                // connection (to make the pool open another, as it once did): a checkout would
+                // then wait for a connection to open while one was free.
+                let opening: Vec<_> = (0..want - s.size)
+                    .map(|_| {
+                        let pool = pool.clone();
+                        tokio::spawn(async move { drop(pool.get().await) })
+                    })
+                    .collect();
+                drop(pool);
+                for o in opening {
+                    let _ = o.await;
                 }
             }
         }

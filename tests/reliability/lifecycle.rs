@@ -125,3 +125,52 @@ async fn a_busy_replica_is_waited_for_not_marked_down() {
         next.err()
     );
 }
+
+/// `min_idle` with connections that take 1.5 s to open (a delaying relay): one caller checks
+/// out, uses and returns a connection in a loop for 6 s while the upkeep opens more. Its own
+/// connection is free between its checkouts, so no checkout after the first may wait for a
+/// connection to open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upkeep_never_delays_a_checkout_while_a_connection_is_free() {
+    use crate::common::proxy::{Relay, config_at, target_of};
+    let _group = common::groups::enter("lifecycle");
+    let base: tokio_postgres::Config = common::pg::base_url().parse().expect("test URL");
+    let relay = Relay::start(target_of(&base)).await;
+    relay.delay_new_connections(Duration::from_millis(1500));
+    let db = ConfigAndPool::postgres_config(config_at(&base, relay.addr.port()))
+        .max_size(4)
+        .min_idle(3)
+        .build()
+        .await
+        .expect("pool");
+    let t = Instant::now();
+    let (mut checkouts, mut slowest) = (0, Duration::ZERO);
+    let mut first = true;
+    while t.elapsed() < Duration::from_secs(6) {
+        let started = Instant::now();
+        let mut c = db.get_connection().await.expect("checkout");
+        let took = started.elapsed();
+        c.execute_batch("SELECT 1").await.expect("SELECT 1");
+        drop(c);
+        if !first {
+            checkouts += 1;
+            slowest = slowest.max(took);
+        }
+        first = false;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let size = db.status().size;
+    db.close();
+    println!(
+        "lifecycle_upkeep checkouts={checkouts} slowest_ms={} size={size}",
+        slowest.as_millis()
+    );
+    assert!(
+        slowest < Duration::from_millis(500),
+        "a checkout waited {slowest:?} while a connection was free"
+    );
+    assert!(
+        size >= 3,
+        "min_idle did not open the connections: size {size}"
+    );
+}
