@@ -506,7 +506,8 @@ pub fn check_builder(what: &str, url: &str, r: Result<PoolBuilder, SqlMiddleware
         body,
         "sqlite::memory:" | "sqlite://:memory:" | "turso::memory:" | "turso://:memory:"
     );
-    let lazy = url.starts_with("postgres") && !url.contains("connect_on_build");
+    let lazy = (url.starts_with("postgres") || url.starts_with("host="))
+        && !url.contains("connect_on_build");
     if !(in_memory || lazy) {
         return;
     }
@@ -531,6 +532,9 @@ pub fn check_builder(what: &str, url: &str, r: Result<PoolBuilder, SqlMiddleware
 pub fn config_case(data: &[u8]) {
     let url = config_url(data);
     check_builder("from_url", &url, ConfigAndPool::from_url(&url));
+    // The Postgres entry point also takes `key=value` strings (errors surface at build).
+    #[cfg(feature = "postgres")]
+    check_builder("postgres()", &url, Ok(ConfigAndPool::postgres(&url)));
     #[cfg(feature = "serde")]
     serde_case(data, &url);
 }
