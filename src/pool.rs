@@ -244,6 +244,8 @@ impl MiddlewarePool {
     /// readers and listeners fail with [`ErrorKind::PoolClosed`].
     pub fn close(&self) {
         self.inner.close();
+        // The upkeep of the pool (and of its readers' pools, which share the counters).
+        self.counters.closed.notify_waiters();
         #[cfg(feature = "postgres")]
         {
             self.closing.send_replace(true);

@@ -43,6 +43,8 @@ pub(crate) struct Counters {
     idle_tracked: AtomicBool,
     /// Checkouts and what the connections did (see `stats.rs`).
     pub(crate) live: crate::stats::Live,
+    /// Notified when the pool is closed: its upkeep tasks end at once.
+    pub(crate) closed: tokio::sync::Notify,
 }
 
 /// A pooled connection that knows when it last went back to the pool.
@@ -222,7 +224,17 @@ where
     let weak = pool.weak();
     handle.spawn(async move {
         loop {
-            tokio::time::sleep(every).await;
+            // Registered before the pool is looked at, so a close from then on is seen.
+            let closed = counters.closed.notified();
+            tokio::pin!(closed);
+            closed.as_mut().enable();
+            if weak.upgrade().is_none_or(|p| p.is_closed()) {
+                return;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(every) => {}
+                () = closed => return,
+            }
             let Some(pool) = weak.upgrade() else { return };
             if pool.is_closed() {
                 return;

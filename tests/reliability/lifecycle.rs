@@ -1,9 +1,14 @@
-//! Reliability 28.4: closed means closed, and busy is not down (Postgres).
+//! Reliability 28.4: the lifecycle never gets in the way: closed means closed, busy is not
+//! down, and the upkeep never holds a free connection.
 //!
 //! - After `close()`, nothing the pool owns serves anyone: checkouts, readers (on a replica)
 //!   and new listeners fail with `PoolClosed`; an open `Listener` stops (`recv` gives `None`,
 //!   `listen` fails with `PoolClosed`); and every session the pool had open on the server,
-//!   the listener's and the replica pool's included, is gone within two seconds.
+//!   the listener's and the replica pool's included, is gone within two seconds. The pool's
+//!   background upkeep ends at once (the runtime's live tasks, SQLite).
+//! - With `min_idle` and connections that take 1.5 s to open, a caller whose own connection is
+//!   free between its checkouts never waits for one to open (Postgres through a delaying
+//!   relay).
 //! - A replica whose connections are all in use is waited for like any pool: the reader fails
 //!   with `PoolTimeout` after the wait timeout, and the replica is not marked down, so the
 //!   next reader (with no fallback to the primary) gets it again.
@@ -173,4 +178,38 @@ async fn upkeep_never_delays_a_checkout_while_a_connection_is_free() {
         size >= 3,
         "min_idle did not open the connections: size {size}"
     );
+}
+
+/// `close()` ends the pool's background upkeep at once (here with a 30 s tick: `min_idle` and
+/// a one-hour `max_lifetime`), counted as the runtime's live tasks.
+#[cfg(feature = "sqlite")]
+#[test]
+fn close_ends_the_background_upkeep_at_once() {
+    let _group = common::groups::enter("lifecycle");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (before, running, after) = rt.block_on(async {
+        let alive = || {
+            tokio::runtime::Handle::current()
+                .metrics()
+                .num_alive_tasks()
+        };
+        let before = alive();
+        let db = ConfigAndPool::sqlite_memory()
+            .min_idle(1)
+            .max_lifetime(Duration::from_secs(3600))
+            .build()
+            .await
+            .expect("pool");
+        drop(db.get_connection().await.expect("checkout"));
+        let running = alive();
+        db.close();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        (before, running, alive())
+    });
+    println!("lifecycle_upkeep_close tasks_before={before} running={running} after_close={after}");
+    assert!(running > before, "no upkeep task was seen");
+    assert_eq!(after, before, "the upkeep outlived close()");
 }
