@@ -317,9 +317,9 @@ impl PoolBuilder {
     }
 
     /// Keep at least this many connections open (default 0), opened in the background after
-    /// the pool is built and whenever fewer are open and all of them are in use. The upkeep
-    /// never takes an idle connection from the pool, so it never delays a checkout while a
-    /// connection is free.
+    /// the pool is built and whenever retirements leave fewer. The upkeep holds idle
+    /// connections only while it starts opening the missing ones (one scheduler pass), never
+    /// while they open, so it does not delay a checkout while a connection is free.
     pub fn min_idle(mut self, n: usize) -> Self {
         self.pool.min_idle = n;
         self

@@ -248,17 +248,34 @@ where
             });
             let s = pool.status();
             let want = min_idle.min(s.max_size);
-            if s.size < want && s.available == 0 {
-                // Every open connection is in use: open the missing ones side by side, each
-                // going back to the pool as soon as it is open. The upkeep never takes an idle
-                // connection (to make the pool open another, as it once did): a checkout would
-                // then wait for a connection to open while one was free.
-                let opening: Vec<_> = (0..want - s.size)
+            if s.size < want {
+                // The pool opens a connection only for a checkout that finds none idle: the
+                // idle ones are taken out while the openings of the missing ones start, and go
+                // back as soon as they have (one scheduler pass), never for as long as the
+                // openings take. Each opened connection goes back to the pool at once.
+                let mut idle = Vec::with_capacity(s.available);
+                for _ in 0..s.available {
+                    match pool.timeout_get(&no_wait(&pool)).await {
+                        Ok(c) => idle.push(c),
+                        Err(_) => break,
+                    }
+                }
+                let missing = want - s.size;
+                let opening: Vec<_> = (0..missing)
                     .map(|_| {
                         let pool = pool.clone();
                         tokio::spawn(async move { drop(pool.get().await) })
                     })
                     .collect();
+                // Until every opening has started (its checkout is counted, with no
+                // connection to show for it yet), or a few passes at most.
+                for _ in 0..8 {
+                    if idle.is_empty() || pool.status().waiting >= missing {
+                        break;
+                    }
+                    tokio::task::yield_now().await;
+                }
+                drop(idle);
                 drop(pool);
                 for o in opening {
                     let _ = o.await;
@@ -266,6 +283,13 @@ where
             }
         }
     });
+}
+
+/// The pool's timeouts with no wait for a free slot.
+fn no_wait<M: Manager>(pool: &Pool<M>) -> deadpool::managed::Timeouts {
+    let mut t = pool.timeouts();
+    t.wait = Some(Duration::ZERO);
+    t
 }
 
 /// The size and availability of `pool`, with `counters`.
