@@ -22,16 +22,22 @@ mod bad_input;
 mod bounded;
 mod cancel;
 mod chaos;
+mod config;
 mod control;
 #[cfg(feature = "postgres")]
 mod deadlines;
 mod drops;
 mod fingerprint;
 mod integrity;
+mod leaks;
+#[cfg(feature = "postgres")]
+mod lifecycle;
 mod model;
 mod outcomes;
 mod props;
 mod runtime;
 mod session;
 mod streams;
+#[cfg(feature = "postgres-tls")]
+mod tls_floor;
 mod transactions;
