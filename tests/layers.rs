@@ -47,6 +47,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "config",
             "dispatch",
             "executor",
+            "limits",
             "pool",
             "query",
             "savepoint",
