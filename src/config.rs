@@ -78,8 +78,22 @@ impl ConfigAndPool {
                 }
             };
         }
-        match url.parse::<tokio_postgres::Config>() {
-            Ok(cfg) => Self::postgres_config(cfg),
+        // libpq's `key=value` form: `target_session_attrs` is the middleware's (tokio-postgres
+        // refuses `primary`, `standby` and `prefer-standby`).
+        let (rest, attrs) = match crate::postgres::hosts::split_attrs(url) {
+            Ok(split) => split,
+            Err(e) => {
+                let mut b = Self::postgres_config(tokio_postgres::Config::new());
+                b.error = Some(e);
+                return b;
+            }
+        };
+        match rest.parse::<tokio_postgres::Config>() {
+            Ok(cfg) => {
+                let mut b = Self::postgres_config(cfg);
+                b.postgres.attrs = attrs;
+                b
+            }
             Err(e) => {
                 let mut b = Self::postgres_config(tokio_postgres::Config::new());
                 b.error = Some(SqlMiddlewareDbError::from_driver(
@@ -351,8 +365,15 @@ impl PoolBuilder {
         if !matches!(self.target, Target::Postgres(_)) {
             return self.reject("replica");
         }
-        match url.parse::<tokio_postgres::Config>() {
-            Ok(cfg) => self.replicas.replicas.push(cfg),
+        let (rest, attrs) = match crate::postgres::hosts::split_attrs(url) {
+            Ok(split) => split,
+            Err(e) => {
+                self.error.get_or_insert(e);
+                return self;
+            }
+        };
+        match rest.parse::<tokio_postgres::Config>() {
+            Ok(cfg) => self.replicas.replicas.push((cfg, attrs)),
             Err(e) => {
                 self.error.get_or_insert_with(|| {
                     SqlMiddlewareDbError::from_driver(

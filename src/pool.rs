@@ -137,7 +137,10 @@ impl MiddlewarePool {
     ) -> MiddlewarePoolConnection {
         self.counters.live.checkout(wait);
         #[cfg(feature = "tracing")]
-        let trace = self.trace.checkout(span, wait, inner.connection_id());
+        let trace = self
+            .trace
+            .checkout(span, wait, inner.connection_id())
+            .at(inner.server_host());
         #[cfg(not(feature = "tracing"))]
         let trace = self.trace.checkout(span, wait, 0);
         MiddlewarePoolConnection {
@@ -551,6 +554,8 @@ impl MiddlewarePoolConnection {
             }
             if e.kind() == ErrorKind::ConnectionLost {
                 self.inner.lost();
+            } else if e.kind() == ErrorKind::ReadOnly {
+                self.inner.refused_write();
             }
         }
         r

@@ -372,6 +372,7 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
     let mut test_before_acquire = None;
     let mut statement_cache = None;
     let mut tls = crate::postgres::tls::TlsOptions::default();
+    let mut attrs = None;
     for raw in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = raw.split_once('=').unwrap_or((raw, ""));
         let (key, value) = (percent_decode(k)?, percent_decode(v)?);
@@ -405,6 +406,11 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
                     crate::postgres::tls::Roots::File(value.into())
                 })
             }
+            // Every libpq value (tokio-postgres knows only any, read-write and read-only);
+            // checked by the middleware as it connects (see `postgres::hosts`).
+            "target_session_attrs" => {
+                attrs = Some(crate::postgres::hosts::SessionAttrs::parse(&value)?)
+            }
             "sslcert" => tls.client_cert = Some(value.into()),
             "sslkey" => tls.client_key = Some(value.into()),
             _ => driver.push(raw),
@@ -433,6 +439,7 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
     // here rather than at the first connection; the files are read when the pool is built.
     crate::postgres::tls::check(&tls)?;
     b.postgres.tls = tls;
+    b.postgres.attrs = attrs;
     Ok(b)
 }
 

@@ -123,21 +123,11 @@ pub(crate) fn map_err(err: tokio_postgres::Error) -> SqlMiddlewareDbError {
     if text.starts_with("error performing TLS handshake") {
         // tokio-postgres's own text says only that; the reason (an unknown issuer, a name
         // mismatch, no TLS on the server) is in the sources.
-        let mut message = text;
-        let mut src = err.source();
-        while let Some(s) = src {
-            let part = s.to_string();
-            if !message.contains(&part) {
-                message.push_str(": ");
-                message.push_str(&part);
-            }
-            src = s.source();
-        }
         return SqlMiddlewareDbError::from_driver(
             Backend::Postgres,
             ErrorKind::Tls,
             None,
-            message,
+            with_sources(text, &err),
             err,
         );
     }
@@ -158,7 +148,27 @@ pub(crate) fn map_err(err: tokio_postgres::Error) -> SqlMiddlewareDbError {
     } else {
         ErrorKind::Other
     };
+    // `error connecting to server` alone does not say why: refused, timed out, no such host.
+    let text = if text.starts_with("error connecting") {
+        with_sources(text, &err)
+    } else {
+        text
+    };
     SqlMiddlewareDbError::from_driver(Backend::Postgres, kind, None, text, err)
+}
+
+/// `text` followed by each of `err`'s sources that it does not already say.
+fn with_sources(mut text: String, err: &tokio_postgres::Error) -> String {
+    let mut src = err.source();
+    while let Some(s) = src {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        src = s.source();
+    }
+    text
 }
 
 impl From<tokio_postgres::Error> for SqlMiddlewareDbError {

@@ -27,6 +27,8 @@ mod control;
 mod deadlines;
 mod drops;
 mod fingerprint;
+#[cfg(feature = "postgres")]
+mod ha;
 mod integrity;
 mod model;
 mod outcomes;
