@@ -259,20 +259,37 @@ pub(crate) fn host_name(cfg: &tokio_postgres::Config, i: usize) -> HostName {
 /// the others.
 const HOST_RETRY_AFTER: Duration = Duration::from_secs(5);
 
+/// What a pool remembers of one host.
+#[derive(Debug, Default)]
+struct HostState {
+    /// Until when it is tried after the others (on the `now_nanos` clock; 0 = not).
+    until: AtomicU64,
+    /// 1: it was of the wrong kind (a standby may be promoted: tried before the unreachable
+    /// ones); 2: unreachable or too slow.
+    how: AtomicU8,
+}
+
 /// What a pool remembers of its hosts, and the generation of its connections.
 #[derive(Debug, Default)]
 pub(crate) struct HostBook {
-    /// Per host: until when it is tried last (on the `now_nanos` clock; 0 = not).
-    down_until: Vec<AtomicU64>,
+    hosts: Vec<HostState>,
     /// Bumped when a connection finds its server no longer writable: every connection opened
     /// before is discarded when next checked out.
     epoch: AtomicU64,
 }
 
+/// How an attempt on a host ended, for the order of the next connect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Fine = 0,
+    WrongKind = 1,
+    Unreachable = 2,
+}
+
 impl HostBook {
     pub(crate) fn new(hosts: usize) -> Self {
         Self {
-            down_until: (0..hosts).map(|_| AtomicU64::new(0)).collect(),
+            hosts: (0..hosts).map(|_| HostState::default()).collect(),
             epoch: AtomicU64::new(0),
         }
     }
@@ -294,19 +311,19 @@ impl HostBook {
         );
     }
 
-    fn mark(&self, i: usize, down: bool) {
-        if let Some(d) = self.down_until.get(i) {
-            let until = if down {
-                now_nanos().saturating_add(nanos(HOST_RETRY_AFTER))
-            } else {
-                0
+    fn mark(&self, i: usize, outcome: Outcome) {
+        if let Some(h) = self.hosts.get(i) {
+            let until = match outcome {
+                Outcome::Fine => 0,
+                _ => now_nanos().saturating_add(nanos(HOST_RETRY_AFTER)),
             };
-            d.store(until, Ordering::Relaxed);
+            h.how.store(outcome as u8, Ordering::Relaxed);
+            h.until.store(until, Ordering::Relaxed);
         }
     }
 
-    /// The order to try `n` hosts in: the configuration's (or shuffled when `random`), with the
-    /// hosts that failed lately moved to the end.
+    /// The order to try `n` hosts in: the configuration's (or shuffled when `random`), then
+    /// the hosts of the wrong kind lately, then those unreachable lately.
     fn order(&self, n: usize, random: bool) -> Vec<usize> {
         let mut order: Vec<usize> = (0..n).collect();
         if random {
@@ -322,13 +339,17 @@ impl HostBook {
             }
         }
         let now = now_nanos();
-        let failed = |i: &usize| {
-            self.down_until
-                .get(*i)
-                .is_some_and(|d| d.load(Ordering::Relaxed) > now)
+        let rank = |i: &usize| {
+            self.hosts.get(*i).map_or(0, |h| {
+                if h.until.load(Ordering::Relaxed) > now {
+                    h.how.load(Ordering::Relaxed)
+                } else {
+                    0
+                }
+            })
         };
-        // Stable: the failed hosts keep their relative order, after the others.
-        order.sort_by_key(failed);
+        // Stable: hosts of one rank keep their relative order.
+        order.sort_by_key(rank);
         order
     }
 }
@@ -388,21 +409,21 @@ pub(crate) async fn connect(
             };
             match r {
                 Attempt::Opened(o) => {
-                    book.mark(i, false);
+                    book.mark(i, Outcome::Fine);
                     return Ok(o);
                 }
                 Attempt::WrongKind(why) => {
                     // A wrong kind counts as a failure only for the kind the pool wants
                     // in the end (a primary skipped in a search for standbys is not down).
                     if p + 1 == passes.len() {
-                        book.mark(i, true);
+                        book.mark(i, Outcome::WrongKind);
                     }
                     reachable.push(i);
                     kind.get_or_insert(ErrorKind::ConnectionLost);
                     reasons.push(format!("host {name}: {why}"));
                 }
                 Attempt::Failed(e) => {
-                    book.mark(i, true);
+                    book.mark(i, Outcome::Unreachable);
                     if e.kind() == ErrorKind::ConnectionLost || kind.is_none() {
                         kind = Some(e.kind());
                     }
@@ -597,9 +618,16 @@ mod tests {
     fn hosts_that_failed_lately_go_last_and_random_covers_every_order() {
         let book = HostBook::new(3);
         assert_eq!(book.order(3, false), vec![0, 1, 2]);
-        book.mark(0, true);
+        book.mark(0, Outcome::Unreachable);
         assert_eq!(book.order(3, false), vec![1, 2, 0]);
-        book.mark(0, false);
+        book.mark(2, Outcome::WrongKind);
+        assert_eq!(book.order(3, false), vec![1, 2, 0]);
+        book.mark(1, Outcome::WrongKind);
+        assert_eq!(book.order(3, false), vec![1, 2, 0]);
+        book.mark(0, Outcome::Fine);
+        assert_eq!(book.order(3, false), vec![0, 1, 2]);
+        book.mark(1, Outcome::Fine);
+        book.mark(2, Outcome::Fine);
         let mut firsts = [0u32; 3];
         for _ in 0..300 {
             let o = book.order(3, true);

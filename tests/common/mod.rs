@@ -9,6 +9,8 @@ pub mod groups;
 pub mod pg;
 #[cfg(feature = "postgres-tls")]
 pub mod pg_tls;
+#[cfg(all(feature = "postgres", unix))]
+pub mod pgaf;
 #[cfg(feature = "postgres")]
 pub mod pgbouncer;
 pub mod proxy;
