@@ -5,6 +5,8 @@ pub mod backends;
 pub mod expect;
 pub mod fuzz_harness;
 pub mod groups;
+#[cfg(all(feature = "postgres", unix))]
+pub mod ledger;
 #[cfg(feature = "postgres")]
 pub mod pg;
 #[cfg(feature = "postgres-tls")]

@@ -2,7 +2,7 @@
 //! multi-host URLs with every libpq `target_session_attrs` value, readers on multi-host URLs,
 //! and a primary that turns read-only while another server is promoted (the pool leaves it
 //! instead of serving its errors and stale reads for good). The real HA engine's scenarios are
-//! in the `failover` test target.
+//! in the `failover` topic.
 #![cfg(feature = "postgres")]
 
 use std::time::{Duration, Instant};

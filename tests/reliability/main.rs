@@ -26,6 +26,8 @@ mod control;
 #[cfg(feature = "postgres")]
 mod deadlines;
 mod drops;
+#[cfg(all(feature = "postgres", unix))]
+mod failover;
 mod fingerprint;
 #[cfg(feature = "postgres")]
 mod ha;

@@ -1,22 +1,22 @@
 //! Failover with a real HA engine: pg_auto_failover (a monitor and two nodes with synchronous
-//! replication, started by the test from the Debian package `postgresql-15-auto-failover`),
-//! a ledger load of four middleware workers and four raw tokio-postgres control workers side
-//! by side, and one fault per test. The pool's URL lists both nodes with
-//! `target_session_attrs=read-write&connect_timeout=1` and a 1 s statement timeout.
+//! replication, started by the test from the Debian package `postgresql-15-auto-failover`,
+//! which `.ci/run` installs), a ledger load of four middleware workers and four raw
+//! tokio-postgres control workers side by side (each an acknowledged `INSERT`, then a
+//! read-back on a checkout of its own), and one fault per test: a planned failover, `kill -9`
+//! of the primary's postmaster, the kill of the whole primary node, the primary frozen
+//! (SIGSTOP) while listed first, and the old primary left up read-only. The pool's URL lists
+//! both nodes with `target_session_attrs=read-write&connect_timeout=1`; its statement timeout
+//! is 1 s.
 //!
-//! Each test prints one line, `failover_<scenario> key=value …`: when the new primary accepted
-//! writes (`fault_to_writable_ms`, from the fault), and per client (`mw` the middleware, `raw`
-//! the control) the longest a worker waited from then for its next acknowledged write
-//! (`gap_ms`), acknowledged writes missing from the final primary (`lost`), and read-backs
-//! after the failover settled (2 s after the new primary accepted writes) that a read-only
-//! server served or that missed the row (`stale_reads`). The middleware's figures are
-//! asserted: gap within 2 s, nothing lost, no stale read. The scenarios run one at a time
-//! (`cargo test --all-features --test failover -- --nocapture`, about 3 minutes).
+//! Each test prints `failover_<scenario>`: `fault_to_writable_ms` (from the fault until the
+//! new primary accepted writes, the engine's part), and per client (`mw` the middleware, `raw`
+//! the control) `gap_ms` (the longest a worker waited, from then, for its next acknowledged
+//! write), `lost` (acknowledged writes missing from the final primary), `stale_reads`
+//! (read-backs after the failover settled, 2 s after the new primary accepted writes, served by
+//! a read-only server or missing the row) and the write and error counts. The middleware's
+//! figures are asserted: gap within 2 s, nothing lost, no stale read. The scenarios run one at
+//! a time, about 35 s each: `cargo test --all-features --test reliability -- failover::`.
 #![cfg(all(feature = "postgres", unix))]
-
-#[path = "../common/mod.rs"]
-mod common;
-mod load;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +25,9 @@ use std::time::{Duration, Instant};
 
 use sql_middleware::prelude::*;
 
-use common::pgaf::Formation;
+use crate::common::groups;
+use crate::common::ledger as load;
+use crate::common::pgaf::Formation;
 
 /// The scenarios run one at a time: each loads the machine and measures time.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -34,12 +36,13 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 type Fault = Box<dyn FnOnce(&Formation) -> Result<(), String> + Send>;
 
 async fn raw(port: u16) -> tokio_postgres::Client {
-    common::pg::raw_client(&format!("postgres://postgres@127.0.0.1:{port}/postgres")).await
+    crate::common::pg::raw_client(&format!("postgres://postgres@127.0.0.1:{port}/postgres")).await
 }
 
 /// Runs the load on a fresh formation (URL hosts in `order`), applies `fault` two seconds in,
 /// waits until a node has accepted writes for five seconds, and checks the figures.
 async fn scenario(name: &str, order: [usize; 2], fault: Fault) {
+    let _group = groups::enter("failover");
     let _one = ONE_AT_A_TIME.lock().await;
     let f = tokio::task::spawn_blocking(Formation::start)
         .await

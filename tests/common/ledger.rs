@@ -1,4 +1,4 @@
-//! The ledger load of the failover scenarios: workers that each do an acknowledged `INSERT`
+//! The ledger load of the failover scenarios (`tests/reliability/failover.rs`): workers that each do an acknowledged `INSERT`
 //! and then read it back on a checkout of their own, through the middleware's pool or through
 //! a raw tokio-postgres control client; and a prober that writes to each node directly, to
 //! see when a server accepts writes.
