@@ -347,3 +347,89 @@ async fn a_primary_that_turns_read_only_is_left_for_the_promoted_server() {
         "reads served by the read-only server after the promotion"
     );
 }
+
+/// What the check costs. A pool that wants a writable server looks, at each checkout, at the
+/// state its connection's server last reported (two atomic loads), and every connection's
+/// driver task reads two reported parameters from the driver's map at each wake-up. Measured:
+/// the map lookups alone, and checkout plus `SELECT 1` on a `read-write` pool against an `any`
+/// pool (the difference is the checkout check) on the test server. Unoptimised test builds
+/// make both slower; the ratio is what is asserted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_read_only_watch_costs_under_one_percent_of_a_call() {
+    let _group = groups::enter("ha");
+    // The driver's parameter map as PostgreSQL 15 fills it (14 entries).
+    let params: std::collections::HashMap<String, String> = [
+        "application_name",
+        "client_encoding",
+        "DateStyle",
+        "default_transaction_read_only",
+        "in_hot_standby",
+        "integer_datetimes",
+        "IntervalStyle",
+        "is_superuser",
+        "server_encoding",
+        "server_version",
+        "session_authorization",
+        "standard_conforming_strings",
+        "TimeZone",
+        "scram_iterations",
+    ]
+    .iter()
+    .map(|k| ((*k).to_owned(), "off".to_owned()))
+    .collect();
+    let n = 1_000_000u32;
+    let t = Instant::now();
+    let mut on = 0u32;
+    for _ in 0..n {
+        let p = std::hint::black_box(&params);
+        on += u32::from(p.get("in_hot_standby").map(String::as_str) == Some("on"));
+        on += u32::from(p.get("default_transaction_read_only").map(String::as_str) == Some("on"));
+    }
+    let lookup_ns = t.elapsed().as_nanos() as f64 / f64::from(n);
+    assert_eq!(on, 0);
+
+    let base: tokio_postgres::Config = pg::base_url().parse().expect("test URL");
+    let mut rw = base.clone();
+    rw.target_session_attrs(tokio_postgres::config::TargetSessionAttrs::ReadWrite);
+    let build = |cfg: tokio_postgres::Config| async move {
+        ConfigAndPool::postgres_config(cfg)
+            .max_size(1)
+            .build()
+            .await
+            .expect("pool")
+    };
+    let (any_pool, rw_pool) = (build(base).await, build(rw).await);
+    let per_call = |db: ConfigAndPool| async move {
+        let calls = 2000u32;
+        let t = Instant::now();
+        for _ in 0..calls {
+            let mut c = db.get_connection().await.expect("checkout");
+            let (_one,): (i32,) = c.query("SELECT 1").one().await.expect("select");
+        }
+        t.elapsed() / calls
+    };
+    let (mut any_us, mut rw_us) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        any_us.push(per_call(any_pool.clone()).await);
+        rw_us.push(per_call(rw_pool.clone()).await);
+    }
+    any_us.sort();
+    rw_us.sort();
+    let (any, rw) = (any_us[1], rw_us[1]);
+    println!(
+        "ha_watch_cost lookups_ns_per_wakeup={lookup_ns:.1} call_us_any={:.1} call_us_read_write={:.1}",
+        any.as_secs_f64() * 1e6,
+        rw.as_secs_f64() * 1e6
+    );
+    // A wake-up per call or two: the lookups are well under 1% of a loopback round trip.
+    assert!(
+        lookup_ns * 2.0 < any.as_secs_f64() * 1e9 * 0.01,
+        "the driver's lookups cost {lookup_ns:.1} ns against a {any:?} call"
+    );
+    // Two atomic loads are lost in the noise of a shared machine; a check that reconnected or
+    // queried at each checkout would cost a round trip or more.
+    assert!(
+        rw < any.mul_f64(1.5),
+        "checkout on a read-write pool {rw:?} against {any:?}"
+    );
+}
