@@ -213,10 +213,13 @@ pub struct PoolBuilder {
     pub(crate) postgres: crate::postgres::config::PgOptions,
     #[cfg(feature = "postgres")]
     pub(crate) replicas: crate::postgres::replica::ReplicaOptions,
+    /// The strictest `sslmode` the replicas' URLs named (the pool never uses less).
+    #[cfg(feature = "postgres")]
+    pub(crate) replica_ssl: Option<crate::SslMode>,
     #[cfg(feature = "turso")]
     pub(crate) turso: crate::turso::config::TursoOptions,
     pub(crate) error: Option<SqlMiddlewareDbError>,
-    connect_on_build: Option<Duration>,
+    pub(crate) connect_on_build: Option<Duration>,
     /// Tracing options (feature `tracing`; empty without it).
     pub(crate) trace: crate::telemetry::TraceOptions,
 }
@@ -233,11 +236,24 @@ impl PoolBuilder {
             postgres: Default::default(),
             #[cfg(feature = "postgres")]
             replicas: Default::default(),
+            #[cfg(feature = "postgres")]
+            replica_ssl: None,
             #[cfg(feature = "turso")]
             turso: Default::default(),
             error: None,
             connect_on_build: None,
             trace: Default::default(),
+        }
+    }
+
+    /// A Postgres builder's driver configuration and `sslmode` (`None` on other backends).
+    #[cfg(feature = "postgres")]
+    fn into_postgres(self) -> Option<(tokio_postgres::Config, Option<crate::SslMode>)> {
+        let mode = self.postgres.tls.mode;
+        match self.target {
+            Target::Postgres(cfg) => Some((*cfg, mode)),
+            #[allow(unreachable_patterns)]
+            _ => None,
         }
     }
 
@@ -315,7 +331,9 @@ impl PoolBuilder {
     }
 
     /// Keep at least this many connections open (default 0), opened in the background after
-    /// the pool is built and whenever retirements leave fewer.
+    /// the pool is built and whenever retirements leave fewer. The upkeep holds idle
+    /// connections only while it starts opening the missing ones (one scheduler pass), never
+    /// while they open, so it does not delay a checkout while a connection is free.
     pub fn min_idle(mut self, n: usize) -> Self {
         self.pool.min_idle = n;
         self
@@ -358,13 +376,35 @@ impl PoolBuilder {
 
     /// Postgres: a read replica (a streaming hot standby), from a URL or connection string, for
     /// [`ConfigAndPool::reader`]; call it once per replica. Replicas get the pool's settings
-    /// (size, timeouts, statement mode) and their own pools; `get_connection` and
-    /// transactions stay on the primary. See the README's "Scaling out".
+    /// (size, timeouts, statement mode, TLS files) and their own pools; `get_connection` and
+    /// transactions stay on the primary. A `postgres://` URL takes the forms of
+    /// [`ConfigAndPool::from_url`] (`sslmode=verify-full` included; its pool parameters are
+    /// ignored). A replica's `sslmode` never weakens the pool's TLS, and a stricter one raises
+    /// every connection of the pool to it. See the README's "Scaling out".
     #[cfg(feature = "postgres")]
     pub fn replica(mut self, url: &str) -> Self {
         if !matches!(self.target, Target::Postgres(_)) {
             return self.reject("replica");
         }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            // The URL forms of `from_url`, `sslmode=verify-full` and every
+            // `target_session_attrs` value included; the pool's TLS is never weaker than the
+            // strictest mode a replica names.
+            match ConfigAndPool::from_url(url) {
+                Ok(r) => {
+                    let attrs = r.postgres.attrs;
+                    if let Some((cfg, mode)) = r.into_postgres() {
+                        self.replica_ssl = self.replica_ssl.max(mode);
+                        self.replicas.replicas.push((cfg, attrs));
+                    }
+                }
+                Err(e) => {
+                    self.error.get_or_insert(e);
+                }
+            }
+            return self;
+        }
+        // libpq's `key=value` form: `target_session_attrs` is the middleware's.
         let (rest, attrs) = match crate::postgres::hosts::split_attrs(url) {
             Ok(split) => split,
             Err(e) => {
@@ -432,13 +472,18 @@ impl PoolBuilder {
     /// Postgres: how connections use TLS (libpq's `sslmode`; see [`crate::SslMode`] for each
     /// mode's meaning). It applies to every connection the pool opens, to a
     /// [`Listener`](crate::Listener)'s, and to cancel requests. Without this call, the URL's
-    /// `sslmode` (or the `tokio_postgres::Config`'s) applies, else `prefer`. Modes above `prefer`
-    /// need the `postgres-tls` feature: without it [`Self::build`] fails with
-    /// [`ErrorKind::Config`] rather than connecting in plain text.
+    /// `sslmode` (or the `tokio_postgres::Config`'s) applies, else `prefer`. TLS is never
+    /// weaker than the strictest mode given anywhere for the pool: this call, the URL's
+    /// `sslmode`, a `require` in the `tokio_postgres::Config`, and each replica's (see
+    /// [`Self::replica`]); so `ssl_mode(SslMode::Disable)` does not undo a URL's `require`.
+    /// Modes above `prefer` need the `postgres-tls` feature: without it [`Self::build`] fails
+    /// with [`ErrorKind::Config`] rather than connecting in plain text.
     #[cfg(feature = "postgres")]
     pub fn ssl_mode(mut self, mode: crate::SslMode) -> Self {
         match &self.target {
-            Target::Postgres(_) => self.postgres.tls.mode = Some(mode),
+            Target::Postgres(_) => {
+                self.postgres.tls.mode = Some(self.postgres.tls.mode.map_or(mode, |m| m.max(mode)))
+            }
             #[allow(unreachable_patterns)]
             _ => return self.reject("ssl_mode"),
         }
@@ -596,6 +641,7 @@ impl PoolBuilder {
         if let Some(e) = self.error {
             return Err(e);
         }
+        crate::limits::check(&self)?;
         let connect = self.connect_on_build;
         let db = ConfigAndPool {
             pool: MiddlewarePool::build(self).await?,

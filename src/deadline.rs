@@ -44,10 +44,10 @@ pub(crate) fn unknown_outcome() -> SqlMiddlewareDbError {
     )
 }
 
-/// The error of a script stopped at its limit after a part of it may have committed (SQLite:
-/// a statement that cannot run inside a transaction split it into parts that commit one by
-/// one, or the script has transaction control of its own).
-#[cfg(feature = "sqlite")]
+/// The error of a script stopped at its limit after a part of it may have committed (SQLite
+/// and Turso: a statement that cannot run inside a transaction split it into parts that commit
+/// one by one, or the script has transaction control of its own).
+#[cfg(any(feature = "sqlite", feature = "turso"))]
 pub(crate) fn partly_applied() -> SqlMiddlewareDbError {
     SqlMiddlewareDbError::new(
         ErrorKind::OutcomeUnknown,

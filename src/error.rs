@@ -73,14 +73,13 @@ pub enum ErrorKind {
     ///   `one`, `pipeline`, `execute_batch` and `bulk_insert` through a query, a prepared
     ///   statement or the `Executor`, when its limit passes after the statement was sent.
     ///
-    /// On SQLite, by `execute_batch` outside a transaction, when its limit stops the script
-    /// after a part of it may have committed: a script with transaction control of its own, or
-    /// one that a statement that cannot run inside a transaction (`VACUUM`, `ATTACH`, some
-    /// `PRAGMA`s) splits into parts that commit one by one.
+    /// On SQLite and Turso, by `execute_batch` outside a transaction, when its limit stops the
+    /// script after a part of it may have committed: a script with transaction control of its
+    /// own, or one that a statement that cannot run inside a transaction (`VACUUM`, `ATTACH`,
+    /// some `PRAGMA`s) splits into parts that commit one by one.
     ///
     /// Read-only statements and statements inside a transaction return
-    /// [`ErrorKind::Timeout`]. Turso never returns it: its writes and scripts are not cut short
-    /// once they have started to commit.
+    /// [`ErrorKind::Timeout`].
     OutcomeUnknown,
     /// The operation does not exist on this connection's backend (e.g. raw SQLite access on Postgres).
     Unsupported,
@@ -111,7 +110,16 @@ pub enum Backend {
 /// The error type of every fallible call in this crate.
 ///
 /// It is one pointer wide, so `Result<T, SqlMiddlewareDbError>` stays small on hot paths.
-/// The driver's own error, when there is one, is kept as [`std::error::Error::source`].
+///
+/// **No data in errors.** Its `Display` and `Debug`, and those of every error in its
+/// [`source`](std::error::Error::source) chain, never hold a bound value or row data, so a
+/// logger that prints the error and walks its chain logs no secret or personal data. The
+/// message still names the cause class: the constraint or column, connection refused,
+/// authentication failed, TLS, read-only. What a server writes into its errors that may quote
+/// data (a Postgres `DETAIL` such as `Key (email)=(…) already exists`, the value quoted by a
+/// failed cast) is left out; the driver's own error stays reachable through the explicit
+/// accessors [`Self::driver_error`] and [`Self::unredacted_message`], whose output **may
+/// contain data**.
 pub struct SqlMiddlewareDbError {
     inner: Box<Inner>,
 }
@@ -121,8 +129,50 @@ struct Inner {
     backend: Backend,
     message: Cow<'static, str>,
     code: Option<String>,
-    source: Option<Box<dyn StdError + Send + Sync + 'static>>,
+    source: Option<DriverError>,
 }
+
+/// The driver's error as the `source()` chain shows it: only which engine raised it and its
+/// code. The driver's own error (whose text may quote data) is behind
+/// [`SqlMiddlewareDbError::driver_error`].
+pub struct DriverError {
+    backend: Backend,
+    code: Option<String>,
+    raw: Box<dyn StdError + Send + Sync + 'static>,
+}
+
+impl DriverError {
+    fn engine(&self) -> &'static str {
+        match self.backend {
+            Backend::Sqlite => "SQLite",
+            Backend::Postgres => "PostgreSQL",
+            Backend::Turso => "Turso",
+            Backend::Middleware => "middleware",
+        }
+    }
+}
+
+impl fmt::Display for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} driver error", self.engine())?;
+        if let Some(code) = &self.code {
+            write!(f, " [{code}]")?;
+        }
+        f.write_str(" (its text may quote data; see SqlMiddlewareDbError::unredacted_message)")
+    }
+}
+
+impl fmt::Debug for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DriverError")
+            .field("backend", &self.backend)
+            .field("code", &self.code)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The end of the chain: the driver's own error and its sources are not reachable from here.
+impl StdError for DriverError {}
 
 /// Shorthand for `Result<T, SqlMiddlewareDbError>`.
 pub type Result<T, E = SqlMiddlewareDbError> = std::result::Result<T, E>;
@@ -154,8 +204,12 @@ impl SqlMiddlewareDbError {
                 kind,
                 backend,
                 message: message.into(),
+                source: Some(DriverError {
+                    backend,
+                    code: code.clone(),
+                    raw: Box::new(source),
+                }),
                 code,
-                source: Some(Box::new(source)),
             }),
         }
     }
@@ -179,6 +233,33 @@ impl SqlMiddlewareDbError {
     /// The human-readable message, without the source chain.
     pub fn message(&self) -> &str {
         &self.inner.message
+    }
+
+    /// The driver's own error (a `tokio_postgres::Error`, a `rusqlite::Error`, a
+    /// `turso::Error`), unredacted, for downcasting. **Its `Display`, `Debug` and sources may
+    /// contain bound values and row data** (a Postgres `DETAIL`, a value quoted by a failed
+    /// cast): do not log them. `None` for errors the middleware raised itself.
+    pub fn driver_error(&self) -> Option<&(dyn StdError + Send + Sync + 'static)> {
+        self.inner.source.as_ref().map(|d| &*d.raw)
+    }
+
+    /// The full text of the driver's error and of its sources, unredacted: for Postgres the
+    /// server's message with its `DETAIL` and `HINT`. **It may contain bound values and row
+    /// data**: keep it out of logs that must not hold them. `None` for errors the middleware
+    /// raised itself.
+    pub fn unredacted_message(&self) -> Option<String> {
+        let raw = self.driver_error()?;
+        let mut text = raw.to_string();
+        let mut next = raw.source();
+        while let Some(e) = next {
+            let part = e.to_string();
+            if !text.contains(&part) {
+                text.push_str(": ");
+                text.push_str(&part);
+            }
+            next = e.source();
+        }
+        Some(text)
     }
 
     /// True when retrying the whole transaction may succeed (busy, serialization failure, deadlock).
@@ -259,7 +340,7 @@ impl StdError for SqlMiddlewareDbError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         self.inner
             .source
-            .as_deref()
+            .as_ref()
             .map(|e| e as &(dyn StdError + 'static))
     }
 }

@@ -15,6 +15,7 @@
 pub mod decode;
 pub mod error;
 mod interval;
+mod limits;
 pub mod results;
 mod sql;
 pub mod translation;
@@ -73,7 +74,7 @@ pub mod prelude;
 
 pub use config::{ConfigAndPool, DatabaseType, PoolBuilder};
 pub use decode::{ColumnRef, FromRow, FromValue, SqlRow};
-pub use error::{Backend, DecodeError, ErrorKind, Result, SqlMiddlewareDbError};
+pub use error::{Backend, DecodeError, DriverError, ErrorKind, Result, SqlMiddlewareDbError};
 /// `#[derive(FromRow)]`: named fields by column name, tuple fields by position, with
 /// `#[sql(rename = "..")]`, `#[sql(default)]`, `#[sql(try_from = "T")]` and `#[sql(flatten)]`
 /// (feature `derive`; see the `sql-middleware-derive` crate).

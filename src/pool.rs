@@ -29,6 +29,9 @@ pub struct MiddlewarePool {
     /// The replicas, when the pool has any (Postgres).
     #[cfg(feature = "postgres")]
     readers: Option<std::sync::Arc<crate::postgres::replica::Readers>>,
+    /// Set by [`Self::close`]; the pool's `Listener`s stop when it is.
+    #[cfg(feature = "postgres")]
+    closing: std::sync::Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl std::fmt::Debug for MiddlewarePool {
@@ -73,17 +76,18 @@ impl MiddlewarePool {
             }
             #[cfg(feature = "postgres")]
             Target::Postgres(cfg) => {
+                let mut pg = b.postgres;
+                pg.tls.raise_to_strictest(
+                    &cfg,
+                    b.replicas.replicas.iter().map(|(c, _)| c),
+                    b.replica_ssl,
+                );
                 if !b.replicas.replicas.is_empty() {
                     readers = Some(std::sync::Arc::new(
-                        crate::postgres::replica::Readers::build(
-                            &cfg,
-                            &b.postgres,
-                            &b.pool,
-                            b.replicas,
-                        )?,
+                        crate::postgres::replica::Readers::build(&cfg, &pg, &b.pool, b.replicas)?,
                     ));
                 }
-                PoolInner::Postgres(crate::postgres::build_pool(*cfg, b.postgres, &b.pool)?)
+                PoolInner::Postgres(crate::postgres::build_pool(*cfg, pg, &b.pool)?)
             }
             #[cfg(feature = "turso")]
             Target::Turso(t) => {
@@ -105,6 +109,8 @@ impl MiddlewarePool {
             trace,
             #[cfg(feature = "postgres")]
             readers,
+            #[cfg(feature = "postgres")]
+            closing: std::sync::Arc::new(tokio::sync::watch::Sender::new(false)),
         })
     }
 
@@ -194,7 +200,16 @@ impl MiddlewarePool {
     pub async fn listener(&self) -> Result<crate::Listener> {
         match &self.inner {
             PoolInner::Postgres(p) => {
-                crate::postgres::listen::Listener::start(p.manager().config.clone()).await
+                if *self.closing.borrow() {
+                    return Err(crate::pooling::pool_error(
+                        deadpool::managed::PoolError::<tokio_postgres::Error>::Closed,
+                    ));
+                }
+                crate::postgres::listen::Listener::start(
+                    p.manager().config.clone(),
+                    self.closing.subscribe(),
+                )
+                .await
             }
             #[allow(unreachable_patterns)]
             _ => Err(wrong_backend("listener", self.database_type())),
@@ -229,9 +244,21 @@ impl MiddlewarePool {
         }
     }
 
-    /// Closes the pool.
+    /// Closes the pool and everything it owns: its connections as they come back, its
+    /// readers' pools (replicas and the primary's read-only pool), its `Listener`s (their
+    /// connections close; `recv` returns `None`) and its background upkeep. Later checkouts,
+    /// readers and listeners fail with [`ErrorKind::PoolClosed`].
     pub fn close(&self) {
         self.inner.close();
+        // The upkeep of the pool (and of its readers' pools, which share the counters).
+        self.counters.closed.notify_waiters();
+        #[cfg(feature = "postgres")]
+        {
+            self.closing.send_replace(true);
+            if let Some(r) = &self.readers {
+                r.close();
+            }
+        }
     }
 }
 

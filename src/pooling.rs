@@ -43,6 +43,8 @@ pub(crate) struct Counters {
     idle_tracked: AtomicBool,
     /// Checkouts and what the connections did (see `stats.rs`).
     pub(crate) live: crate::stats::Live,
+    /// Notified when the pool is closed: its upkeep tasks end at once.
+    pub(crate) closed: tokio::sync::Notify,
 }
 
 /// A pooled connection that knows when it last went back to the pool.
@@ -222,7 +224,17 @@ where
     let weak = pool.weak();
     handle.spawn(async move {
         loop {
-            tokio::time::sleep(every).await;
+            // Registered before the pool is looked at, so a close from then on is seen.
+            let closed = counters.closed.notified();
+            tokio::pin!(closed);
+            closed.as_mut().enable();
+            if weak.upgrade().is_none_or(|p| p.is_closed()) {
+                return;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(every) => {}
+                () = closed => return,
+            }
             let Some(pool) = weak.upgrade() else { return };
             if pool.is_closed() {
                 return;
@@ -234,20 +246,50 @@ where
                     false
                 }
             });
-            let want = min_idle.min(pool.status().max_size);
-            if pool.status().size < want {
-                // Taking `want` connections at once makes the pool open the missing ones; they
-                // go back idle right away.
-                let mut warm = Vec::with_capacity(want);
-                for _ in 0..want {
-                    match pool.get().await {
-                        Ok(c) => warm.push(c),
+            let s = pool.status();
+            let want = min_idle.min(s.max_size);
+            if s.size < want {
+                // The pool opens a connection only for a checkout that finds none idle: the
+                // idle ones are taken out while the openings of the missing ones start, and go
+                // back as soon as they have (one scheduler pass), never for as long as the
+                // openings take. Each opened connection goes back to the pool at once.
+                let mut idle = Vec::with_capacity(s.available);
+                for _ in 0..s.available {
+                    match pool.timeout_get(&no_wait(&pool)).await {
+                        Ok(c) => idle.push(c),
                         Err(_) => break,
                     }
+                }
+                let missing = want - s.size;
+                let opening: Vec<_> = (0..missing)
+                    .map(|_| {
+                        let pool = pool.clone();
+                        tokio::spawn(async move { drop(pool.get().await) })
+                    })
+                    .collect();
+                // Until every opening has started (its checkout is counted, with no
+                // connection to show for it yet), or a few passes at most.
+                for _ in 0..8 {
+                    if idle.is_empty() || pool.status().waiting >= missing {
+                        break;
+                    }
+                    tokio::task::yield_now().await;
+                }
+                drop(idle);
+                drop(pool);
+                for o in opening {
+                    let _ = o.await;
                 }
             }
         }
     });
+}
+
+/// The pool's timeouts with no wait for a free slot.
+fn no_wait<M: Manager>(pool: &Pool<M>) -> deadpool::managed::Timeouts {
+    let mut t = pool.timeouts();
+    t.wait = Some(Duration::ZERO);
+    t
 }
 
 /// The size and availability of `pool`, with `counters`.

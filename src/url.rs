@@ -11,32 +11,32 @@ fn config_error(msg: impl Into<String>) -> SqlMiddlewareDbError {
     SqlMiddlewareDbError::new(ErrorKind::Config, msg.into())
 }
 
-/// Decodes `%XX` escapes (and `+` as a space, as in form-encoded query strings).
+/// Decodes `%XX` escapes as RFC 3986 does, in the path and the query alike (as libpq does):
+/// `+` stays a `+`, a `%` not followed by two hex digits is an error, and an escape that
+/// decodes to a NUL byte or to bytes that are not UTF-8 is refused. The error never repeats
+/// the text, which may hold a password.
 fn percent_decode(s: &str) -> Result<String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        match b[i] {
-            b'%' => {
-                let hex = s
-                    .get(i + 1..i + 3)
-                    .and_then(|h| u8::from_str_radix(h, 16).ok())
-                    .ok_or_else(|| config_error("a URL parameter has a bad %-escape"))?;
-                out.push(hex);
-                i += 3;
+        if b[i] == b'%' {
+            let hex = s
+                .get(i + 1..i + 3)
+                .filter(|h| h.bytes().all(|c| c.is_ascii_hexdigit()))
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| config_error("a database URL has a bad %-escape"))?;
+            if hex == 0 {
+                return Err(config_error("a database URL has a %00 (NUL) escape"));
             }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| config_error("a URL parameter is not UTF-8"))
+    String::from_utf8(out).map_err(|_| config_error("a database URL's %-escapes are not UTF-8"))
 }
 
 /// `key=value` pairs of a query string, decoded, in order.
@@ -52,29 +52,42 @@ fn params(query: &str) -> Result<Vec<(String, String)>> {
         .collect()
 }
 
-/// `250ms`, `5s`, `2m`, or a number of milliseconds.
-fn duration(key: &str, v: &str) -> Result<Duration> {
+/// A duration in a URL, by the one rule of the whole URL: a whole number with a unit (`ms`,
+/// `s`, `m` for minutes, `h`), or a bare whole number of seconds, as libpq reads
+/// `connect_timeout`. It must be at most [`crate::limits::MAX_DURATION`].
+pub(crate) fn duration(key: &str, v: &str) -> Result<Duration> {
     let bad = || {
         config_error(format!(
-            "`{key}` must be a duration such as 250ms, 5s or 2m"
+            "`{key}` must be a duration: a whole number with a unit (250ms, 5s, 2m, 1h) or a \
+             bare number of seconds"
         ))
     };
     let (num, unit) = match v.find(|c: char| !c.is_ascii_digit()) {
         Some(i) => v.split_at(i),
-        None => (v, "ms"),
+        None => (v, "s"),
     };
-    let n: u64 = num.parse().map_err(|_| bad())?;
-    match unit {
-        "ms" => Ok(Duration::from_millis(n)),
-        "s" => Ok(Duration::from_secs(n)),
-        "m" => Ok(Duration::from_secs(n.saturating_mul(60))),
-        _ => Err(bad()),
+    if num.is_empty() {
+        return Err(bad());
     }
+    // Too many digits for a u64 is out of range, not malformed.
+    let n: u64 = num.parse().unwrap_or(u64::MAX);
+    let d = match unit {
+        "ms" => Duration::from_millis(n),
+        "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n.saturating_mul(60)),
+        "h" => Duration::from_secs(n.saturating_mul(3600)),
+        _ => return Err(bad()),
+    };
+    crate::limits::duration(key, d)?;
+    Ok(d)
 }
 
 fn number(key: &str, v: &str) -> Result<usize> {
-    v.parse()
-        .map_err(|_| config_error(format!("`{key}` must be a whole number")))
+    if v.is_empty() || !v.bytes().all(|c| c.is_ascii_digit()) {
+        return Err(config_error(format!("`{key}` must be a whole number")));
+    }
+    // Too many digits is out of range, which the builder reports with the setting's limit.
+    Ok(v.parse().unwrap_or(usize::MAX))
 }
 
 fn flag(key: &str, v: &str) -> Result<bool> {
@@ -220,8 +233,15 @@ impl ConfigAndPool {
                 }
                 Ok(b)
             }
-            other => Err(config_error(format!(
+            // The scheme is repeated only when it is one (a few letters): the text before the
+            // first `:` of a malformed URL may be a password.
+            other if is_scheme(other) => Err(config_error(format!(
                 "unknown database URL scheme `{other}:` (this build knows {})",
+                known_schemes()
+            ))),
+            _ => Err(config_error(format!(
+                "a database URL starts with a scheme ({}); a `key=value` connection string goes \
+                 to ConfigAndPool::postgres",
                 known_schemes()
             ))),
         }
@@ -238,32 +258,84 @@ impl ConfigAndPool {
     }
 }
 
-/// `url` with any password in it replaced by `***` (the `user:password@` of the authority and
-/// a `password=` parameter), for `Debug` output.
+/// `url` with any password in it replaced by `***`, for `Debug` output: the `user:password@`
+/// of an authority (with or without `//`), and the value of every `password=` or
+/// `sslpassword=` parameter, in a query string or a `key=value` string (quoted or not).
 #[cfg(any(test, feature = "serde"))]
 pub(crate) fn redact(url: &str) -> String {
-    let mut out = url.to_owned();
-    if let Some(start) = out.find("://").map(|i| i + 3) {
-        let end = out[start..]
-            .find(['/', '?'])
-            .map_or(out.len(), |i| start + i);
-        let at = out[start..end].rfind('@').map(|i| start + i);
-        let colon = at.and_then(|at| out[start..at].find(':').map(|i| (start + i, at)));
-        if let Some((colon, at)) = colon {
+    let mut out = unreserved_decoded(url);
+    let start = out.find("://").map_or(0, |i| i + 3);
+    let end = out[start..]
+        .find(['/', '?', ' ', '\t', '\n'])
+        .map_or(out.len(), |i| start + i);
+    if let Some(at) = out[start..end].rfind('@').map(|i| start + i) {
+        if let Some(colon) = out[start..at].find(':').map(|i| start + i) {
             out.replace_range(colon + 1..at, "***");
         }
     }
-    if let Some(q) = out.find('?') {
-        let (head, query) = out.split_at(q + 1);
-        let query: Vec<String> = query
-            .split('&')
-            .map(|p| match p.split_once('=') {
-                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-                _ => p.to_owned(),
-            })
-            .collect();
-        out = format!("{head}{}", query.join("&"));
+    let mut from = 0;
+    while let Some(i) = out[from..]
+        .to_ascii_lowercase()
+        .find("password")
+        .map(|i| from + i)
+    {
+        let b = out.as_bytes();
+        let mut j = i + "password".len();
+        while j < b.len() && b[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        if j >= b.len() || b[j] != b'=' {
+            from = j.max(i + 1);
+            continue;
+        }
+        j += 1;
+        while j < b.len() && (b[j] == b' ' || b[j] == b'\t') {
+            j += 1;
+        }
+        let value_end = if b.get(j) == Some(&b'\'') {
+            // A quoted value of a key=value string: up to the closing quote (`\'` escapes one).
+            let mut k = j + 1;
+            while k < b.len() && b[k] != b'\'' {
+                k += if b[k] == b'\\' { 2 } else { 1 };
+            }
+            (k + 1).min(b.len())
+        } else {
+            out[j..]
+                .find(|c: char| c == '&' || c == '#' || c.is_whitespace())
+                .map_or(out.len(), |k| j + k)
+        };
+        out.replace_range(j..value_end, "***");
+        from = j + 3;
     }
+    out
+}
+
+/// `s` with every `%XX` escape of an unreserved character (a letter, a digit, `-._~`)
+/// decoded, which RFC 3986 says changes nothing: so `passw%6Frd=` is seen as `password=`.
+#[cfg(any(test, feature = "serde"))]
+fn unreserved_decoded(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('%') {
+        out.push_str(&rest[..i]);
+        let c = rest
+            .get(i + 1..i + 3)
+            .filter(|h| h.bytes().all(|c| c.is_ascii_hexdigit()))
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .map(char::from)
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~'));
+        match c {
+            Some(c) => {
+                out.push(c);
+                rest = &rest[i + 3..];
+            }
+            None => {
+                out.push('%');
+                rest = &rest[i + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
     out
 }
 
@@ -349,6 +421,14 @@ fn unknown(key: &str, backend: &str) -> SqlMiddlewareDbError {
     config_error(format!("unknown {backend} URL parameter `{key}`"))
 }
 
+/// RFC 3986's scheme: a letter, then letters, digits, `+`, `-` or `.` (at most 16 here).
+fn is_scheme(s: &str) -> bool {
+    s.len() <= 16
+        && s.starts_with(|c: char| c.is_ascii_alphabetic())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
 fn known_schemes() -> String {
     let mut s: Vec<&str> = Vec::new();
     if cfg!(feature = "postgres") {
@@ -373,6 +453,7 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
     let mut statement_cache = None;
     let mut tls = crate::postgres::tls::TlsOptions::default();
     let mut attrs = None;
+    let mut timeouts = Vec::new();
     for raw in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = raw.split_once('=').unwrap_or((raw, ""));
         let (key, value) = (percent_decode(k)?, percent_decode(v)?);
@@ -413,6 +494,12 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
             }
             "sslcert" => tls.client_cert = Some(value.into()),
             "sslkey" => tls.client_key = Some(value.into()),
+            // The driver's own durations follow the URL's one rule too (tokio-postgres reads
+            // only bare seconds); zero means none, as in libpq.
+            "connect_timeout" | "keepalives_idle" | "keepalives_interval" | "tcp_user_timeout" => {
+                let d = duration(&key, &value)?;
+                timeouts.push((key, d));
+            }
             _ => driver.push(raw),
         }
     }
@@ -421,10 +508,18 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
     } else {
         format!("{scheme}:{rest}?{}", driver.join("&"))
     };
-    let cfg: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
+    let mut cfg: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
         // tokio-postgres' message names the bad option, never the URL.
         config_error(format!("the Postgres URL is invalid: {e}"))
     })?;
+    for (key, d) in timeouts.into_iter().filter(|(_, d)| !d.is_zero()) {
+        match key.as_str() {
+            "connect_timeout" => cfg.connect_timeout(d),
+            "keepalives_idle" => cfg.keepalives_idle(d),
+            "keepalives_interval" => cfg.keepalives_interval(d),
+            _ => cfg.tcp_user_timeout(d),
+        };
+    }
     let mut b = ConfigAndPool::postgres_config(cfg);
     for (k, v) in pool_params {
         b = pool_param(b, &k, &v)?.unwrap_or_else(|b| b);
@@ -462,12 +557,17 @@ mod tests {
         assert_eq!(duration("d", "250ms").unwrap(), Duration::from_millis(250));
         assert_eq!(duration("d", "5s").unwrap(), Duration::from_secs(5));
         assert_eq!(duration("d", "2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(duration("d", "40").unwrap(), Duration::from_millis(40));
+        assert_eq!(duration("d", "40").unwrap(), Duration::from_secs(40));
+        assert_eq!(duration("d", "1h").unwrap(), Duration::from_secs(3600));
+        assert!(duration("d", "2147483648ms").is_err());
+        assert!(duration("d", "1.5s").is_err());
         assert!(duration("d", "5 s").is_err());
         assert!(duration("d", "s").is_err());
         assert!(flag("f", "maybe").is_err());
-        assert_eq!(percent_decode("a%20b+c").unwrap(), "a b c");
+        assert_eq!(percent_decode("a%20b+c").unwrap(), "a b+c");
         assert!(percent_decode("%zz").is_err());
+        assert!(percent_decode("%+1").is_err());
+        assert!(percent_decode("%00").is_err());
     }
 
     #[test]
@@ -503,6 +603,11 @@ mod tests {
         );
         assert_eq!(redact("postgres://u:p@ss@h/db"), "postgres://u:***@h/db");
         assert_eq!(redact("sqlite::memory:"), "sqlite::memory:");
+        assert_eq!(redact("app:pw@h/db"), "app:***@h/db");
+        assert_eq!(
+            redact("host=h password = 'a b\\' c' sslpassword=kp user=u"),
+            "host=h password = *** sslpassword=*** user=u"
+        );
     }
 
     #[cfg(all(feature = "serde", feature = "postgres"))]

@@ -306,9 +306,11 @@ fn allocations_per_lookup() {
         #[cfg(feature = "postgres")]
         {
             let schema = common::pg::PgSchema::create().await;
-            let (db, conn) = filled(ConfigAndPool::postgres(&schema.url)).await;
+            // Both sides on the same transport: the raw client speaks plain text.
+            let url = common::pg::plain_text_url(&schema.url);
+            let (db, conn) = filled(ConfigAndPool::postgres(&url)).await;
             {
-                let raw_client = common::pg::raw_client(&schema.url).await;
+                let raw_client = common::pg::raw_client(&url).await;
                 let st = raw_client.prepare(SQL).await.unwrap();
                 let lookup = |id: i64| {
                     let (client, st) = (&raw_client, &st);

@@ -61,7 +61,7 @@ async fn count_rows(
     Ok(stream.rows_affected().unwrap_or(0))
 }
 
-use futures_util::{TryStreamExt, pin_mut};
+use futures_util::{StreamExt, TryStreamExt, pin_mut};
 
 use super::error::map_err;
 use super::params::PgParam;
@@ -75,6 +75,24 @@ use crate::sql::Session;
 use crate::sql::ident::BulkTarget;
 use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
 use crate::value::RowValues;
+
+/// How many executions of a `pipeline()` are in flight at once (see `pipeline_within`).
+const PIPELINE_WINDOW: usize = 128;
+
+/// One execution of a `pipeline()`: its rows, collected.
+async fn one_set(
+    client: &tokio_postgres::Client,
+    s: &PgStmt,
+    p: &[RowValues],
+) -> Result<ResultSet> {
+    let rows: Vec<tokio_postgres::Row> = rows_of(client, s, p)
+        .await
+        .map_err(map_err)?
+        .try_collect()
+        .await
+        .map_err(map_err)?;
+    collect(&rows, &s.columns)
+}
 
 /// Runs `$call` with the statement `$s` (or the one prepared in its place, see
 /// `PgStmt::current`) bound to `$v`; when the server refused the cached plan (see
@@ -658,16 +676,26 @@ impl PgConnection {
         }
         self.in_flight = true;
         let client = self.client()?;
-        let r = futures_util::future::try_join_all(sets.iter().map(|p| async move {
-            let rows: Vec<tokio_postgres::Row> = rows_of(client, s, p)
-                .await
-                .map_err(map_err)?
-                .try_collect()
-                .await
-                .map_err(map_err)?;
-            collect(&rows, &s.columns)
-        }))
-        .await;
+        // At most `PIPELINE_WINDOW` executions in flight: enough to keep the connection busy,
+        // and few enough that dropping the call (each in-flight execution holds its response
+        // channel) takes microseconds, not the milliseconds thousands of them would.
+        let mut out = Vec::with_capacity(sets.len());
+        let mut running = futures_util::stream::FuturesOrdered::new();
+        let mut next = sets.iter();
+        let r = loop {
+            while running.len() < PIPELINE_WINDOW {
+                match next.next() {
+                    Some(p) => running.push_back(one_set(client, s, p)),
+                    None => break,
+                }
+            }
+            match running.next().await {
+                Some(Ok(set)) => out.push(set),
+                Some(Err(e)) => break Err(e),
+                None => break Ok(out),
+            }
+        };
+        drop(running);
         self.in_flight = false;
         r
     }

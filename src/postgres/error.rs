@@ -87,8 +87,10 @@ pub(crate) fn map_err(err: tokio_postgres::Error) -> SqlMiddlewareDbError {
             kind = ErrorKind::Timeout;
         }
         // The server's DETAIL is left out: it quotes row values ("Key (email)=(…) already
-        // exists"), which are often the bound parameters. It stays reachable through `source()`.
-        let mut message = db.message().to_owned();
+        // exists"), which are often the bound parameters. A data exception's message quotes
+        // the value itself (`invalid input syntax for type integer: "…"`): those quotes are
+        // blanked. Both stay reachable through `unredacted_message()`.
+        let mut message = public_message(&code, db.message());
         if kind == ErrorKind::TransactionAborted {
             message.push_str("; roll the transaction back and start again");
         }
@@ -119,15 +121,28 @@ pub(crate) fn map_err(err: tokio_postgres::Error) -> SqlMiddlewareDbError {
         }
         src = s.source();
     }
-    let text = err.to_string();
+    let mut text = err.to_string();
+    if text.starts_with("error connecting")
+        || text.starts_with("error communicating")
+        || text.starts_with("authentication error")
+        || text.starts_with("timeout waiting")
+        || text.starts_with("invalid con")
+    {
+        // tokio-postgres says only "error connecting to server"; the cause class ("Connection
+        // refused", "database does not allow writes", a timeout) is in the sources, which hold
+        // no data: name it in the message.
+        append_sources(&mut text, &err);
+    }
     if text.starts_with("error performing TLS handshake") {
         // tokio-postgres's own text says only that; the reason (an unknown issuer, a name
         // mismatch, no TLS on the server) is in the sources.
+        let mut message = text;
+        append_sources(&mut message, &err);
         return SqlMiddlewareDbError::from_driver(
             Backend::Postgres,
             ErrorKind::Tls,
             None,
-            with_sources(text, &err),
+            message,
             err,
         );
     }
@@ -148,17 +163,11 @@ pub(crate) fn map_err(err: tokio_postgres::Error) -> SqlMiddlewareDbError {
     } else {
         ErrorKind::Other
     };
-    // `error connecting to server` alone does not say why: refused, timed out, no such host.
-    let text = if text.starts_with("error connecting") {
-        with_sources(text, &err)
-    } else {
-        text
-    };
     SqlMiddlewareDbError::from_driver(Backend::Postgres, kind, None, text, err)
 }
 
-/// `text` followed by each of `err`'s sources that it does not already say.
-fn with_sources(mut text: String, err: &tokio_postgres::Error) -> String {
+/// Appends the text of each of `err`'s sources that `text` does not hold yet.
+fn append_sources(text: &mut String, err: &tokio_postgres::Error) {
     let mut src = err.source();
     while let Some(s) = src {
         let part = s.to_string();
@@ -168,7 +177,38 @@ fn with_sources(mut text: String, err: &tokio_postgres::Error) -> String {
         }
         src = s.source();
     }
-    text
+}
+
+/// The server's message without the data it may quote. Data exceptions (class `22`) quote
+/// the offending value (`invalid input syntax for type integer: "abc"`, `value "99999" is out of
+/// range for type smallint`, `invalid byte sequence for encoding "UTF8": 0x00`): every quoted
+/// part becomes `"…"` and an unquoted value after a colon is cut. Other classes quote only
+/// names (of a constraint, a column, a table, a type), which stay.
+pub(crate) fn public_message(code: &str, message: &str) -> String {
+    if !code.starts_with("22") {
+        return message.to_owned();
+    }
+    let mut out = String::with_capacity(message.len());
+    let mut quoted = false;
+    for c in message.chars() {
+        match (c, quoted) {
+            ('"', false) => {
+                out.push_str("\"…\"");
+                quoted = true;
+            }
+            ('"', true) => quoted = false,
+            (_, true) => {}
+            (c, false) => out.push(c),
+        }
+    }
+    // A value left unquoted after the last colon (`…: 0x00`, `…: abc`).
+    if let Some(i) = out.rfind(": ") {
+        if out[i + 2..] != *"\"…\"" {
+            out.truncate(i);
+            out.push_str(": …");
+        }
+    }
+    out
 }
 
 impl From<tokio_postgres::Error> for SqlMiddlewareDbError {
@@ -191,5 +231,33 @@ mod tests {
         ));
         assert!(!is_parameter_count("invalid server parameter"));
         assert!(!is_parameter_count("server conn crashed?"));
+    }
+
+    #[test]
+    fn data_exceptions_lose_their_quoted_values() {
+        for (code, msg, want) in [
+            (
+                "22P02",
+                "invalid input syntax for type integer: \"s3cret\"",
+                "invalid input syntax for type integer: \"…\"",
+            ),
+            (
+                "22003",
+                "value \"98765432101\" is out of range for type integer",
+                "value \"…\" is out of range for type integer",
+            ),
+            (
+                "22021",
+                "invalid byte sequence for encoding \"UTF8\": 0x00",
+                "invalid byte sequence for encoding \"…\": …",
+            ),
+            (
+                "23505",
+                "duplicate key value violates unique constraint \"t_email_key\"",
+                "duplicate key value violates unique constraint \"t_email_key\"",
+            ),
+        ] {
+            assert_eq!(public_message(code, msg), want);
+        }
     }
 }

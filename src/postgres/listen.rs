@@ -38,6 +38,8 @@ enum Command {
 struct Shared {
     reconnects: AtomicU64,
     backend_pid: AtomicI32,
+    /// The pool was closed, and the listener with it.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 /// Notifications from `LISTEN`, on a connection of its own (not one of the pool's).
@@ -84,19 +86,35 @@ fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-fn gone() -> SqlMiddlewareDbError {
+fn gone(shared: &Shared) -> SqlMiddlewareDbError {
+    if shared.closed.load(Ordering::Acquire) {
+        return SqlMiddlewareDbError::new(
+            ErrorKind::PoolClosed,
+            "the pool was closed, and its listeners with it",
+        );
+    }
     SqlMiddlewareDbError::new(ErrorKind::ConnectionLost, "the listener has stopped")
 }
 
 impl Listener {
     /// Connects to `config` (with the pool's TLS) and starts the background task.
-    pub(crate) async fn start(config: Endpoint) -> Result<Listener> {
+    /// It stops when `closing` turns true (the pool was closed).
+    pub(crate) async fn start(
+        config: Endpoint,
+        closing: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<Listener> {
         let (notes_tx, notifications) = mpsc::unbounded_channel();
         let (commands, cmd_rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared::default());
         // The first connection is made here, so a bad configuration fails the call.
         let first = connect(&config, &shared, &notes_tx).await?;
-        let task = tokio::spawn(run(config, first, cmd_rx, notes_tx, Arc::clone(&shared)));
+        let task = tokio::spawn(run(
+            config,
+            first,
+            (cmd_rx, closing),
+            notes_tx,
+            Arc::clone(&shared),
+        ));
         Ok(Listener {
             notifications,
             commands,
@@ -110,8 +128,8 @@ impl Listener {
         let (ack, done) = oneshot::channel();
         self.commands
             .send(Command::Listen(channel.to_owned(), ack))
-            .map_err(|_| gone())?;
-        done.await.map_err(|_| gone())?
+            .map_err(|_| gone(&self.shared))?;
+        done.await.map_err(|_| gone(&self.shared))?
     }
 
     /// Stops listening on `channel`.
@@ -119,8 +137,8 @@ impl Listener {
         let (ack, done) = oneshot::channel();
         self.commands
             .send(Command::Unlisten(channel.to_owned(), ack))
-            .map_err(|_| gone())?;
-        done.await.map_err(|_| gone())?
+            .map_err(|_| gone(&self.shared))?;
+        done.await.map_err(|_| gone(&self.shared))?
     }
 
     /// The next notification (`None` once the listener has stopped).
@@ -208,11 +226,28 @@ async fn connect(
     Ok(Live { client, ended })
 }
 
+/// Returns once the pool is closed; never if the pool is dropped without being closed (the
+/// listener outlives it, as before).
+async fn closed(closing: &mut tokio::sync::watch::Receiver<bool>) {
+    loop {
+        let now = *closing.borrow_and_update();
+        if now {
+            return;
+        }
+        if closing.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
 /// The listener's task: runs commands, and reconnects (re-listening) when the connection ends.
 async fn run(
     config: Endpoint,
     first: Live,
-    mut commands: mpsc::UnboundedReceiver<Command>,
+    (mut commands, mut closing): (
+        mpsc::UnboundedReceiver<Command>,
+        tokio::sync::watch::Receiver<bool>,
+    ),
     notes: mpsc::UnboundedSender<Notification>,
     shared: Arc<Shared>,
 ) {
@@ -220,6 +255,11 @@ async fn run(
     let mut live = first;
     loop {
         tokio::select! {
+            // The pool was closed: the connection closes with the task.
+            () = closed(&mut closing) => {
+                shared.closed.store(true, Ordering::Release);
+                return;
+            }
             cmd = commands.recv() => {
                 let Some(cmd) = cmd else { return };
                 let (sql, ack, add, name) = match cmd {

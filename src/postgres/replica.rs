@@ -12,6 +12,7 @@ use super::hosts::SessionAttrs;
 use crate::deadline::{nanos, now_nanos};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::pooling::{PoolOptions, pool_error};
+use deadpool::managed::{PoolError, TimeoutType};
 
 /// How a pool with replicas routes its readers.
 #[derive(Debug, Clone)]
@@ -200,6 +201,9 @@ impl Readers {
                     r.mark_up();
                     return Ok(PgConnection::new(r.pool.clone(), obj));
                 }
+                // Busy, not down: every connection is in use, so the reader waited the wait
+                // timeout like any checkout, and the replica stays in the rotation.
+                Err(e @ PoolError::Timeout(TimeoutType::Wait)) => return Err(pool_error(e)),
                 Err(e) => {
                     let e = pool_error(e);
                     if !unreachable(&e) {
@@ -220,6 +224,14 @@ impl Readers {
                 None => "every replica failed recently and is not tried again yet; readers do not fall back to the primary".to_owned(),
             },
         ))
+    }
+
+    /// Closes every replica's pool and the primary's read-only pool.
+    pub(crate) fn close(&self) {
+        for r in &self.replicas {
+            r.pool.close();
+        }
+        self.primary.close();
     }
 
     /// Each replica's state, measured now.

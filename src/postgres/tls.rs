@@ -20,8 +20,13 @@ use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 /// Modes above `prefer` need the `postgres-tls` feature; without it they are an
 /// [`ErrorKind::Config`] error at build time, and `prefer` connects in plain text, as libpq
 /// built without TLS support does.
+///
+/// The modes are ordered from the weakest (`Disable`) to the strictest (`VerifyFull`): every
+/// connection of a pool (primary, replicas, a `Listener`, cancel requests) uses the strictest
+/// mode given anywhere for the pool, so a replica's `sslmode=disable` cannot weaken the pool's
+/// `require`, nor the pool's default weaken a replica's `verify-full`.
 #[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum SslMode {
     /// Plain text only.
     Disable,
@@ -107,14 +112,43 @@ pub(crate) struct TlsOptions {
     pub(crate) client_key: Option<PathBuf>,
 }
 
+/// The mode a driver configuration asks for.
+fn driver_mode(cfg: &tokio_postgres::Config) -> SslMode {
+    match cfg.get_ssl_mode() {
+        tokio_postgres::config::SslMode::Disable => SslMode::Disable,
+        tokio_postgres::config::SslMode::Require => SslMode::Require,
+        _ => SslMode::Prefer,
+    }
+}
+
 impl TlsOptions {
     /// The mode in force: the one set, else the driver configuration's.
     fn mode(&self, cfg: &tokio_postgres::Config) -> SslMode {
-        self.mode.unwrap_or(match cfg.get_ssl_mode() {
-            tokio_postgres::config::SslMode::Disable => SslMode::Disable,
-            tokio_postgres::config::SslMode::Require => SslMode::Require,
-            _ => SslMode::Prefer,
-        })
+        self.mode.unwrap_or_else(|| driver_mode(cfg))
+    }
+
+    /// Fixes the pool's mode at the strictest one given anywhere for it: this setting (or the
+    /// primary's configuration), each replica's configuration, and `replica_modes` (modes the
+    /// replicas' URLs named that the driver configuration cannot hold, such as `verify-full`).
+    /// Every pool, `Listener` and cancel request of the pool then uses it.
+    pub(crate) fn raise_to_strictest<'a>(
+        &mut self,
+        primary: &tokio_postgres::Config,
+        replicas: impl IntoIterator<Item = &'a tokio_postgres::Config>,
+        replica_modes: Option<SslMode>,
+    ) {
+        // A driver configuration's `require` was given; its `prefer` may be only the
+        // driver's default, and so does not raise a pool set to `disable`.
+        let required = |cfg: &tokio_postgres::Config| {
+            (driver_mode(cfg) == SslMode::Require).then_some(SslMode::Require)
+        };
+        let strictest = replicas
+            .into_iter()
+            .filter_map(required)
+            .chain(required(primary))
+            .chain(replica_modes)
+            .fold(self.mode(primary), SslMode::max);
+        self.mode = Some(strictest);
     }
 }
 

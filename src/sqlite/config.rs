@@ -281,6 +281,11 @@ impl Manager for SqliteManager {
         conn: &mut Box<SqliteConn>,
         _: &Metrics,
     ) -> RecycleResult<SqlMiddlewareDbError> {
+        if conn.returning.is_some() {
+            // A rollback (or a dropped stream's worker, told to stop) still has the connection.
+            // Boxed: this rare wait must not grow every checkout's future.
+            Box::pin(conn.settle_stream()).await;
+        }
         conn.make_clean().map_err(RecycleError::Backend)
     }
 }
@@ -292,7 +297,8 @@ pub(crate) fn build_pool(
     pool: &PoolOptions,
 ) -> Result<super::Pool> {
     opts.counters = Arc::clone(&pool.counters);
-    // The recycle (`make_clean`) is synchronous and local: it cannot wait.
+    // The recycle is local: at most it takes the connection back from a rollback or a stopped
+    // stream worker, so it needs no timer of its own.
     pooling::build(SqliteManager::new(target, opts)?, pool, false)
 }
 

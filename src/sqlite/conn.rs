@@ -352,6 +352,30 @@ impl SqliteConn {
         }
     }
 
+    /// Rolls back an open transaction on tokio's blocking pool, never on the calling thread:
+    /// a rollback rewrites the pages a large transaction spilled to the database file (in
+    /// rollback-journal mode, milliseconds for a few megabytes), and `Drop` must not block. The
+    /// connection comes back through `self.returning`, as from a dropped stream's worker, and
+    /// is discarded if the rollback failed. Outside any runtime it rolls back here.
+    fn rollback_off_thread(&mut self) {
+        if self.conn.as_ref().is_none_or(|c| c.is_autocommit()) {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            self.rollback_if_open();
+            return;
+        };
+        let Some(conn) = self.conn.take() else {
+            return;
+        };
+        let (back, returning) = tokio::sync::oneshot::channel();
+        drop(handle.spawn_blocking(move || {
+            let failed = !conn.is_autocommit() && conn.execute_batch("ROLLBACK").is_err();
+            let _ = back.send((conn, failed));
+        }));
+        self.returning = Some(returning);
+    }
+
     /// Recycle check: the connection must be present, not broken, and outside any transaction.
     pub(crate) fn make_clean(&mut self) -> Result<()> {
         self.stream_returned();
@@ -611,8 +635,8 @@ impl Wing for SqliteConn {
         Ok(())
     }
 
-    /// A transaction was dropped without commit: roll it back now. SQLite is in-process, so this
-    /// is a short local call; it never waits for a lock.
+    /// A transaction was dropped without commit: it is rolled back off the calling thread (see
+    /// [`Self::rollback_off_thread`]); the connection's next operation takes it back first.
     fn abandon_tx(&mut self) {
         self.stream_returned();
         if self.conn.is_none() {
@@ -624,15 +648,16 @@ impl Wing for SqliteConn {
             }
             return;
         }
-        self.rollback_if_open();
+        self.rollback_off_thread();
     }
 
-    /// The connection goes back to the pool: roll back whatever transaction is still open (a raw
-    /// `BEGIN`, or one left by a cancelled call). In process, and it never waits for a lock.
+    /// The connection goes back to the pool: whatever transaction is still open (a raw
+    /// `BEGIN`, or one left by a cancelled call) is rolled back off the calling thread, and the
+    /// pool's recycle takes the connection back from that rollback.
     fn on_return(&mut self) {
         self.returned_at = self.opts.counters.returned_now();
         self.stream_returned();
-        self.rollback_if_open();
+        self.rollback_off_thread();
         let cache = self.stmts.stats(self.opts.statement_cache_capacity);
         self.flushed
             .flush(&self.opts.counters.live, cache, self.exec);

@@ -87,11 +87,25 @@ fn classify(err: &rusqlite::Error) -> (ErrorKind, Option<String>, String) {
         E::InvalidColumnIndex(_) | E::InvalidColumnName(_) => {
             (ErrorKind::ColumnNotFound, None, err.to_string())
         }
-        E::Utf8Error(..) | E::FromSqlConversionFailure(..) | E::IntegralValueOutOfRange(..) => {
-            (ErrorKind::TypeMismatch, None, err.to_string())
-        }
+        // rusqlite's text quotes the value (`Integer 300 out of range`, a parser's complaint
+        // about the text it read): only the column and the kind of failure are named.
+        E::IntegralValueOutOfRange(i, _) => (
+            ErrorKind::TypeMismatch,
+            None,
+            format!("column {i}: the integer is out of range for the requested type"),
+        ),
+        E::FromSqlConversionFailure(i, ty, _) => (
+            ErrorKind::TypeMismatch,
+            None,
+            format!("column {i}: the {ty} value cannot be converted to the requested type"),
+        ),
+        E::Utf8Error(..) => (ErrorKind::TypeMismatch, None, err.to_string()),
         E::NulError(_) => (ErrorKind::InvalidInput, None, err.to_string()),
-        E::ToSqlConversionFailure(_) => (ErrorKind::ParameterType, None, err.to_string()),
+        E::ToSqlConversionFailure(_) => (
+            ErrorKind::ParameterType,
+            None,
+            "a parameter value cannot be bound (the value is not shown)".to_owned(),
+        ),
         E::MultipleStatement => {
             let e = crate::sqlite_family::errors::multiple_statements();
             (e.kind(), None, e.message().to_owned())

@@ -362,13 +362,17 @@ impl SqliteConn {
     /// Moves the connection to tokio's blocking pool for `f`, and back.
     ///
     /// If the future is dropped meanwhile, the running statement is interrupted and the
-    /// connection stays with the blocking task; this checkout is then marked broken and the
-    /// pool discards it.
+    /// connection comes back through `self.returning`, as a dropped stream's does: the
+    /// connection's next operation takes it back first (`settle_stream`), rolling back a
+    /// transaction abandoned meanwhile. Dropping never waits for the worker.
     async fn offload<R, F>(&mut self, f: F) -> Result<R>
     where
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> R + Send + 'static,
     {
+        if self.returning.is_some() {
+            self.settle_stream().await;
+        }
         if self.broken {
             return Err(broken());
         }
@@ -380,31 +384,51 @@ impl SqliteConn {
         };
         let busy = self.busy_ms();
         let mut conn = self.conn.take().ok_or_else(broken)?;
+        let (result_tx, result_rx) = tokio::sync::oneshot::channel();
+        let (conn_tx, conn_rx) = tokio::sync::oneshot::channel();
+        // Kept here while the work runs: if this future is dropped, the connection's next
+        // operation waits for it instead of losing it.
+        self.returning = Some(conn_rx);
         let mut guard = InterruptOnDrop(Some(Arc::clone(&self.interrupt)));
-        let joined = handle
-            .spawn_blocking(move || {
+        handle.spawn_blocking(move || {
+            let r = {
                 let _scope = BusyScope::set(busy);
-                let r = catch_unwind(AssertUnwindSafe(|| f(&mut conn)));
-                (conn, r)
-            })
-            .await;
+                catch_unwind(AssertUnwindSafe(|| f(&mut conn)))
+            };
+            let panicked = r.is_err();
+            if panicked {
+                // Release the write lock now; the connection is discarded when returned.
+                if !conn.is_autocommit() {
+                    let _ = conn.execute_batch("ROLLBACK");
+                }
+            }
+            let _ = result_tx.send(r.ok());
+            let _ = conn_tx.send((conn, panicked));
+        });
+        let r = result_rx.await;
         guard.0 = None;
-        match joined {
-            Ok((conn, Ok(r))) => {
+        // The worker sends the connection right after the result. Awaited in place, so that a
+        // drop here too leaves it to the next operation.
+        let back = match self.returning.as_mut() {
+            Some(rx) => rx.await,
+            None => return Err(broken()),
+        };
+        self.returning = None;
+        match back {
+            Ok((conn, lost)) => {
                 self.conn = Some(conn);
-                Ok(r)
+                self.broken |= lost;
             }
-            Ok((conn, Err(_))) => {
-                self.conn = Some(conn);
-                self.rollback_if_open();
-                self.broken = true;
-                Err(panicked("the SQLite call"))
-            }
-            Err(e) => {
+            Err(_) => self.broken = true,
+        }
+        match r {
+            Ok(Some(r)) if !self.broken => Ok(r),
+            Ok(_) => Err(panicked("the SQLite call")),
+            Err(_) => {
                 self.broken = true;
                 Err(SqlMiddlewareDbError::new(
                     ErrorKind::Other,
-                    format!("the blocking SQLite task failed: {e}"),
+                    "the blocking SQLite task ended before it returned the connection",
                 ))
             }
         }

@@ -202,9 +202,14 @@ impl SqliteConn {
 
     /// Takes back the connection of a stream dropped while its worker was still running
     /// (see [`Self::close_stream`]): waits for the worker, which was told to stop.
+    ///
+    /// Cancel-safe: the receiver stays in `self.returning` while it is awaited, so a caller
+    /// dropped meanwhile leaves the connection to come back to the next operation.
     pub(super) async fn settle_stream(&mut self) {
-        if let Some(back) = self.returning.take() {
-            match back.await {
+        if let Some(back) = self.returning.as_mut() {
+            let r = back.await;
+            self.returning = None;
+            match r {
                 Ok((conn, lost)) => {
                     self.conn = Some(conn);
                     self.broken |= lost;

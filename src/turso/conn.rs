@@ -60,8 +60,11 @@ pub(crate) struct TursoConn {
     pub(super) in_flight: bool,
     /// A transaction was dropped without commit: roll it back before the next statement.
     needs_rollback: bool,
-    /// The connection went back to the pool dirty; its rollback was handed off, and the pool
-    /// discards it at the next checkout.
+    /// A dropped transaction's `ROLLBACK` runs on the blocking pool; it signals here when done,
+    /// and the connection's next use waits for it first.
+    rolling_back: Option<tokio::sync::oneshot::Receiver<()>>,
+    /// The connection went back to the pool with a call abandoned mid-way: the pool discards
+    /// it at the next checkout.
     discard: bool,
     /// The raw connection was handed out: it may have changed the schema.
     raw_used: bool,
@@ -94,6 +97,7 @@ impl TursoConn {
             stmts: StmtCache::new(),
             in_flight: false,
             needs_rollback: false,
+            rolling_back: None,
             discard: false,
             raw_used: false,
             epoch_seen,
@@ -163,23 +167,30 @@ impl TursoConn {
         r
     }
 
-    /// Rolls the open transaction back now, in process, without waiting: the `ROLLBACK` is
-    /// polled a bounded number of times and never parks the thread (a rollback in Turso
-    /// discards pages in memory). Returns whether the connection is outside any transaction
-    /// afterwards; when not, the caller leaves the rollback to [`Self::settle`].
-    fn rollback_now(&self) -> bool {
-        use std::future::Future;
-        use std::task::{Context, Poll, Waker};
-        /// Polls of the `ROLLBACK` before giving up (each runs its pending I/O).
-        const POLLS: usize = 64;
-        let mut cx = Context::from_waker(Waker::noop());
-        let mut fut = std::pin::pin!(self.conn.execute("ROLLBACK", ()));
-        for _ in 0..POLLS {
-            if let Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
-                return r.is_ok() && self.autocommit().unwrap_or(false);
+    /// Rolls the open transaction back off the calling thread: a `ROLLBACK` in Turso discards
+    /// the transaction's pages in process, which takes milliseconds for a large one, so it runs
+    /// through a clone of the connection on the blocking pool (outside any runtime, on a
+    /// short-lived thread), never in `Drop`. The connection's next use waits for it
+    /// ([`Self::settle`]) and rolls back itself if the background one could not run.
+    fn rollback_in_background(&mut self) {
+        self.needs_rollback = true;
+        let conn = self.conn.clone();
+        let (done, rolled_back) = tokio::sync::oneshot::channel();
+        let work = move || {
+            let _ = futures_executor::block_on(conn.execute("ROLLBACK", ()));
+            let _ = done.send(());
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => drop(handle.spawn_blocking(work)),
+            Err(_) => {
+                // If no thread can be started, `done` is dropped with the closure and the next
+                // use rolls back itself.
+                let _ = std::thread::Builder::new()
+                    .name("sqlmw-turso-rollback".into())
+                    .spawn(work);
             }
         }
-        false
+        self.rolling_back = Some(rolled_back);
     }
 
     /// Turns Turso's own busy handler on (at the configured timeout) or off.
@@ -197,7 +208,7 @@ impl TursoConn {
     /// Whether an abandoned call or a dropped transaction left work for [`Self::settle`].
     #[inline]
     pub(super) fn unsettled(&self) -> bool {
-        self.in_flight || self.needs_rollback || self.raw_used
+        self.in_flight || self.needs_rollback || self.raw_used || self.rolling_back.is_some()
     }
 
     /// The pool's schema epoch now.
@@ -224,6 +235,11 @@ impl TursoConn {
     /// itself would roll such a transaction back only lazily, after a write through a cached
     /// statement could already have been acknowledged inside it.
     pub(super) async fn settle(&mut self) -> Result<()> {
+        if let Some(rolled_back) = self.rolling_back.as_mut() {
+            // Awaited in place (cancel-safe): dropped meanwhile, the next use waits again.
+            let _ = rolled_back.await;
+            self.rolling_back = None;
+        }
         if self.in_flight {
             self.forget_statements();
             self.in_flight = false;
@@ -420,9 +436,21 @@ impl TursoConn {
         Ok(out)
     }
 
+    /// Runs transaction control (`BEGIN IMMEDIATE`, `COMMIT`, `ROLLBACK`) as an operation of its
+    /// own: it takes the limit the pool armed for it.
     pub(super) async fn simple(&mut self, sql: &'static str) -> Result<()> {
-        let s = self.prepare(sql, TranslationMode::Off).await?;
-        self.dml(&s, &[]).await.map(drop)
+        self.start_limit()?;
+        self.simple_within(sql).await
+    }
+
+    /// Runs transaction control as a step of the operation running now (a script's own
+    /// `BEGIN IMMEDIATE … COMMIT`), under that operation's limit.
+    async fn simple_within(&mut self, sql: &'static str) -> Result<()> {
+        // Preparing starts an operation of its own (and would take the limit); keep ours.
+        let stop = self.stop_at;
+        let s = self.prepare(sql, TranslationMode::Off).await;
+        self.stop_at = stop;
+        self.dml_inner(&s?, &[]).await.map(drop)
     }
 
     pub(super) fn autocommit(&self) -> Result<bool> {
@@ -431,16 +459,21 @@ impl TursoConn {
 
     pub(super) async fn rollback_if_open(&mut self) {
         if !self.autocommit().unwrap_or(true) {
-            let _ = self.simple("ROLLBACK").await;
+            let _ = self.simple_within("ROLLBACK").await;
         }
     }
 
     /// Recycle check: outside any transaction, no statement left mid-way.
     pub(crate) async fn make_clean(&mut self) -> Result<()> {
+        if let Some(rolled_back) = self.rolling_back.as_mut() {
+            // Awaited in place (cancel-safe): dropped meanwhile, the next use waits again.
+            let _ = rolled_back.await;
+            self.rolling_back = None;
+        }
         if self.discard {
             return Err(SqlMiddlewareDbError::new(
                 ErrorKind::ConnectionLost,
-                "this Turso connection went back to the pool inside a transaction or mid-call; it is discarded",
+                "this Turso connection went back to the pool mid-call; it is discarded",
             ));
         }
         if self.in_flight {
@@ -458,6 +491,7 @@ impl TursoConn {
                 ));
             }
         }
+        self.needs_rollback = false;
         // The session: nothing to do after plain statements; checked and restored, or the
         // connection discarded, after anything else (see `session.rs`).
         let mark = std::mem::take(&mut self.session);
@@ -616,19 +650,26 @@ impl Wing for TursoConn {
             return self.run_script(sql, in_tx, false).await;
         }
         // Each run of ordinary statements in its own transaction; a statement that cannot work
-        // inside one (see `sql::effects`) on its own between them.
-        // Each segment applies whole or not at all. The limit is kept before the first one
-        // only: once a segment has committed, stopping would leave the script part-applied
-        // under a `Timeout` (which promises that nothing took effect), so the script runs to its
-        // end, as a write statement does.
-        let mut first = true;
+        // inside one (see `sql::effects`) on its own between them. Each segment applies whole
+        // or not at all. The limit is checked before every statement (Turso cannot stop one
+        // that runs): a segment stopped part-way is rolled back, and the call is a `Timeout`
+        // only when no earlier segment committed; after one did, the script is part-applied
+        // and the outcome says so.
+        let mut committed = false;
         for (part, alone) in crate::sql::segments(sql, crate::sql::Dialect::Sqlite) {
-            if !crate::sql::is_blank(part, crate::sql::Dialect::Sqlite) {
-                if first {
-                    crate::deadline::check(self.stop_at)?;
-                    first = false;
+            if crate::sql::is_blank(part, crate::sql::Dialect::Sqlite) {
+                continue;
+            }
+            let r = match crate::deadline::check(self.stop_at) {
+                Ok(()) => self.run_script(part, false, !alone).await,
+                Err(e) => Err(e),
+            };
+            match r {
+                Err(e) if committed && e.kind() == crate::ErrorKind::Timeout => {
+                    return Err(crate::deadline::partly_applied());
                 }
-                self.run_script(part, false, !alone).await?;
+                Err(e) => return Err(e),
+                Ok(()) => committed = true,
             }
         }
         Ok(())
@@ -680,57 +721,39 @@ impl Wing for TursoConn {
         self.simple("ROLLBACK").await
     }
 
-    /// A transaction was dropped without commit: it is rolled back at once, in process
-    /// ([`Self::rollback_now`]), so the write lock is free for other connections before this
-    /// one is used again. If that cannot finish without waiting, the connection is marked and
-    /// its next statement (or raw access) rolls the transaction back first ([`Self::settle`]).
+    /// A transaction was dropped without commit: it is rolled back at once, off the calling
+    /// thread ([`Self::rollback_in_background`]), so the write lock is free for other
+    /// connections before this one is used again, and its next statement (or raw access)
+    /// waits for that rollback first ([`Self::settle`]).
     fn abandon_tx(&mut self) {
         if self.in_flight {
             // A statement of the transaction was left mid-way: reset it.
             self.forget_statements();
             self.in_flight = false;
         }
-        if !self.autocommit().unwrap_or(false) {
-            self.needs_rollback = !self.rollback_now();
+        if self.rolling_back.is_none() && !self.autocommit().unwrap_or(false) {
+            self.rollback_in_background();
         }
     }
 
-    /// The connection goes back to the pool. A clean one is kept. A dirty one (inside a
-    /// transaction, or with a call abandoned mid-way) is marked for the pool to discard, and its
-    /// open transaction is rolled back at once through a clone of the connection, on the runtime
-    /// (or, outside any runtime, on a short-lived thread), so an idle pooled connection never
-    /// holds the write lock and `Drop` never blocks or drives a future itself.
+    /// The connection goes back to the pool. An open transaction (a raw `BEGIN`, or one left
+    /// by a cancelled call) is rolled back at once off the calling thread (see
+    /// [`Self::rollback_in_background`]), so an idle pooled connection never holds the write
+    /// lock and `Drop` never blocks or drives a future itself; the pool's recycle waits for
+    /// that rollback and keeps the connection. One with a call abandoned mid-way is marked for
+    /// the pool to discard.
     fn on_return(&mut self) {
         self.returned_at = self.opts.counters.returned_now();
         let cache = self.stmts.stats(self.opts.statement_cache_capacity);
         self.flushed
             .flush(&self.opts.counters.live, cache, Default::default());
-        let mut open = self.needs_rollback || !self.autocommit().unwrap_or(false);
-        if open && !self.in_flight && self.rollback_now() {
-            // Rolled back in process: the connection is clean.
-            self.needs_rollback = false;
-            open = false;
+        if self.rolling_back.is_none()
+            && (self.needs_rollback || !self.autocommit().unwrap_or(false))
+        {
+            self.rollback_in_background();
         }
-        if !(self.in_flight || open) {
-            return;
-        }
-        self.discard = true;
-        if !open {
-            return;
-        }
-        let conn = self.conn.clone();
-        let rollback = async move {
-            let _ = conn.execute("ROLLBACK", ()).await;
-        };
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => drop(handle.spawn(rollback)),
-            Err(_) => {
-                // If no thread can be started, the pool drops the connection at the next
-                // checkout, and closing its last handle rolls the transaction back.
-                let _ = std::thread::Builder::new()
-                    .name("sqlmw-turso-rollback".into())
-                    .spawn(move || futures_executor::block_on(rollback));
-            }
+        if self.in_flight {
+            self.discard = true;
         }
     }
 
@@ -776,7 +799,7 @@ impl TursoConn {
     /// Runs a script as one piece; with `wrap`, inside `BEGIN IMMEDIATE … COMMIT`.
     async fn run_script(&mut self, sql: &str, in_tx: bool, wrap: bool) -> Result<()> {
         if wrap {
-            self.simple("BEGIN IMMEDIATE").await?;
+            self.simple_within("BEGIN IMMEDIATE").await?;
         }
         let was_autocommit = self.autocommit()?;
         // Inside `BEGIN IMMEDIATE` (ours or the caller's) the write lock is held and nothing in
@@ -787,7 +810,11 @@ impl TursoConn {
             self.set_native_busy(true)?;
         }
         self.in_flight = true;
-        let r = self.conn.execute_batch(sql).await.map_err(map_err);
+        let r = if self.stop_at.is_some() {
+            self.run_limited(sql).await
+        } else {
+            self.conn.execute_batch(sql).await.map_err(map_err)
+        };
         self.in_flight = false;
         if native {
             self.set_native_busy(false)?;
@@ -803,7 +830,7 @@ impl TursoConn {
             return r;
         }
         match r {
-            Ok(()) => match self.simple("COMMIT").await {
+            Ok(()) => match self.simple_within("COMMIT").await {
                 Ok(()) => Ok(()),
                 Err(e) => {
                     self.rollback_if_open().await;
@@ -815,6 +842,23 @@ impl TursoConn {
                 Err(e)
             }
         }
+    }
+}
+
+impl TursoConn {
+    /// Runs a script under a time limit: one statement at a time, checking the limit before
+    /// each one (a statement that has started runs to its end: Turso's API cannot interrupt
+    /// it). Stopped, it fails with `Timeout`; the caller rolls back what the script's
+    /// transaction did.
+    async fn run_limited(&mut self, sql: &str) -> Result<()> {
+        for stmt in crate::sql::script::statements(sql, crate::sql::Dialect::Sqlite) {
+            if crate::sql::is_blank(stmt, crate::sql::Dialect::Sqlite) {
+                continue;
+            }
+            crate::deadline::check(self.stop_at)?;
+            self.conn.execute_batch(stmt).await.map_err(map_err)?;
+        }
+        Ok(())
     }
 }
 

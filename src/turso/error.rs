@@ -50,7 +50,14 @@ pub(crate) fn map_err(err: turso::Error) -> SqlMiddlewareDbError {
         E::IoError(..) => (ErrorKind::Other, "IoError"),
         _ => (ErrorKind::Other, "Other"),
     };
-    let mut message = err.to_string();
+    // A conversion failure's text may quote the value converted: only its kind is named.
+    let mut message = match &err {
+        E::ConversionFailure(_) => "a value cannot be converted to the requested type".to_owned(),
+        E::ToSqlConversionFailure(_) => {
+            "a parameter value cannot be bound (the value is not shown)".to_owned()
+        }
+        _ => err.to_string(),
+    };
     match kind {
         ErrorKind::Busy => message.push_str(
             ": another connection held the lock for longer than the busy timeout; retry, or raise busy_timeout",

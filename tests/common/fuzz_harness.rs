@@ -323,3 +323,266 @@ pub async fn value_case_sqlite(
         ))
     }
 }
+
+/// The password and key passphrase the configuration cases plant in their inputs: no output,
+/// error, `Debug` or source chain may repeat them.
+pub const SECRETS: [&str; 2] = ["Pw-9f3e1c7a", "Kp-51b0d2e8"];
+
+/// URL beginnings for [`config_url`], every backend and a few broken ones. `{pw}` and `{kp}`
+/// stand for the two [`SECRETS`].
+const URL_HEADS: [&str; 14] = [
+    "sqlite::memory:",
+    "sqlite://:memory:",
+    "turso::memory:",
+    "postgres://app:{pw}@127.0.0.1:1/db",
+    "postgresql://app:{pw}@127.0.0.1:1/db",
+    "postgres://app:{pw}@[::1:1/db",
+    "postgres://app:{pw}@h:99999/db",
+    "postgres://app:{pw}@h:port/db",
+    "postgres://app:{pw}%zz@h/db",
+    "postgres://app@h/db?password={pw}&sslpassword={kp}",
+    "postgres://:{pw}@/db?host=/nonexistent",
+    "host=127.0.0.1 port=1 user=app password={pw} sslpassword={kp}",
+    "mysql://app:{pw}@h/db",
+    "app:{pw}@h/db",
+];
+
+/// Keys for [`config_url`]: every setting the URLs know, the secret-bearing ones, and junk.
+const URL_KEYS: [&str; 32] = [
+    "max_size",
+    "min_idle",
+    "wait_timeout",
+    "create_timeout",
+    "recycle_timeout",
+    "max_lifetime",
+    "idle_timeout",
+    "statement_timeout",
+    "statement_cache_capacity",
+    "translation",
+    "busy_timeout",
+    "wal",
+    "foreign_keys",
+    "exec_model",
+    "test_before_acquire",
+    "statement_cache",
+    "sslmode",
+    "sslrootcert",
+    "sslcert",
+    "sslkey",
+    "connect_timeout",
+    "keepalives_idle",
+    "keepalives_interval",
+    "tcp_user_timeout",
+    "keepalives_retries",
+    "port",
+    "host",
+    "password",
+    "sslpassword",
+    "application_name",
+    "options",
+    "passw%6Frd",
+];
+
+/// Values for [`config_url`]: the edges of every range, malformed forms and escapes, secrets.
+const URL_VALUES: [&str; 36] = [
+    "0",
+    "1",
+    "5",
+    "-1",
+    "250ms",
+    "2m",
+    "1h",
+    "2147483647ms",
+    "2147483648ms",
+    "2147483647",
+    "18446744073709551615",
+    "18446744073709551616",
+    "99999999999999999999999999s",
+    "18446744073709551615m",
+    "10000",
+    "10001",
+    "1.5s",
+    "5 s",
+    "s",
+    "",
+    "on",
+    "maybe",
+    "%",
+    "%zz",
+    "%+1",
+    "%00",
+    "%C3%28",
+    "a+b",
+    "verify-full",
+    "require",
+    "disable",
+    "system",
+    "/nonexistent/key.pem",
+    "x%26y%3Dz",
+    "'quoted value'",
+    "a%20b",
+];
+
+/// A database URL built from the fuzz bytes: a head, then `key=value` parameters from the
+/// lists above or raw bytes, with the [`SECRETS`] planted in it.
+pub fn config_url(data: &[u8]) -> String {
+    let mut b = Bytes(data);
+    let mut url = URL_HEADS[usize::from(b.u8()) % URL_HEADS.len()].to_owned();
+    let n = b.u8() % 6;
+    for i in 0..n {
+        let sep = if url.starts_with("host=") {
+            " "
+        } else if i == 0 && !url.contains('?') {
+            "?"
+        } else {
+            "&"
+        };
+        url.push_str(sep);
+        let k = b.u8();
+        let v = b.u8();
+        if k == 255 {
+            // Raw bytes instead of a listed key.
+            let len = usize::from(v % 8);
+            let raw: Vec<u8> = (0..len).map(|_| b.u8()).collect();
+            url.push_str(&String::from_utf8_lossy(&raw));
+            continue;
+        }
+        let key = URL_KEYS[usize::from(k) % URL_KEYS.len()];
+        url.push_str(key);
+        url.push('=');
+        // A secret only where it is one: a password and a key passphrase (the URL's own
+        // `password`, or the key passphrase libpq calls `sslpassword`).
+        url.push_str(match key {
+            "password" | "passw%6Frd" if v % 2 == 0 => "{pw}",
+            "sslpassword" if v % 2 == 0 => "{kp}",
+            _ => URL_VALUES[usize::from(v) % URL_VALUES.len()],
+        });
+    }
+    // Whatever bytes are left, as a tail.
+    url.push_str(&String::from_utf8_lossy(b.0));
+    url.replace("{pw}", SECRETS[0]).replace("{kp}", SECRETS[1])
+}
+
+/// Panics when `text` holds a secret.
+fn assert_no_secret(what: &str, text: &str) {
+    for s in SECRETS {
+        assert!(!text.contains(s), "{what} shows a secret: {text}");
+    }
+}
+
+/// Checks an error: a `Config` error (when `config` says so) whose `Display` and `Debug`, and
+/// those of every error in its source chain, hold no secret.
+pub fn check_error(what: &str, e: &SqlMiddlewareDbError, config: bool) {
+    if config {
+        assert_eq!(
+            e.kind(),
+            ErrorKind::Config,
+            "{what}: not a Config error: {e:?}"
+        );
+    }
+    assert_no_secret(what, &e.to_string());
+    assert_no_secret(what, &format!("{e:?}"));
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        assert_no_secret(what, &s.to_string());
+        assert_no_secret(what, &format!("{s:?}"));
+        src = s.source();
+    }
+}
+
+/// Checks a builder from any configuration input: its `Debug` shows no secret, and building it
+/// (in memory, or a Postgres pool that connects lazily) never panics and fails only with a
+/// `Config` error without secrets. `connect_on_build` is not built on Postgres (it would wait
+/// for the unreachable server).
+pub fn check_builder(what: &str, url: &str, r: Result<PoolBuilder, SqlMiddlewareDbError>) {
+    let b = match r {
+        Err(e) => return check_error(what, &e, true),
+        Ok(b) => b,
+    };
+    assert_no_secret(what, &format!("{b:?}"));
+    // Only a private in-memory database (a file named by a fuzzed path is never created).
+    let body = url.split('?').next().unwrap_or("");
+    let in_memory = matches!(
+        body,
+        "sqlite::memory:" | "sqlite://:memory:" | "turso::memory:" | "turso://:memory:"
+    );
+    let lazy = (url.starts_with("postgres") || url.starts_with("host="))
+        && !url.contains("connect_on_build");
+    if !(in_memory || lazy) {
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        match b.build().await {
+            Ok(db) => {
+                assert_no_secret(what, &format!("{db:?}"));
+                db.close();
+            }
+            Err(e) => check_error(what, &e, true),
+        }
+    });
+}
+
+/// One configuration case: `from_url` and the serde `Config` on inputs from the fuzz bytes
+/// never panic, and nothing they return (builder, pool, error, `Debug`, source chain) shows a
+/// planted secret. (`from_env` reads the process environment: see [`env_case`].)
+pub fn config_case(data: &[u8]) {
+    let url = config_url(data);
+    check_builder("from_url", &url, ConfigAndPool::from_url(&url));
+    // The Postgres entry point also takes `key=value` strings (errors surface at build).
+    #[cfg(feature = "postgres")]
+    check_builder("postgres()", &url, Ok(ConfigAndPool::postgres(&url)));
+    #[cfg(feature = "serde")]
+    serde_case(data, &url);
+}
+
+/// The serde `Config` with `url` and numeric fields from the fuzz bytes (the edges of `u64`
+/// and `usize` included), from JSON; and the fuzz bytes themselves as JSON.
+#[cfg(feature = "serde")]
+fn serde_case(data: &[u8], url: &str) {
+    const NUMBERS: [u64; 8] = [
+        0,
+        1,
+        250,
+        10_000,
+        10_001,
+        2_147_483_647,
+        2_147_483_648,
+        u64::MAX,
+    ];
+    let mut b = Bytes(data);
+    let mut fields = vec![format!("\"url\": {}", serde_json::Value::from(url))];
+    for name in [
+        "max_size",
+        "wait_timeout_ms",
+        "create_timeout_ms",
+        "recycle_timeout_ms",
+        "statement_cache_capacity",
+        "statement_timeout_ms",
+    ] {
+        let pick = b.u8();
+        if pick % 3 != 0 {
+            fields.push(format!(
+                "\"{name}\": {}",
+                NUMBERS[usize::from(pick) % NUMBERS.len()]
+            ));
+        }
+    }
+    let json = format!("{{{}}}", fields.join(", "));
+    for text in [json.as_str(), &String::from_utf8_lossy(data)] {
+        if let Ok(cfg) = serde_json::from_str::<sql_middleware::Config>(text) {
+            assert_no_secret("Config Debug", &format!("{cfg:?}"));
+            check_builder("Config::builder", &cfg.url, cfg.builder());
+        }
+    }
+}
+
+/// `from_env` on the `DATABASE_URL` the caller set (to a [`config_url`]): the same checks as
+/// `from_url`; unset or blank, a `Config` error that says how to set it.
+pub fn env_case() {
+    let url = std::env::var("DATABASE_URL").unwrap_or_default();
+    check_builder("from_env", &url, ConfigAndPool::from_env());
+}

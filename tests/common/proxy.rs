@@ -46,6 +46,8 @@ pub struct Relay {
     silent: Arc<AtomicBool>,
     /// Connections accepted before the last [`Relay::cut_existing`] are cut.
     generation: Arc<std::sync::atomic::AtomicU64>,
+    /// How long a new connection waits before it is relayed, in milliseconds.
+    delay_ms: Arc<std::sync::atomic::AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -68,6 +70,8 @@ impl Relay {
         let flag = Arc::clone(&silent);
         let generation = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let gen_all = Arc::clone(&generation);
+        let delay_ms = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let delays = Arc::clone(&delay_ms);
         let task = tokio::spawn(async move {
             loop {
                 if flag.load(Ordering::SeqCst) {
@@ -83,7 +87,11 @@ impl Relay {
                 let target = target.clone();
                 let gens = Arc::clone(&gen_all);
                 let born = gen_all.load(Ordering::SeqCst);
+                let delay = delays.load(Ordering::SeqCst);
                 tokio::spawn(async move {
+                    if delay > 0 {
+                        tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+                    }
                     if flag.load(Ordering::SeqCst) {
                         // Accept and never answer.
                         let _held = client;
@@ -107,8 +115,18 @@ impl Relay {
             addr,
             silent,
             generation,
+            delay_ms,
             task,
         }
+    }
+
+    /// New connections wait `d` before they are relayed (a slow network or server to connect
+    /// to); existing ones are not affected.
+    pub fn delay_new_connections(&self, d: std::time::Duration) {
+        self.delay_ms.store(
+            u64::try_from(d.as_millis()).unwrap_or(u64::MAX),
+            Ordering::SeqCst,
+        );
     }
 
     /// From now on nothing is relayed, on old or new connections; nothing is closed either.

@@ -22,6 +22,7 @@ mod bad_input;
 mod bounded;
 mod cancel;
 mod chaos;
+mod config;
 mod control;
 #[cfg(feature = "postgres")]
 mod deadlines;
@@ -32,10 +33,15 @@ mod fingerprint;
 #[cfg(feature = "postgres")]
 mod ha;
 mod integrity;
+mod leaks;
+#[cfg(feature = "postgres")]
+mod lifecycle;
 mod model;
 mod outcomes;
 mod props;
 mod runtime;
 mod session;
 mod streams;
+#[cfg(feature = "postgres-tls")]
+mod tls_floor;
 mod transactions;

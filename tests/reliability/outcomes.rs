@@ -430,3 +430,86 @@ async fn turso_a_script_stopped_after_a_part_committed_is_never_a_timeout() {
         "a script whose first part committed ({committed} rows) returned {r:?}"
     );
 }
+
+/// Turso cannot interrupt a statement, so a script's limit is checked between its statements:
+/// a script of many short statements stops within one statement's time of its limit, and the
+/// part of it that ran is rolled back, so `Timeout` is true (nothing committed). Also inside a
+/// `Tx`, whose transaction the failure then aborts.
+#[cfg(feature = "turso")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turso_a_long_script_stops_between_statements_and_commits_nothing() {
+    let _group = groups::enter("outcomes");
+    let dir = crate::common::backends::TempDir::new("outcomes_script_turso_steps");
+    let pool = ConfigAndPool::turso(dir.path().join("test.db"))
+        .max_size(1)
+        .build()
+        .await
+        .expect("pool");
+    let mut conn = pool.get_connection().await.expect("checkout");
+    conn.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+        .await
+        .expect("table");
+    // 300 statements of about 2,000 rows each: seconds in all, a few milliseconds each.
+    let one = "INSERT INTO t (v) SELECT hex(zeroblob(50)) FROM \
+               (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000) \
+               SELECT x FROM c);";
+    let script = one.repeat(300);
+    let limit = Duration::from_millis(50);
+    // One statement alone, to bound how late the check between statements may be.
+    let t = Instant::now();
+    conn.execute_batch(one).await.expect("one statement");
+    let one_took = t.elapsed();
+    conn.execute_batch("DELETE FROM t").await.expect("clear");
+
+    conn.set_statement_timeout(Some(limit));
+    let started = Instant::now();
+    let r = conn.execute_batch(&script).await;
+    let took = started.elapsed();
+    conn.set_statement_timeout(None);
+    let (rows,): (i64,) = conn
+        .query("SELECT count(*) FROM t")
+        .one()
+        .await
+        .expect("count");
+
+    conn.set_statement_timeout(Some(limit));
+    let mut tx = conn.begin().await.expect("begin");
+    let started = Instant::now();
+    let in_tx = tx.execute_batch(&script).await;
+    let took_in_tx = started.elapsed();
+    let after = tx.query("SELECT count(*) FROM t").one::<(i64,)>().await;
+    drop(tx);
+    conn.set_statement_timeout(None);
+    let (rows_after_tx,): (i64,) = conn
+        .query("SELECT count(*) FROM t")
+        .one()
+        .await
+        .expect("count after the Tx");
+    println!(
+        "script_limit backend=turso limit_ms={} one_statement_ms={} took_ms={} rows={rows} in_tx_took_ms={} rows_after_tx={rows_after_tx}",
+        limit.as_millis(),
+        one_took.as_millis(),
+        took.as_millis(),
+        took_in_tx.as_millis()
+    );
+    let kind = r.as_ref().err().map(|e| e.kind());
+    assert_eq!(kind, Some(ErrorKind::Timeout), "the script returned {r:?}");
+    assert_eq!(rows, 0, "a script stopped with Timeout left {rows} rows");
+    let bound = limit + one_took * 2 + Duration::from_millis(100);
+    assert!(took <= bound, "the script took {took:?}, past {bound:?}");
+    assert_eq!(
+        in_tx.as_ref().err().map(|e| e.kind()),
+        Some(ErrorKind::Timeout),
+        "inside a Tx the script returned {in_tx:?}"
+    );
+    assert!(
+        took_in_tx <= bound,
+        "inside a Tx the script took {took_in_tx:?}"
+    );
+    assert_eq!(
+        after.err().map(|e| e.kind()),
+        Some(ErrorKind::TransactionAborted),
+        "the Tx went on after its script was stopped"
+    );
+    assert_eq!(rows_after_tx, 0, "the stopped Tx left rows behind");
+}

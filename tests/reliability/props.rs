@@ -256,3 +256,78 @@ fn get_by_name_returns_its_own_column_postgres() {
             .expect("columns thread");
     }));
 }
+
+/// Bytes for the configuration cases: mostly a few choices of head, keys and values (see
+/// `fuzz_harness::config_url`), sometimes anything.
+fn config_bytes() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        4 => prop::collection::vec(any::<u8>(), 0..16),
+        1 => prop::collection::vec(any::<u8>(), 0..64),
+    ]
+}
+
+#[test]
+fn fuzz_harness_config() {
+    let _group = common::groups::enter("props");
+    let cases = (knob_usize("RELIABILITY_PROP_CASES", 4000) / 2) as u32;
+    let mut runner = TestRunner::new(config("props/config", cases));
+    let r = runner.run(&config_bytes(), |data| {
+        fuzz_harness::config_case(&data);
+        Ok(())
+    });
+    println!(
+        "fuzz_harness_config cases={cases} result={}",
+        if r.is_ok() { "ok" } else { "FAILED" }
+    );
+    r.unwrap();
+}
+
+/// `from_env` reads `DATABASE_URL`, and a test must not change the environment of a process
+/// whose other threads read it: each case runs this test again in a child process with its own
+/// `DATABASE_URL` (a URL from `fuzz_harness::config_url`, or none), where it checks that one.
+#[test]
+fn fuzz_harness_config_from_env() {
+    if std::env::var_os("SQLMW_FROM_ENV_CASE").is_some() {
+        fuzz_harness::env_case();
+        return;
+    }
+    let _group = common::groups::enter("props");
+    let cases = (knob_usize("RELIABILITY_PROP_CASES", 4000) / 160).max(4);
+    let exe = std::env::current_exe().expect("test binary");
+    let mut rng = common::reliability::Rng::new(seed_for("props/config_from_env"));
+    let mut failed = Vec::new();
+    for i in 0..cases {
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.args([
+            "--exact",
+            "props::fuzz_harness_config_from_env",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env("SQLMW_FROM_ENV_CASE", "1");
+        let url = if i == 0 {
+            cmd.env_remove("DATABASE_URL");
+            None
+        } else {
+            let len = 2 + rng.below(14) as usize;
+            let data: Vec<u8> = (0..len).map(|_| rng.below(256) as u8).collect();
+            let url = fuzz_harness::config_url(&data).replace('\0', "");
+            cmd.env("DATABASE_URL", &url);
+            Some(url)
+        };
+        let out = cmd.output().expect("run the test binary");
+        let text = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() || !text.contains("1 passed") {
+            failed.push(format!(
+                "{url:?}: {}{}",
+                text,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    println!(
+        "fuzz_harness_config_from_env cases={cases} failed={}",
+        failed.len()
+    );
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
