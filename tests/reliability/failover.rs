@@ -15,7 +15,7 @@
 //! (read-backs after the failover settled, 2 s after the new primary accepted writes, served by
 //! a read-only server or missing the row) and the write and error counts. The middleware's
 //! figures are asserted: gap within 2 s, nothing lost, no stale read. The scenarios run one at
-//! a time, about 35 s each: `cargo test --all-features --test reliability -- failover::`.
+//! a time, about 30 s each: `cargo test --all-features --test reliability -- failover::`.
 #![cfg(all(feature = "postgres", unix))]
 
 use std::collections::BTreeSet;
