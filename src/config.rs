@@ -78,8 +78,22 @@ impl ConfigAndPool {
                 }
             };
         }
-        match url.parse::<tokio_postgres::Config>() {
-            Ok(cfg) => Self::postgres_config(cfg),
+        // libpq's `key=value` form: `target_session_attrs` is the middleware's (tokio-postgres
+        // refuses `primary`, `standby` and `prefer-standby`).
+        let (rest, attrs) = match crate::postgres::hosts::split_attrs(url) {
+            Ok(split) => split,
+            Err(e) => {
+                let mut b = Self::postgres_config(tokio_postgres::Config::new());
+                b.error = Some(e);
+                return b;
+            }
+        };
+        match rest.parse::<tokio_postgres::Config>() {
+            Ok(cfg) => {
+                let mut b = Self::postgres_config(cfg);
+                b.postgres.attrs = attrs;
+                b
+            }
             Err(e) => {
                 let mut b = Self::postgres_config(tokio_postgres::Config::new());
                 b.error = Some(SqlMiddlewareDbError::from_driver(
@@ -373,13 +387,15 @@ impl PoolBuilder {
             return self.reject("replica");
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            // The URL forms of `from_url`, `sslmode=verify-full` included; the pool's TLS is
-            // never weaker than the strictest mode a replica names.
+            // The URL forms of `from_url`, `sslmode=verify-full` and every
+            // `target_session_attrs` value included; the pool's TLS is never weaker than the
+            // strictest mode a replica names.
             match ConfigAndPool::from_url(url) {
                 Ok(r) => {
+                    let attrs = r.postgres.attrs;
                     if let Some((cfg, mode)) = r.into_postgres() {
                         self.replica_ssl = self.replica_ssl.max(mode);
-                        self.replicas.replicas.push(cfg);
+                        self.replicas.replicas.push((cfg, attrs));
                     }
                 }
                 Err(e) => {
@@ -388,8 +404,16 @@ impl PoolBuilder {
             }
             return self;
         }
-        match url.parse::<tokio_postgres::Config>() {
-            Ok(cfg) => self.replicas.replicas.push(cfg),
+        // libpq's `key=value` form: `target_session_attrs` is the middleware's.
+        let (rest, attrs) = match crate::postgres::hosts::split_attrs(url) {
+            Ok(split) => split,
+            Err(e) => {
+                self.error.get_or_insert(e);
+                return self;
+            }
+        };
+        match rest.parse::<tokio_postgres::Config>() {
+            Ok(cfg) => self.replicas.replicas.push((cfg, attrs)),
             Err(e) => {
                 self.error.get_or_insert_with(|| {
                     SqlMiddlewareDbError::from_driver(

@@ -69,6 +69,13 @@ pub(crate) trait Wing {
     #[cfg(feature = "tracing")]
     fn connection_id(&self) -> u64;
 
+    /// The host and port the connection reached, when the wing has a server (for spans: a
+    /// URL may list several hosts).
+    #[cfg(feature = "tracing")]
+    fn server_host(&self) -> Option<(std::sync::Arc<str>, u16)> {
+        None
+    }
+
     /// The time limit of the next operation: the hall sets it immediately before calling
     /// `prepare`, `select`, `dml`, `optional`, `all`, `pipeline`, `execute_batch` or raw
     /// SQLite work, and that operation takes it (so it never reaches a later one); it also sets
@@ -190,6 +197,10 @@ pub(crate) trait Wing {
     /// replaced before the next operation, or discarded when it goes back). In-process engines
     /// never lose their connection this way.
     fn lost(&mut self) {}
+
+    /// An operation failed with `ReadOnly`: a server-backed wing whose pool wants a writable
+    /// server stops using the connection (its server may have turned read-only).
+    fn refused_write(&mut self) {}
 
     /// The connection goes back to the pool. Never blocks on the network, never panics.
     fn on_return(&mut self);

@@ -267,6 +267,12 @@ macro_rules! wings {
                 }
             }
 
+            pub(crate) fn refused_write(&mut self) {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.refused_write(),)+
+                }
+            }
+
             pub(crate) fn abandon_tx(&mut self) {
                 match self {
                     $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.abandon_tx(),)+
@@ -283,6 +289,13 @@ macro_rules! wings {
             pub(crate) fn set_deadline(&mut self, d: Option<std::time::Instant>) {
                 match self {
                     $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.set_deadline(d),)+
+                }
+            }
+
+            #[cfg(feature = "tracing")]
+            pub(crate) fn server_host(&self) -> Option<(std::sync::Arc<str>, u16)> {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.server_host(),)+
                 }
             }
 

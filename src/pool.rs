@@ -77,8 +77,11 @@ impl MiddlewarePool {
             #[cfg(feature = "postgres")]
             Target::Postgres(cfg) => {
                 let mut pg = b.postgres;
-                pg.tls
-                    .raise_to_strictest(&cfg, &b.replicas.replicas, b.replica_ssl);
+                pg.tls.raise_to_strictest(
+                    &cfg,
+                    b.replicas.replicas.iter().map(|(c, _)| c),
+                    b.replica_ssl,
+                );
                 if !b.replicas.replicas.is_empty() {
                     readers = Some(std::sync::Arc::new(
                         crate::postgres::replica::Readers::build(&cfg, &pg, &b.pool, b.replicas)?,
@@ -140,7 +143,10 @@ impl MiddlewarePool {
     ) -> MiddlewarePoolConnection {
         self.counters.live.checkout(wait);
         #[cfg(feature = "tracing")]
-        let trace = self.trace.checkout(span, wait, inner.connection_id());
+        let trace = self
+            .trace
+            .checkout(span, wait, inner.connection_id())
+            .at(inner.server_host());
         #[cfg(not(feature = "tracing"))]
         let trace = self.trace.checkout(span, wait, 0);
         MiddlewarePoolConnection {
@@ -575,6 +581,8 @@ impl MiddlewarePoolConnection {
             }
             if e.kind() == ErrorKind::ConnectionLost {
                 self.inner.lost();
+            } else if e.kind() == ErrorKind::ReadOnly {
+                self.inner.refused_write();
             }
         }
         r

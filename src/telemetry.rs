@@ -95,6 +95,7 @@ mod on {
                 pool: self.clone(),
                 wait_us,
                 id,
+                host: None,
                 scopes: Vec::new(),
             }
         }
@@ -124,7 +125,17 @@ mod on {
         wait_us: u64,
         /// The pooled connection's id (unique in the process).
         id: u64,
+        /// The host and port the connection reached (`None`: the pool's first).
+        host: Option<(Arc<str>, u16)>,
         scopes: Vec<tracing::Span>,
+    }
+
+    impl ConnTrace {
+        /// The connection reached `host` (of the hosts the pool's URL lists).
+        pub(crate) fn at(mut self, host: Option<(Arc<str>, u16)>) -> Self {
+            self.host = host;
+            self
+        }
     }
 
     /// How many rows an operation's result returned or changed, for its span.
@@ -265,8 +276,8 @@ mod on {
                         db.operation.name = operation(sql, s.dialect),
                         db.query.text = sql,
                         db.namespace = s.namespace.as_deref(),
-                        server.address = s.address.as_deref(),
-                        server.port = s.port,
+                        server.address = self.host.as_ref().map(|h| &*h.0).or(s.address.as_deref()),
+                        server.port = self.host.as_ref().map(|h| h.1).or(s.port),
                         db.operation.batch.size = batch.map(|n| n as u64),
                         db.response.returned_rows = Empty,
                         sqlmw.rows_affected = Empty,

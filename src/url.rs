@@ -452,6 +452,7 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
     let mut test_before_acquire = None;
     let mut statement_cache = None;
     let mut tls = crate::postgres::tls::TlsOptions::default();
+    let mut attrs = None;
     let mut timeouts = Vec::new();
     for raw in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = raw.split_once('=').unwrap_or((raw, ""));
@@ -485,6 +486,11 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
                 } else {
                     crate::postgres::tls::Roots::File(value.into())
                 })
+            }
+            // Every libpq value (tokio-postgres knows only any, read-write and read-only);
+            // checked by the middleware as it connects (see `postgres::hosts`).
+            "target_session_attrs" => {
+                attrs = Some(crate::postgres::hosts::SessionAttrs::parse(&value)?)
             }
             "sslcert" => tls.client_cert = Some(value.into()),
             "sslkey" => tls.client_key = Some(value.into()),
@@ -528,6 +534,7 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
     // here rather than at the first connection; the files are read when the pool is built.
     crate::postgres::tls::check(&tls)?;
     b.postgres.tls = tls;
+    b.postgres.attrs = attrs;
     Ok(b)
 }
 

@@ -7,6 +7,7 @@ use deadpool::managed::{Manager, Metrics, RecycleResult};
 use deadpool_postgres::{ClientWrapper, ManagerConfig, RecyclingMethod};
 
 use super::conn::PgConnection;
+use super::hosts::{self, HostBook, HostName, ServerFlags, SessionAttrs};
 use super::stmt::PgStmt;
 use super::tls::{CancelRequest, Connector, TlsOptions};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
@@ -26,6 +27,8 @@ pub(crate) struct PgOptions {
     pub(crate) counters: Arc<crate::pooling::Counters>,
     /// `sslmode` and certificate files.
     pub(crate) tls: TlsOptions,
+    /// `target_session_attrs` as the URL gave it (`None`: the driver configuration's).
+    pub(crate) attrs: Option<SessionAttrs>,
 }
 
 impl Default for PgOptions {
@@ -36,6 +39,7 @@ impl Default for PgOptions {
             statement_cache: super::stmt::StatementCache::Named,
             counters: Arc::default(),
             tls: TlsOptions::default(),
+            attrs: None,
         }
     }
 }
@@ -61,6 +65,12 @@ pub(crate) struct PgClient {
     pub(crate) settings: Option<u64>,
     /// This connection's number, unique in the process (statements remember it).
     pub(crate) id: u64,
+    /// The host it reached.
+    pub(crate) host: HostName,
+    /// What the server reported of its state (see `hosts::ServerFlags`).
+    pub(crate) flags: Arc<ServerFlags>,
+    /// The pool's generation when the connection was opened (see `HostBook::epoch`).
+    epoch: u64,
 }
 
 impl PgClient {
@@ -80,6 +90,13 @@ impl crate::pooling::Pooled for PgClient {
 pub(crate) struct PgManager {
     inner: deadpool_postgres::Manager,
     opts: Arc<PgOptions>,
+    /// The kind of server every connection must reach.
+    pub(crate) attrs: SessionAttrs,
+    /// Each host's bound (connect, startup, check): `connect_timeout`, else with several hosts
+    /// the create timeout shared between them.
+    host_bound: Option<std::time::Duration>,
+    /// The hosts that failed lately, and the connections' generation.
+    pub(crate) book: HostBook,
     /// The connection settings and connector, for connections outside the pool (a `Listener`).
     pub(crate) config: Endpoint,
 }
@@ -104,13 +121,12 @@ impl Manager for PgManager {
     type Error = SqlMiddlewareDbError;
 
     async fn create(&self) -> Result<Box<PgClient>> {
-        let limit = self.config.config.get_connect_timeout().copied();
-        let client = match limit {
-            None => self.inner.create().await?,
-            // Boxed: a connect is rare, and its future is deep.
-            Some(limit) => Box::pin(self.connect_bounded(limit)).await?,
-        };
-        // The opening exchange is part of the connect: bounded by `connect_timeout` too.
+        let epoch = self.book.epoch();
+        let limit = self.host_bound;
+        // Boxed: a connect is rare, and its future is deep.
+        let opened = Box::pin(hosts::connect(&self.config, self.attrs, &self.book, limit)).await?;
+        let client = opened.client;
+        // The opening exchange is part of the connect: bounded by the host's bound too.
         let mut settings = match limit {
             None => opening_settings(&client).await?,
             Some(limit) => tokio::time::timeout(limit, opening_settings(&client))
@@ -119,7 +135,8 @@ impl Manager for PgManager {
                     SqlMiddlewareDbError::new(
                         ErrorKind::ConnectionLost,
                         format!(
-                            "the server did not finish opening the session within connect_timeout ({limit:?})"
+                            "host {} did not finish opening the session within connect_timeout ({limit:?})",
+                            opened.host
                         ),
                     )
                 })??,
@@ -142,6 +159,9 @@ impl Manager for PgManager {
                 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             },
+            host: opened.host,
+            flags: opened.flags,
+            epoch,
         }))
     }
 
@@ -150,6 +170,20 @@ impl Manager for PgManager {
         c: &mut Box<PgClient>,
         metrics: &Metrics,
     ) -> RecycleResult<SqlMiddlewareDbError> {
+        // A pool that wants a writable server never hands out a connection whose server
+        // reported that it stopped being writable, nor one opened before another connection
+        // found that (two atomic loads; no round trip).
+        if self.attrs.wants_writable() {
+            let stopped = c.flags.stopped_writing(self.attrs);
+            if stopped {
+                self.book.server_changed(c.epoch);
+            }
+            if stopped || c.epoch != self.book.epoch() {
+                return Err(deadpool::managed::RecycleError::Message(
+                    "the server stopped accepting writes (read-only or in recovery); the connection is discarded".into(),
+                ));
+            }
+        }
         self.inner
             .recycle(&mut c.client, metrics)
             .await
@@ -190,121 +224,6 @@ async fn opening_settings(
     }))
 }
 
-impl PgManager {
-    /// Connects to the configuration's hosts in order, each within `limit` as a whole: TCP,
-    /// TLS, startup, authentication and the `target_session_attrs` check (tokio-postgres bounds
-    /// only the TCP connect by `connect_timeout`, so a host that accepts and never answers
-    /// would hold the connect, and every host after it, for ever).
-    async fn connect_bounded(&self, limit: std::time::Duration) -> Result<ClientWrapper> {
-        let cfg = &self.config.config;
-        let hosts = cfg.get_hosts().len().max(cfg.get_hostaddrs().len());
-        // `load_balance_hosts=random`: start at a host picked by the clock, then go round.
-        let start = match cfg.get_load_balance_hosts() {
-            tokio_postgres::config::LoadBalanceHosts::Random if hosts > 0 => {
-                usize::try_from(crate::deadline::now_nanos() % hosts as u64).unwrap_or(0)
-            }
-            _ => 0,
-        };
-        let mut last = None;
-        for i in (0..hosts).map(|k| (start + k) % hosts.max(1)) {
-            let one = one_host(cfg, i);
-            let mut task = None;
-            match tokio::time::timeout(limit, self.config.connector.connect(&one, &mut task)).await
-            {
-                Ok(Ok(client)) => {
-                    if let Some(task) = task {
-                        return Ok(ClientWrapper::new(client, task));
-                    }
-                }
-                Ok(Err(e)) => last = Some(SqlMiddlewareDbError::from(e)),
-                Err(_) => {
-                    last = Some(SqlMiddlewareDbError::new(
-                        ErrorKind::ConnectionLost,
-                        format!(
-                            "host {} of the configuration did not complete the connection (TCP, startup, authentication) within connect_timeout ({limit:?})",
-                            i + 1
-                        ),
-                    ));
-                }
-            }
-        }
-        Err(last.unwrap_or_else(|| {
-            SqlMiddlewareDbError::new(
-                ErrorKind::Config,
-                "the Postgres configuration names no host",
-            )
-        }))
-    }
-}
-
-/// Drives a pooled connection's I/O in a task of its own, whose handle it keeps.
-impl super::tls::Driver for &mut Option<tokio::task::JoinHandle<()>> {
-    fn drive<S, T>(self, conn: tokio_postgres::Connection<S, T>)
-    where
-        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-        T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    {
-        *self = Some(tokio::spawn(async move {
-            let _ = conn.await;
-        }));
-    }
-}
-
-/// `cfg` with only its host number `i` (and that host's address and port).
-fn one_host(cfg: &tokio_postgres::Config, i: usize) -> tokio_postgres::Config {
-    use tokio_postgres::config::Host;
-    let mut one = tokio_postgres::Config::new();
-    match cfg.get_hosts().get(i) {
-        Some(Host::Tcp(h)) => {
-            one.host(h);
-        }
-        #[cfg(unix)]
-        Some(Host::Unix(p)) => {
-            one.host_path(p);
-        }
-        None => {}
-    }
-    if let Some(a) = cfg.get_hostaddrs().get(i) {
-        one.hostaddr(*a);
-    }
-    let ports = cfg.get_ports();
-    one.port(ports.get(i).or(ports.first()).copied().unwrap_or(5432));
-    if let Some(u) = cfg.get_user() {
-        one.user(u);
-    }
-    if let Some(p) = cfg.get_password() {
-        one.password(p);
-    }
-    if let Some(d) = cfg.get_dbname() {
-        one.dbname(d);
-    }
-    if let Some(o) = cfg.get_options() {
-        one.options(o);
-    }
-    if let Some(a) = cfg.get_application_name() {
-        one.application_name(a);
-    }
-    if let Some(t) = cfg.get_connect_timeout() {
-        one.connect_timeout(*t);
-    }
-    if let Some(t) = cfg.get_tcp_user_timeout() {
-        one.tcp_user_timeout(*t);
-    }
-    one.ssl_mode(cfg.get_ssl_mode())
-        .ssl_negotiation(cfg.get_ssl_negotiation())
-        .keepalives(cfg.get_keepalives())
-        .keepalives_idle(cfg.get_keepalives_idle())
-        .target_session_attrs(cfg.get_target_session_attrs())
-        .channel_binding(cfg.get_channel_binding());
-    if let Some(t) = cfg.get_keepalives_interval() {
-        one.keepalives_interval(t);
-    }
-    if let Some(n) = cfg.get_keepalives_retries() {
-        one.keepalives_retries(n);
-    }
-    one
-}
-
 /// The first host, port and database of a configuration, for the spans' `server.address`,
 /// `server.port` and `db.namespace`.
 #[cfg(feature = "tracing")]
@@ -343,6 +262,20 @@ pub(crate) fn build_pool(
         RecyclingMethod::Fast
     };
     let connector = super::tls::connector(&opts.tls, &mut cfg)?;
+    let attrs = *opts
+        .attrs
+        .get_or_insert_with(|| SessionAttrs::of_driver(&cfg));
+    // The driver's own check, for connections it makes itself (a `Listener`): the nearest
+    // value it knows.
+    cfg.target_session_attrs(if attrs.wants_writable() {
+        tokio_postgres::config::TargetSessionAttrs::ReadWrite
+    } else {
+        tokio_postgres::config::TargetSessionAttrs::Any
+    });
+    let hosts = cfg.get_hosts().len().max(cfg.get_hostaddrs().len());
+    let host_bound = cfg.get_connect_timeout().copied().or_else(|| {
+        (hosts > 1).then(|| pool.create_timeout / u32::try_from(hosts).unwrap_or(u32::MAX))
+    });
     let manager_config = ManagerConfig { recycling_method };
     let inner = match &connector {
         Connector::Plain => deadpool_postgres::Manager::from_config(
@@ -358,6 +291,9 @@ pub(crate) fn build_pool(
     let manager = PgManager {
         inner,
         opts: Arc::new(opts),
+        attrs,
+        host_bound,
+        book: HostBook::new(hosts),
         config: Endpoint {
             config: cfg,
             connector,

@@ -967,6 +967,21 @@ impl Wing for PgConnection {
         self.in_flight = true;
     }
 
+    /// An operation failed with `ReadOnly` (SQLSTATE 25006): in a pool that wants a writable
+    /// server, the server may have turned read-only or into a standby, so the connection is
+    /// closed: at once outside a transaction (the next operation checks out another, from a
+    /// host that passes the `target_session_attrs` check), else when it goes back.
+    fn refused_write(&mut self) {
+        if !self.pool.manager().attrs.wants_writable() {
+            return;
+        }
+        if self.in_tx || self.needs_rollback || self.in_flight {
+            self.deallocated = true;
+        } else if let Some(obj) = self.obj.take() {
+            drop(deadpool::managed::Object::take(obj));
+        }
+    }
+
     /// The connection goes back to the pool: its statistics join the pool's. Cleaning a
     /// Postgres connection needs a round trip, so [`PgConnection`]'s `Drop` spawns it (or
     /// detaches the connection).
@@ -990,6 +1005,13 @@ impl Wing for PgConnection {
     #[cfg(feature = "tracing")]
     fn connection_id(&self) -> u64 {
         self.obj.as_ref().map_or(0, |o| o.flushed.id())
+    }
+
+    #[cfg(feature = "tracing")]
+    fn server_host(&self) -> Option<(Arc<str>, u16)> {
+        self.obj
+            .as_ref()
+            .map(|o| (Arc::clone(&o.host.address), o.host.port))
     }
 
     fn cache_stats(&self) -> crate::StatementCacheStats {

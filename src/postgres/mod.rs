@@ -9,6 +9,7 @@ pub(crate) mod bulk;
 pub(crate) mod config;
 pub(crate) mod conn;
 pub(crate) mod error;
+pub(crate) mod hosts;
 pub(crate) mod listen;
 pub(crate) mod params;
 pub(crate) mod replica;

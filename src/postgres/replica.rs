@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::config::{PgOptions, build_pool};
 use super::conn::PgConnection;
+use super::hosts::SessionAttrs;
 use crate::deadline::{nanos, now_nanos};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::pooling::{PoolOptions, pool_error};
@@ -16,8 +17,9 @@ use deadpool::managed::{PoolError, TimeoutType};
 /// How a pool with replicas routes its readers.
 #[derive(Debug, Clone)]
 pub(crate) struct ReplicaOptions {
-    /// The replicas' connection settings.
-    pub(crate) replicas: Vec<tokio_postgres::Config>,
+    /// The replicas' connection settings, and their `target_session_attrs` when the URL gave
+    /// one (tokio-postgres does not know every value).
+    pub(crate) replicas: Vec<(tokio_postgres::Config, Option<SessionAttrs>)>,
     /// How long a replica that failed is skipped before it is tried again.
     pub(crate) retry_after: Duration,
     /// With no healthy replica, readers go to the primary (read-only) instead of failing.
@@ -58,8 +60,10 @@ impl WriteClock {
 /// One replica and what the pool knows of its health.
 struct Replica {
     pool: super::Pool,
-    /// `host:port/db`, for status reports (never the password).
+    /// `host:port,…/db`, for status reports (never the password).
     target: String,
+    /// The database name, for the target of the host a status report reached.
+    dbname: String,
     /// Skip it until this time (on the `now_nanos` clock; 0 = healthy).
     down_until: AtomicU64,
 }
@@ -102,19 +106,26 @@ impl std::fmt::Debug for Readers {
     }
 }
 
-/// `host:port/db` of a configuration, for reports.
+/// `host:port,…/db` of a configuration (every host), for reports.
 fn target_of(cfg: &tokio_postgres::Config) -> String {
-    let host = cfg
-        .get_hosts()
-        .first()
-        .map(|h| match h {
-            tokio_postgres::config::Host::Tcp(s) => s.clone(),
-            #[cfg(unix)]
-            tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
-        })
-        .unwrap_or_default();
-    let port = cfg.get_ports().first().copied().unwrap_or(5432);
-    format!("{host}:{port}/{}", cfg.get_dbname().unwrap_or(""))
+    let n = cfg.get_hosts().len().max(cfg.get_hostaddrs().len()).max(1);
+    let hosts: Vec<String> = (0..n)
+        .map(|i| super::hosts::host_name(cfg, i).to_string())
+        .collect();
+    format!("{}/{}", hosts.join(","), cfg.get_dbname().unwrap_or(""))
+}
+
+/// The pool settings of a reader pool on `cfg`: the reader form of its `target_session_attrs`
+/// (`read-write` asks for the primary, since every reader session is read-only by setting).
+fn reader_opts(
+    opts: &PgOptions,
+    cfg: &tokio_postgres::Config,
+    attrs: Option<SessionAttrs>,
+) -> PgOptions {
+    let mut opts = opts.clone();
+    let attrs = attrs.unwrap_or_else(|| SessionAttrs::of_driver(cfg));
+    opts.attrs = Some(attrs.for_readers());
+    opts
 }
 
 /// The same settings, with every transaction of the session read-only: a write sent to a
@@ -141,17 +152,22 @@ impl Readers {
         let built = replicas
             .replicas
             .iter()
-            .map(|cfg| {
+            .map(|(cfg, attrs)| {
                 Ok(Replica {
-                    pool: build_pool(read_only(cfg), opts.clone(), pool)?,
+                    pool: build_pool(read_only(cfg), reader_opts(opts, cfg, *attrs), pool)?,
                     target: target_of(cfg),
+                    dbname: cfg.get_dbname().unwrap_or("").to_owned(),
                     down_until: AtomicU64::new(0),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Self {
             replicas: built,
-            primary: build_pool(read_only(primary), opts.clone(), pool)?,
+            primary: build_pool(
+                read_only(primary),
+                reader_opts(opts, primary, opts.attrs),
+                pool,
+            )?,
             next: AtomicUsize::new(0),
             retry_after: replicas.retry_after,
             fallback_to_primary: replicas.fallback_to_primary,
@@ -254,6 +270,8 @@ impl Replica {
             }
         };
         st.reachable = true;
+        // The host this connection reached, of the replica's hosts.
+        st.target = format!("{}/{}", obj.host, self.dbname);
         // Bytes of WAL the replica has not replayed yet, and how long ago the last replayed
         // transaction committed on the primary (0 when the replica has replayed all it got).
         let row = obj
@@ -293,7 +311,8 @@ fn unreachable(e: &SqlMiddlewareDbError) -> bool {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ReplicaStatus {
-    /// `host:port/database` of the replica.
+    /// `host:port/database` of the host the report reached (every host of the replica's URL,
+    /// comma-separated, when none could be reached).
     pub target: String,
     /// Whether a connection could be had just now.
     pub reachable: bool,

@@ -5,10 +5,14 @@ pub mod backends;
 pub mod expect;
 pub mod fuzz_harness;
 pub mod groups;
+#[cfg(all(feature = "postgres", unix))]
+pub mod ledger;
 #[cfg(feature = "postgres")]
 pub mod pg;
 #[cfg(feature = "postgres-tls")]
 pub mod pg_tls;
+#[cfg(all(feature = "postgres", unix))]
+pub mod pgaf;
 #[cfg(feature = "postgres")]
 pub mod pgbouncer;
 pub mod proxy;

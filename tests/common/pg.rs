@@ -586,6 +586,32 @@ pub fn start_cluster_with(setup: &ClusterSetup) -> Result<Cluster, String> {
     }
 }
 
+/// A private temporary directory for server programs a test runs itself (the HA engine's),
+/// handed to an unprivileged user when the tests run as root (as the throwaway clusters'),
+/// and the directory of the PostgreSQL server programs. Removing it is the caller's job.
+#[cfg(unix)]
+pub struct ServerDir {
+    /// The directory.
+    pub dir: std::path::PathBuf,
+    /// Where `initdb` and `pg_ctl` are.
+    pub bin_dir: std::path::PathBuf,
+    run_as: cluster::RunAs,
+}
+
+#[cfg(unix)]
+impl ServerDir {
+    /// The argument vector that runs `program args...` as the directory's user.
+    pub fn argv(&self, program: &str, args: &[&str]) -> Vec<String> {
+        self.run_as.argv(std::path::Path::new(program), args)
+    }
+}
+
+/// See [`ServerDir`]; the error says what is missing.
+#[cfg(unix)]
+pub fn server_dir(prefix: &str) -> Result<ServerDir, String> {
+    cluster::server_dir(prefix)
+}
+
 /// [`start_throwaway_cluster`] is only implemented on unix.
 #[cfg(not(unix))]
 fn try_start_throwaway_cluster() -> Result<String, String> {
@@ -647,7 +673,7 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
     }
 
     /// Who runs the server programs.
-    enum RunAs {
+    pub(super) enum RunAs {
         /// The current (non-root) user.
         Current,
         /// Another user, through `runuser -u NAME --`.
@@ -658,7 +684,7 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
 
     impl RunAs {
         /// The argument vector that runs `program args...` as this user.
-        fn argv(&self, program: &Path, args: &[&str]) -> Vec<String> {
+        pub(super) fn argv(&self, program: &Path, args: &[&str]) -> Vec<String> {
             let program = program.to_string_lossy().into_owned();
             let mut argv = Vec::new();
             match self {
@@ -932,6 +958,24 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
             return Err("no pg_ctl next to initdb: the cluster cannot be restarted".to_owned());
         }
         Ok(super::Throwaway { url, restart })
+    }
+
+    /// See [`super::server_dir`].
+    pub(super) fn server_dir(prefix: &str) -> Result<super::ServerDir, String> {
+        let bins = find_pg_bins().ok_or(
+            "no PostgreSQL server binaries (initdb plus pg_ctl) in PATH or /usr/lib/postgresql/*/bin",
+        )?;
+        let bin_dir = fs::canonicalize(&bins.initdb)
+            .unwrap_or_else(|_| bins.initdb.clone())
+            .parent()
+            .map(Path::to_path_buf)
+            .ok_or("initdb has no directory")?;
+        let (dir, _, run_as) = private_dir(prefix)?;
+        Ok(super::ServerDir {
+            dir,
+            bin_dir,
+            run_as,
+        })
     }
 
     /// A new private (0700) temporary directory `<prefix>_<pid>_<random>` for a cluster, and

@@ -596,3 +596,52 @@ backend_tests! {
     async fn checkout_slow_and_off(db) { t_checkout_slow_and_off(&db, &cap).await }
     async fn stream_spans(db) { t_stream_spans(&db, &cap).await }
 }
+
+/// Postgres with a URL listing two hosts, the first refusing connections: the statement spans
+/// name the host the connection reached, not the URL's first.
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn postgres_spans_name_the_host_reached() {
+    use tokio_postgres::config::Host;
+    let (_guard, cap) = Capture::install();
+    let base: tokio_postgres::Config = crate::common::pg::base_url().parse().expect("test URL");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut cfg = tokio_postgres::Config::new();
+    cfg.host("127.0.0.1").port(closed);
+    let reached = match &base.get_hosts()[0] {
+        Host::Tcp(h) => {
+            cfg.host(h);
+            h.clone()
+        }
+        #[cfg(unix)]
+        Host::Unix(p) => {
+            cfg.host_path(p);
+            p.display().to_string()
+        }
+    };
+    let port = base.get_ports().first().copied().unwrap_or(5432);
+    cfg.port(port);
+    if let Some(u) = base.get_user() {
+        cfg.user(u);
+    }
+    if let Some(p) = base.get_password() {
+        cfg.password(p);
+    }
+    if let Some(d) = base.get_dbname() {
+        cfg.dbname(d);
+    }
+    let db = ConfigAndPool::postgres_config(cfg)
+        .max_size(1)
+        .build()
+        .await
+        .expect("pool");
+    let mut c = db.get_connection().await.expect("the second host");
+    let sql = "SELECT 1 AS reached";
+    let _: (i32,) = c.query(sql).one().await.expect("select");
+    let s = cap.statement(sql);
+    assert_eq!(field(&s, "server.address"), reached, "{s:#?}");
+    assert_eq!(field(&s, "server.port"), port.to_string(), "{s:#?}");
+}

@@ -27,7 +27,11 @@ mod control;
 #[cfg(feature = "postgres")]
 mod deadlines;
 mod drops;
+#[cfg(all(feature = "postgres", unix))]
+mod failover;
 mod fingerprint;
+#[cfg(feature = "postgres")]
+mod ha;
 mod integrity;
 mod leaks;
 #[cfg(feature = "postgres")]

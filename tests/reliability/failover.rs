@@ -1,0 +1,217 @@
+//! Failover with a real HA engine: pg_auto_failover (a monitor and two nodes with synchronous
+//! replication, started by the test from the Debian package `postgresql-15-auto-failover`,
+//! which `.ci/run` installs), a ledger load of four middleware workers and four raw
+//! tokio-postgres control workers side by side (each an acknowledged `INSERT`, then a
+//! read-back on a checkout of its own), and one fault per test: a planned failover, `kill -9`
+//! of the primary's postmaster, the kill of the whole primary node, the primary frozen
+//! (SIGSTOP) while listed first, and the old primary left up read-only. The pool's URL lists
+//! both nodes with `target_session_attrs=read-write&connect_timeout=1`; its statement timeout
+//! is 1 s.
+//!
+//! Each test prints `failover_<scenario>`: `fault_to_writable_ms` (from the fault until the
+//! new primary accepted writes, the engine's part), and per client (`mw` the middleware, `raw`
+//! the control) `gap_ms` (the longest a worker waited, from then, for its next acknowledged
+//! write), `lost` (acknowledged writes missing from the final primary), `stale_reads`
+//! (read-backs after the failover settled, 2 s after the new primary accepted writes, served by
+//! a read-only server or missing the row) and the write and error counts. The middleware's
+//! figures are asserted: gap within 2 s, nothing lost, no stale read. The scenarios run one at
+//! a time, about 30 s each: `cargo test --all-features --test reliability -- failover::`.
+#![cfg(all(feature = "postgres", unix))]
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sql_middleware::prelude::*;
+
+use crate::common::groups;
+use crate::common::ledger as load;
+use crate::common::pgaf::Formation;
+
+/// The scenarios run one at a time: each loads the machine and measures time.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// What a scenario does to the formation, once the load runs.
+type Fault = Box<dyn FnOnce(&Formation) -> Result<(), String> + Send>;
+
+async fn raw(port: u16) -> tokio_postgres::Client {
+    crate::common::pg::raw_client(&format!("postgres://postgres@127.0.0.1:{port}/postgres")).await
+}
+
+/// Runs the load on a fresh formation (URL hosts in `order`), applies `fault` two seconds in,
+/// waits until a node has accepted writes for five seconds, and checks the figures.
+async fn scenario(name: &str, order: [usize; 2], fault: Fault) {
+    let _group = groups::enter("failover");
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = tokio::task::spawn_blocking(Formation::start)
+        .await
+        .expect("formation")
+        .unwrap_or_else(|e| panic!("cannot start a pg_auto_failover formation: {e}"));
+    let f = Arc::new(f);
+    raw(f.nodes[0].port)
+        .await
+        .batch_execute(
+            "CREATE TABLE ledger (id bigserial PRIMARY KEY, client text, w int); \
+             CREATE TABLE probe (id bigserial PRIMARY KEY)",
+        )
+        .await
+        .expect("tables");
+    let pool = ConfigAndPool::postgres(
+        &f.url(&order, "target_session_attrs=read-write&connect_timeout=1"),
+    )
+    .max_size(4)
+    .statement_timeout(Duration::from_secs(1))
+    .wait_timeout(Duration::from_secs(2))
+    .create_timeout(Duration::from_secs(5))
+    .build()
+    .await
+    .expect("pool");
+    let stop = Arc::new(AtomicBool::new(false));
+    let probes = Arc::new(Mutex::new(vec![Vec::new(); 2]));
+    let prober = tokio::spawn(load::probe(
+        f.nodes.iter().map(|n| n.port).collect(),
+        Arc::clone(&probes),
+        Arc::clone(&stop),
+    ));
+    let mw = tokio::spawn(load::middleware(pool, 4, Arc::clone(&stop)));
+    let hosts = order
+        .iter()
+        .map(|&i| ("127.0.0.1".to_owned(), f.nodes[i].port))
+        .collect();
+    let control = tokio::spawn(load::control(
+        hosts,
+        4,
+        Duration::from_secs(1),
+        Arc::clone(&stop),
+    ));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let fault_at = Instant::now();
+    let ff = Arc::clone(&f);
+    tokio::task::spawn_blocking(move || fault(&ff))
+        .await
+        .expect("fault")
+        .unwrap_or_else(|e| panic!("{name}: the fault could not be applied: {e}"));
+    // Until one node has accepted writes, since after the fault, for five seconds.
+    let limit = Instant::now() + Duration::from_secs(120);
+    let (primary, writable) = loop {
+        let since = load::writable_since(&probes.lock().unwrap());
+        if let Some((i, at)) = since {
+            if at > fault_at && at.elapsed() >= Duration::from_secs(5) {
+                break (i, at);
+            }
+        }
+        assert!(
+            Instant::now() < limit,
+            "{name}: no node accepted writes for 5 s within 120 s of the fault; monitor: {:?}",
+            f.states()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    stop.store(true, Ordering::Relaxed);
+    let (mw, control) = (mw.await.expect("mw"), control.await.expect("control"));
+    prober.await.expect("prober");
+    let found: BTreeSet<i64> = raw(f.nodes[primary].port)
+        .await
+        .query("SELECT id FROM ledger", &[])
+        .await
+        .expect("ledger on the final primary")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let m = load::Figures::of(&mw, writable, &found);
+    let r = load::Figures::of(&control, writable, &found);
+    println!(
+        "failover_{name} final_primary={} fault_to_writable_ms={} {} {}",
+        f.nodes[primary].name,
+        (writable - fault_at).as_millis(),
+        m.line("mw"),
+        r.line("raw")
+    );
+    assert!(
+        m.gap.is_some_and(|g| g <= Duration::from_secs(2)),
+        "{name}: the middleware wrote again {:?} after the new primary accepted writes (None: never)",
+        m.gap
+    );
+    assert_eq!(m.lost, 0, "{name}: acknowledged writes lost");
+    assert_eq!(
+        m.stale, 0,
+        "{name}: stale reads through the primary pool after settling"
+    );
+    drop(f);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn planned_failover() {
+    scenario(
+        "planned",
+        [0, 1],
+        Box::new(|f: &Formation| f.perform_failover()),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_9_of_the_primarys_postmaster() {
+    scenario(
+        "kill9_postmaster",
+        [0, 1],
+        Box::new(|f: &Formation| Formation::signal("KILL", f.postmaster(0)?)),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_of_the_whole_primary_node() {
+    scenario(
+        "kill_node",
+        [0, 1],
+        Box::new(|f: &Formation| Formation::signal("KILL", f.node_group(0))),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hung_primary_listed_first() {
+    scenario(
+        "sigstop_first",
+        [0, 1],
+        Box::new(|f: &Formation| Formation::signal("STOP", f.node_group(0))),
+    )
+    .await;
+}
+
+/// The old primary's keeper stops (so nothing demotes it) and the primary turns read-only
+/// (`default_transaction_read_only=on`, reloaded), then a failover is asked for: the monitor
+/// gives up waiting for the old primary to report its demotion and promotes the other node;
+/// the old primary stays up, read-only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn old_primary_read_only_and_left_up() {
+    scenario(
+        "read_only_left_up",
+        [0, 1],
+        Box::new(|f: &Formation| {
+            for pid in f.keeper_pids(0) {
+                Formation::signal("STOP", pid)?;
+            }
+            let port = f.nodes[0].port;
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?
+                .block_on(async move {
+                    let c = raw(port).await;
+                    c.batch_execute("ALTER SYSTEM SET default_transaction_read_only = on")
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    c.batch_execute("SELECT pg_reload_conf()")
+                        .await
+                        .map_err(|e| e.to_string())
+                })?;
+            // The new primary stays `wait_primary` (its standby is gone), so the command
+            // would wait for a `primary` that never comes.
+            f.ask_failover()
+        }),
+    )
+    .await;
+}
