@@ -349,3 +349,65 @@ async fn connect_errors_name_their_cause() {
     println!("leaks_connect_errors cases=2 wrong={}", wrong.len());
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// A failed password authentication names its cause class ("authentication") in `Display`,
+/// and no error in the chain shows the password that was tried. Against a throwaway cluster
+/// that asks TCP clients for a SCRAM password.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_password_names_authentication_and_never_the_password() {
+    let _group = common::groups::enter("leaks");
+    let cluster = tokio::task::spawn_blocking(|| {
+        common::pg::start_cluster_with(&common::pg::ClusterSetup {
+            settings: vec![("password_encryption".into(), "scram-sha-256".into())],
+            hba: Some("local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n".into()),
+            ..Default::default()
+        })
+    })
+    .await
+    .expect("start task")
+    .unwrap_or_else(|e| panic!("a throwaway cluster is needed for this test: {e}"));
+    let admin = common::pg::raw_client(&cluster.socket_url).await;
+    admin
+        .batch_execute("CREATE ROLE app LOGIN PASSWORD 'right-horse-battery'")
+        .await
+        .expect("role");
+    let tried = "wrong-staple-8c1f";
+    let url = format!(
+        "postgres://app:{tried}@127.0.0.1:{}/postgres?connect_timeout=5&sslmode=disable",
+        cluster.port
+    );
+    let r = async {
+        let db = ConfigAndPool::postgres(&url).max_size(1).build().await?;
+        db.get_connection().await.map(|_| ())
+    }
+    .await;
+    let e = r.expect_err("a wrong password connected");
+    let text = shown(&e);
+    println!(
+        "leaks_authentication kind={:?} display={:?}",
+        e.kind(),
+        e.to_string()
+    );
+    assert!(
+        e.to_string()
+            .to_ascii_lowercase()
+            .contains("authentication"),
+        "the error does not name authentication: {e}"
+    );
+    assert!(
+        !text.contains(tried),
+        "the password shows in the error: {text}"
+    );
+    // The right password connects, so the failure above was the password's.
+    let ok = format!(
+        "postgres://app:right-horse-battery@127.0.0.1:{}/postgres?connect_timeout=5&sslmode=disable",
+        cluster.port
+    );
+    let db = ConfigAndPool::postgres(&ok)
+        .max_size(1)
+        .build()
+        .await
+        .expect("pool");
+    db.get_connection().await.expect("the right password");
+}
