@@ -382,6 +382,7 @@ pub(crate) async fn connect(
     let passes: Vec<SessionAttrs> = passes.to_vec();
     let mut reasons = Vec::new();
     let mut kind = None;
+    let mut last_failure = None;
     let mut reachable: Vec<usize> = order.clone();
     for (p, want) in passes.iter().enumerate() {
         let hosts = if p == 0 {
@@ -428,9 +429,14 @@ pub(crate) async fn connect(
                         kind = Some(e.kind());
                     }
                     reasons.push(format!("host {name}: {e}"));
+                    last_failure = Some(e);
                 }
             }
         }
+    }
+    if let (1, Some(e)) = (reasons.len(), last_failure) {
+        // One host tried, once: its own error, with its code and source chain.
+        return Err(e);
     }
     Err(SqlMiddlewareDbError::new(
         kind.unwrap_or(ErrorKind::Config),
