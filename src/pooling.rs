@@ -231,9 +231,11 @@ where
             if weak.upgrade().is_none_or(|p| p.is_closed()) {
                 return;
             }
-            tokio::select! {
-                () = tokio::time::sleep(every) => {}
-                () = closed => return,
+            let sleep = std::pin::pin!(tokio::time::sleep(every));
+            if let futures_util::future::Either::Right(_) =
+                futures_util::future::select(sleep, closed).await
+            {
+                return;
             }
             let Some(pool) = weak.upgrade() else { return };
             if pool.is_closed() {
