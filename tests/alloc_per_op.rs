@@ -307,7 +307,7 @@ fn allocations_per_lookup() {
         {
             let schema = common::pg::PgSchema::create().await;
             // Both sides on the same transport: the raw client speaks plain text.
-            let url = common::pg::plain_text_url(&schema.url);
+            let url = sql_middleware::bench_support::postgres::plain_text_url(&schema.url);
             let (db, conn) = filled(ConfigAndPool::postgres(&url)).await;
             {
                 let raw_client = common::pg::raw_client(&url).await;

@@ -432,20 +432,6 @@ where
     }
 }
 
-/// `url` with `sslmode=disable` added when it names no `sslmode`: the transport of
-/// [`raw_client`] (plain text), for comparisons that must run both sides the same way (with
-/// `postgres-tls`, the middleware would otherwise use TLS wherever the server offers it).
-pub fn plain_text_url(url: &str) -> String {
-    if url.contains("sslmode") {
-        url.to_owned()
-    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let sep = if url.contains('?') { '&' } else { '?' };
-        format!("{url}{sep}sslmode=disable")
-    } else {
-        format!("{url} sslmode=disable")
-    }
-}
-
 /// Connects with plain `tokio_postgres` (no TLS) to `url` and spawns the connection task on the
 /// current tokio runtime. Handy for assertions from outside the middleware. Panics if the
 /// connection fails.

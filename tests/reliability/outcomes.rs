@@ -324,6 +324,18 @@ async fn postgres_timeout_means_nothing_committed_and_a_raced_commit_is_unknown(
         .expect("drop schema");
 }
 
+/// A pool of one connection from `builder`, and that connection after `schema` ran.
+#[cfg(any(feature = "sqlite", feature = "turso"))]
+async fn one_connection(
+    builder: sql_middleware::PoolBuilder,
+    schema: &str,
+) -> (ConfigAndPool, MiddlewarePoolConnection) {
+    let pool = builder.max_size(1).build().await.expect("pool");
+    let mut conn = pool.get_connection().await.expect("checkout");
+    conn.execute_batch(schema).await.expect("schema");
+    (pool, conn)
+}
+
 #[cfg(any(feature = "sqlite", feature = "turso"))]
 /// What a script stopped at its limit may report: `Timeout` only when none of it committed.
 /// `committed` counts the rows of the script's first part that are in the table afterwards.
@@ -343,15 +355,11 @@ fn script_verdict(r: &Result<(), sql_middleware::SqlMiddlewareDbError>, committe
 async fn sqlite_a_script_stopped_after_a_part_committed_is_never_a_timeout() {
     let _group = groups::enter("outcomes");
     let dir = crate::common::backends::TempDir::new("outcomes_script");
-    let pool = ConfigAndPool::sqlite(dir.path().join("test.db"))
-        .max_size(1)
-        .build()
-        .await
-        .expect("pool");
-    let mut conn = pool.get_connection().await.expect("checkout");
-    conn.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, tag INTEGER, b BLOB)")
-        .await
-        .expect("table");
+    let (_pool, mut conn) = one_connection(
+        ConfigAndPool::sqlite(dir.path().join("test.db")),
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, tag INTEGER, b BLOB)",
+    )
+    .await;
     // First part: one row, committed at once. Then VACUUM on its own. Then a long insert that
     // the limit stops.
     let script = format!(
@@ -386,17 +394,11 @@ async fn sqlite_a_script_stopped_after_a_part_committed_is_never_a_timeout() {
 async fn turso_a_script_stopped_after_a_part_committed_is_never_a_timeout() {
     let _group = groups::enter("outcomes");
     let dir = crate::common::backends::TempDir::new("outcomes_script_turso");
-    let pool = ConfigAndPool::turso(dir.path().join("test.db"))
-        .max_size(1)
-        .build()
-        .await
-        .expect("pool");
-    let mut conn = pool.get_connection().await.expect("checkout");
-    conn.execute_batch(
+    let (_pool, mut conn) = one_connection(
+        ConfigAndPool::turso(dir.path().join("test.db")),
         "CREATE TABLE t (id INTEGER PRIMARY KEY, tag INTEGER); CREATE TABLE s (x INTEGER)",
     )
-    .await
-    .expect("tables");
+    .await;
     let mut values = String::from("INSERT INTO s (x) VALUES (0)");
     for i in 1..400 {
         values.push_str(&format!(", ({i})"));
@@ -440,15 +442,11 @@ async fn turso_a_script_stopped_after_a_part_committed_is_never_a_timeout() {
 async fn turso_a_long_script_stops_between_statements_and_commits_nothing() {
     let _group = groups::enter("outcomes");
     let dir = crate::common::backends::TempDir::new("outcomes_script_turso_steps");
-    let pool = ConfigAndPool::turso(dir.path().join("test.db"))
-        .max_size(1)
-        .build()
-        .await
-        .expect("pool");
-    let mut conn = pool.get_connection().await.expect("checkout");
-    conn.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
-        .await
-        .expect("table");
+    let (_pool, mut conn) = one_connection(
+        ConfigAndPool::turso(dir.path().join("test.db")),
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)",
+    )
+    .await;
     // 300 statements of about 2,000 rows each: seconds in all, a few milliseconds each.
     let one = "INSERT INTO t (v) SELECT hex(zeroblob(50)) FROM \
                (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000) \
