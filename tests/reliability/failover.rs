@@ -39,6 +39,32 @@ async fn raw(port: u16) -> tokio_postgres::Client {
     crate::common::pg::raw_client(&format!("postgres://postgres@127.0.0.1:{port}/postgres")).await
 }
 
+/// Waits (up to 60 s) until the primary on `port` commits synchronously: a standby is in
+/// `sync` or `quorum` state and `synchronous_standby_names` is set. The scenarios promise that
+/// no acknowledged write is lost, which the engine itself keeps only while it replicates
+/// synchronously (pg_auto_failover turns it off while a standby is catching up).
+async fn wait_synchronous(port: u16) -> Duration {
+    let started = Instant::now();
+    let client = raw(port).await;
+    loop {
+        let row = client
+            .query_one(
+                "SELECT current_setting('synchronous_standby_names') <> ''                  AND EXISTS (SELECT 1 FROM pg_stat_replication                              WHERE sync_state IN ('sync', 'quorum') AND state = 'streaming')",
+                &[],
+            )
+            .await
+            .expect("replication state");
+        if row.get::<_, bool>(0) {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the primary on port {port} did not replicate synchronously within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Runs the load on a fresh formation (URL hosts in `order`), applies `fault` two seconds in,
 /// waits until a node has accepted writes for five seconds, and checks the figures.
 async fn scenario(name: &str, order: [usize; 2], fault: Fault) {
@@ -57,6 +83,7 @@ async fn scenario(name: &str, order: [usize; 2], fault: Fault) {
         )
         .await
         .expect("tables");
+    wait_synchronous(f.nodes[0].port).await;
     let pool = ConfigAndPool::postgres(
         &f.url(&order, "target_session_attrs=read-write&connect_timeout=1"),
     )
@@ -86,6 +113,8 @@ async fn scenario(name: &str, order: [usize; 2], fault: Fault) {
         Arc::clone(&stop),
     ));
     tokio::time::sleep(Duration::from_secs(2)).await;
+    // The fault starts from a synchronous pair (see `wait_synchronous`).
+    wait_synchronous(f.nodes[0].port).await;
     let fault_at = Instant::now();
     let ff = Arc::clone(&f);
     tokio::task::spawn_blocking(move || fault(&ff))
