@@ -183,7 +183,7 @@ async fn planned_failover() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_9_of_the_primarys_postmaster() {
     scenario(
-        "kill9_postmaster",
+        "kill_postmaster",
         [0, 1],
         Box::new(|f: &Formation| Formation::signal("KILL", f.postmaster(0)?)),
     )
