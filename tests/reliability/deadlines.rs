@@ -231,17 +231,16 @@ async fn a_stopped_server_costs_each_call_its_limit_and_the_pool_recovers() {
     );
 }
 
-/// A proxy that stops relaying (a silent network path): every limit is the bound, the URL's
-/// `connect_timeout` included, which covers the whole connect (TCP, startup, authentication),
-/// not only the TCP handshake.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_silent_proxy_costs_each_call_its_limit() {
-    let _group = groups::enter("deadlines");
+/// A pool of `max_size` through a fresh relay to the test server, with `limit` as its statement
+/// timeout and checkout wait, and one checkout that has run a first query through it.
+async fn through_relay(
+    max_size: usize,
+    limit: Duration,
+) -> (Relay, ConfigAndPool, MiddlewarePoolConnection) {
     let base: tokio_postgres::Config = crate::common::pg::base_url().parse().expect("test URL");
     let relay = Relay::start(target_of(&base)).await;
-    let limit = Duration::from_millis(400);
     let pool = ConfigAndPool::postgres_config(config_at(&base, relay.addr.port()))
-        .max_size(3)
+        .max_size(max_size)
         .statement_timeout(limit)
         .wait_timeout(limit)
         .build()
@@ -252,6 +251,17 @@ async fn a_silent_proxy_costs_each_call_its_limit() {
         .select()
         .await
         .expect("a first query");
+    (relay, pool, conn)
+}
+
+/// A proxy that stops relaying (a silent network path): every limit is the bound, the URL's
+/// `connect_timeout` included, which covers the whole connect (TCP, startup, authentication),
+/// not only the TCP handshake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_proxy_costs_each_call_its_limit() {
+    let _group = groups::enter("deadlines");
+    let limit = Duration::from_millis(400);
+    let (relay, pool, mut conn) = through_relay(3, limit).await;
     let mut tx_conn = pool.get_connection().await.expect("second checkout");
     let mut tx = tx_conn.begin().await.expect("begin");
     // A transaction dropped without its end: the connection's next `begin` rolls it back first.
@@ -302,6 +312,7 @@ async fn a_silent_proxy_costs_each_call_its_limit() {
     // A pool that has to connect through the silent proxy: the connect (accepted, never
     // answered) is bounded by the URL's `connect_timeout` (seconds), not only its TCP part.
     let connect_limit = Duration::from_secs(1);
+    let base: tokio_postgres::Config = crate::common::pg::base_url().parse().expect("test URL");
     let mut cfg = config_at(&base, relay.addr.port());
     cfg.connect_timeout(connect_limit);
     let fresh = ConfigAndPool::postgres_config(cfg)
@@ -577,21 +588,8 @@ async fn a_second_host_answers_when_the_first_never_does() {
 async fn a_proxy_silent_mid_result_costs_the_stream_its_limit() {
     use futures_util::StreamExt;
     let _group = groups::enter("deadlines");
-    let base: tokio_postgres::Config = crate::common::pg::base_url().parse().expect("test URL");
-    let relay = Relay::start(target_of(&base)).await;
     let limit = Duration::from_millis(500);
-    let pool = ConfigAndPool::postgres_config(config_at(&base, relay.addr.port()))
-        .max_size(2)
-        .statement_timeout(limit)
-        .wait_timeout(limit)
-        .build()
-        .await
-        .expect("pool through the relay");
-    let mut conn = pool.get_connection().await.expect("checkout");
-    conn.query("SELECT 1")
-        .select()
-        .await
-        .expect("a first query");
+    let (relay, _pool, mut conn) = through_relay(2, limit).await;
     let t = Instant::now();
     let mut stream = conn
         .query(
