@@ -260,7 +260,8 @@ async fn t_lifecycle(db: &TestDb) {
     );
 
     let warm = db.builder().max_size(4).min_idle(2).build().await.unwrap();
-    let st = status_until(&warm, |s| s.size >= 2).await;
+    // `size` counts a connection from the moment its opening starts; `created` once it is open.
+    let st = status_until(&warm, |s| s.size >= 2 && s.created >= 2).await;
     assert!(st.size >= 2 && st.created >= 2, "[{k}] min_idle: {st:?}");
     one_query(&warm).await;
     assert_eq!(
