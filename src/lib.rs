@@ -15,9 +15,13 @@
 pub mod decode;
 pub mod error;
 mod interval;
+mod json;
 mod limits;
+mod param;
 pub mod results;
 mod sql;
+#[cfg(feature = "time")]
+mod time_types;
 pub mod translation;
 pub mod value;
 
@@ -70,6 +74,7 @@ mod url;
 #[cfg(feature = "bench")]
 #[doc(hidden)]
 pub mod bench_support;
+pub mod guide;
 pub mod prelude;
 
 pub use config::{ConfigAndPool, DatabaseType, PoolBuilder};
@@ -84,6 +89,11 @@ pub use sql_middleware_derive::FromRow;
 pub type Error = SqlMiddlewareDbError;
 pub use executor::Executor;
 pub use interval::{Interval, ParseIntervalError};
+pub use json::Json;
+pub use param::ToValue;
+/// What [`params!`] expands to; not called directly.
+#[doc(hidden)]
+pub use param::collect_params as __params_collect;
 pub use pool::{MiddlewarePool, MiddlewarePoolConnection, PoolStatus};
 pub use query::{QueryAndParams, QueryBuilder};
 pub use results::{Columns, CustomDbRow, ResultSet};

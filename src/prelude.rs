@@ -4,6 +4,8 @@ pub use crate::config::{ConfigAndPool, DatabaseType, PoolBuilder};
 pub use crate::decode::{FromRow, FromValue, SqlRow};
 pub use crate::error::{ErrorKind, SqlMiddlewareDbError};
 pub use crate::executor::Executor;
+pub use crate::json::Json;
+pub use crate::param::ToValue;
 pub use crate::pool::{MiddlewarePool, MiddlewarePoolConnection};
 pub use crate::query::QueryAndParams;
 pub use crate::results::{CustomDbRow, ResultSet};

@@ -24,6 +24,9 @@ const LAYERS: &[(&str, &[&str])] = &[
             "translation",
             "sql",
             "interval",
+            "json",
+            "param",
+            "time_types",
         ],
     ),
     ("family", &["sqlite_family"]),
@@ -57,7 +60,10 @@ const LAYERS: &[(&str, &[&str])] = &[
             "url",
         ],
     ),
-    ("face", &["lib", "prelude", "bench_support", "drivers"]),
+    (
+        "face",
+        &["lib", "prelude", "guide", "bench_support", "drivers"],
+    ),
 ];
 
 /// The files every wing has; a wing may add extras (SQLite: `offload`, `busy`; Turso: `busy`).

@@ -35,3 +35,4 @@ mod streams;
 mod timeouts;
 mod transactions;
 mod urls;
+mod user_types;

@@ -1,0 +1,17 @@
+//! The guides: the same pages as the repository's `docs/` folder, here so that their examples
+//! are compiled and tested with the crate and can be read offline beside the API.
+
+#[doc = include_str!("../docs/Api.md")]
+pub mod api {}
+
+#[doc = include_str!("../docs/Backends.md")]
+pub mod backends {}
+
+#[doc = include_str!("../docs/Postgres.md")]
+pub mod postgres {}
+
+#[doc = include_str!("../docs/HighAvailability.md")]
+pub mod high_availability {}
+
+#[doc = include_str!("../docs/Observability.md")]
+pub mod observability {}
