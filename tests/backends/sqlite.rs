@@ -11,6 +11,7 @@ use sql_middleware::prelude::*;
 
 use crate::common::backends::{TempDir, one_connection_with_table};
 use crate::common::groups;
+use crate::common::reliability::heartbeat;
 
 /// The database file of a test directory.
 fn db_file(dir: &TempDir) -> std::path::PathBuf {
@@ -19,20 +20,6 @@ fn db_file(dir: &TempDir) -> std::path::PathBuf {
 
 /// A recursive CTE that keeps SQLite busy for a long while (hundreds of ms in a debug build).
 const LONG_QUERY: &str = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT count(*) FROM c";
-
-/// Ticks every 2 ms on the runtime and records how late each tick was.
-fn heartbeat(stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<Vec<Duration>> {
-    tokio::spawn(async move {
-        let mut lateness = Vec::new();
-        let period = Duration::from_millis(2);
-        while !stop.load(Ordering::Relaxed) {
-            let t = Instant::now();
-            tokio::time::sleep(period).await;
-            lateness.push(t.elapsed().saturating_sub(period));
-        }
-        lateness
-    })
-}
 
 fn p99(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -49,7 +36,7 @@ async fn long_statements_do_not_stall_a_single_threaded_runtime() {
         .await
         .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let hb = heartbeat(Arc::clone(&stop));
+    let hb = heartbeat(Arc::clone(&stop), Duration::from_millis(2));
     tokio::task::yield_now().await;
     let mut c = db.get_connection().await.unwrap();
     let t = Instant::now();
@@ -107,7 +94,7 @@ async fn lock_waits_end_in_busy_after_the_timeout_without_stalling_the_runtime()
     tx.query("INSERT INTO t VALUES (1)").dml().await.unwrap();
 
     let stop = Arc::new(AtomicBool::new(false));
-    let hb = heartbeat(Arc::clone(&stop));
+    let hb = heartbeat(Arc::clone(&stop), Duration::from_millis(2));
     let mut w = waiter.get_connection().await.unwrap();
     let t = Instant::now();
     let e = match w.begin().await {

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod backends;
+pub mod cpu;
 pub mod expect;
 pub mod fuzz_harness;
 pub mod groups;

@@ -11,6 +11,7 @@ use futures_util::StreamExt;
 use sql_middleware::prelude::*;
 
 use crate::common::backends::{Kind, Logical, ty};
+use crate::common::cpu::held;
 use crate::common::groups;
 
 /// SQLite: a write stream (`INSERT … RETURNING`) whose statement waits for the write lock
@@ -90,29 +91,6 @@ async fn sqlite_write_stream_dropped_while_waiting_for_a_lock_multi_thread() {
 async fn sqlite_write_stream_dropped_while_waiting_for_a_lock_current_thread() {
     let _group = groups::enter("drops");
     sqlite_write_stream_dropped_while_waiting_for_a_lock("current_thread").await;
-}
-
-/// Time spent by this thread waiting for a CPU (the second field of Linux's
-/// `/proc/thread-self/schedstat`), when the kernel reports it.
-fn runqueue_wait() -> Option<Duration> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns: u64 = s.split_whitespace().nth(1)?.parse().ok()?;
-    Some(Duration::from_nanos(ns))
-}
-
-/// How long `f` held the calling thread: the wall-clock time of the call, less the time the
-/// thread spent waiting for a CPU meanwhile (on a shared machine another process can preempt
-/// any code for milliseconds; that is not time the drop blocked). A drop that waits for a
-/// lock, sleeps or does work counts in full.
-fn held(f: impl FnOnce()) -> Duration {
-    let queued = runqueue_wait();
-    let t = Instant::now();
-    f();
-    let wall = t.elapsed();
-    match (queued, runqueue_wait()) {
-        (Some(a), Some(b)) => wall.saturating_sub(b.saturating_sub(a)),
-        _ => wall,
-    }
 }
 
 /// What the drops of one kind cost: how long each `drop` held the async thread, and the
