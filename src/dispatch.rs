@@ -18,9 +18,6 @@ use crate::stmt_cache::StatementCacheStats;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
 
-#[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "turso")))]
-compile_error!("enable at least one backend feature: sqlite, postgres or turso");
-
 fn other_backend() -> SqlMiddlewareDbError {
     SqlMiddlewareDbError::new(
         ErrorKind::InvalidInput,

@@ -11,106 +11,127 @@
 //   family:   sqlite_family/ (shared by the SQLite and Turso wings)
 //   core:     value, results, decode, error, translation, sql/ (the one SQL scanner)
 
-// core
-pub mod decode;
-pub mod error;
-mod interval;
-mod json;
-mod limits;
-mod param;
-pub mod results;
-mod sql;
-#[cfg(feature = "time")]
-mod time_types;
-pub mod translation;
-pub mod value;
+// No engine is on by default (README, "Install"): a build without one stops here with one
+// error that says what to add, instead of compiling a crate that could open nothing.
+#[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "turso")))]
+compile_error!(
+    "sql-middleware needs at least one engine feature: `sqlite`, `postgres` or `turso` \
+     (for example `cargo add sql-middleware --features sqlite`)"
+);
 
-// the SQLite family, the neutral layer
-mod contract;
-mod deadline;
-mod pooling;
-mod stats;
-#[cfg(feature = "metrics")]
-mod stats_metrics;
-mod stmt_cache;
-mod telemetry;
-#[cfg(feature = "postgres")]
-pub use postgres::listen::{Listener, Notification};
-#[cfg(feature = "postgres")]
-pub use postgres::replica::ReplicaStatus;
-#[cfg(feature = "postgres")]
-pub use postgres::stmt::StatementCache;
-#[cfg(feature = "postgres")]
-pub use postgres::tls::SslMode;
-pub use stats::{ExecStats, PoolStats, WAIT_BUCKET_BOUNDS, WaitStats};
-pub use stmt_cache::StatementCacheStats;
-#[cfg(feature = "serde")]
-pub use url::Config;
-#[cfg(any(feature = "sqlite", feature = "turso"))]
-mod sqlite_family;
+/// Declares the crate's items only when an engine is enabled, so that the error above is the
+/// only one a build without an engine reports.
+macro_rules! with_an_engine {
+    ($($item:item)*) => {
+        $(
+            #[cfg(any(feature = "sqlite", feature = "postgres", feature = "turso"))]
+            $item
+        )*
+    };
+}
 
-// wings
-#[cfg(feature = "postgres")]
-mod postgres;
-#[cfg(feature = "sqlite")]
-mod sqlite;
-#[cfg(feature = "turso")]
-mod turso;
+with_an_engine! {
+    // core
+    pub mod decode;
+    pub mod error;
+    mod interval;
+    mod json;
+    mod limits;
+    mod param;
+    pub mod results;
+    mod sql;
+    #[cfg(feature = "time")]
+    mod time_types;
+    pub mod translation;
+    pub mod value;
 
-// hall
-mod bulk;
-pub mod config;
-mod dispatch;
-pub mod executor;
-pub mod pool;
-pub mod query;
-mod savepoint;
-pub mod statement;
-pub mod stream;
-pub mod transaction;
-mod url;
-
-// face
-#[cfg(feature = "bench")]
-#[doc(hidden)]
-pub mod bench_support;
-pub mod guide;
-pub mod prelude;
-
-pub use config::{ConfigAndPool, DatabaseType, PoolBuilder};
-pub use decode::{ColumnRef, FromRow, FromValue, SqlRow};
-pub use error::{Backend, DecodeError, DriverError, ErrorKind, Result, SqlMiddlewareDbError};
-/// `#[derive(FromRow)]`: named fields by column name, tuple fields by position, with
-/// `#[sql(rename = "..")]`, `#[sql(default)]`, `#[sql(try_from = "T")]` and `#[sql(flatten)]`
-/// (feature `derive`; see the `sql-middleware-derive` crate).
-#[cfg(feature = "derive")]
-pub use sql_middleware_derive::FromRow;
-/// The crate's error type, by its short name.
-pub type Error = SqlMiddlewareDbError;
-pub use executor::Executor;
-pub use interval::{Interval, ParseIntervalError};
-pub use json::Json;
-pub use param::ToValue;
-/// What [`params!`] expands to; not called directly.
-#[doc(hidden)]
-pub use param::collect_params as __params_collect;
-pub use pool::{MiddlewarePool, MiddlewarePoolConnection, PoolStatus};
-pub use query::{QueryAndParams, QueryBuilder};
-pub use results::{Columns, CustomDbRow, ResultSet};
-#[cfg(feature = "sqlite")]
-pub use sqlite::SqliteExecModel;
-pub use statement::PreparedStatement;
-pub use stream::RowStream;
-pub use transaction::Tx;
-pub use translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
-pub use value::{RowValues, ValueRef};
-
-/// The driver crates, re-exported so raw-access code uses the exact versions this crate links.
-pub mod drivers {
-    #[cfg(feature = "sqlite")]
-    pub use ::rusqlite;
+    // the SQLite family, the neutral layer
+    mod contract;
+    mod deadline;
+    mod pooling;
+    mod stats;
+    #[cfg(feature = "metrics")]
+    mod stats_metrics;
+    mod stmt_cache;
+    mod telemetry;
     #[cfg(feature = "postgres")]
-    pub use ::tokio_postgres;
+    pub use postgres::listen::{Listener, Notification};
+    #[cfg(feature = "postgres")]
+    pub use postgres::replica::ReplicaStatus;
+    #[cfg(feature = "postgres")]
+    pub use postgres::stmt::StatementCache;
+    #[cfg(feature = "postgres")]
+    pub use postgres::tls::SslMode;
+    pub use stats::{ExecStats, PoolStats, WAIT_BUCKET_BOUNDS, WaitStats};
+    pub use stmt_cache::StatementCacheStats;
+    #[cfg(feature = "serde")]
+    pub use url::Config;
+    #[cfg(any(feature = "sqlite", feature = "turso"))]
+    mod sqlite_family;
+
+    // wings
+    #[cfg(feature = "postgres")]
+    mod postgres;
+    #[cfg(feature = "sqlite")]
+    mod sqlite;
     #[cfg(feature = "turso")]
-    pub use ::turso;
+    mod turso;
+
+    // hall
+    mod bulk;
+    pub mod config;
+    mod dispatch;
+    pub mod executor;
+    pub mod pool;
+    pub mod query;
+    mod savepoint;
+    pub mod statement;
+    pub mod stream;
+    pub mod transaction;
+    mod url;
+
+    // face
+    #[cfg(feature = "bench")]
+    #[doc(hidden)]
+    pub mod bench_support;
+    pub mod guide;
+    pub mod prelude;
+
+    pub use config::{ConfigAndPool, DatabaseType, PoolBuilder};
+    pub use decode::{ColumnRef, FromRow, FromValue, SqlRow};
+    pub use error::{Backend, DecodeError, DriverError, ErrorKind, Result, SqlMiddlewareDbError};
+    /// `#[derive(FromRow)]`: named fields by column name, tuple fields by position, with
+    /// `#[sql(rename = "..")]`, `#[sql(default)]`, `#[sql(try_from = "T")]` and `#[sql(flatten)]`
+    /// (feature `derive`; see the `sql-middleware-derive` crate).
+    #[cfg(feature = "derive")]
+    pub use sql_middleware_derive::FromRow;
+    /// The crate's error type, by its short name.
+    pub type Error = SqlMiddlewareDbError;
+    pub use executor::Executor;
+    pub use interval::{Interval, ParseIntervalError};
+    pub use json::Json;
+    pub use param::ToValue;
+    /// What [`params!`] expands to; not called directly.
+    #[doc(hidden)]
+    pub use param::collect_params as __params_collect;
+    pub use pool::{MiddlewarePool, MiddlewarePoolConnection, PoolStatus};
+    pub use query::{QueryAndParams, QueryBuilder};
+    pub use results::{Columns, CustomDbRow, ResultSet};
+    #[cfg(feature = "sqlite")]
+    pub use sqlite::SqliteExecModel;
+    pub use statement::PreparedStatement;
+    pub use stream::RowStream;
+    pub use transaction::Tx;
+    pub use translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
+    pub use value::{RowValues, ValueRef};
+
+    /// The driver crates, re-exported so raw-access code uses the exact versions this crate links.
+    pub mod drivers {
+        #[cfg(feature = "sqlite")]
+        pub use ::rusqlite;
+        #[cfg(feature = "postgres")]
+        pub use ::tokio_postgres;
+        #[cfg(feature = "turso")]
+        pub use ::turso;
+    }
 }
