@@ -1,6 +1,7 @@
-//! The hall's pool and connection: [`MiddlewarePool`] and [`MiddlewarePoolConnection`]. Every
-//! operation goes through the transaction bookkeeping here, then through the one dispatch over
-//! the wings (`dispatch.rs`) to the backend's `Wing` (`contract.rs`) implementation.
+//! The pool and its connections: [`MiddlewarePool`] and [`MiddlewarePoolConnection`], the same
+//! types whichever engine the pool was built for. A connection goes back to the pool when it is
+//! dropped, and only in a clean state: never inside a transaction, with a statement still
+//! running, or with session changes left behind.
 
 use crate::config::{DatabaseType, PoolBuilder, Target};
 use crate::decode::FromRow;

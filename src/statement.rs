@@ -1,4 +1,4 @@
-//! [`PreparedStatement`]: a backend-neutral handle on a real prepared statement.
+//! [`PreparedStatement`]: a real prepared statement of the engine, the same type on every engine.
 
 use std::sync::Arc;
 
