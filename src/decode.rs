@@ -85,6 +85,34 @@ pub(crate) fn column_out_of_range(idx: usize, len: usize) -> SqlMiddlewareDbErro
 }
 
 /// Conversion from one result value into a Rust type.
+///
+/// Numbers decode by value, not by the engine's type for them, so the same code reads an
+/// aggregate on every backend (Postgres gives `sum(bigint)` and `avg` as `numeric`, SQLite and
+/// Turso an integer or a real):
+///
+/// | into | from |
+/// |---|---|
+/// | `i8`…`i64`, `u8`…`u64`, `i128`, `u128` | `Int` and `Bool` (0/1); a `Numeric` with no fractional part (`7.00` is 7). A fractional `Numeric`, or a value out of the type's range, is an [`crate::ErrorKind::TypeMismatch`] that says which |
+/// | `f64`, `f32` | `Float`, `Int`, any `Numeric` (the nearest float, as Postgres's `::float8` cast gives it); a finite `Float` beyond `f32`'s range is a `TypeMismatch` |
+/// | [`Decimal`] | `Numeric`, `Int`, a finite `Float` (without its binary noise: `0.1` is `0.1`, as a SQLite `NUMERIC` column reads back), `Text` holding a decimal |
+///
+/// A `Float` never decodes into an integer type, and `Text` never into a number type other than
+/// `Decimal`: SQLite returns text for `min`/`max` of a column with TEXT affinity (such as
+/// `DECIMAL_TEXT`), and those compare as text. `NULL` decodes only into `Option<_>`, so `sum`,
+/// `avg`, `min` and `max` over no rows read as `None`.
+///
+/// ```
+/// use sql_middleware::prelude::*;
+///
+/// # async fn demo(conn: &mut MiddlewarePoolConnection) -> Result<(), SqlMiddlewareDbError> {
+/// // The same line on SQLite, Turso and Postgres.
+/// let (n, total, mean): (i64, Option<i64>, Option<f64>) = conn
+///     .query("SELECT count(*), sum(amount), avg(amount) FROM orders")
+///     .one()
+///     .await?;
+/// # Ok(())
+/// # }
+/// ```
 pub trait FromValue: Sized {
     /// Converts `value`, or says which kind was found instead.
     fn from_value(value: ValueRef<'_>) -> std::result::Result<Self, DecodeError>;

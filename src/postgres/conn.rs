@@ -321,8 +321,7 @@ impl PgConnection {
             }
             let mut rs = collect(&rows, &s.columns)?;
             if s.dml {
-                rs.rows_affected =
-                    u64::try_from(stream.rows_affected().unwrap_or(0)).unwrap_or(u64::MAX);
+                rs.rows_affected = stream.rows_affected().unwrap_or(0);
             }
             Ok(rs)
         }
@@ -340,11 +339,7 @@ impl PgConnection {
         };
         self.in_flight = false;
         let n = r.map_err(map_err)?;
-        Ok(if s.dml {
-            u64::try_from(n).unwrap_or(u64::MAX)
-        } else {
-            0
-        })
+        Ok(if s.dml { n } else { 0 })
     }
 
     async fn optional_once<T: FromRow + Send + 'static>(

@@ -86,7 +86,7 @@ fn run_select(c: &mut Connection, s: &SqliteStmt, p: &[RowValues]) -> Result<Res
     }
     drop(st);
     if s.dml {
-        rs.rows_affected = u64::try_from(c.changes()).unwrap_or(u64::MAX);
+        rs.rows_affected = c.changes();
     }
     Ok(rs)
 }
@@ -102,11 +102,7 @@ fn run_dml(c: &mut Connection, s: &SqliteStmt, p: &[RowValues]) -> Result<u64> {
     }
     drop(st);
     // `changes()` still holds the previous statement's count after DDL: only DML reports one.
-    Ok(if s.dml {
-        u64::try_from(c.changes()).unwrap_or(u64::MAX)
-    } else {
-        0
-    })
+    Ok(if s.dml { c.changes() } else { 0 })
 }
 
 fn run_optional<T: FromRow>(

@@ -291,7 +291,7 @@ impl TursoConn {
         }
         drop(rows);
         if s.dml {
-            rs.rows_affected = u64::try_from(st.n_change()).unwrap_or(u64::MAX);
+            rs.rows_affected = st.n_change();
         }
         Ok(rs)
     }
@@ -340,11 +340,7 @@ impl TursoConn {
             drop(rows);
             st.n_change()
         };
-        Ok(if s.dml {
-            u64::try_from(n).unwrap_or(u64::MAX)
-        } else {
-            0
-        })
+        Ok(if s.dml { n } else { 0 })
     }
 
     async fn optional_once<T: FromRow + Send + 'static>(

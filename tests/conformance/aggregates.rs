@@ -9,7 +9,7 @@ use sql_middleware::prelude::*;
 use sql_middleware::{ErrorKind, SqlRow};
 
 use crate::backend_tests;
-use crate::common::backends::{Kind, TestDb, expect_kind};
+use crate::common::backends::{Kind, Logical, TestDb, expect_kind};
 use crate::helpers::*;
 
 /// The aggregated columns and their type per engine. SQLite and Turso take the declared names
@@ -394,7 +394,41 @@ async fn t_aggregate_beyond_i64(db: &TestDb) {
     }
 }
 
+/// Exact decimals (Postgres `NUMERIC`, SQLite and Turso `DECIMAL_TEXT`: text kept as written).
+/// `sum` and `avg` read the text as numbers on every engine; `min`/`max` on SQLite and Turso
+/// compare the text, as they do for any TEXT-affinity column.
+async fn t_aggregate_of_exact_decimals(db: &TestDb) {
+    let k = db.kind.name();
+    let mut conn = db.conn().await;
+    create_table(db, &mut conn, "dx", &[("d", Logical::Numeric)]).await;
+    for (id, d) in [(1, "9.5"), (2, "10.25"), (3, "-0.125")] {
+        dml(
+            &mut conn,
+            "INSERT INTO dx (id, d) VALUES ($1, $2)",
+            &[RowValues::Int(id), dec(d).into()],
+        )
+        .await;
+    }
+    let (sum, avg, min, max): (Decimal, f64, Decimal, Decimal) = conn
+        .query("SELECT SUM(d), AVG(d), MIN(d), MAX(d) FROM dx")
+        .one()
+        .await
+        .unwrap_or_else(|e| panic!("[{k}] {e}"));
+    assert_eq!(
+        (sum, avg, min),
+        (dec("19.625"), 19.625 / 3.0, dec("-0.125")),
+        "[{k}]"
+    );
+    let want_max = match db.kind {
+        Kind::Postgres => dec("10.25"),
+        // '9.5' > '10.25' as text.
+        Kind::Sqlite | Kind::Turso => dec("9.5"),
+    };
+    assert_eq!(max, want_max, "[{k}] max of exact decimals");
+}
+
 backend_tests! {
     async fn aggregates_decode_alike(db) { t_aggregates_decode_alike(&db).await }
     async fn aggregate_beyond_i64(db) { t_aggregate_beyond_i64(&db).await }
+    async fn aggregate_of_exact_decimals(db) { t_aggregate_of_exact_decimals(&db).await }
 }
