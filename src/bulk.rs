@@ -66,9 +66,7 @@ impl MiddlewarePoolConnection {
             &describe(&target),
             None,
             self.bulk_insert_inner(&target, rows.into_iter()),
-            |n: &u64| {
-                crate::telemetry::Rows::Affected(usize::try_from(*n).unwrap_or(usize::MAX))
-            }
+            |n: &u64| { crate::telemetry::Rows::Affected(*n) }
         )
     }
 

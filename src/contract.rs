@@ -98,7 +98,7 @@ pub(crate) trait Wing {
     async fn select(&mut self, s: &Arc<Self::Stmt>, p: &[RowValues]) -> Result<ResultSet>;
 
     /// Runs the statement and returns the rows it changed (0 for statements other than DML).
-    async fn dml(&mut self, s: &Arc<Self::Stmt>, p: &[RowValues]) -> Result<usize>;
+    async fn dml(&mut self, s: &Arc<Self::Stmt>, p: &[RowValues]) -> Result<u64>;
 
     /// Runs the statement and decodes its first row, if any.
     async fn optional<T: FromRow + Send + 'static>(

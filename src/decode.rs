@@ -5,6 +5,7 @@ use std::borrow::Cow;
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Utc};
 use rust_decimal::Decimal;
+use rust_decimal::prelude::FromPrimitive;
 use uuid::Uuid;
 
 use crate::error::{DecodeError, ErrorKind, Result, SqlMiddlewareDbError};
@@ -84,6 +85,34 @@ pub(crate) fn column_out_of_range(idx: usize, len: usize) -> SqlMiddlewareDbErro
 }
 
 /// Conversion from one result value into a Rust type.
+///
+/// Numbers decode by value, not by the engine's type for them, so the same code reads an
+/// aggregate on every backend (Postgres gives `sum(bigint)` and `avg` as `numeric`, SQLite and
+/// Turso an integer or a real):
+///
+/// | into | from |
+/// |---|---|
+/// | `i8`…`i64`, `u8`…`u64`, `i128`, `u128` | `Int` and `Bool` (0/1); a `Numeric` with no fractional part (`7.00` is 7). A fractional `Numeric`, or a value out of the type's range, is an [`crate::ErrorKind::TypeMismatch`] that says which |
+/// | `f64`, `f32` | `Float`, `Int`, any `Numeric` (the nearest float, as Postgres's `::float8` cast gives it); a finite `Float` beyond `f32`'s range is a `TypeMismatch` |
+/// | [`Decimal`] | `Numeric`, `Int`, a finite `Float` (without its binary noise: `0.1` is `0.1`, as a SQLite `NUMERIC` column reads back), `Text` holding a decimal |
+///
+/// A `Float` never decodes into an integer type, and `Text` never into a number type other than
+/// `Decimal`: SQLite returns text for `min`/`max` of a column with TEXT affinity (such as
+/// `DECIMAL_TEXT`), and those compare as text. `NULL` decodes only into `Option<_>`, so `sum`,
+/// `avg`, `min` and `max` over no rows read as `None`.
+///
+/// ```
+/// use sql_middleware::prelude::*;
+///
+/// # async fn demo(conn: &mut MiddlewarePoolConnection) -> Result<(), SqlMiddlewareDbError> {
+/// // The same line on SQLite, Turso and Postgres.
+/// let (n, total, mean): (i64, Option<i64>, Option<f64>) = conn
+///     .query("SELECT count(*), sum(amount), avg(amount) FROM orders")
+///     .one()
+///     .await?;
+/// # Ok(())
+/// # }
+/// ```
 pub trait FromValue: Sized {
     /// Converts `value`, or says which kind was found instead.
     fn from_value(value: ValueRef<'_>) -> std::result::Result<Self, DecodeError>;
@@ -120,8 +149,55 @@ impl FromValue for i64 {
         match v {
             ValueRef::Int(i) => Ok(i),
             ValueRef::Bool(b) => Ok(i64::from(b)),
+            ValueRef::Numeric(d) => numeric_to_int(d, "i64"),
             other => mismatch("i64", &other),
         }
+    }
+}
+
+/// An integral `Numeric` as an integer type: a fractional value and one out of the type's
+/// range are typed errors that say which. Kept out of line so the `Int` arm stays as cheap as
+/// before.
+#[cold]
+#[inline(never)]
+fn numeric_to_int<T: TryFrom<i128>>(
+    d: Decimal,
+    expected: &'static str,
+) -> std::result::Result<T, DecodeError> {
+    if !d.is_integer() {
+        return Err(DecodeError::new(expected, "Numeric with a fractional part"));
+    }
+    // Integral, so truncating drops only zeros; a 96-bit mantissa always fits in i128.
+    T::try_from(d.as_i128()).map_err(|_| DecodeError::new(expected, "Numeric out of range"))
+}
+
+/// 10^0 ..= 10^22: the powers of ten a double holds exactly.
+const EXACT_POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// A `Numeric` as the nearest `f64`, as PostgreSQL's own `numeric::float8` cast gives it.
+///
+/// Mantissas up to 2^53 with up to 22 decimal places are one correctly rounded division of two
+/// exact doubles; anything else goes through the decimal text, which the standard parser
+/// rounds correctly too.
+#[cold]
+#[inline(never)]
+fn numeric_to_f64(d: Decimal) -> f64 {
+    const EXACT_MANTISSA: u128 = 1 << 53;
+    let m = d.mantissa().unsigned_abs();
+    let scale = d.scale() as usize;
+    let magnitude = if m <= EXACT_MANTISSA && scale < EXACT_POW10.len() {
+        m as f64 / EXACT_POW10[scale]
+    } else {
+        // A decimal's text is always a valid float literal.
+        d.abs().to_string().parse::<f64>().unwrap_or(f64::NAN)
+    };
+    if d.is_sign_negative() {
+        -magnitude
+    } else {
+        magnitude
     }
 }
 
@@ -133,13 +209,25 @@ macro_rules! narrow_int {
                     ValueRef::Int(i) => <$t>::try_from(i)
                         .map_err(|_| DecodeError::new(stringify!($t), "Int out of range")),
                     ValueRef::Bool(b) => Ok(<$t>::from(b)),
+                    ValueRef::Numeric(d) => numeric_to_int(d, stringify!($t)),
                     other => mismatch(stringify!($t), &other),
                 }
             }
         }
     )*};
 }
-narrow_int!(i32, i16, i8, u64, u32, u16, u8);
+narrow_int!(i32, i16, i8, u64, u32, u16, u8, u128);
+
+impl FromValue for i128 {
+    fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {
+        match v {
+            ValueRef::Int(i) => Ok(i128::from(i)),
+            ValueRef::Bool(b) => Ok(i128::from(b)),
+            ValueRef::Numeric(d) => numeric_to_int(d, "i128"),
+            other => mismatch("i128", &other),
+        }
+    }
+}
 
 impl FromValue for f64 {
     #[inline]
@@ -147,6 +235,7 @@ impl FromValue for f64 {
         match v {
             ValueRef::Float(f) => Ok(f),
             ValueRef::Int(i) => Ok(i as f64),
+            ValueRef::Numeric(d) => Ok(numeric_to_f64(d)),
             other => mismatch("f64", &other),
         }
     }
@@ -155,10 +244,39 @@ impl FromValue for f64 {
 impl FromValue for f32 {
     fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {
         match v {
-            ValueRef::Float(f) => Ok(f as f32),
+            ValueRef::Float(f) => {
+                let narrowed = f as f32;
+                if narrowed.is_infinite() && f.is_finite() {
+                    return Err(DecodeError::new("f32", "Float out of range"));
+                }
+                Ok(narrowed)
+            }
             ValueRef::Int(i) => Ok(i as f32),
+            // Every decimal is within f32's range (the largest is about 7.9e28).
+            ValueRef::Numeric(d) => Ok(numeric_to_f32(d)),
             other => mismatch("f32", &other),
         }
+    }
+}
+
+/// A `Numeric` as the nearest `f32` (see [`numeric_to_f64`]; going through `f64` could round
+/// twice).
+#[cold]
+#[inline(never)]
+fn numeric_to_f32(d: Decimal) -> f32 {
+    const EXACT_MANTISSA: u128 = 1 << 24;
+    const EXACT_POW10: [f32; 11] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
+    let m = d.mantissa().unsigned_abs();
+    let scale = d.scale() as usize;
+    let magnitude = if m <= EXACT_MANTISSA && scale < EXACT_POW10.len() {
+        m as f32 / EXACT_POW10[scale]
+    } else {
+        d.abs().to_string().parse::<f32>().unwrap_or(f32::NAN)
+    };
+    if d.is_sign_negative() {
+        -magnitude
+    } else {
+        magnitude
     }
 }
 
@@ -253,12 +371,24 @@ impl FromValue for Decimal {
         match v {
             ValueRef::Numeric(d) => Ok(d),
             ValueRef::Int(i) => Ok(Decimal::from(i)),
+            // As SQLite reads a REAL stored in a NUMERIC column: without the binary noise
+            // (0.1 decodes as 0.1, not 0.1000000000000000055...).
+            ValueRef::Float(f) => float_to_decimal(f),
             ValueRef::Text(s) => s
                 .parse::<Decimal>()
                 .map_err(|_| DecodeError::new("Decimal", "unparsable Text")),
             other => mismatch("Decimal", &other),
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn float_to_decimal(f: f64) -> std::result::Result<Decimal, DecodeError> {
+    if !f.is_finite() {
+        return Err(DecodeError::new("Decimal", "non-finite Float"));
+    }
+    Decimal::from_f64(f).ok_or(DecodeError::new("Decimal", "Float out of range"))
 }
 
 impl FromValue for serde_json::Value {
@@ -424,6 +554,146 @@ mod tests {
         assert_eq!(
             i8::from_value(ValueRef::Int(300)).unwrap_err().found,
             "Int out of range"
+        );
+    }
+
+    fn num(s: &str) -> ValueRef<'static> {
+        ValueRef::Numeric(s.parse().unwrap())
+    }
+
+    #[test]
+    fn integral_numeric_decodes_into_integers() {
+        assert_eq!(i64::from_value(num("42")), Ok(42));
+        assert_eq!(i64::from_value(num("-42")), Ok(-42));
+        // Scale does not matter, only the value: 7.000 is the integer 7.
+        assert_eq!(i64::from_value(num("7.000")), Ok(7));
+        assert_eq!(i32::from_value(num("-7.00")), Ok(-7));
+        assert_eq!(u8::from_value(num("255.0")), Ok(255));
+        // Negative zero is zero, for signed and unsigned types alike.
+        assert_eq!(i64::from_value(num("-0")), Ok(0));
+        assert_eq!(u64::from_value(num("-0.00")), Ok(0));
+        assert_eq!(i64::from_value(num("9223372036854775807")), Ok(i64::MAX));
+        assert_eq!(i64::from_value(num("-9223372036854775808")), Ok(i64::MIN));
+        assert_eq!(u64::from_value(num("18446744073709551615")), Ok(u64::MAX));
+        // The largest decimal fits the 128-bit types.
+        assert_eq!(
+            i128::from_value(ValueRef::Numeric(Decimal::MIN)),
+            Ok(-79_228_162_514_264_337_593_543_950_335)
+        );
+        assert_eq!(
+            u128::from_value(ValueRef::Numeric(Decimal::MAX)),
+            Ok(79_228_162_514_264_337_593_543_950_335)
+        );
+        assert_eq!(
+            i128::from_value(num("18446744073709551614")),
+            Ok(18_446_744_073_709_551_614)
+        );
+        assert_eq!(i128::from_value(ValueRef::Int(-3)), Ok(-3));
+        assert_eq!(u128::from_value(ValueRef::Int(3)), Ok(3));
+        assert_eq!(Option::<i64>::from_value(num("5")), Ok(Some(5)));
+    }
+
+    #[test]
+    fn fractional_or_out_of_range_numeric_is_a_typed_error() {
+        let e = i64::from_value(num("2.5")).unwrap_err();
+        assert_eq!(
+            (e.expected, e.found),
+            ("i64", "Numeric with a fractional part")
+        );
+        // The smallest fraction a decimal holds still counts.
+        let e = i64::from_value(num("1.0000000000000000000000000001")).unwrap_err();
+        assert_eq!(e.found, "Numeric with a fractional part");
+        let e = u64::from_value(num("-0.5")).unwrap_err();
+        assert_eq!(e.found, "Numeric with a fractional part");
+
+        let e = i64::from_value(num("9223372036854775808")).unwrap_err();
+        assert_eq!((e.expected, e.found), ("i64", "Numeric out of range"));
+        let e = i64::from_value(num("-9223372036854775809")).unwrap_err();
+        assert_eq!(e.found, "Numeric out of range");
+        let e = u64::from_value(num("-1")).unwrap_err();
+        assert_eq!((e.expected, e.found), ("u64", "Numeric out of range"));
+        let e = i8::from_value(num("128.00")).unwrap_err();
+        assert_eq!((e.expected, e.found), ("i8", "Numeric out of range"));
+        let e = u128::from_value(num("-1")).unwrap_err();
+        assert_eq!(e.found, "Numeric out of range");
+
+        // Through a row, the error names the column and says which.
+        let r = CustomDbRow::new(
+            Arc::new(Columns::new(vec!["total".into()])),
+            vec![RowValues::Numeric("12.5".parse().unwrap())],
+        );
+        let e = r.try_get::<i64>("total").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TypeMismatch);
+        assert!(
+            e.message().contains("`total`") && e.message().contains("fractional"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn any_numeric_decodes_into_the_nearest_float() {
+        for text in [
+            "0",
+            "0.1",
+            "-0.1",
+            "2.5",
+            "1.005",
+            "123456789.123456789",
+            "9007199254740993",
+            "18446744073709551614",
+            "-79228162514264337593543950335",
+            "0.0000000000000000000000000001",
+            "3.1415926535897932384626433833",
+        ] {
+            let want: f64 = text.parse().unwrap();
+            assert_eq!(f64::from_value(num(text)), Ok(want), "{text} as f64");
+            let want: f32 = text.parse().unwrap();
+            assert_eq!(f32::from_value(num(text)), Ok(want), "{text} as f32");
+        }
+        // Scale does not change the value.
+        assert_eq!(f64::from_value(num("2.50000")), Ok(2.5));
+        let neg_zero = f64::from_value(num("-0")).unwrap();
+        assert_eq!(neg_zero, 0.0);
+        assert_eq!(Option::<f64>::from_value(num("1.5")), Ok(Some(1.5)));
+    }
+
+    #[test]
+    fn floats_and_decimals_cross_checked() {
+        assert_eq!(
+            Decimal::from_value(ValueRef::Float(0.1)),
+            Ok("0.1".parse().unwrap())
+        );
+        assert_eq!(
+            Decimal::from_value(ValueRef::Float(-2.25)),
+            Ok("-2.25".parse().unwrap())
+        );
+        assert_eq!(
+            Decimal::from_value(ValueRef::Float(f64::NAN))
+                .unwrap_err()
+                .found,
+            "non-finite Float"
+        );
+        assert_eq!(
+            Decimal::from_value(ValueRef::Float(1e30))
+                .unwrap_err()
+                .found,
+            "Float out of range"
+        );
+        assert_eq!(
+            f32::from_value(ValueRef::Float(1e300)).unwrap_err().found,
+            "Float out of range"
+        );
+        assert_eq!(
+            f32::from_value(ValueRef::Float(f64::INFINITY)),
+            Ok(f32::INFINITY)
+        );
+        // The fast paths are unchanged.
+        assert_eq!(i64::from_value(ValueRef::Int(-5)), Ok(-5));
+        assert_eq!(f64::from_value(ValueRef::Int(3)), Ok(3.0));
+        assert_eq!(f64::from_value(ValueRef::Float(0.5)), Ok(0.5));
+        assert_eq!(
+            i64::from_value(ValueRef::Float(1.0)).unwrap_err().found,
+            "Float"
         );
     }
 }

@@ -124,7 +124,7 @@ macro_rules! wings {
                 }
             }
 
-            pub(crate) async fn dml(&mut self, h: &StmtHandle, p: &[RowValues]) -> Result<usize> {
+            pub(crate) async fn dml(&mut self, h: &StmtHandle, p: &[RowValues]) -> Result<u64> {
                 match (self, h) {
                     $(#[cfg(feature = $feature)]
                     (ConnInner::$name(c), StmtHandle::$name(s)) => c.dml(s, p).await,)+

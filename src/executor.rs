@@ -18,7 +18,7 @@ use crate::value::RowValues;
 /// ```
 /// use sql_middleware::prelude::*;
 ///
-/// async fn save_user(db: &mut impl Executor, id: i64, name: &str) -> Result<usize, SqlMiddlewareDbError> {
+/// async fn save_user(db: &mut impl Executor, id: i64, name: &str) -> Result<u64, SqlMiddlewareDbError> {
 ///     db.query("INSERT INTO users (id, name) VALUES ($1, $2)")
 ///         .params(&[id.into(), name.into()])
 ///         .dml()

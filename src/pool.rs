@@ -629,7 +629,7 @@ impl MiddlewarePoolConnection {
         h: &StmtHandle,
         p: &[RowValues],
         deadline: Option<Instant>,
-    ) -> Result<usize> {
+    ) -> Result<u64> {
         self.enter().await?;
         self.arm(deadline);
         let r = self.inner.dml(h, p).await;

@@ -88,7 +88,7 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
     }
 
     /// Runs a data-changing statement and returns the number of rows it changed.
-    pub async fn dml(self) -> Result<usize> {
+    pub async fn dml(self) -> Result<u64> {
         let Self {
             conn,
             sql,
@@ -105,7 +105,7 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
                 let h = conn.prepare_handle(sql, translation, deadline).await?;
                 conn.dml(&h, params, deadline).await
             },
-            |n: &usize| crate::telemetry::Rows::Affected(*n)
+            |n: &u64| crate::telemetry::Rows::Affected(*n)
         )
     }
 
@@ -215,7 +215,7 @@ impl QueryAndParams {
     }
 
     /// Runs it as DML on `conn`.
-    pub async fn dml(&self, conn: &mut MiddlewarePoolConnection) -> Result<usize> {
+    pub async fn dml(&self, conn: &mut MiddlewarePoolConnection) -> Result<u64> {
         conn.query(&self.query).params(&self.params).dml().await
     }
 }

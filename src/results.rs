@@ -165,7 +165,7 @@ pub struct ResultSet {
     /// The rows, in the order the engine returned them.
     pub results: Vec<CustomDbRow>,
     /// Rows changed by DML (`INSERT`/`UPDATE`/`DELETE`, also with `RETURNING`). Zero for a plain `SELECT`.
-    pub rows_affected: usize,
+    pub rows_affected: u64,
     columns: Arc<Columns>,
 }
 

@@ -82,14 +82,14 @@ impl<'c> PreparedStatement<'c> {
     }
 
     /// Runs a data-changing statement and returns the number of rows it changed.
-    pub async fn dml(&mut self, params: &[RowValues]) -> Result<usize> {
+    pub async fn dml(&mut self, params: &[RowValues]) -> Result<u64> {
         let deadline = self.conn.deadline(self.timeout);
         traced!(
             self.conn,
             &self.sql,
             None,
             self.conn.dml(&self.handle, params, deadline),
-            |n: &usize| crate::telemetry::Rows::Affected(*n)
+            |n: &u64| crate::telemetry::Rows::Affected(*n)
         )
     }
 
@@ -101,7 +101,7 @@ impl<'c> PreparedStatement<'c> {
 
     /// The former name of [`dml`](Self::dml).
     #[deprecated(since = "0.2.0", note = "use `dml`, the query builder's verb")]
-    pub async fn execute(&mut self, params: &[RowValues]) -> Result<usize> {
+    pub async fn execute(&mut self, params: &[RowValues]) -> Result<u64> {
         self.dml(params).await
     }
 

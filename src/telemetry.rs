@@ -144,7 +144,7 @@ mod on {
         /// Rows returned by a query.
         Returned(usize),
         /// Rows changed by DML.
-        Affected(usize),
+        Affected(u64),
         /// Nothing to report (a script).
         Unknown,
     }
@@ -206,7 +206,7 @@ mod on {
                         span.record("db.response.returned_rows", n as u64);
                     }
                     Rows::Affected(n) => {
-                        span.record("sqlmw.rows_affected", n as u64);
+                        span.record("sqlmw.rows_affected", n);
                     }
                     Rows::Unknown => {}
                 },

@@ -42,6 +42,12 @@ use crate::interval::Interval;
 /// `amount DECIMAL_TEXT`: the text is stored as written and read back as an exact `Numeric`.
 /// `JSON` columns have numeric affinity too; a JSON number reads back as the same `JSON` number.
 ///
+/// Aggregates come back in the engine's own type: on Postgres `count` is `bigint`, `sum` of
+/// `int2`/`int4` is `bigint`, `sum` of `int8` and `avg` of any integer or `numeric` are
+/// `numeric`; on SQLite and Turso they are `Int` or `Float` (a `NUMERIC` column's values are
+/// stored as numbers, so its aggregates are too). [`crate::FromValue`] decodes numbers by value,
+/// so `i64`, `f64` and `Decimal` read them alike on every backend (see its table).
+///
 /// Typed decoding ([`crate::FromValue`]) accepts the stored form too: a `NaiveDateTime` decodes
 /// from a timestamp text, a `Uuid` from text or a 16-byte blob, and so on, whatever the declared type.
 #[derive(Debug, Clone, PartialEq)]

@@ -321,8 +321,7 @@ impl PgConnection {
             }
             let mut rs = collect(&rows, &s.columns)?;
             if s.dml {
-                rs.rows_affected =
-                    usize::try_from(stream.rows_affected().unwrap_or(0)).unwrap_or(usize::MAX);
+                rs.rows_affected = stream.rows_affected().unwrap_or(0);
             }
             Ok(rs)
         }
@@ -331,7 +330,7 @@ impl PgConnection {
         r
     }
 
-    async fn dml_once(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<usize> {
+    async fn dml_once(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<u64> {
         s.check(p)?;
         self.in_flight = true;
         let r = match &s.stmt {
@@ -340,11 +339,7 @@ impl PgConnection {
         };
         self.in_flight = false;
         let n = r.map_err(map_err)?;
-        Ok(if s.dml {
-            usize::try_from(n).unwrap_or(usize::MAX)
-        } else {
-            0
-        })
+        Ok(if s.dml { n } else { 0 })
     }
 
     async fn optional_once<T: FromRow + Send + 'static>(
@@ -775,7 +770,7 @@ impl Wing for PgConnection {
         )
     }
 
-    async fn dml(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<usize> {
+    async fn dml(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<u64> {
         limited!(
             self,
             replanned!(self, s, |s| self.dml_once(s, p)),

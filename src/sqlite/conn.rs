@@ -86,12 +86,12 @@ fn run_select(c: &mut Connection, s: &SqliteStmt, p: &[RowValues]) -> Result<Res
     }
     drop(st);
     if s.dml {
-        rs.rows_affected = usize::try_from(c.changes()).unwrap_or(usize::MAX);
+        rs.rows_affected = c.changes();
     }
     Ok(rs)
 }
 
-fn run_dml(c: &mut Connection, s: &SqliteStmt, p: &[RowValues]) -> Result<usize> {
+fn run_dml(c: &mut Connection, s: &SqliteStmt, p: &[RowValues]) -> Result<u64> {
     let mut st = c.prepare_cached(&s.sql).map_err(map_err)?;
     bind_all(&mut st, p)?;
     if st.column_count() == 0 {
@@ -102,11 +102,7 @@ fn run_dml(c: &mut Connection, s: &SqliteStmt, p: &[RowValues]) -> Result<usize>
     }
     drop(st);
     // `changes()` still holds the previous statement's count after DDL: only DML reports one.
-    Ok(if s.dml {
-        usize::try_from(c.changes()).unwrap_or(usize::MAX)
-    } else {
-        0
-    })
+    Ok(if s.dml { c.changes() } else { 0 })
 }
 
 fn run_optional<T: FromRow>(
@@ -489,7 +485,7 @@ impl Wing for SqliteConn {
         self.run(s, p, run_select).await
     }
 
-    async fn dml(&mut self, s: &Arc<SqliteStmt>, p: &[RowValues]) -> Result<usize> {
+    async fn dml(&mut self, s: &Arc<SqliteStmt>, p: &[RowValues]) -> Result<u64> {
         self.run(s, p, run_dml).await
     }
 

@@ -291,7 +291,7 @@ impl TursoConn {
         }
         drop(rows);
         if s.dml {
-            rs.rows_affected = usize::try_from(st.n_change()).unwrap_or(usize::MAX);
+            rs.rows_affected = st.n_change();
         }
         Ok(rs)
     }
@@ -314,12 +314,12 @@ impl TursoConn {
         self.stmts.clear();
     }
 
-    async fn dml_inner(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<usize> {
+    async fn dml_inner(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<u64> {
         s.check(p)?;
         waiting!(self, self.dml_once(s, p).await)
     }
 
-    async fn dml_once(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<usize> {
+    async fn dml_once(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<u64> {
         let values = to_values(p)?;
         self.in_flight = true;
         let mut st = s.stmt.clone();
@@ -331,7 +331,7 @@ impl TursoConn {
         s: &TursoStmt,
         st: &mut turso::Statement,
         values: Vec<turso::Value>,
-    ) -> Result<usize> {
+    ) -> Result<u64> {
         let n = if s.desc.len() == 0 {
             st.execute(values).await.map_err(map_err)?
         } else {
@@ -340,11 +340,7 @@ impl TursoConn {
             drop(rows);
             st.n_change()
         };
-        Ok(if s.dml {
-            usize::try_from(n).unwrap_or(usize::MAX)
-        } else {
-            0
-        })
+        Ok(if s.dml { n } else { 0 })
     }
 
     async fn optional_once<T: FromRow + Send + 'static>(
@@ -573,7 +569,7 @@ impl Wing for TursoConn {
         waiting!(self, self.select_once(s, p).await)
     }
 
-    async fn dml(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<usize> {
+    async fn dml(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<u64> {
         self.start_limit()?;
         if s.ddl {
             let n = self.dml_inner(s, p).await;

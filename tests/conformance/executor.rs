@@ -7,7 +7,7 @@ use crate::backend_tests;
 use crate::common::backends::{Logical, TestDb};
 use crate::helpers::*;
 
-async fn save(db: &mut impl Executor, id: i64) -> Result<usize, SqlMiddlewareDbError> {
+async fn save(db: &mut impl Executor, id: i64) -> Result<u64, SqlMiddlewareDbError> {
     db.query("INSERT INTO ex (id, v) VALUES ($1, 'x')")
         .params(&[RowValues::Int(id)])
         .dml()

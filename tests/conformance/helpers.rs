@@ -14,7 +14,7 @@ pub async fn batch(conn: &mut Conn, sql: &str) {
         .unwrap_or_else(|e| panic!("execute_batch({sql}) failed: {e:?}"));
 }
 
-pub async fn dml(conn: &mut Conn, sql: &str, params: &[RowValues]) -> usize {
+pub async fn dml(conn: &mut Conn, sql: &str, params: &[RowValues]) -> u64 {
     conn.query(sql)
         .params(params)
         .dml()

@@ -38,7 +38,7 @@ async fn t_long_statements(db: &TestDb) {
     );
     assert_eq!(
         dml(&mut conn, &write(1, n_rows), &[]).await,
-        n_rows as usize,
+        n_rows as u64,
         "[{k}] long insert, autocommit"
     );
     assert_eq!(
@@ -63,7 +63,7 @@ async fn t_long_statements(db: &TestDb) {
         .dml()
         .await
         .unwrap();
-    assert_eq!(changed, n_rows as usize, "[{k}] long insert in a tx");
+    assert_eq!(changed, n_rows as u64, "[{k}] long insert in a tx");
     let (n,): (i64,) = tx.query("SELECT COUNT(*) FROM lt").one().await.unwrap();
     assert_eq!(n, 2 * n_rows + 1, "[{k}] the tx sees its rows");
     tx.commit().await.unwrap();

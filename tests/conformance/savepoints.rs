@@ -16,7 +16,7 @@ async fn ids(conn: &mut Conn) -> Vec<i64> {
     rows.into_iter().map(|r| r.0).collect()
 }
 
-async fn ins(tx: &mut Tx<'_>, id: i64) -> Result<usize, SqlMiddlewareDbError> {
+async fn ins(tx: &mut Tx<'_>, id: i64) -> Result<u64, SqlMiddlewareDbError> {
     tx.query("INSERT INTO sp (id, v) VALUES ($1, 'x')")
         .params(&[RowValues::Int(id)])
         .dml()

@@ -128,7 +128,7 @@ async fn begin_with_row(conn: &mut Conn, a: i64, grp: i64) -> Result<Tx<'_>, Str
     Ok(tx)
 }
 
-async fn ins(conn: &mut Conn, id: i64, grp: i64) -> Result<usize, SqlMiddlewareDbError> {
+async fn ins(conn: &mut Conn, id: i64, grp: i64) -> Result<u64, SqlMiddlewareDbError> {
     conn.query(INS).params(&[id.into(), grp.into()]).dml().await
 }
 

@@ -131,9 +131,9 @@ async fn slot_task(mut conn: MiddlewarePoolConnection, kind: Kind, mut rx: Inbox
                 while let Some((cmd, reply)) = rx.recv().await {
                     let o = match cmd {
                         Cmd::Begin => out(tx.execute_batch("BEGIN").await, |_| Out::Done(0)),
-                        Cmd::Insert(k) => out(tx.query(INS).params(&[k.into()]).dml().await, |n| {
-                            Out::Done(n as u64)
-                        }),
+                        Cmd::Insert(k) => {
+                            out(tx.query(INS).params(&[k.into()]).dml().await, Out::Done)
+                        }
                         Cmd::Select => rows_of(tx.query("SELECT id FROM m")).await,
                         Cmd::Commit => {
                             let o = out(tx.commit().await, |_| Out::Done(0));
@@ -188,9 +188,7 @@ async fn slot_task(mut conn: MiddlewarePoolConnection, kind: Kind, mut rx: Inbox
                 }
                 break 'outer;
             }
-            Cmd::Insert(k) => out(conn.query(INS).params(&[k.into()]).dml().await, |n| {
-                Out::Done(n as u64)
-            }),
+            Cmd::Insert(k) => out(conn.query(INS).params(&[k.into()]).dml().await, Out::Done),
             Cmd::Select => rows_of(conn.query("SELECT id FROM m")).await,
             Cmd::Commit | Cmd::Rollback | Cmd::DropTx => Out::Done(0),
             Cmd::Fault(Fault::BadStatement, _) => {
@@ -251,9 +249,7 @@ async fn raw_panic(conn: &mut MiddlewarePoolConnection, kind: Kind) -> Out {
         };
     }
     let _ = kind;
-    out(conn.query(INS).params(&[]).dml().await, |n| {
-        Out::Done(n as u64)
-    })
+    out(conn.query(INS).params(&[]).dml().await, Out::Done)
 }
 
 // ---- the model ------------------------------------------------------------------------------

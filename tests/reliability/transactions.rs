@@ -54,7 +54,7 @@ async fn setup(db: &TestDb) {
     c.execute_batch(&trigger).await.expect("trigger");
 }
 
-async fn ins(c: &mut Conn, id: i64) -> Result<usize, SqlMiddlewareDbError> {
+async fn ins(c: &mut Conn, id: i64) -> Result<u64, SqlMiddlewareDbError> {
     c.query(INS).params(&[id.into(), "x".into()]).dml().await
 }
 
