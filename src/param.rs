@@ -294,12 +294,12 @@ mod tests {
 
     #[test]
     fn params_macro_reports_the_first_error() {
-        let ok = crate::params![1_i64, "x", None::<bool>].unwrap();
+        let ok = params![1_i64, "x", None::<bool>].unwrap();
         assert_eq!(ok.len(), 3);
-        let err = crate::params![1_i64, u128::MAX, "x"].unwrap_err();
+        let err = params![1_i64, u128::MAX, "x"].unwrap_err();
         assert_eq!(err.kind(), ErrorKind::ParameterType);
         assert!(err.message().contains("u128"), "{err}");
-        let empty = crate::params![].unwrap();
+        let empty = params![].unwrap();
         assert!(empty.is_empty());
     }
 }
