@@ -25,6 +25,7 @@ pub mod value;
 mod contract;
 mod deadline;
 mod pooling;
+mod setup;
 mod stats;
 #[cfg(feature = "metrics")]
 mod stats_metrics;
@@ -54,6 +55,7 @@ mod sqlite;
 mod turso;
 
 // hall
+mod after_connect;
 mod bulk;
 pub mod config;
 mod dispatch;
@@ -72,6 +74,7 @@ mod url;
 pub mod bench_support;
 pub mod prelude;
 
+pub use after_connect::NewConnection;
 pub use config::{ConfigAndPool, DatabaseType, PoolBuilder};
 pub use decode::{ColumnRef, FromRow, FromValue, SqlRow};
 pub use error::{Backend, DecodeError, DriverError, ErrorKind, Result, SqlMiddlewareDbError};

@@ -218,6 +218,10 @@ async fn connect(
         .connect(&config.config, pump)
         .await
         .map_err(super::error::map_err)?;
+    config
+        .after_connect
+        .run(&mut super::conn::PgSetup(&client))
+        .await?;
     let row = client
         .query_one("SELECT pg_backend_pid()", &[])
         .await
