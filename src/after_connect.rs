@@ -56,17 +56,21 @@ impl NewConnection<'_> {
 }
 
 /// The shape of a user's hook: an async function of the new connection.
-pub(crate) type Hook = dyn for<'c, 'x> Fn(&'x mut NewConnection<'c>) -> Pin<Box<dyn Future<Output = Result<()>> + Send + 'x>>
+pub(crate) type Hook = dyn for<'c, 'x> Fn(
+        &'x mut NewConnection<'c>,
+    ) -> Pin<Box<dyn Future<Output = Result<()>> + Send + 'x>>
     + Send
     + Sync;
 
 /// The pool's hook for connections of `backend`: the user's `hook`, handed each new connection.
 pub(crate) fn wrap(backend: DatabaseType, hook: Arc<Hook>) -> AfterConnect {
-    AfterConnect::new(Arc::new(move |conn: &mut dyn Setup| -> BoxFuture<'_, Result<()>> {
-        let hook = Arc::clone(&hook);
-        Box::pin(async move {
-            let mut new = NewConnection { conn, backend };
-            hook(&mut new).await
-        })
-    }))
+    AfterConnect::new(Arc::new(
+        move |conn: &mut dyn Setup| -> BoxFuture<'_, Result<()>> {
+            let hook = Arc::clone(&hook);
+            Box::pin(async move {
+                let mut new = NewConnection { conn, backend };
+                hook(&mut new).await
+            })
+        },
+    ))
 }

@@ -830,7 +830,11 @@ async fn after_connect_runs_on_the_listener_connection() {
         .expect("pool");
     let listener = db.listener().await.expect("listener");
     let pid = listener.backend_pid();
-    assert_eq!(*pids.lock().unwrap(), [i64::from(pid)], "the listener's own");
+    assert_eq!(
+        *pids.lock().unwrap(),
+        [i64::from(pid)],
+        "the listener's own"
+    );
     {
         let mut c = db.get_connection().await.expect("admin");
         c.query("SELECT pg_terminate_backend($1)")
@@ -853,7 +857,11 @@ async fn after_connect_runs_on_the_listener_connection() {
     let mut distinct = pids.clone();
     distinct.sort_unstable();
     distinct.dedup();
-    assert_eq!(distinct.len(), 3, "two listener connections, one admin: {pids:?}");
+    assert_eq!(
+        distinct.len(),
+        3,
+        "two listener connections, one admin: {pids:?}"
+    );
 
     let refusing = ConfigAndPool::postgres(&url)
         .after_connect(|_| {

@@ -338,7 +338,8 @@ async fn after_connect_runs_on_readers_and_on_the_host_reached() {
         b.after_connect(move |conn| {
             let runs = Arc::clone(&runs);
             Box::pin(async move {
-                conn.execute_batch("SET TIME ZONE 'Pacific/Chatham'").await?;
+                conn.execute_batch("SET TIME ZONE 'Pacific/Chatham'")
+                    .await?;
                 let rows = conn
                     .select("SELECT inet_server_port(), pg_is_in_recovery()", &[])
                     .await?;
@@ -364,7 +365,11 @@ async fn after_connect_runs_on_readers_and_on_the_host_reached() {
         assert!(in_recovery(&mut r).await, "a reader on the standby");
         assert_eq!(zone(&mut r).await, "Pacific/Chatham", "the hook ran there");
     }
-    assert_eq!(*runs.lock().unwrap(), [(s, true)], "one run, on the standby");
+    assert_eq!(
+        *runs.lock().unwrap(),
+        [(s, true)],
+        "one run, on the standby"
+    );
     // From here on a session reset runs the hook again too (`pg_is_in_recovery()` and DDL are
     // not plain statements), so the runs are checked by server, and each session by its zone.
     {
@@ -373,7 +378,10 @@ async fn after_connect_runs_on_readers_and_on_the_host_reached() {
         c.execute_batch("CREATE TABLE hooked (id bigint)")
             .await
             .unwrap();
-        c.query("INSERT INTO hooked VALUES (1)").dml().await.unwrap();
+        c.query("INSERT INTO hooked VALUES (1)")
+            .dml()
+            .await
+            .unwrap();
     }
     {
         // Within the read-your-writes window: the primary's read-only pool.
@@ -401,5 +409,9 @@ async fn after_connect_runs_on_readers_and_on_the_host_reached() {
     let mut c = multi.get_connection().await.unwrap();
     assert!(!in_recovery(&mut c).await);
     assert_eq!(zone(&mut c).await, "Pacific/Chatham");
-    assert_eq!(*runs.lock().unwrap(), [(p, false)], "only on the host reached");
+    assert_eq!(
+        *runs.lock().unwrap(),
+        [(p, false)],
+        "only on the host reached"
+    );
 }

@@ -37,8 +37,11 @@ fn counted(db: &TestDb, probe: &Arc<Probe>) -> PoolBuilder {
             }
             conn.execute_batch("CREATE TEMP TABLE IF NOT EXISTS hook_seen (n BIGINT)")
                 .await?;
-            conn.dml("INSERT INTO hook_seen (n) VALUES ($1)", &[RowValues::Int(7)])
-                .await?;
+            conn.dml(
+                "INSERT INTO hook_seen (n) VALUES ($1)",
+                &[RowValues::Int(7)],
+            )
+            .await?;
             let rows = conn.select("SELECT n FROM hook_seen", &[]).await?;
             assert_eq!(rows.results.len(), 1, "one row per connection");
             p.ran.fetch_add(1, Ordering::SeqCst);
@@ -89,7 +92,11 @@ async fn t_runs_once_per_connection(db: &TestDb) {
     }
     let st = pool.status();
     assert_eq!(st.created, 3, "[{k}] {st:?}");
-    assert_eq!(probe.ran.load(Ordering::SeqCst), 3, "[{k}] once per connection");
+    assert_eq!(
+        probe.ran.load(Ordering::SeqCst),
+        3,
+        "[{k}] once per connection"
+    );
 
     let probe = Arc::new(Probe::default());
     let aging = counted(db, &probe)
@@ -102,7 +109,10 @@ async fn t_runs_once_per_connection(db: &TestDb) {
     tokio::time::sleep(Duration::from_millis(250)).await;
     hook_row(&mut aging.get_connection().await.unwrap()).await;
     let st = aging.status();
-    assert!(st.created >= 2 && st.retired_max_lifetime >= 1, "[{k}] {st:?}");
+    assert!(
+        st.created >= 2 && st.retired_max_lifetime >= 1,
+        "[{k}] {st:?}"
+    );
     assert_eq!(
         probe.ran.load(Ordering::SeqCst) as u64,
         st.created,
@@ -151,7 +161,11 @@ async fn t_error_fails_that_connection(db: &TestDb) {
         assert!(e.message().contains("the hook says no"), "[{k}] {e:?}");
     }
     let st = status_until(&pool, |s| s.size == 0).await;
-    assert_eq!((st.size, st.created), (0, 0), "[{k}] nothing leaked: {st:?}");
+    assert_eq!(
+        (st.size, st.created),
+        (0, 0),
+        "[{k}] nothing leaked: {st:?}"
+    );
 
     probe.fail.store(false, Ordering::SeqCst);
     probe.slow.store(true, Ordering::SeqCst);
@@ -238,8 +252,11 @@ async fn t_hook_state_is_the_clean_state(db: &TestDb) {
                 conn.execute_batch(&set_sql(kind, mine)).await?;
                 conn.execute_batch("CREATE TEMP TABLE IF NOT EXISTS hook_seen (n BIGINT)")
                     .await?;
-                conn.dml("INSERT INTO hook_seen (n) VALUES ($1)", &[RowValues::Int(7)])
-                    .await?;
+                conn.dml(
+                    "INSERT INTO hook_seen (n) VALUES ($1)",
+                    &[RowValues::Int(7)],
+                )
+                .await?;
                 p.ran.fetch_add(1, Ordering::SeqCst);
                 Ok(())
             })
@@ -249,7 +266,11 @@ async fn t_hook_state_is_the_clean_state(db: &TestDb) {
         .unwrap();
 
     let mut c = pool.get_connection().await.unwrap();
-    assert_eq!(setting(kind, &mut c).await, mine, "[{k}] the hook's setting");
+    assert_eq!(
+        setting(kind, &mut c).await,
+        mine,
+        "[{k}] the hook's setting"
+    );
     // A borrower changes the setting.
     c.execute_batch(&set_sql(kind, theirs)).await.unwrap();
     assert_eq!(setting(kind, &mut c).await, theirs, "[{k}]");
@@ -271,7 +292,10 @@ async fn t_hook_state_is_the_clean_state(db: &TestDb) {
     assert_eq!(setting(kind, &mut c).await, mine, "[{k}]");
     assert_eq!(hook_row(&mut c).await, 7, "[{k}] the hook's table, one row");
     let gone = c.query("SELECT x FROM borrowed").select().await;
-    assert!(gone.is_err(), "[{k}] the borrower's table is gone: {gone:?}");
+    assert!(
+        gone.is_err(),
+        "[{k}] the borrower's table is gone: {gone:?}"
+    );
     drop(c);
     let st = status_until(&pool, |s| s.available == 1).await;
     assert_eq!(st.size, 1, "[{k}] {st:?}");
