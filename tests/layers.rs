@@ -2,8 +2,8 @@
 //!
 //! face (lib, prelude, bench_support) → hall (config, dispatch, pool, query, statement,
 //! stream, transaction, after_connect) → wings (sqlite, postgres, turso) → neutral (contract,
-//! pooling, setup) →
-//! SQLite family (sqlite_family) → core (value, results, decode, error, translation, sql).
+//! pooling, setup) → SQLite family (sqlite_family) → core (value, results, decode, error,
+//! translation, sql).
 //!
 //! Every `crate::…` path outside comments and unit tests must point to the same top-level module
 //! or to a lower layer; a wing never names another wing; the core modules and the neutral ones

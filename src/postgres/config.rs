@@ -132,9 +132,8 @@ impl Manager for PgManager {
         let opened = Box::pin(hosts::connect(&self.config, self.attrs, &self.book, limit)).await?;
         let client = opened.client;
         // Before the settings are counted: a library the hook loads is part of the fresh session.
-        self.opts
-            .after_connect
-            .run(&mut super::conn::PgSetup(&client))
+        super::conn::PgSetup(&client)
+            .run(&self.opts.after_connect)
             .await?;
         // The opening exchange is part of the connect: bounded by the host's bound too.
         let mut settings = match limit {

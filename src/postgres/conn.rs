@@ -1036,6 +1036,28 @@ impl Wing for PgConnection {
 pub(crate) struct PgSetup<'a>(pub(crate) &'a tokio_postgres::Client);
 
 impl PgSetup<'_> {
+    /// Runs `hook` on the connection, which must then be outside any transaction (a
+    /// `SAVEPOINT` is refused there, with `25P01`).
+    pub(crate) async fn run(mut self, hook: &crate::setup::AfterConnect) -> Result<()> {
+        if !hook.is_set() {
+            return Ok(());
+        }
+        hook.run(&mut self).await?;
+        match self.0.simple_query("SAVEPOINT sqlmw_after_connect").await {
+            Err(e)
+                if e.code()
+                    == Some(&tokio_postgres::error::SqlState::NO_ACTIVE_SQL_TRANSACTION) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(map_err(e)),
+            Ok(_) => Err(SqlMiddlewareDbError::new(
+                ErrorKind::TransactionState,
+                "the after_connect hook left a transaction open; the connection is closed",
+            )),
+        }
+    }
+
     async fn prepared(&self, sql: &str) -> Result<tokio_postgres::Statement> {
         crate::sql::reject_nul(sql)?;
         let sql = translate_placeholders(sql, PlaceholderStyle::Postgres);
@@ -1217,9 +1239,9 @@ impl Drop for PgConnection {
                             forget_changed_session(obj);
                             ok = reset_session(obj).await;
                             // The reset undid the `after_connect` hook's work too: it runs again.
-                            let hook = &obj.opts.after_connect;
-                            if ok && hook.is_set() {
-                                ok = hook.run(&mut PgSetup(&obj.client)).await.is_ok();
+                            if ok {
+                                let hook = &obj.opts.after_connect;
+                                ok = PgSetup(&obj.client).run(hook).await.is_ok();
                             }
                         }
                         ok

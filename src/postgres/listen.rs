@@ -218,9 +218,8 @@ async fn connect(
         .connect(&config.config, pump)
         .await
         .map_err(super::error::map_err)?;
-    config
-        .after_connect
-        .run(&mut super::conn::PgSetup(&client))
+    super::conn::PgSetup(&client)
+        .run(&config.after_connect)
         .await?;
     let row = client
         .query_one("SELECT pg_backend_pid()", &[])

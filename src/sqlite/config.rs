@@ -240,7 +240,7 @@ impl SqliteManager {
 
 /// Whether every commit on this file database waits for the disk (an fsync): true unless
 /// `synchronous` is `OFF`, or `NORMAL` in WAL mode (which syncs only at checkpoints).
-fn commits_sync(conn: &Connection) -> Result<bool> {
+pub(super) fn commits_sync(conn: &Connection) -> Result<bool> {
     let level: i64 = conn
         .query_row("PRAGMA synchronous", [], |r| r.get(0))
         .map_err(super::error::map_err)?;

@@ -200,6 +200,20 @@ async fn t_error_fails_that_connection(db: &TestDb) {
         ErrorKind::Syntax,
     );
     assert_eq!(status_until(&bad, |s| s.size == 0).await.size, 0, "[{k}]");
+
+    // A hook that leaves a transaction open: the connection is not handed out inside it.
+    let open = db
+        .builder()
+        .after_connect(|conn| Box::pin(async move { conn.execute_batch("BEGIN").await }))
+        .build()
+        .await
+        .unwrap();
+    expect_kind(
+        &format!("[{k}] a hook that leaves a transaction open"),
+        open.get_connection().await,
+        ErrorKind::TransactionState,
+    );
+    assert_eq!(status_until(&open, |s| s.size == 0).await.size, 0, "[{k}]");
 }
 
 /// A setting, as the hook and a borrower set it and as it is read back.
