@@ -645,6 +645,10 @@ impl PoolBuilder {
     ///   again after each such reset: write it so that running it twice is harmless (`SET`,
     ///   `CREATE TEMP TABLE IF NOT EXISTS`). A connection is reset only when its borrower ran
     ///   something other than plain queries and DML, or used raw access.
+    /// - **Postgres readers** run every session read-only (`default_transaction_read_only`): a
+    ///   hook of a pool with replicas must not write there (`SHOW transaction_read_only` tells).
+    ///   Behind a transaction-mode pooler (PgBouncer) a server session is not one connection's,
+    ///   so session state set by the hook does not stay with the connection.
     /// - **Statistics.** The hook's statements are not counted in [`crate::PoolStats`] (statement
     ///   cache hits and misses, SQLite's execution counts), and have no spans; connections it
     ///   failed to open are not counted as `created`.
