@@ -132,9 +132,10 @@ impl Manager for PgManager {
         let opened = Box::pin(hosts::connect(&self.config, self.attrs, &self.book, limit)).await?;
         let client = opened.client;
         // Before the settings are counted: a library the hook loads is part of the fresh session.
-        super::conn::PgSetup(&client)
-            .run(&self.opts.after_connect)
-            .await?;
+        if self.opts.after_connect.is_set() {
+            // Boxed, as the connect: the hook's future must not grow every checkout's future.
+            Box::pin(super::conn::PgSetup(&client).run(&self.opts.after_connect)).await?;
+        }
         // The opening exchange is part of the connect: bounded by the host's bound too.
         let mut settings = match limit {
             None => opening_settings(&client).await?,

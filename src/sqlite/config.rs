@@ -278,7 +278,10 @@ impl Manager for SqliteManager {
                 })??,
             Err(_) => Self::open_retrying(&path, flags, &opts).map(Box::new)?,
         };
-        conn.set_up(&self.opts.after_connect).await?;
+        if self.opts.after_connect.is_set() {
+            // Boxed: the hook's future must not grow every checkout's future.
+            Box::pin(conn.set_up(&self.opts.after_connect)).await?;
+        }
         Ok(conn)
     }
 

@@ -82,7 +82,10 @@ impl Manager for TursoManager {
             let _ = self.opts.baseline.set(fresh);
         }
         let mut conn = Box::new(TursoConn::new(conn, Arc::clone(&self.opts)));
-        conn.set_up(&self.opts.after_connect).await?;
+        if self.opts.after_connect.is_set() {
+            // Boxed: the hook's future must not grow every checkout's future.
+            Box::pin(conn.set_up(&self.opts.after_connect)).await?;
+        }
         Ok(conn)
     }
 
