@@ -626,6 +626,85 @@ impl PoolBuilder {
         self
     }
 
+    /// Runs `hook` once on each connection the pool opens, before any checkout uses it: the
+    /// pool's own connections (replacements and those `min_idle` keeps open included), on
+    /// Postgres also the readers' (replicas and the primary's read-only pool) and each
+    /// [`Listener`](crate::Listener)'s, on whichever host a multi-host URL reached. The hook
+    /// gets a [`NewConnection`](crate::NewConnection) to run SQL on, the same on every backend.
+    ///
+    /// - **Errors.** An error returned by the hook (or the hook running past the
+    ///   [create timeout](Self::create_timeout), which then fails with
+    ///   [`ErrorKind::PoolTimeout`]) fails that connection's opening: the checkout that asked for
+    ///   it gets the hook's error, kind and message unchanged, and the connection is closed. The
+    ///   pool stays usable, and the next checkout opens a connection again.
+    /// - **The clean state.** What the hook sets is what the pool puts a connection back to
+    ///   between borrowers. On SQLite and Turso, settings a borrower changes are restored to the
+    ///   values the hook left, and a connection holding more than the hook left (a temporary
+    ///   table of its own, say) is closed and replaced. On Postgres, resetting a borrower's
+    ///   session (`RESET ALL`, `DISCARD TEMP`, …) undoes the hook's work too, so the hook runs
+    ///   again after each such reset: write it so that running it twice is harmless (`SET`,
+    ///   `CREATE TEMP TABLE IF NOT EXISTS`). A connection is reset only when its borrower ran
+    ///   something other than plain queries and DML, or used raw access.
+    /// - **Postgres readers** run every session read-only (`default_transaction_read_only`): a
+    ///   hook of a pool with replicas must not write there (`SHOW transaction_read_only` tells).
+    ///   Behind a transaction-mode pooler (PgBouncer) a server session is not one connection's,
+    ///   so session state set by the hook does not stay with the connection.
+    /// - **Statistics.** The hook's statements are not counted in [`crate::PoolStats`] (statement
+    ///   cache hits and misses, SQLite's execution counts), and have no spans; connections it
+    ///   failed to open are not counted as `created`.
+    ///
+    /// Setting a hook again replaces the previous one.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), sql_middleware::SqlMiddlewareDbError> {
+    /// use sql_middleware::prelude::*;
+    ///
+    /// let db = ConfigAndPool::sqlite_memory()
+    ///     .after_connect(|conn| {
+    ///         Box::pin(async move {
+    ///             match conn.database_type() {
+    ///                 DatabaseType::Postgres => conn.execute_batch("SET TIME ZONE 'UTC'").await?,
+    ///                 _ => conn.execute_batch("PRAGMA cache_size = -8000").await?,
+    ///             }
+    ///             conn.execute_batch("CREATE TEMP TABLE IF NOT EXISTS scratch (k TEXT, v TEXT)")
+    ///                 .await?;
+    ///             conn.dml("INSERT INTO scratch VALUES ($1, $2)", &["opened".into(), "yes".into()])
+    ///                 .await?;
+    ///             let rows = conn.select("SELECT count(*) FROM scratch", &[]).await?;
+    ///             assert_eq!(rows.results.len(), 1);
+    ///             Ok(())
+    ///         })
+    ///     })
+    ///     .build()
+    ///     .await?;
+    /// let mut conn = db.get_connection().await?;
+    /// let (v,): (String,) = conn.query("SELECT v FROM scratch WHERE k = 'opened'").one().await?;
+    /// assert_eq!(v, "yes");
+    /// # Ok(()) }
+    /// ```
+    pub fn after_connect<F>(mut self, hook: F) -> Self
+    where
+        F: for<'c, 'x> Fn(
+                &'x mut crate::NewConnection<'c>,
+            ) -> std::pin::Pin<
+                Box<dyn std::future::Future<Output = Result<()>> + Send + 'x>,
+            > + Send
+            + Sync
+            + 'static,
+    {
+        let backend = match &self.target {
+            #[cfg(feature = "sqlite")]
+            Target::Sqlite(_) => DatabaseType::Sqlite,
+            #[cfg(feature = "postgres")]
+            Target::Postgres(_) => DatabaseType::Postgres,
+            #[cfg(feature = "turso")]
+            Target::Turso(_) => DatabaseType::Turso,
+        };
+        self.pool.after_connect = crate::after_connect::wrap(backend, std::sync::Arc::new(hook));
+        self
+    }
+
     /// Makes [`Self::build`] open a first connection before it returns, retrying with
     /// backoff (50 ms, doubling up to 1 s) while it fails, for at most `bound`; then `build`
     /// fails with the driver's last error. For services that start beside their database.

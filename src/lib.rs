@@ -49,6 +49,7 @@ with_an_engine! {
     mod contract;
     mod deadline;
     mod pooling;
+    mod setup;
     mod stats;
     #[cfg(feature = "metrics")]
     mod stats_metrics;
@@ -78,6 +79,7 @@ with_an_engine! {
     mod turso;
 
     // hall
+    mod after_connect;
     mod bulk;
     pub mod config;
     mod dispatch;
@@ -97,6 +99,7 @@ with_an_engine! {
     pub mod guide;
     pub mod prelude;
 
+    pub use after_connect::NewConnection;
     pub use config::{ConfigAndPool, DatabaseType, PoolBuilder};
     pub use decode::{ColumnRef, FromRow, FromValue, SqlRow};
     pub use error::{Backend, DecodeError, DriverError, ErrorKind, Result, SqlMiddlewareDbError};

@@ -31,6 +31,8 @@ pub(crate) struct PoolOptions {
     pub(crate) statement_timeout: Option<Duration>,
     /// What the pool did with its connections; shared with the built pool.
     pub(crate) counters: Arc<Counters>,
+    /// Run on each connection the pool opens (see `setup.rs`).
+    pub(crate) after_connect: crate::setup::AfterConnect,
 }
 
 /// Counts of what a pool did with its connections (reported in [`PoolStatus`]).
@@ -131,6 +133,7 @@ impl Default for PoolOptions {
             min_idle: 0,
             statement_timeout: None,
             counters: Arc::default(),
+            after_connect: Default::default(),
         }
     }
 }

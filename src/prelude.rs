@@ -1,5 +1,6 @@
 //! The names most programs need: `use sql_middleware::prelude::*;`.
 
+pub use crate::after_connect::NewConnection;
 pub use crate::config::{ConfigAndPool, DatabaseType, PoolBuilder};
 pub use crate::decode::{FromRow, FromValue, SqlRow};
 pub use crate::error::{ErrorKind, SqlMiddlewareDbError};

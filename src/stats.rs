@@ -213,6 +213,15 @@ impl Flushed {
         self.id
     }
 
+    /// Takes what the connection did so far as already added: the pool's own work on a new
+    /// connection (its `after_connect` hook) stays out of the totals. (Postgres runs its hook
+    /// outside the statement cache, with nothing to skip.)
+    #[cfg(any(feature = "sqlite", feature = "turso"))]
+    pub(crate) fn skip(&mut self, cache: StatementCacheStats, exec: ExecStats) {
+        self.cache = cache;
+        self.exec = exec;
+    }
+
     /// Adds what the connection did since the last flush (its counters are cumulative) to
     /// `live`.
     pub(crate) fn flush(&mut self, live: &Live, cache: StatementCacheStats, exec: ExecStats) {

@@ -1,8 +1,9 @@
 //! The crate's layers, checked on its source (docs/Design.md, "Layers"):
 //!
 //! face (lib, prelude, bench_support) → hall (config, dispatch, pool, query, statement,
-//! stream, transaction) → wings (sqlite, postgres, turso) → neutral (contract, pooling) →
-//! SQLite family (sqlite_family) → core (value, results, decode, error, translation, sql).
+//! stream, transaction, after_connect) → wings (sqlite, postgres, turso) → neutral (contract,
+//! pooling, setup) → SQLite family (sqlite_family) → core (value, results, decode, error,
+//! translation, sql).
 //!
 //! Every `crate::…` path outside comments and unit tests must point to the same top-level module
 //! or to a lower layer; a wing never names another wing; the core modules and the neutral ones
@@ -40,12 +41,14 @@ const LAYERS: &[(&str, &[&str])] = &[
             "stats_metrics",
             "deadline",
             "telemetry",
+            "setup",
         ],
     ),
     ("wings", &["sqlite", "postgres", "turso"]),
     (
         "hall",
         &[
+            "after_connect",
             "bulk",
             "config",
             "dispatch",

@@ -29,6 +29,8 @@ pub(crate) struct PgOptions {
     pub(crate) tls: TlsOptions,
     /// `target_session_attrs` as the URL gave it (`None`: the driver configuration's).
     pub(crate) attrs: Option<SessionAttrs>,
+    /// Run on each connection the pool opens, and again after a session reset.
+    pub(crate) after_connect: crate::setup::AfterConnect,
 }
 
 impl Default for PgOptions {
@@ -40,6 +42,7 @@ impl Default for PgOptions {
             counters: Arc::default(),
             tls: TlsOptions::default(),
             attrs: None,
+            after_connect: Default::default(),
         }
     }
 }
@@ -106,6 +109,8 @@ pub(crate) struct PgManager {
 pub(crate) struct Endpoint {
     pub(crate) config: tokio_postgres::Config,
     pub(crate) connector: Connector,
+    /// Run on each connection made (a `Listener`'s too).
+    pub(crate) after_connect: crate::setup::AfterConnect,
 }
 
 impl std::fmt::Debug for PgManager {
@@ -126,6 +131,11 @@ impl Manager for PgManager {
         // Boxed: a connect is rare, and its future is deep.
         let opened = Box::pin(hosts::connect(&self.config, self.attrs, &self.book, limit)).await?;
         let client = opened.client;
+        // Before the settings are counted: a library the hook loads is part of the fresh session.
+        if self.opts.after_connect.is_set() {
+            // Boxed, as the connect: the hook's future must not grow every checkout's future.
+            Box::pin(super::conn::PgSetup(&client).run(&self.opts.after_connect)).await?;
+        }
         // The opening exchange is part of the connect: bounded by the host's bound too.
         let mut settings = match limit {
             None => opening_settings(&client).await?,
@@ -246,6 +256,7 @@ pub(crate) fn build_pool(
     pool: &PoolOptions,
 ) -> Result<super::Pool> {
     opts.counters = Arc::clone(&pool.counters);
+    opts.after_connect = pool.after_connect.clone();
     if cfg.get_hosts().is_empty() {
         return Err(SqlMiddlewareDbError::new(
             ErrorKind::Config,
@@ -297,6 +308,7 @@ pub(crate) fn build_pool(
         config: Endpoint {
             config: cfg,
             connector,
+            after_connect: pool.after_connect.clone(),
         },
     };
     pooling::build(manager, pool, true)

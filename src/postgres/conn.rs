@@ -1025,6 +1025,85 @@ impl Wing for PgConnection {
     }
 }
 
+/// A Postgres connection being opened (pooled, a reader's or a `Listener`'s), as the pool's
+/// `after_connect` hook drives it: straight on the client, with statements prepared for the
+/// call and closed after it (the connection has no statement cache yet).
+pub(crate) struct PgSetup<'a>(pub(crate) &'a tokio_postgres::Client);
+
+impl PgSetup<'_> {
+    /// Runs `hook` on the connection, which must then be outside any transaction (a
+    /// `SAVEPOINT` is refused there, with `25P01`).
+    pub(crate) async fn run(mut self, hook: &crate::setup::AfterConnect) -> Result<()> {
+        if !hook.is_set() {
+            return Ok(());
+        }
+        hook.run(&mut self).await?;
+        match self.0.simple_query("SAVEPOINT sqlmw_after_connect").await {
+            Err(e)
+                if e.code()
+                    == Some(&tokio_postgres::error::SqlState::NO_ACTIVE_SQL_TRANSACTION) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(map_err(e)),
+            Ok(_) => Err(SqlMiddlewareDbError::new(
+                ErrorKind::TransactionState,
+                "the after_connect hook left a transaction open; the connection is closed",
+            )),
+        }
+    }
+
+    async fn prepared(&self, sql: &str) -> Result<tokio_postgres::Statement> {
+        crate::sql::reject_nul(sql)?;
+        let sql = translate_placeholders(sql, PlaceholderStyle::Postgres);
+        self.0.prepare(&sql).await.map_err(map_err)
+    }
+}
+
+impl crate::setup::Setup for PgSetup<'_> {
+    fn execute_batch<'a>(&'a mut self, sql: &'a str) -> crate::setup::BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            crate::sql::reject_nul(sql)?;
+            self.0.batch_execute(sql).await.map_err(map_err)
+        })
+    }
+
+    fn dml<'a>(
+        &'a mut self,
+        sql: &'a str,
+        params: &'a [RowValues],
+    ) -> crate::setup::BoxFuture<'a, Result<usize>> {
+        Box::pin(async move {
+            let st = self.prepared(sql).await?;
+            let n = self
+                .0
+                .execute_raw(&st, params.iter().map(PgParam))
+                .await
+                .map_err(map_err)?;
+            Ok(usize::try_from(n).unwrap_or(usize::MAX))
+        })
+    }
+
+    fn select<'a>(
+        &'a mut self,
+        sql: &'a str,
+        params: &'a [RowValues],
+    ) -> crate::setup::BoxFuture<'a, Result<ResultSet>> {
+        Box::pin(async move {
+            let st = self.prepared(sql).await?;
+            let rows: Vec<tokio_postgres::Row> = self
+                .0
+                .query_raw(&st, params.iter().map(PgParam))
+                .await
+                .map_err(map_err)?
+                .try_collect()
+                .await
+                .map_err(map_err)?;
+            collect(&rows, &Arc::new(columns_of(&st)))
+        })
+    }
+}
+
 /// Back to the session the pool opened, as `DISCARD ALL` does, except that the statements
 /// prepared through the protocol stay: tokio-postgres keeps the named statements of its type
 /// lookups for the life of the client, and `DEALLOCATE ALL` would leave it running statements
@@ -1154,6 +1233,11 @@ impl Drop for PgConnection {
                         if ok && reset {
                             forget_changed_session(obj);
                             ok = reset_session(obj).await;
+                            // The reset undid the `after_connect` hook's work too: it runs again.
+                            if ok {
+                                let hook = &obj.opts.after_connect;
+                                ok = PgSetup(&obj.client).run(hook).await.is_ok();
+                            }
                         }
                         ok
                     };

@@ -218,6 +218,9 @@ async fn connect(
         .connect(&config.config, pump)
         .await
         .map_err(super::error::map_err)?;
+    super::conn::PgSetup(&client)
+        .run(&config.after_connect)
+        .await?;
     let row = client
         .query_one("SELECT pg_backend_pid()", &[])
         .await

@@ -61,8 +61,11 @@ pub(crate) struct SqliteOptions {
     /// The pool's counters, which each connection adds its statistics to when it goes back.
     pub(crate) counters: Arc<crate::pooling::Counters>,
     /// A freshly configured connection of the pool, read when the first one opens: what the
-    /// pool puts every connection back to.
+    /// pool puts every connection back to (with an `after_connect` hook, each connection reads
+    /// its own after the hook).
     pub(crate) fresh: Arc<std::sync::OnceLock<Arc<Fresh>>>,
+    /// Run on each connection the pool opens.
+    pub(crate) after_connect: crate::setup::AfterConnect,
 }
 
 impl Default for SqliteOptions {
@@ -76,6 +79,7 @@ impl Default for SqliteOptions {
             in_memory: false,
             counters: Arc::default(),
             fresh: Arc::default(),
+            after_connect: Default::default(),
         }
     }
 }
@@ -236,7 +240,7 @@ impl SqliteManager {
 
 /// Whether every commit on this file database waits for the disk (an fsync): true unless
 /// `synchronous` is `OFF`, or `NORMAL` in WAL mode (which syncs only at checkpoints).
-fn commits_sync(conn: &Connection) -> Result<bool> {
+pub(super) fn commits_sync(conn: &Connection) -> Result<bool> {
     let level: i64 = conn
         .query_row("PRAGMA synchronous", [], |r| r.get(0))
         .map_err(super::error::map_err)?;
@@ -262,7 +266,7 @@ impl Manager for SqliteManager {
         let flags = self.flags;
         let opts = Arc::clone(&self.opts);
         // Opening touches the file system (and may recover a WAL): keep it off the async thread.
-        match tokio::runtime::Handle::try_current() {
+        let mut conn = match tokio::runtime::Handle::try_current() {
             Ok(handle) => handle
                 .spawn_blocking(move || Self::open_retrying(&path, flags, &opts).map(Box::new))
                 .await
@@ -271,9 +275,14 @@ impl Manager for SqliteManager {
                         ErrorKind::Other,
                         format!("opening the SQLite connection failed: {e}"),
                     )
-                })?,
-            Err(_) => Self::open_retrying(&path, flags, &opts).map(Box::new),
+                })??,
+            Err(_) => Self::open_retrying(&path, flags, &opts).map(Box::new)?,
+        };
+        if self.opts.after_connect.is_set() {
+            // Boxed: the hook's future must not grow every checkout's future.
+            Box::pin(conn.set_up(&self.opts.after_connect)).await?;
         }
+        Ok(conn)
     }
 
     async fn recycle(
@@ -297,6 +306,7 @@ pub(crate) fn build_pool(
     pool: &PoolOptions,
 ) -> Result<super::Pool> {
     opts.counters = Arc::clone(&pool.counters);
+    opts.after_connect = pool.after_connect.clone();
     // The recycle is local: at most it takes the connection back from a rollback or a stopped
     // stream worker, so it needs no timer of its own.
     pooling::build(SqliteManager::new(target, opts)?, pool, false)

@@ -26,6 +26,8 @@ pub(crate) struct TursoOptions {
     /// The session settings of a freshly configured connection, read from the pool's first one:
     /// what a returned connection's settings are checked against (see `session.rs`).
     pub(crate) baseline: std::sync::OnceLock<super::session::Settings>,
+    /// Run on each connection the pool opens.
+    pub(crate) after_connect: crate::setup::AfterConnect,
 }
 
 impl Default for TursoOptions {
@@ -36,6 +38,7 @@ impl Default for TursoOptions {
             schema_epoch: Arc::new(AtomicU64::new(0)),
             counters: Arc::default(),
             baseline: std::sync::OnceLock::new(),
+            after_connect: Default::default(),
         }
     }
 }
@@ -78,7 +81,12 @@ impl Manager for TursoManager {
             let fresh = super::session::read_settings(&conn).await?;
             let _ = self.opts.baseline.set(fresh);
         }
-        Ok(Box::new(TursoConn::new(conn, Arc::clone(&self.opts))))
+        let mut conn = Box::new(TursoConn::new(conn, Arc::clone(&self.opts)));
+        if self.opts.after_connect.is_set() {
+            // Boxed: the hook's future must not grow every checkout's future.
+            Box::pin(conn.set_up(&self.opts.after_connect)).await?;
+        }
+        Ok(conn)
     }
 
     async fn recycle(
@@ -97,6 +105,7 @@ pub(crate) async fn build_pool(
     pool: &PoolOptions,
 ) -> Result<super::Pool> {
     opts.counters = Arc::clone(&pool.counters);
+    opts.after_connect = pool.after_connect.clone();
     let path = match &target {
         TursoTarget::File(p) => p
             .to_str()

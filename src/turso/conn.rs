@@ -86,6 +86,10 @@ pub(crate) struct TursoConn {
     stop_at: Option<std::time::Instant>,
     /// What this connection has added to the pool's statistics.
     flushed: crate::stats::Flushed,
+    /// With an `after_connect` hook: the session the hook left (its settings, and how many
+    /// temporary objects it made), which recycling puts the connection back to instead of the
+    /// pool's first connection's.
+    pub(super) fresh: Option<(super::session::Settings, i64)>,
 }
 
 impl TursoConn {
@@ -108,7 +112,29 @@ impl TursoConn {
             deadline: None,
             stop_at: None,
             flushed: Default::default(),
+            fresh: None,
         }
+    }
+
+    /// Runs the pool's `after_connect` hook on this new connection. What the hook leaves is the
+    /// session recycling puts the connection back to, and its statements stay out of the
+    /// pool's statistics.
+    pub(crate) async fn set_up(&mut self, hook: &crate::setup::AfterConnect) -> Result<()> {
+        if !hook.is_set() {
+            return Ok(());
+        }
+        hook.run(self).await?;
+        if !self.autocommit()? {
+            return Err(SqlMiddlewareDbError::new(
+                ErrorKind::TransactionState,
+                "the after_connect hook left a transaction open; the connection is closed",
+            ));
+        }
+        self.fresh = Some(super::session::read_fresh(&self.conn).await?);
+        self.session = 0;
+        let cache = self.stmts.stats(self.opts.statement_cache_capacity);
+        self.flushed.skip(cache, Default::default());
+        Ok(())
     }
 
     /// Starts a limited operation: takes its time limit (see `Wing::set_deadline`), and fails
@@ -503,6 +529,8 @@ impl TursoConn {
         Ok(())
     }
 }
+
+crate::setup::setup_via_wing!(TursoConn);
 
 impl Wing for TursoConn {
     type Stmt = TursoStmt;

@@ -260,6 +260,21 @@ pub(crate) async fn read_settings(conn: &turso::Connection) -> Result<Settings> 
     Ok(Settings(out))
 }
 
+/// What a connection's `after_connect` hook left: the session settings, and how many temporary
+/// objects there are.
+pub(crate) async fn read_fresh(conn: &turso::Connection) -> Result<(Settings, i64)> {
+    let settings = read_settings(conn).await?;
+    // Without a temporary database (the hook made no temporary object) there is none to count.
+    let temp = match first_values(conn, "SELECT count(*) FROM temp.sqlite_schema")
+        .await
+        .as_deref()
+    {
+        Ok([turso::Value::Integer(n), ..]) => *n,
+        _ => 0,
+    };
+    Ok((settings, temp))
+}
+
 /// The statement that puts setting `name` back to `v`, when one can.
 fn restore_sql(name: &str, v: &turso::Value) -> Option<String> {
     match (name, v) {
@@ -279,12 +294,19 @@ impl TursoConn {
     pub(super) async fn verify_session(&mut self) -> Result<()> {
         // The middleware's own lock waiting: Turso's busy handler off.
         self.set_native_busy(false)?;
-        let baseline = self
-            .opts
-            .baseline
-            .get()
-            .ok_or_else(|| recycle_error("no freshly configured Turso session to compare with"))?
-            .clone();
+        let (baseline, temp_objects) = match &self.fresh {
+            Some((settings, temp)) => (settings.clone(), *temp),
+            None => (
+                self.opts
+                    .baseline
+                    .get()
+                    .ok_or_else(|| {
+                        recycle_error("no freshly configured Turso session to compare with")
+                    })?
+                    .clone(),
+                0,
+            ),
+        };
         let now = read_settings(&self.conn).await?;
         if now != baseline {
             for ((name, want), (_, have)) in baseline.0.iter().zip(&now.0) {
@@ -329,7 +351,7 @@ impl TursoConn {
         // Turso opens the temporary database with any transaction; only objects in it count.
         if temp {
             let n = first_values(&self.conn, "SELECT count(*) FROM temp.sqlite_schema").await?;
-            if n.first() != Some(&turso::Value::Integer(0)) {
+            if n.first() != Some(&turso::Value::Integer(temp_objects)) {
                 return Err(recycle_error(
                     "this Turso connection made temporary objects; it is discarded",
                 ));

@@ -806,6 +806,80 @@ async fn listener_survives_a_killed_backend() {
     );
 }
 
+/// `after_connect` runs on a `Listener`'s connection, and again on the connection it makes
+/// after its backend is killed; a hook that fails makes `listener()` fail with its error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_connect_runs_on_the_listener_connection() {
+    let _group = groups::enter("postgres");
+    let url = pg::base_url();
+    let pids: Arc<std::sync::Mutex<Vec<i64>>> = Arc::default();
+    let seen = Arc::clone(&pids);
+    let db = ConfigAndPool::postgres(&url)
+        .max_size(2)
+        .after_connect(move |conn| {
+            let seen = Arc::clone(&seen);
+            Box::pin(async move {
+                let rows = conn.select("SELECT pg_backend_pid()", &[]).await?;
+                let (pid,): (i64,) = rows.decode()?.remove(0);
+                seen.lock().unwrap().push(pid);
+                Ok(())
+            })
+        })
+        .build()
+        .await
+        .expect("pool");
+    let listener = db.listener().await.expect("listener");
+    let pid = listener.backend_pid();
+    assert_eq!(
+        *pids.lock().unwrap(),
+        [i64::from(pid)],
+        "the listener's own"
+    );
+    {
+        let mut c = db.get_connection().await.expect("admin");
+        c.query("SELECT pg_terminate_backend($1)")
+            .params(&[i64::from(pid).into()])
+            .select()
+            .await
+            .expect("terminate");
+    }
+    let t = Instant::now();
+    while listener.reconnects() == 0 {
+        assert!(t.elapsed() < Duration::from_secs(10), "no reconnection");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let again = i64::from(listener.backend_pid());
+    assert_ne!(again, i64::from(pid));
+    let pids = pids.lock().unwrap().clone();
+    assert!(pids.contains(&again), "the reconnection ran it: {pids:?}");
+    // The admin connection ran a function (`pg_terminate_backend`): its session was reset when
+    // it went back, and the hook ran again on it.
+    let mut distinct = pids.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(
+        distinct.len(),
+        3,
+        "two listener connections, one admin: {pids:?}"
+    );
+
+    let refusing = ConfigAndPool::postgres(&url)
+        .after_connect(|_| {
+            Box::pin(async {
+                Err(SqlMiddlewareDbError::new(
+                    sql_middleware::ErrorKind::InvalidInput,
+                    "no listener today",
+                ))
+            })
+        })
+        .build()
+        .await
+        .expect("pool");
+    let e = refusing.listener().await.expect_err("the hook refused");
+    assert_eq!(e.kind(), sql_middleware::ErrorKind::InvalidInput, "{e:?}");
+    assert!(e.message().contains("no listener today"), "{e:?}");
+}
+
 /// Behind PgBouncer in transaction mode, named prepared statements break the way the README
 /// says: a statement prepared on one server connection is run later on another (the first is
 /// busy in someone else's transaction), where it does not exist (`26000`). The unnamed mode

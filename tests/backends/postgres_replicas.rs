@@ -5,6 +5,7 @@
 //! a write sent to a reader is a typed error on whichever server serves it.
 #![cfg(feature = "postgres")]
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sql_middleware::ErrorKind;
@@ -303,5 +304,114 @@ async fn read_your_writes_counts_writes_made_through_a_function() {
     assert!(
         primary,
         "a write through a function is a write: the reader is the primary"
+    );
+}
+
+/// The session's time zone, as the server reports it.
+async fn zone(c: &mut MiddlewarePoolConnection) -> String {
+    let (z,): (String,) = c
+        .query("SELECT current_setting('TimeZone')")
+        .one()
+        .await
+        .unwrap();
+    z
+}
+
+/// `after_connect` runs on every reader connection (on the standby, and in the primary's
+/// read-only pool), and on a multi-host URL only on the host the connection reached: never on a
+/// server that the `target_session_attrs` check turned down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_connect_runs_on_readers_and_on_the_host_reached() {
+    let _group = groups::enter("postgres");
+    let pair = pg::start_primary_and_standby().unwrap_or_else(|e| {
+        panic!("the replica tests start a primary and a standby (see above): {e}")
+    });
+    let port = |url: &str| -> i32 {
+        let cfg: tokio_postgres::Config = url.parse().expect("cluster URL");
+        i32::from(cfg.get_ports()[0])
+    };
+    let (p, s) = (port(&pair.primary), port(&pair.standby));
+    // Each run: the server's port, and whether it is a standby.
+    let runs: Arc<Mutex<Vec<(i32, bool)>>> = Arc::default();
+    let hooked = |b: PoolBuilder, runs: &Arc<Mutex<Vec<(i32, bool)>>>| {
+        let runs = Arc::clone(runs);
+        b.after_connect(move |conn| {
+            let runs = Arc::clone(&runs);
+            Box::pin(async move {
+                conn.execute_batch("SET TIME ZONE 'Pacific/Chatham'")
+                    .await?;
+                let rows = conn
+                    .select("SELECT inet_server_port(), pg_is_in_recovery()", &[])
+                    .await?;
+                let who: Vec<(i32, bool)> = rows.decode()?;
+                runs.lock().unwrap().extend(who);
+                Ok(())
+            })
+        })
+    };
+
+    let db = hooked(
+        ConfigAndPool::postgres(&pair.primary)
+            .replica(&pair.standby)
+            .read_your_writes(Duration::from_secs(60))
+            .max_size(2),
+        &runs,
+    )
+    .build()
+    .await
+    .unwrap();
+    {
+        let mut r = db.reader().await.unwrap();
+        assert!(in_recovery(&mut r).await, "a reader on the standby");
+        assert_eq!(zone(&mut r).await, "Pacific/Chatham", "the hook ran there");
+    }
+    assert_eq!(
+        *runs.lock().unwrap(),
+        [(s, true)],
+        "one run, on the standby"
+    );
+    // From here on a session reset runs the hook again too (`pg_is_in_recovery()` and DDL are
+    // not plain statements), so the runs are checked by server, and each session by its zone.
+    {
+        let mut c = db.get_connection().await.unwrap();
+        assert_eq!(zone(&mut c).await, "Pacific/Chatham");
+        c.execute_batch("CREATE TABLE hooked (id bigint)")
+            .await
+            .unwrap();
+        c.query("INSERT INTO hooked VALUES (1)")
+            .dml()
+            .await
+            .unwrap();
+    }
+    {
+        // Within the read-your-writes window: the primary's read-only pool.
+        let mut r = db.reader().await.unwrap();
+        assert!(!in_recovery(&mut r).await, "a reader on the primary");
+        assert_eq!(zone(&mut r).await, "Pacific/Chatham", "the hook ran there");
+    }
+    let all = runs.lock().unwrap().clone();
+    assert!(
+        all.contains(&(p, false)) && all.iter().all(|r| *r == (s, true) || *r == (p, false)),
+        "on the standby and on the primary only: {all:?}"
+    );
+
+    // The standby first, then the primary: the standby is turned down for read-write, and the
+    // hook runs once, on the primary.
+    // (A pool of its own: the first pool's resets may still run its hook.)
+    let runs: Arc<Mutex<Vec<(i32, bool)>>> = Arc::default();
+    let hosts = format!(
+        "postgres://postgres@127.0.0.1:{s},127.0.0.1:{p}/postgres?target_session_attrs=read-write"
+    );
+    let multi = hooked(ConfigAndPool::postgres(&hosts).max_size(1), &runs)
+        .build()
+        .await
+        .unwrap();
+    let mut c = multi.get_connection().await.unwrap();
+    assert!(!in_recovery(&mut c).await);
+    assert_eq!(zone(&mut c).await, "Pacific/Chatham");
+    assert_eq!(
+        *runs.lock().unwrap(),
+        [(p, false)],
+        "only on the host reached"
     );
 }

@@ -14,6 +14,7 @@
 mod common;
 mod helpers;
 
+mod after_connect;
 mod aggregates;
 mod bad_input;
 mod batches;

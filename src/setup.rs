@@ -1,0 +1,128 @@
+//! Setting up each new connection: the pool's `after_connect` hook, as the wings run it.
+//!
+//! Every wing runs [`AfterConnect::run`] once on each connection it opens (pooled connections,
+//! replacements, those opened by the `min_idle` upkeep, a Postgres reader's and a `Listener`'s),
+//! inside the opening, so the create timeout bounds it and its error fails that opening only.
+//! The hook drives the connection through [`Setup`]: a few operations of the contract with
+//! boxed futures, so one hook (built by the hall, see `after_connect.rs`) runs on every engine.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::results::ResultSet;
+use crate::value::RowValues;
+
+/// A boxed future that may move between threads.
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a hook may do on a connection being opened: the contract's `execute_batch`, `dml` and
+/// `select`, with boxed futures (so the trait is object safe). Placeholders are translated as
+/// the pool's default does it (`$1` or `?1` on every engine).
+pub(crate) trait Setup: Send {
+    /// Runs a script without parameters.
+    fn execute_batch<'a>(&'a mut self, sql: &'a str) -> BoxFuture<'a, Result<()>>;
+
+    /// Runs one statement with parameters; returns the rows it changed.
+    fn dml<'a>(&'a mut self, sql: &'a str, params: &'a [RowValues])
+    -> BoxFuture<'a, Result<usize>>;
+
+    /// Runs one statement with parameters and returns its rows.
+    fn select<'a>(
+        &'a mut self,
+        sql: &'a str,
+        params: &'a [RowValues],
+    ) -> BoxFuture<'a, Result<ResultSet>>;
+}
+
+/// Implements [`Setup`] for a wing's connection type through its [`Wing`](crate::contract::Wing)
+/// operations (statements prepared through the connection's cache, outside any transaction).
+#[cfg(any(feature = "sqlite", feature = "turso"))]
+macro_rules! setup_via_wing {
+    ($conn:ty) => {
+        impl $crate::setup::Setup for $conn {
+            fn execute_batch<'a>(
+                &'a mut self,
+                sql: &'a str,
+            ) -> $crate::setup::BoxFuture<'a, $crate::error::Result<()>> {
+                Box::pin($crate::contract::Wing::execute_batch(self, sql, false))
+            }
+
+            fn dml<'a>(
+                &'a mut self,
+                sql: &'a str,
+                params: &'a [$crate::value::RowValues],
+            ) -> $crate::setup::BoxFuture<'a, $crate::error::Result<usize>> {
+                Box::pin(async move {
+                    let s = $crate::contract::Wing::prepare(
+                        self,
+                        sql,
+                        $crate::translation::TranslationMode::On,
+                    )
+                    .await?;
+                    $crate::contract::Wing::dml(self, &s, params).await
+                })
+            }
+
+            fn select<'a>(
+                &'a mut self,
+                sql: &'a str,
+                params: &'a [$crate::value::RowValues],
+            ) -> $crate::setup::BoxFuture<'a, $crate::error::Result<$crate::results::ResultSet>>
+            {
+                Box::pin(async move {
+                    let s = $crate::contract::Wing::prepare(
+                        self,
+                        sql,
+                        $crate::translation::TranslationMode::On,
+                    )
+                    .await?;
+                    $crate::contract::Wing::select(self, &s, params).await
+                })
+            }
+        }
+    };
+}
+#[cfg(any(feature = "sqlite", feature = "turso"))]
+pub(crate) use setup_via_wing;
+
+/// The hook as the wings call it: the user's function, wrapped by the hall with what it tells
+/// the hook about the connection.
+pub(crate) type Runner =
+    Arc<dyn for<'a> Fn(&'a mut dyn Setup) -> BoxFuture<'a, Result<()>> + Send + Sync>;
+
+/// A pool's `after_connect` hook, if it has one. Cheap to clone (clones share the hook).
+#[derive(Clone, Default)]
+pub(crate) struct AfterConnect(Option<Runner>);
+
+impl std::fmt::Debug for AfterConnect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "AfterConnect(set)"
+        } else {
+            "AfterConnect(none)"
+        })
+    }
+}
+
+impl AfterConnect {
+    /// The hook `run`.
+    pub(crate) fn new(run: Runner) -> Self {
+        Self(Some(run))
+    }
+
+    /// Whether the pool has a hook.
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Runs the hook (if any) on `conn`, a connection being opened. Its error is returned as
+    /// the hook made it (kind and message), and fails the opening.
+    pub(crate) async fn run(&self, conn: &mut dyn Setup) -> Result<()> {
+        match &self.0 {
+            None => Ok(()),
+            Some(f) => f(conn).await,
+        }
+    }
+}
