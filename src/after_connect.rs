@@ -44,7 +44,7 @@ impl NewConnection<'_> {
 
     /// Runs one statement with `params` and returns the number of rows it changed (as
     /// `query(sql).params(params).dml()`).
-    pub async fn dml(&mut self, sql: &str, params: &[RowValues]) -> Result<usize> {
+    pub async fn dml(&mut self, sql: &str, params: &[RowValues]) -> Result<u64> {
         self.conn.dml(sql, params).await
     }
 

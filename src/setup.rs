@@ -26,7 +26,7 @@ pub(crate) trait Setup: Send {
 
     /// Runs one statement with parameters; returns the rows it changed.
     fn dml<'a>(&'a mut self, sql: &'a str, params: &'a [RowValues])
-    -> BoxFuture<'a, Result<usize>>;
+    -> BoxFuture<'a, Result<u64>>;
 
     /// Runs one statement with parameters and returns its rows.
     fn select<'a>(
@@ -53,7 +53,7 @@ macro_rules! setup_via_wing {
                 &'a mut self,
                 sql: &'a str,
                 params: &'a [$crate::value::RowValues],
-            ) -> $crate::setup::BoxFuture<'a, $crate::error::Result<usize>> {
+            ) -> $crate::setup::BoxFuture<'a, $crate::error::Result<u64>> {
                 Box::pin(async move {
                     let s = $crate::contract::Wing::prepare(
                         self,

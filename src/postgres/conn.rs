@@ -1072,15 +1072,13 @@ impl crate::setup::Setup for PgSetup<'_> {
         &'a mut self,
         sql: &'a str,
         params: &'a [RowValues],
-    ) -> crate::setup::BoxFuture<'a, Result<usize>> {
+    ) -> crate::setup::BoxFuture<'a, Result<u64>> {
         Box::pin(async move {
             let st = self.prepared(sql).await?;
-            let n = self
-                .0
+            self.0
                 .execute_raw(&st, params.iter().map(PgParam))
                 .await
-                .map_err(map_err)?;
-            Ok(usize::try_from(n).unwrap_or(usize::MAX))
+                .map_err(map_err)
         })
     }
 
