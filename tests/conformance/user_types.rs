@@ -233,12 +233,13 @@ async fn t_time_crate_round_trips(db: &TestDb) {
         .dml()
         .await
         .unwrap();
-    let got: Vec<(
+    type Row = (
         Option<Date>,
         Option<Time>,
         Option<PrimitiveDateTime>,
         Option<OffsetDateTime>,
-    )> = c
+    );
+    let got: Vec<Row> = c
         .query("SELECT d, t, ts, tz FROM tt ORDER BY id")
         .all()
         .await
