@@ -10,8 +10,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use sql_middleware::bench_support::{BenchRow, dataset, sqlite as bs};
 use sql_middleware::prelude::*;
+use sql_middleware_bench::{BenchRow, dataset, sqlite as bs};
 
 async fn round(stmt: &mut PreparedStatement<'_>, ids: &[i64]) -> Duration {
     let mut buf = [RowValues::Int(0)];

@@ -67,9 +67,8 @@ pub mod transaction;
 mod url;
 
 // face
-#[cfg(feature = "bench")]
 #[doc(hidden)]
-pub mod bench_support;
+pub mod bench_hooks;
 pub mod prelude;
 
 pub use config::{ConfigAndPool, DatabaseType, PoolBuilder};
