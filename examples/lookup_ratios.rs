@@ -13,7 +13,7 @@
 //! it); the example creates its own schema and drops it.
 //!
 //! ```sh
-//! cargo run --release --features bench,turso --example lookup_ratios -- [ROUNDS] [sqlite] [turso] [postgres]
+//! cargo run --release --features postgres,turso --example lookup_ratios -- [ROUNDS] [sqlite] [turso] [postgres]
 //! ```
 //!
 //! (`ROUNDS` defaults to 200; with no backend named, all three run.)

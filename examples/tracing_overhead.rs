@@ -5,7 +5,7 @@
 //! median ratio and its interquartile range (the bench id `middleware_tracing` measures the same
 //! in Criterion, but one id after the other).
 //!
-//! `cargo run --release --features bench,tracing --example tracing_overhead [ROUNDS]`
+//! `cargo run --release --features tracing --example tracing_overhead [ROUNDS]`
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
