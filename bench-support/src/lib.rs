@@ -32,7 +32,7 @@ pub mod turso;
 
 pub use dataset::BenchRow;
 
-use sql_middleware::{ErrorKind, FromRow, SqlMiddlewareDbError, SqlRow};
+use sql_middleware::{FromRow, SqlRow};
 
 /// `builder` as the benches' plain ids run it: with the `tracing` feature built in, spans off
 /// for the pool (`.tracing(false)`, one branch per statement more than a build without the
@@ -58,6 +58,6 @@ impl FromRow for BenchRow {
 /// A raw driver's error during a bench's setup (building a database, a baseline's connection),
 /// as the crate's error type with the driver's message. The setup only reports it.
 #[cfg(any(feature = "sqlite", feature = "turso", feature = "postgres"))]
-pub(crate) fn driver_err(e: impl std::fmt::Display) -> SqlMiddlewareDbError {
-    SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string())
+pub(crate) fn driver_err(e: impl std::fmt::Display) -> sql_middleware::Error {
+    sql_middleware::Error::new(sql_middleware::ErrorKind::Other, e.to_string())
 }
