@@ -25,11 +25,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
-use sql_middleware::bench_support::workloads::{
-    self, INSERT_COLUMNS, INSERT_SQL_DOLLAR, InsertRecord,
-};
-use sql_middleware::bench_support::{dataset, postgres as bp, sqlite as bs};
 use sql_middleware::prelude::*;
+use sql_middleware_bench::workloads::{self, INSERT_COLUMNS, INSERT_SQL_DOLLAR, InsertRecord};
+use sql_middleware_bench::{dataset, postgres as bp, sqlite as bs};
 
 const GROUP: &str = "bulk_load";
 

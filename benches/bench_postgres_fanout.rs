@@ -29,9 +29,9 @@ use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use deadpool_postgres::{ManagerConfig, RecyclingMethod};
-use sql_middleware::bench_support::workloads::{self, Lookup};
-use sql_middleware::bench_support::{BenchRow, dataset, postgres as bp};
 use sql_middleware::prelude::*;
+use sql_middleware_bench::workloads::{self, Lookup};
+use sql_middleware_bench::{BenchRow, dataset, postgres as bp};
 
 const GROUP: &str = "postgres_fanout";
 

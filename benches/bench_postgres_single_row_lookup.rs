@@ -27,9 +27,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use sql_middleware::bench_support::workloads::{self, Lookup};
-use sql_middleware::bench_support::{BenchRow, dataset, postgres as bp};
 use sql_middleware::prelude::*;
+use sql_middleware_bench::workloads::{self, Lookup};
+use sql_middleware_bench::{BenchRow, dataset, postgres as bp};
 
 const GROUP: &str = "postgres_single_row_lookup";
 const CONNECT_GROUP: &str = "postgres_connect";

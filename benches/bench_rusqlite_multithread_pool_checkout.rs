@@ -7,10 +7,10 @@ use std::hint::black_box;
 use std::sync::{Arc, Mutex};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use sql_middleware::bench_support::workloads::{self, Lookup};
-use sql_middleware::bench_support::{dataset, sqlite as bs};
 use sql_middleware::drivers::rusqlite::Connection;
 use sql_middleware::prelude::*;
+use sql_middleware_bench::workloads::{self, Lookup};
+use sql_middleware_bench::{dataset, sqlite as bs};
 
 const GROUP: &str = "sqlite_multithread_pool_checkout";
 

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use sql_middleware::bench_support::workloads::{self, Lookup};
-use sql_middleware::bench_support::{BenchRow, dataset, sqlite as bs};
 use sql_middleware::prelude::*;
+use sql_middleware_bench::workloads::{self, Lookup};
+use sql_middleware_bench::{BenchRow, dataset, sqlite as bs};
 
 /// A lookup row decoded by column name, by hand.
 struct ByName {

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use sql_middleware::bench_support::workloads::{self, Lookup};
-use sql_middleware::bench_support::{BenchRow, dataset, turso as bt};
 use sql_middleware::prelude::*;
+use sql_middleware_bench::workloads::{self, Lookup};
+use sql_middleware_bench::{BenchRow, dataset, turso as bt};
 
 const GROUP: &str = "turso_single_row_lookup";
 

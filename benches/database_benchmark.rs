@@ -17,9 +17,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use sql_middleware::bench_support::workloads::{self, INSERT_SQL_DOLLAR, InsertRecord};
-use sql_middleware::bench_support::{dataset, postgres as bp, sqlite as bs, turso as bt};
 use sql_middleware::prelude::*;
+use sql_middleware_bench::workloads::{self, INSERT_SQL_DOLLAR, InsertRecord};
+use sql_middleware_bench::{dataset, postgres as bp, sqlite as bs, turso as bt};
 
 const GROUP: &str = "database_inserts";
 

@@ -18,10 +18,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use sql_middleware::bench_support::workloads;
-use sql_middleware::bench_support::{BenchRow, dataset, sqlite as bs};
 use sql_middleware::drivers::rusqlite::{self, Connection};
 use sql_middleware::prelude::*;
+use sql_middleware_bench::workloads;
+use sql_middleware_bench::{BenchRow, dataset, sqlite as bs};
 
 const ROWS: &[usize] = &[1_000, 10_000, 100_000];
 const CONCURRENCY: &[usize] = &[1, 2, 4, 8, 16, 32];

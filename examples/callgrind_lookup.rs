@@ -21,7 +21,7 @@
 //! the same rows through one `bulk_insert`.
 //!
 //! Both sides open the file with the same settings (the middleware's pool defaults, reproduced
-//! by `bench_support::sqlite::open_raw`), prepare the lookup once, run one warm-up lookup, and
+//! by `sql_middleware_bench::sqlite::open_raw`), prepare the lookup once, run one warm-up lookup, and
 //! decode every row into the same struct. The script `scripts/callgrind-lookup.sh` runs two
 //! counts per side and divides the difference, so setup and teardown cancel out.
 
@@ -39,8 +39,8 @@ mod pgbouncer;
 use std::hint::black_box;
 use std::path::PathBuf;
 
-use sql_middleware::bench_support::{BenchRow, dataset, sqlite as bs};
 use sql_middleware::prelude::*;
+use sql_middleware_bench::{BenchRow, dataset, sqlite as bs};
 
 fn usage() -> ! {
     eprintln!(
@@ -59,7 +59,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, SqlMiddlewareDbError> {
 
 /// A pool on the lookup file with spans off when `tracing` is built in (the plain ids).
 fn plain_pool(path: &std::path::Path) -> PoolBuilder {
-    sql_middleware::bench_support::plain(ConfigAndPool::sqlite(path))
+    sql_middleware_bench::plain(ConfigAndPool::sqlite(path))
 }
 
 fn main() -> Result<(), SqlMiddlewareDbError> {
@@ -187,10 +187,10 @@ fn main() -> Result<(), SqlMiddlewareDbError> {
 }
 
 /// `COUNT` rows of the insert dataset, in transactions of [`INSERT_TX_ROWS`], into a fresh
-/// table in a file next to `path`: raw rusqlite (`bench_support::sqlite::raw_insert`) or the
+/// table in a file next to `path`: raw rusqlite (`sql_middleware_bench::sqlite::raw_insert`) or the
 /// middleware (`begin`, `prepare`, `execute` per row, `commit`), as `database_inserts` does.
 fn insert(mode: &str, count: usize, path: &std::path::Path) -> Result<(), SqlMiddlewareDbError> {
-    use sql_middleware::bench_support::workloads::{self, INSERT_SQL_DOLLAR};
+    use sql_middleware_bench::workloads::{self, INSERT_SQL_DOLLAR};
     let file = path.with_file_name(format!("inserts-{mode}.sqlite"));
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(dataset::with_suffix(&file, suffix));
@@ -250,7 +250,7 @@ fn turso_lookups(
     count: usize,
     path: &std::path::Path,
 ) -> Result<(), SqlMiddlewareDbError> {
-    use sql_middleware::bench_support::turso as bt;
+    use sql_middleware_bench::turso as bt;
     let n = dataset::bench_lookups();
     let ids = dataset::shuffled_ids(n);
     let file = path.with_file_name(format!("lookup_{n}.turso.db"));
@@ -291,7 +291,7 @@ fn turso_lookups(
 /// `stmt.one`, or its per-call `query(sql).params(..).one()`.
 #[cfg(feature = "postgres")]
 fn postgres_lookups(mode: &str, count: usize) -> Result<(), SqlMiddlewareDbError> {
-    use sql_middleware::bench_support::postgres as bp;
+    use sql_middleware_bench::postgres as bp;
     let n = dataset::bench_lookups();
     let ids = dataset::shuffled_ids(n);
     let base = pg::base_url();
@@ -323,7 +323,7 @@ fn postgres_lookups(mode: &str, count: usize) -> Result<(), SqlMiddlewareDbError
                 }
                 return Ok(());
             }
-            let db = sql_middleware::bench_support::plain(ConfigAndPool::postgres(&url))
+            let db = sql_middleware_bench::plain(ConfigAndPool::postgres(&url))
                 .build()
                 .await?;
             let mut conn = db.get_connection().await?;

@@ -13,7 +13,7 @@
 //! it); the example creates its own schema and drops it.
 //!
 //! ```sh
-//! cargo run --release --features bench,turso --example lookup_ratios -- [ROUNDS] [sqlite] [turso] [postgres]
+//! cargo run --release --features postgres,turso --example lookup_ratios -- [ROUNDS] [sqlite] [turso] [postgres]
 //! ```
 //!
 //! (`ROUNDS` defaults to 200; with no backend named, all three run.)
@@ -30,8 +30,8 @@ mod pgbouncer;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use sql_middleware::bench_support::{BenchRow, dataset, postgres as bp, sqlite as bs};
 use sql_middleware::prelude::*;
+use sql_middleware_bench::{BenchRow, dataset, postgres as bp, sqlite as bs};
 
 /// A target: a contender, the floor it is divided by, and the bound.
 struct Target {
@@ -119,7 +119,7 @@ async fn middleware_pool(
     ),
     SqlMiddlewareDbError,
 > {
-    let db = sql_middleware::bench_support::plain(builder)
+    let db = sql_middleware_bench::plain(builder)
         .max_size(4)
         .build()
         .await?;
@@ -247,7 +247,7 @@ async fn sqlite(rounds: usize, n: usize, ids: &[i64]) -> Result<(), SqlMiddlewar
 
 #[cfg(feature = "turso")]
 async fn turso(rounds: usize, n: usize, ids: &[i64]) -> Result<(), SqlMiddlewareDbError> {
-    use sql_middleware::bench_support::turso as bt;
+    use sql_middleware_bench::turso as bt;
     let path = dataset::turso_lookup_path(env!("CARGO_MANIFEST_DIR"), n);
     bt::ensure_lookup_db(&path, n).await?;
     let sql = dataset::LOOKUP_SQL_DOLLAR;

@@ -5,13 +5,13 @@
 //! median ratio and its interquartile range (the bench id `middleware_tracing` measures the same
 //! in Criterion, but one id after the other).
 //!
-//! `cargo run --release --features bench,tracing --example tracing_overhead [ROUNDS]`
+//! `cargo run --release --features tracing --example tracing_overhead [ROUNDS]`
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use sql_middleware::bench_support::{BenchRow, dataset, sqlite as bs};
 use sql_middleware::prelude::*;
+use sql_middleware_bench::{BenchRow, dataset, sqlite as bs};
 
 async fn round(stmt: &mut PreparedStatement<'_>, ids: &[i64]) -> Duration {
     let mut buf = [RowValues::Int(0)];

@@ -93,9 +93,8 @@ with_an_engine! {
     mod url;
 
     // face
-    #[cfg(feature = "bench")]
     #[doc(hidden)]
-    pub mod bench_support;
+    pub mod bench_hooks;
     pub mod guide;
     pub mod prelude;
 

@@ -259,7 +259,7 @@ fn allocations_per_lookup() {
         fill(&mut conn).await;
         let raw = conn
             .with_blocking_sqlite(|c| {
-                use sql_middleware::bench_support::sqlite::decode_row;
+                use sql_middleware_bench::sqlite::decode_row;
                 // The raw driver's best practice: one statement, prepared outside the loop.
                 let mut st = c
                     .prepare("SELECT id, name, score, active FROM test WHERE id = ?1")
@@ -282,7 +282,7 @@ fn allocations_per_lookup() {
         // middleware's paths.
         #[cfg(feature = "turso")]
         {
-            use sql_middleware::bench_support::turso::raw_lookup;
+            use sql_middleware_bench::turso::raw_lookup;
             let (db, mut conn) = filled(ConfigAndPool::turso_memory()).await;
             {
                 let raw_conn = conn.turso_connection().await.unwrap().clone();
@@ -307,7 +307,7 @@ fn allocations_per_lookup() {
         {
             let schema = common::pg::PgSchema::create().await;
             // Both sides on the same transport: the raw client speaks plain text.
-            let url = sql_middleware::bench_support::postgres::plain_text_url(&schema.url);
+            let url = sql_middleware_bench::postgres::plain_text_url(&schema.url);
             let (db, conn) = filled(ConfigAndPool::postgres(&url)).await;
             {
                 let raw_client = common::pg::raw_client(&url).await;

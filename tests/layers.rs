@@ -1,6 +1,6 @@
 //! The crate's layers, checked on its source (docs/Design.md, "Layers"):
 //!
-//! face (lib, prelude, bench_support) → hall (config, dispatch, pool, query, statement,
+//! face (lib, prelude, guide, bench_hooks) → hall (config, dispatch, pool, query, statement,
 //! stream, transaction, after_connect) → wings (sqlite, postgres, turso) → neutral (contract,
 //! pooling, setup) → SQLite family (sqlite_family) → core (value, results, decode, error,
 //! translation, sql).
@@ -65,11 +65,12 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "face",
-        &["lib", "prelude", "guide", "bench_support", "drivers"],
+        &["lib", "prelude", "guide", "bench_hooks", "drivers"],
     ),
 ];
 
-/// The files every wing has; a wing may add extras (SQLite: `offload`, `busy`; Turso: `busy`).
+/// The files every wing has; a wing may add extras (SQLite: `offload`, `busy`, `session`,
+/// `slowdown`; Turso: `busy`, `session`).
 const WING_FILES: &[&str] = &[
     "mod.rs",
     "config.rs",
@@ -78,7 +79,6 @@ const WING_FILES: &[&str] = &[
     "params.rs",
     "rows.rs",
     "error.rs",
-    "bench.rs",
     "bulk.rs",
     "stream.rs",
 ];
@@ -261,6 +261,47 @@ fn wings_have_the_same_file_set() {
         for f in WING_FILES {
             assert!(have.contains(*f), "src/{wing}/ has no {f}");
         }
+    }
+}
+
+/// Benchmark support is a crate of its own (`bench-support/`): the library has no `bench`
+/// feature and no benchmark module, and no wing keeps bench code. What a micro-bench times inside
+/// the crate is reached through the one hidden `bench_hooks` module.
+#[test]
+fn benchmark_support_stays_out_of_the_library() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest: toml::Table = fs::read_to_string(root.join("Cargo.toml"))
+        .expect("read Cargo.toml")
+        .parse()
+        .expect("Cargo.toml parses");
+    let features = manifest["features"].as_table().expect("[features]");
+    assert!(
+        !features.contains_key("bench"),
+        "the library has a `bench` feature"
+    );
+    let mut support = Vec::new();
+    if src().join("bench_support").is_dir() {
+        rust_files(&src().join("bench_support"), &mut support);
+    }
+    assert!(
+        support.is_empty(),
+        "src/bench_support/ is still in the library: {support:?}"
+    );
+    for wing in ["sqlite", "postgres", "turso"] {
+        assert!(
+            !src().join(wing).join("bench.rs").exists(),
+            "src/{wing}/bench.rs keeps bench code in the wing"
+        );
+    }
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    for f in files {
+        let code = code_of(&fs::read_to_string(&f).expect("read"));
+        assert!(
+            !code.contains("bench_support"),
+            "{} names bench_support",
+            f.display()
+        );
     }
 }
 

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use sql_middleware::bench_support::{BenchRow, dataset, workloads};
 use sql_middleware::prelude::*;
+use sql_middleware_bench::{BenchRow, dataset, workloads};
 use tokio::runtime::Runtime;
 
 /// Criterion writing into `$CRITERION_HOME`, else `<repo>/bench_results/`.
@@ -39,7 +39,7 @@ pub fn runtime() -> Runtime {
 
 // Not every bench target fans out.
 #[allow(unused_imports)]
-pub use sql_middleware::bench_support::tasks::{fan_out, in_task};
+pub use sql_middleware_bench::tasks::{fan_out, in_task};
 
 /// `main` of a bench target: runs the given functions with [`criterion`], then Criterion's
 /// summary and the closing table of what this run measured ([`summary::print`]).
@@ -176,7 +176,7 @@ pub fn per_call_ids(
     );
 }
 
-pub use sql_middleware::bench_support::plain;
+pub use sql_middleware_bench::plain;
 
 /// A middleware pool on the Turso file at `path` (plain: see [`plain`]) with the insert
 /// table created, for the insert and bulk-load groups (whose targets require `turso`; the

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use sql_middleware::bench_support::dataset;
+use sql_middleware_bench::dataset;
 
 /// The raw-driver ids a group's ratios divide by, the first one the group has.
 const CONTROLS: &[&str] = &[

@@ -2,9 +2,8 @@
 //! cache per connection.
 //!
 //! The same file set as every wing — `config` (settings, pool), `conn` (the
-//! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bench`, `bulk`.
+//! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bulk`.
 
-pub(crate) mod bench;
 pub(crate) mod bulk;
 pub(crate) mod config;
 pub(crate) mod conn;

@@ -111,7 +111,7 @@ fn run_optional<T: FromRow>(
     p: &[RowValues],
 ) -> Result<Option<T>> {
     #[cfg(sqlmw_bench_slowdown)]
-    super::bench::slowdown(c, &s.sql, p)?;
+    super::slowdown::every_fifth_lookup(c, &s.sql, p)?;
     let mut st = c.prepare_cached(&s.sql).map_err(map_err)?;
     bind_all(&mut st, p)?;
     let mut rows = st.raw_query();

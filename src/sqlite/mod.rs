@@ -1,12 +1,12 @@
 //! The SQLite wing: rusqlite (bundled SQLite) on a deadpool pool with a hop-free recycle.
 //!
 //! The same file set as every wing — `config` (settings, manager, pool), `conn` (the
-//! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bench`, `bulk` — plus
+//! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bulk` — plus
 //! SQLite's extras: `offload` (the execution model: inline or on the blocking pool), `busy`
-//! (lock waits off the async threads) and `session` (what statements do to the session, from
-//! the engine's authorizer).
+//! (lock waits off the async threads), `session` (what statements do to the session, from
+//! the engine's authorizer) and, only with `--cfg sqlmw_bench_slowdown`, `slowdown` (the
+//! nightly comparison's deliberate regression).
 
-pub(crate) mod bench;
 pub(crate) mod bulk;
 pub(crate) mod busy;
 pub(crate) mod config;
@@ -16,6 +16,8 @@ pub(crate) mod offload;
 pub(crate) mod params;
 pub(crate) mod rows;
 pub(crate) mod session;
+#[cfg(sqlmw_bench_slowdown)]
+mod slowdown;
 pub(crate) mod stmt;
 pub(crate) mod stream;
 

@@ -22,7 +22,7 @@ use super::session::SessionCell;
 pub(crate) struct SqliteStmt {
     /// The SQL as the engine runs it (after translation).
     pub(super) sql: Box<str>,
-    pub(super) desc: Arc<Described>,
+    pub(crate) desc: Arc<Described>,
     /// The statement does not write the database (`sqlite3_stmt_readonly`).
     pub(super) readonly: bool,
     /// It may be interrupted and re-run elsewhere: it neither writes, nor controls
@@ -59,7 +59,7 @@ impl WingStmt for SqliteStmt {
 impl SqliteStmt {
     /// Prepares `sql` on `c` (into rusqlite's statement cache) and describes it, with what the
     /// connection's authorizer (`cell`) reported while SQLite prepared it.
-    pub(super) fn describe(
+    pub(crate) fn describe(
         c: &mut Connection,
         sql: Box<str>,
         cell: &SessionCell,
@@ -99,7 +99,7 @@ impl SqliteStmt {
     /// the statement after a schema change); `None` while `desc` holds, which is the only check
     /// on the usual path. Marks the statement stale, so the connection's cache describes it
     /// afresh at the next `prepare`.
-    pub(super) fn columns_now(&self, st: &rusqlite::Statement<'_>) -> Option<Arc<Described>> {
+    pub(crate) fn columns_now(&self, st: &rusqlite::Statement<'_>) -> Option<Arc<Described>> {
         let now = st.get_status(rusqlite::StatementStatus::RePrepare);
         let count = st.column_count();
         if now == self.reprepares && count == self.desc.len() {

@@ -78,14 +78,14 @@ fn datetime(ts: &NaiveDateTime, sep: char, extra: usize) -> Option<String> {
 }
 
 /// The text form used to store a timestamp in SQLite and Turso: `2024-01-02 03:04:05.123456`.
-pub(crate) fn timestamp_text(ts: &NaiveDateTime) -> String {
+pub fn timestamp_text(ts: &NaiveDateTime) -> String {
     datetime(ts, ' ', 0).unwrap_or_else(|| ts.format("%Y-%m-%d %H:%M:%S%.f").to_string())
 }
 
 /// The text form used to store a UTC timestamp in SQLite and Turso (RFC 3339 for years
 /// 0000–9999; chrono's `%Y` adds a sign outside them, which parses back):
 /// `2024-01-02T03:04:05.123456+00:00`.
-pub(crate) fn timestamptz_text(ts: &DateTime<Utc>) -> String {
+pub fn timestamptz_text(ts: &DateTime<Utc>) -> String {
     match datetime(&ts.naive_utc(), 'T', 6) {
         Some(mut s) => {
             s.push_str("+00:00");
@@ -96,7 +96,7 @@ pub(crate) fn timestamptz_text(ts: &DateTime<Utc>) -> String {
 }
 
 /// The text form used to store a date in SQLite and Turso: `2024-01-02`.
-pub(crate) fn date_text(d: &NaiveDate) -> String {
+pub fn date_text(d: &NaiveDate) -> String {
     let mut s = String::with_capacity(10);
     if push_date(&mut s, d) {
         s

@@ -1,11 +1,10 @@
 //! The Turso wing: the `turso` crate (default features off) on a deadpool pool of our own.
 //!
 //! The same file set as every wing — `config` (settings, manager, pool), `conn` (the
-//! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bench`, `bulk` — plus
+//! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bulk` — plus
 //! Turso's extras: `busy` (lock waits on the runtime's timer) and `session` (what a statement
 //! does beyond its rows, from its compiled program, and the check of a session on return).
 
-pub(crate) mod bench;
 pub(crate) mod bulk;
 pub(crate) mod busy;
 pub(crate) mod config;

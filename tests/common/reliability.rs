@@ -6,7 +6,7 @@
 //! Every reliability test prints one line that starts with its name followed by `key=value`
 //! figures, and asserts them. `docs/Reliability.md` lists the figures of the latest run.
 
-use sql_middleware::bench_support::dataset::SplitMix64;
+use sql_middleware_bench::dataset::SplitMix64;
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::pin;

@@ -157,7 +157,7 @@ pub fn criterion_home(root: &Path) -> PathBuf {
         Some(p) if !p.is_empty() => PathBuf::from(p),
         _ => root.join("bench_results"),
     };
-    // Relative to the repository root, as the benches resolve it (bench_support::dataset).
+    // Relative to the repository root, as the benches resolve it (sql_middleware_bench::dataset).
     root.join(p)
 }
 

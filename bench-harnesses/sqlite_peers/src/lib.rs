@@ -12,12 +12,12 @@ use rusqlite::{Connection, OpenFlags};
 use tokio::runtime::Runtime;
 
 /// The one dataset definition of the repository (std only), shared as source with the main crate.
-#[path = "../../../src/bench_support/dataset.rs"]
+#[path = "../../../bench-support/src/dataset.rs"]
 pub mod dataset;
 
 /// The timed-loop helpers of the main crate's benches (std and tokio only), shared as source:
 /// every harness spawns, fans out and splits the ids the same way.
-#[path = "../../../src/bench_support/tasks.rs"]
+#[path = "../../../bench-support/src/tasks.rs"]
 pub mod tasks;
 
 pub use dataset::BenchRow;
@@ -30,7 +30,7 @@ pub const MANIFEST_DIR: &str = env!("CARGO_MANIFEST_DIR");
 pub const LOOKUP_SQL: &str = dataset::LOOKUP_SQL_QMARK;
 
 /// The decode of a lookup row, by position: the raw rusqlite baseline's `decode_row` in the
-/// main crate (`src/bench_support/sqlite.rs`), so every SQLite contender does the same work.
+/// main crate (`bench-support/src/sqlite.rs`), so every SQLite contender does the same work.
 #[inline]
 pub fn decode_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<BenchRow> {
     Ok(BenchRow {

@@ -16,7 +16,7 @@ use sqlx::{ConnectOptions, Connection, Executor, FromRow, PgPool, Row};
 use tokio::runtime::Runtime;
 
 /// The one dataset definition of the repository (std only), shared as source with the main crate.
-#[path = "../../../src/bench_support/dataset.rs"]
+#[path = "../../../bench-support/src/dataset.rs"]
 pub mod dataset;
 
 /// Postgres server resolution shared with the main crate's tests (`SQL_MIDDLEWARE_PG_URL`, the
@@ -30,7 +30,7 @@ pub mod pgbouncer;
 
 /// The timed-loop helpers of the main crate's benches (std and tokio only), shared as source:
 /// both harnesses spawn, fan out and split the ids the same way.
-#[path = "../../../src/bench_support/tasks.rs"]
+#[path = "../../../bench-support/src/tasks.rs"]
 pub mod tasks;
 
 pub use tasks::{SplitStats, chunks, fan_out, in_task};
@@ -257,7 +257,7 @@ fn pg_options_from_key_values(conninfo: &str) -> PgConnectOptions {
 }
 
 /// The lookup table's definition on Postgres: `dataset::LOOKUP_SCHEMA` run as is, exactly as
-/// the main crate's `bench_postgres_single_row_lookup` does (`src/bench_support/postgres.rs`),
+/// the main crate's `bench_postgres_single_row_lookup` does (`bench-support/src/postgres.rs`),
 /// which makes it `test(id INTEGER PRIMARY KEY, name TEXT NOT NULL, score REAL NOT NULL,
 /// active INTEGER NOT NULL)`, i.e. int4, text, float4, int4 (0 or 1).
 pub const PG_LOOKUP_TABLE: &str = dataset::LOOKUP_SCHEMA;

@@ -80,11 +80,11 @@ impl Suite {
     }
 }
 
-/// Features every main-crate bench target is built with (one build serves all of them; the
-/// default features add `sqlite` and `postgres`; `postgres-tls` gives the Postgres suite its
-/// TLS ids; `tracing` gives the SQLite lookup its `middleware_tracing` id, the plain ids run
-/// with spans off for their pools).
-pub const MAIN_FEATURES: &str = "bench,turso,postgres-tls,tracing";
+/// Features every main-crate bench target is built with (one build serves all of them: every
+/// backend, named rather than left to the default features; `postgres-tls` gives the Postgres
+/// suite its TLS ids; `tracing` gives the SQLite lookup its `middleware_tracing` id, the plain
+/// ids run with spans off for their pools).
+pub const MAIN_FEATURES: &str = "sqlite,postgres,turso,postgres-tls,tracing";
 
 /// Manifest of the SQLx harness, relative to the repository root.
 pub const SQLX_MANIFEST: &str = "bench-harnesses/sqlx_lookup/Cargo.toml";

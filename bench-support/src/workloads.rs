@@ -7,11 +7,11 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use rust_decimal::Decimal;
 use uuid::Uuid;
 
-use super::dataset::{self, BenchRow, SplitMix64};
-use crate::decode::FromRow;
-use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
-use crate::pool::MiddlewarePoolConnection;
-use crate::value::RowValues;
+use sql_middleware::{
+    ErrorKind, FromRow, MiddlewarePoolConnection, Result, RowValues, SqlMiddlewareDbError,
+};
+
+use crate::dataset::{self, BenchRow, SplitMix64};
 
 // ---------------------------------------------------------------------------------------------
 // Insert dataset
@@ -215,7 +215,7 @@ impl Lookup {
     }
 }
 
-pub use super::tasks::chunks;
+pub use crate::tasks::chunks;
 
 /// Fails unless `row` is the dataset's row `id` (used once per contender, outside the timer).
 pub fn check_row(id: i64, row: &BenchRow) -> Result<()> {
@@ -242,7 +242,7 @@ pub async fn verify_lookups(conn: &mut MiddlewarePoolConnection, ids: &[i64]) ->
     Ok(())
 }
 
-pub use super::tasks::SplitStats;
+pub use crate::tasks::SplitStats;
 
 /// The `BENCH_TRACE` split of a lookup path, per row.
 #[derive(Debug, Clone, Copy, Default)]

@@ -4,12 +4,15 @@
 use std::path::Path;
 use std::time::Duration;
 
+use sql_middleware::bench_hooks;
+use sql_middleware::drivers::turso;
+use sql_middleware::{ErrorKind, Result, SqlMiddlewareDbError};
+
 use turso::{Connection, Value};
 
-use super::dataset::{self, BenchRow};
-use super::workloads::{INSERT_SCHEMA_SQLITE, INSERT_SQL_QMARK, InsertRecord};
-use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
-use crate::turso::bench::map_err;
+use crate::dataset::{self, BenchRow};
+use crate::driver_err as map_err;
+use crate::workloads::{INSERT_SCHEMA_SQLITE, INSERT_SQL_QMARK, InsertRecord};
 
 /// The middleware's default Turso busy timeout (`PoolBuilder` default).
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -109,14 +112,16 @@ pub async fn raw_lookup(st: &mut turso::Statement, id: i64) -> turso::Result<Ben
     decode_row(&row)
 }
 
-/// Hook of `middleware_marshalling` (the wing's own materialisation, see `turso::bench`).
+/// Hook of `middleware_marshalling` (the Turso wing's own materialisation, see
+/// `sql_middleware::bench_hooks::turso`).
 pub async fn marshal_loop(conn: &Connection, ids: &[i64], iters: u64) -> Result<Duration> {
-    crate::turso::bench::marshal_loop(conn, dataset::LOOKUP_SQL_QMARK, ids, iters).await
+    bench_hooks::turso::marshal_loop(conn, dataset::LOOKUP_SQL_QMARK, ids, iters).await
 }
 
-/// Hook of `middleware_param_convert` (the wing's own conversion, see `turso::bench`).
+/// Hook of `middleware_param_convert` (the Turso wing's own conversion, see
+/// `sql_middleware::bench_hooks::turso`).
 pub fn param_convert_loop(ids: &[i64], iters: u64) -> Result<Duration> {
-    crate::turso::bench::param_convert_loop(ids, iters)
+    bench_hooks::turso::param_convert_loop(ids, iters)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -157,9 +162,9 @@ pub async fn raw_insert(
             Value::Real(r.float),
             Value::Text(r.text.clone()),
             Value::Integer(i64::from(r.flag)),
-            Value::Text(crate::sqlite_family::text_form::timestamp_text(&r.ts)),
-            Value::Text(crate::sqlite_family::text_form::timestamptz_text(&r.tstz)),
-            Value::Text(crate::sqlite_family::text_form::date_text(&r.date)),
+            Value::Text(bench_hooks::timestamp_text(&r.ts)),
+            Value::Text(bench_hooks::timestamptz_text(&r.tstz)),
+            Value::Text(bench_hooks::date_text(&r.date)),
             Value::Text(r.uuid.hyphenated().to_string()),
             Value::Text(r.numeric.to_string()),
             Value::Blob(r.blob.clone()),

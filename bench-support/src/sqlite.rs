@@ -6,12 +6,15 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use sql_middleware::bench_hooks;
+use sql_middleware::drivers::rusqlite;
+use sql_middleware::{ErrorKind, Result, SqlMiddlewareDbError};
+
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
-use super::dataset::{self, BenchRow};
-use super::workloads::{INSERT_SCHEMA_SQLITE, INSERT_SQL_QMARK, InsertRecord};
-use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
-use crate::sqlite::bench::map_err;
+use crate::dataset::{self, BenchRow};
+use crate::driver_err as map_err;
+use crate::workloads::{INSERT_SCHEMA_SQLITE, INSERT_SQL_QMARK, InsertRecord};
 
 /// The flags the middleware opens every pooled SQLite connection with (the SQLite wing's `config.rs`).
 pub const OPEN_FLAGS: OpenFlags = OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -168,14 +171,16 @@ pub fn raw_share(pool: &Mutex<Vec<Connection>>, ids: &[i64]) {
     pool.lock().expect("raw pool").push(conn);
 }
 
-/// Hook of `middleware_marshalling` (the wing's own materialisation, see `sqlite::bench`).
+/// Hook of `middleware_marshalling` (the SQLite wing's own materialisation, see
+/// `sql_middleware::bench_hooks::sqlite`).
 pub fn marshal_loop(conn: &mut Connection, ids: &[i64], iters: u64) -> Result<Duration> {
-    crate::sqlite::bench::marshal_loop(conn, dataset::LOOKUP_SQL_QMARK, ids, iters)
+    bench_hooks::sqlite::marshal_loop(conn, dataset::LOOKUP_SQL_QMARK, ids, iters)
 }
 
-/// Hook of `middleware_param_convert` (the wing's own binding, see `sqlite::bench`).
+/// Hook of `middleware_param_convert` (the SQLite wing's own binding, see
+/// `sql_middleware::bench_hooks::sqlite`).
 pub fn param_convert_loop(conn: &mut Connection, ids: &[i64], iters: u64) -> Result<Duration> {
-    crate::sqlite::bench::param_convert_loop(conn, dataset::LOOKUP_SQL_QMARK, ids, iters)
+    bench_hooks::sqlite::param_convert_loop(conn, dataset::LOOKUP_SQL_QMARK, ids, iters)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -202,9 +207,9 @@ pub fn raw_insert(conn: &mut Connection, records: &[InsertRecord]) -> rusqlite::
                 r.float,
                 r.text,
                 r.flag,
-                crate::sqlite_family::text_form::timestamp_text(&r.ts),
-                crate::sqlite_family::text_form::timestamptz_text(&r.tstz),
-                crate::sqlite_family::text_form::date_text(&r.date),
+                bench_hooks::timestamp_text(&r.ts),
+                bench_hooks::timestamptz_text(&r.tstz),
+                bench_hooks::date_text(&r.date),
                 r.uuid.hyphenated().to_string(),
                 r.numeric.to_string(),
                 r.blob,

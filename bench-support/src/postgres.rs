@@ -1,13 +1,15 @@
 //! Postgres side of the benchmarks: the lookup schema (created and dropped by the bench), the
 //! raw tokio-postgres baseline's decode, and the raw insert baseline.
 
+use sql_middleware::drivers::tokio_postgres;
+use sql_middleware::{ErrorKind, Result, SqlMiddlewareDbError};
+
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls};
 
-use super::dataset::{self, BenchRow};
-use super::workloads::{INSERT_SCHEMA_POSTGRES, InsertRecord};
-use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
-use crate::postgres::bench::map_err;
+use crate::dataset::{self, BenchRow};
+use crate::driver_err as map_err;
+use crate::workloads::{INSERT_SCHEMA_POSTGRES, InsertRecord};
 
 /// Connects a raw tokio-postgres client to `url`; its connection task runs on the current tokio
 /// runtime until the client is dropped.
