@@ -253,7 +253,7 @@ mod tests {
         assert_eq!(None::<i64>.to_value().unwrap(), RowValues::Null);
         assert_eq!(Some(1.5_f64).to_value().unwrap(), RowValues::Float(1.5));
         assert_eq!(
-            (&[1_u8, 2][..]).to_value().unwrap(),
+            [1_u8, 2][..].to_value().unwrap(),
             RowValues::Blob(vec![1, 2])
         );
         assert_eq!(
