@@ -1,7 +1,7 @@
 //! [`Json<T>`]: any serde type as a JSON parameter and a JSON result, the same on every backend.
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use serde_core::Serialize;
+use serde_core::de::DeserializeOwned;
 
 use crate::decode::FromValue;
 use crate::error::{DecodeError, Result};
@@ -17,14 +17,15 @@ use crate::value::{RowValues, ValueRef};
 /// decode.
 ///
 /// ```
+/// # #[cfg(all(feature = "serde", feature = "sqlite"))]
+/// # mod demo {
 /// use serde::{Deserialize, Serialize};
 /// use sql_middleware::prelude::*;
 ///
 /// #[derive(Serialize, Deserialize, PartialEq, Debug)]
 /// struct Prefs { theme: String, size: u8 }
 ///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), SqlMiddlewareDbError> {
+/// # pub async fn run() -> Result<(), SqlMiddlewareDbError> {
 /// # let db = ConfigAndPool::sqlite_memory().build().await?;
 /// # let mut conn = db.get_connection().await?;
 /// conn.execute_batch("CREATE TABLE users (id BIGINT, prefs JSON)").await?;
@@ -37,6 +38,12 @@ use crate::value::{RowValues, ValueRef};
 ///     conn.query("SELECT prefs FROM users WHERE id = 1").one().await?;
 /// assert_eq!(back, prefs);
 /// # Ok(()) }
+/// # }
+/// # #[cfg(all(feature = "serde", feature = "sqlite"))]
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), sql_middleware::SqlMiddlewareDbError> { demo::run().await }
+/// # #[cfg(not(all(feature = "serde", feature = "sqlite")))]
+/// # fn main() {}
 /// ```
 ///
 /// A value that does not serialise (a map with non-string keys) is an
@@ -74,7 +81,7 @@ impl<T: DeserializeOwned> FromValue for Json<T> {
         match v {
             ValueRef::JSON(doc) => T::deserialize(doc.as_ref()).map(Json).map_err(|_| shape()),
             ValueRef::Text(text) => serde_json::from_str(&text).map(Json).map_err(|_| {
-                if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok() {
+                if serde_json::from_str::<serde_core::de::IgnoredAny>(&text).is_ok() {
                     shape()
                 } else {
                     DecodeError::new("Json<T>", "Text that is not JSON")
