@@ -98,7 +98,9 @@ fn check(page: &str, target: &str) -> Result<(), String> {
         };
     }
     if let Some(rel) = target.strip_prefix(REPO) {
-        let (file, anchor) = rel.split_once('#').map_or((rel, None), |(f, a)| (f, Some(a)));
+        let (file, anchor) = rel
+            .split_once('#')
+            .map_or((rel, None), |(f, a)| (f, Some(a)));
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
         if !path.exists() {
             return Err(format!("{file} is not in the repository"));
@@ -110,11 +112,16 @@ fn check(page: &str, target: &str) -> Result<(), String> {
         }
         return Ok(());
     }
-    if let Some(anchor) = target.strip_prefix(REPO_ROOT).and_then(|r| r.strip_prefix('#')) {
+    if let Some(anchor) = target
+        .strip_prefix(REPO_ROOT)
+        .and_then(|r| r.strip_prefix('#'))
+    {
         return if anchors(&read("README.md")).contains(anchor) {
             Ok(())
         } else {
-            Err(format!("no heading of README.md makes the anchor #{anchor}"))
+            Err(format!(
+                "no heading of README.md makes the anchor #{anchor}"
+            ))
         };
     }
     if target.starts_with("https://") {

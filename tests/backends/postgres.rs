@@ -766,14 +766,7 @@ async fn listener_survives_a_killed_backend() {
 
     // Kill the listener's backend.
     let pid = listener.backend_pid();
-    {
-        let mut c = db.get_connection().await.expect("admin");
-        c.query("SELECT pg_terminate_backend($1)")
-            .params(&[i64::from(pid).into()])
-            .select()
-            .await
-            .expect("terminate");
-    }
+    terminate(&db, pid).await;
     let t = Instant::now();
     while listener.reconnects() == 0 {
         assert!(
@@ -835,14 +828,7 @@ async fn after_connect_runs_on_the_listener_connection() {
         [i64::from(pid)],
         "the listener's own"
     );
-    {
-        let mut c = db.get_connection().await.expect("admin");
-        c.query("SELECT pg_terminate_backend($1)")
-            .params(&[i64::from(pid).into()])
-            .select()
-            .await
-            .expect("terminate");
-    }
+    terminate(&db, pid).await;
     let t = Instant::now();
     while listener.reconnects() == 0 {
         assert!(t.elapsed() < Duration::from_secs(10), "no reconnection");
@@ -1575,4 +1561,14 @@ async fn plain_statements_pay_no_extra_round_trip() {
         );
     })
     .await;
+}
+
+/// Ends the server process `pid` (a listener's backend) from a pooled connection.
+async fn terminate(db: &ConfigAndPool, pid: i32) {
+    let mut c = db.get_connection().await.expect("admin");
+    c.query("SELECT pg_terminate_backend($1)")
+        .params(&[i64::from(pid).into()])
+        .select()
+        .await
+        .expect("terminate");
 }

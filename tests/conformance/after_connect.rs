@@ -6,10 +6,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use sql_middleware::prelude::*;
-use sql_middleware::{ErrorKind, PoolStatus};
+use sql_middleware::ErrorKind;
 
 use crate::backend_tests;
 use crate::common::backends::{Kind, TestDb, expect_kind};
+use crate::helpers::status_until;
 
 /// Counts the hook's runs; fails them while `fail` is set, sleeps in them while `slow` is.
 #[derive(Default)]
@@ -60,17 +61,6 @@ fn counted(db: &TestDb, probe: &Arc<Probe>) -> PoolBuilder {
             Ok(())
         })
     })
-}
-
-async fn status_until(db: &ConfigAndPool, f: impl Fn(&PoolStatus) -> bool) -> PoolStatus {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let st = db.status();
-        if f(&st) || Instant::now() > deadline {
-            return st;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// The hook's row in its temporary table (7), read on `conn` (7 without reading it where the
@@ -208,32 +198,34 @@ async fn t_error_fails_that_connection(db: &TestDb) {
     assert_eq!((st.size, st.created), (1, 1), "[{k}] {st:?}");
 
     // A statement of the hook that fails: the engine's error, its kind unchanged.
-    let bad = db
-        .builder()
-        .after_connect(|conn| Box::pin(async move { conn.execute_batch("SELEC 1").await }))
-        .build()
-        .await
-        .unwrap();
-    expect_kind(
-        &format!("[{k}] a hook statement that fails"),
-        bad.get_connection().await,
+    hook_script_fails(
+        db,
+        "SELEC 1",
+        "a hook statement that fails",
         ErrorKind::Syntax,
-    );
-    assert_eq!(status_until(&bad, |s| s.size == 0).await.size, 0, "[{k}]");
-
+    )
+    .await;
     // A hook that leaves a transaction open: the connection is not handed out inside it.
-    let open = db
+    hook_script_fails(
+        db,
+        "BEGIN",
+        "a hook that leaves a transaction open",
+        ErrorKind::TransactionState,
+    )
+    .await;
+}
+
+/// A pool whose hook runs `script`: the checkout fails with `kind`, and no connection stays.
+async fn hook_script_fails(db: &TestDb, script: &'static str, what: &str, kind: ErrorKind) {
+    let k = db.kind.name();
+    let pool = db
         .builder()
-        .after_connect(|conn| Box::pin(async move { conn.execute_batch("BEGIN").await }))
+        .after_connect(move |conn| Box::pin(async move { conn.execute_batch(script).await }))
         .build()
         .await
         .unwrap();
-    expect_kind(
-        &format!("[{k}] a hook that leaves a transaction open"),
-        open.get_connection().await,
-        ErrorKind::TransactionState,
-    );
-    assert_eq!(status_until(&open, |s| s.size == 0).await.size, 0, "[{k}]");
+    expect_kind(&format!("[{k}] {what}"), pool.get_connection().await, kind);
+    assert_eq!(status_until(&pool, |s| s.size == 0).await.size, 0, "[{k}]");
 }
 
 /// A setting, as the hook and a borrower set it and as it is read back.

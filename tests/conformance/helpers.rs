@@ -101,3 +101,18 @@ pub fn assert_row(db: &TestDb, what: &str, row: &CustomDbRow, expected: &[(&str,
         bad.join("\n")
     );
 }
+
+/// Waits (up to 5 s) until `f` holds for the pool's status; returns the last status.
+pub async fn status_until(
+    db: &ConfigAndPool,
+    f: impl Fn(&sql_middleware::PoolStatus) -> bool,
+) -> sql_middleware::PoolStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let st = db.status();
+        if f(&st) || std::time::Instant::now() > deadline {
+            return st;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use sql_middleware::prelude::*;
-use sql_middleware::{ErrorKind, PoolStatus};
+use sql_middleware::ErrorKind;
 
 use crate::backend_tests;
 use crate::common::backends::{Kind, Logical, TestDb, expect_kind};
@@ -203,18 +203,6 @@ async fn t_raw_access(db: &TestDb) {
         2,
         "[{k}] from another connection"
     );
-}
-
-/// Waits (up to 5 s) until `f` holds for the pool's status; returns the last status.
-async fn status_until(db: &ConfigAndPool, f: impl Fn(&PoolStatus) -> bool) -> PoolStatus {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let st = db.status();
-        if f(&st) || Instant::now() > deadline {
-            return st;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 async fn one_query(db: &ConfigAndPool) {
