@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use sql_middleware::prelude::*;
 use sql_middleware::ErrorKind;
+use sql_middleware::prelude::*;
 
 use crate::backend_tests;
 use crate::common::backends::{Kind, TestDb, expect_kind};

@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use sql_middleware::prelude::*;
 use sql_middleware::ErrorKind;
+use sql_middleware::prelude::*;
 
 use crate::backend_tests;
 use crate::common::backends::{Kind, Logical, TestDb, expect_kind};
