@@ -395,6 +395,7 @@ const SQLITE_SETUP: &str = "CREATE TABLE fp_base (a INTEGER)";
 
 fn cases(kind: Kind) -> Vec<Case> {
     match kind {
+        Kind::Mysql => unreachable!("{}", crate::common::reliability::NOT_ON_MYSQL),
         Kind::Sqlite => sqlite_cases(),
         Kind::Turso => turso_cases(),
         Kind::Postgres => postgres_cases(),
@@ -594,6 +595,7 @@ async fn fingerprint(
 ) -> Result<Fingerprint, String> {
     let mut fp = Fingerprint::new();
     match kind {
+        Kind::Mysql => unreachable!("{}", crate::common::reliability::NOT_ON_MYSQL),
         Kind::Sqlite | Kind::Turso => {
             // Temp objects first: reading them opens the temp database, which then shows in
             // `database_list` on every connection alike.
@@ -694,6 +696,7 @@ async fn t_every_path_leaves_a_fresh_session(db: &TestDb) {
     {
         let mut c = db.conn().await;
         let setup = match db.kind {
+            Kind::Mysql => unreachable!("{}", crate::common::reliability::NOT_ON_MYSQL),
             Kind::Postgres => PG_SETUP,
             Kind::Sqlite | Kind::Turso => SQLITE_SETUP,
         };

@@ -98,6 +98,7 @@ async fn panic_via(
 /// returning no rows.
 fn long_script(kind: Kind) -> &'static str {
     match kind {
+        Kind::Mysql => unreachable!("{}", crate::common::reliability::NOT_ON_MYSQL),
         Kind::Postgres => {
             "CREATE TABLE big AS SELECT x FROM generate_series(1, 300000) AS g(x); DROP TABLE big"
         }
