@@ -24,7 +24,12 @@ struct Probe {
 /// where the server sessions are shared by the pooler's clients (there the hook's temporary
 /// table is not checked).
 fn own_session(kind: Kind) -> bool {
-    !(kind == Kind::Postgres && crate::common::pgbouncer::via_bouncer())
+    #[cfg(feature = "postgres")]
+    if kind == Kind::Postgres && crate::common::pgbouncer::via_bouncer() {
+        return false;
+    }
+    let _ = kind;
+    true
 }
 
 /// `CREATE TEMPORARY TABLE IF NOT EXISTS hook_seen (n BIGINT)` as `kind` spells it (MySQL

@@ -186,6 +186,18 @@ async fn t_raw_access(db: &TestDb) {
                 other => panic!("[{k}] raw read gave {other:?}"),
             }
         }
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => {
+            use sql_middleware::drivers::mysql_async::prelude::Queryable;
+            let c = conn.mysql_connection().await.unwrap();
+            c.query_drop("INSERT INTO raw (id, v) VALUES (2, 'raw')")
+                .await
+                .unwrap();
+            c.query_first::<String, _>("SELECT v FROM raw WHERE id = 1")
+                .await
+                .unwrap()
+                .expect("one row")
+        }
         #[allow(unreachable_patterns)]
         other => panic!("no raw access for {other:?} in this build"),
     };
