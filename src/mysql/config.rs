@@ -87,6 +87,7 @@ impl crate::pooling::Pooled for MyClient {
 #[derive(Debug)]
 pub(crate) struct Endpoint {
     pub(crate) opts: mysql_async::Opts,
+    #[cfg_attr(not(feature = "mysql-tls"), allow(dead_code))]
     pub(crate) tls: MyTls,
 }
 
