@@ -48,7 +48,7 @@ enum Target {
     AutoQuery,
     AutoBatch,
     /// SQLite/Turso: `begin` while another connection holds the write lock (released 20 ms
-    /// later). Postgres: an UPDATE inside a transaction waiting for a row lock.
+    /// later). Postgres and MySQL: an UPDATE inside a transaction waiting for a row lock.
     LockWait,
     /// `prepare`, then (when it completed) the prepared insert.
     Prepare,
@@ -314,7 +314,7 @@ async fn scenario(
                 .await
                 .map_err(|_| "the lock holder failed".to_string())?;
             release.notify_one();
-            if kind == Kind::Postgres {
+            if matches!(kind, Kind::Postgres | Kind::Mysql) {
                 let mut tx = begin_with_row(&mut conn, a, grp).await?;
                 match poll_at_most(
                     tx.query("UPDATE lockrow SET v = v + 1 WHERE id = 1").dml(),
@@ -562,6 +562,21 @@ async fn raw_insert(
                 Polled::Done(r, n) => Polled::Done(
                     r.map(drop)
                         .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string())),
+                    n,
+                ),
+                Polled::Dropped(n) => Polled::Dropped(n),
+            }
+        }
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => {
+            use mysql_async::prelude::Queryable;
+            let raw = match conn.mysql_connection().await {
+                Ok(c) => c,
+                Err(e) => return Polled::Done(Err(e), 0),
+            };
+            match poll_at_most(raw.query_drop(sql), budget, at).await {
+                Polled::Done(r, n) => Polled::Done(
+                    r.map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string())),
                     n,
                 ),
                 Polled::Dropped(n) => Polled::Dropped(n),

@@ -1,9 +1,12 @@
-//! Reliability 4 and 5: connections killed under load (Postgres), and many writers on one
-//! database file (SQLite, Turso).
+//! Reliability 4 and 5: connections killed under load (Postgres, MySQL), and many writers on
+//! one database file (SQLite, Turso).
 //!
 //! - Postgres: backends killed under load, directly and behind PgBouncer in transaction mode
 //!   (unnamed statements): only `ConnectionLost`, nothing lost, phantom or torn. (Found: the
 //!   pooler's `08P01 server connection closed` was classified as a parameter-count error.)
+//! - MySQL/MariaDB: the same load, its sessions ended with `KILL <id>` from another connection
+//!   (ids from `information_schema.PROCESSLIST`, the sessions on the test's database): the same
+//!   promises.
 //! - Postgres: a throwaway cluster restarted (`pg_ctl restart -m fast`) under load by 8 workers
 //!   on a ledger: only `ConnectionLost`/`PoolTimeout` errors, nothing lost, phantom or torn, the
 //!   first success within 1 s of the server accepting connections again, and an error-free
@@ -26,7 +29,77 @@ use crate::common;
 use crate::common::backends::{Logical, TestDb};
 use crate::common::reliability::{Fate, Ledger, Rng, SeedGuard, knob_f64, knob_usize, ms};
 
-// ---- 4. Postgres: backends killed under load ---------------------------------------------------
+// ---- 4. Postgres and MySQL: sessions killed under load -------------------------------------------
+
+/// The server engine whose sessions are killed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    Postgres,
+    Mysql,
+}
+
+impl Engine {
+    /// The statement that reads the session's own id.
+    fn own_id_sql(self) -> &'static str {
+        match self {
+            Engine::Postgres => "SELECT pg_backend_pid()::int8",
+            Engine::Mysql => "SELECT CONNECTION_ID()",
+        }
+    }
+}
+
+/// Ends session `id` through `admin`; whether the server says it did.
+async fn kill_session(admin: &ConfigAndPool, engine: Engine, id: i64) -> bool {
+    let Ok(mut a) = admin.get_connection().await else {
+        return false;
+    };
+    match engine {
+        Engine::Postgres => a
+            .query("SELECT pg_terminate_backend($1)")
+            .params(&[id.into()])
+            .one::<(bool,)>()
+            .await
+            .is_ok_and(|r| r.0),
+        // An id that ended in between is an error (unknown thread id): not a kill.
+        Engine::Mysql => a.execute_batch(&format!("KILL {id}")).await.is_ok(),
+    }
+}
+
+/// The sessions on `database` (but the caller's own), as MySQL lists them; `filter` is `all`,
+/// `in_transaction` (an InnoDB transaction is open) or `one` (the `pick`-th by id, modulo).
+async fn mysql_sessions(
+    admin: &ConfigAndPool,
+    database: &str,
+    filter: &str,
+    pick: u64,
+) -> Vec<i64> {
+    let Ok(mut c) = admin.get_connection().await else {
+        return Vec::new();
+    };
+    let sql = match filter {
+        "in_transaction" => {
+            "SELECT p.ID FROM information_schema.PROCESSLIST p \
+             JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID \
+             WHERE p.DB = $1 AND p.ID <> CONNECTION_ID() ORDER BY p.ID"
+        }
+        _ => {
+            "SELECT ID FROM information_schema.PROCESSLIST \
+             WHERE DB = $1 AND ID <> CONNECTION_ID() ORDER BY ID"
+        }
+    };
+    let ids: Vec<(i64,)> = c
+        .query(sql)
+        .params(&[database.into()])
+        .all()
+        .await
+        .unwrap_or_default();
+    let ids: Vec<i64> = ids.into_iter().map(|r| r.0).collect();
+    if filter == "one" && !ids.is_empty() {
+        vec![ids[(pick % ids.len() as u64) as usize]]
+    } else {
+        ids
+    }
+}
 
 #[derive(Debug, Default)]
 struct WorkerLog {
@@ -75,9 +148,9 @@ fn tally_errors(
     }
 }
 
-#[cfg(feature = "postgres")]
 #[allow(clippy::too_many_arguments)]
-async fn pg_worker(
+async fn worker(
+    engine: Engine,
     w: i64,
     pool: ConfigAndPool,
     admin: ConfigAndPool,
@@ -138,11 +211,11 @@ async fn pg_worker(
                     .await
                     .map(drop)
                     .map_err(|e| (e, false)),
-                // A transaction whose own backend is killed around its COMMIT.
+                // A transaction whose own session is killed around its COMMIT.
                 _ => {
                     let mut tx = c.begin().await.map_err(|e| (e, false))?;
-                    let (pid,): (i32,) = tx
-                        .query("SELECT pg_backend_pid()")
+                    let (pid,): (i64,) = tx
+                        .query(engine.own_id_sql())
                         .one()
                         .await
                         .map_err(|e| (e, false))?;
@@ -159,13 +232,7 @@ async fn pg_worker(
                         log.commit_kills += 1;
                         tokio::spawn(async move {
                             tokio::time::sleep(delay).await;
-                            if let Ok(mut a) = admin.get_connection().await {
-                                let _ = a
-                                    .query("SELECT pg_terminate_backend($1)")
-                                    .params(&[i64::from(pid).into()])
-                                    .select()
-                                    .await;
-                            }
+                            kill_session(&admin, engine, pid).await;
                         });
                     }
                     tx.commit().await.map_err(|e| (e, true))?;
@@ -213,39 +280,29 @@ async fn pg_worker(
     log
 }
 
-/// The kill test on a pool of `url` (in `mode`), with the kills and the audit through `admin`
-/// (a direct connection to the same database). `label` names the figures line.
-#[cfg(feature = "postgres")]
+/// The kill test on `pool`, with the kills and the audit through `admin` (a direct
+/// connection to the same database). `tag` names the pool's sessions: their
+/// `application_name` on Postgres, their database on MySQL; `table` is the workers' table
+/// `ch` as the admin names it. `label` names the figures line.
 async fn killed_under_load(
     label: &str,
-    url: &str,
-    admin: &str,
-    mode: sql_middleware::StatementCache,
+    engine: Engine,
+    pool: ConfigAndPool,
+    admin: ConfigAndPool,
+    tag: &str,
+    table: &str,
 ) {
     let (_guard, seed) = SeedGuard::new(label);
     let chaos = Duration::from_secs_f64(knob_f64("RELIABILITY_CHAOS_SECS", 6.0));
     let calm = Duration::from_secs_f64(knob_f64("RELIABILITY_CALM_SECS", 3.0));
     let workers = knob_usize("RELIABILITY_PG_WORKERS", 8) as i64;
-    let app = format!("sqlmw_chaos_{}", common::backends::unique_hex());
-    let pool = ConfigAndPool::postgres(url)
-        .statement_cache(mode)
-        .application_name(&app)
-        .max_size(8)
-        .wait_timeout(Duration::from_secs(5))
-        .create_timeout(Duration::from_secs(5))
-        .build()
-        .await
-        .expect("pool");
-    let admin = ConfigAndPool::postgres(admin)
-        .max_size(4)
-        .build()
-        .await
-        .expect("admin pool");
     {
         let mut c = admin.get_connection().await.expect("admin");
-        c.execute_batch("CREATE TABLE ch (id int8 PRIMARY KEY, w int8 NOT NULL)")
-            .await
-            .expect("create");
+        c.execute_batch(&format!(
+            "CREATE TABLE {table} (id BIGINT PRIMARY KEY, w BIGINT NOT NULL)"
+        ))
+        .await
+        .expect("create");
     }
     let mut rng = Rng::new(seed);
     let start = Instant::now();
@@ -253,7 +310,8 @@ async fn killed_under_load(
     let end = chaos_end + calm;
     let mut tasks = Vec::new();
     for w in 0..workers {
-        tasks.push(tokio::spawn(pg_worker(
+        tasks.push(tokio::spawn(worker(
+            engine,
             w + 1,
             pool.clone(),
             admin.clone(),
@@ -270,16 +328,28 @@ async fn killed_under_load(
     while Instant::now() + Duration::from_millis(250) < chaos_end {
         tokio::time::sleep(Duration::from_millis(250)).await;
         ticks += 1;
-        let filter = match ticks % 3 {
-            0 => "AND state IN ('idle in transaction', 'active')".to_owned(),
-            1 => format!(
-                "AND pid = (SELECT pid FROM pg_stat_activity WHERE application_name = $1 \
-                     ORDER BY pid OFFSET {} LIMIT 1)",
-                krng.below(8)
-            ),
-            _ => String::new(),
+        kills += match engine {
+            Engine::Postgres => {
+                let filter = match ticks % 3 {
+                    0 => "AND state IN ('idle in transaction', 'active')".to_owned(),
+                    1 => format!(
+                        "AND pid = (SELECT pid FROM pg_stat_activity WHERE application_name = $1 \
+                             ORDER BY pid OFFSET {} LIMIT 1)",
+                        krng.below(8)
+                    ),
+                    _ => String::new(),
+                };
+                kill_where(&admin, tag, &filter).await
+            }
+            Engine::Mysql => {
+                let filter = ["in_transaction", "one", "all"][ticks % 3];
+                let mut n = 0;
+                for id in mysql_sessions(&admin, tag, filter, krng.below(8)).await {
+                    n += usize::from(kill_session(&admin, engine, id).await);
+                }
+                n
+            }
         };
-        kills += kill_where(&admin, &app, &filter).await;
         last_kill = Instant::now();
     }
     let mut ledger = Ledger::default();
@@ -309,7 +379,11 @@ async fn killed_under_load(
     }
     let found: BTreeSet<i64> = {
         let mut c = admin.get_connection().await.expect("verifier");
-        let rows: Vec<(i64,)> = c.query("SELECT id FROM ch").all().await.expect("read");
+        let rows: Vec<(i64,)> = c
+            .query(&format!("SELECT id FROM {table}"))
+            .all()
+            .await
+            .expect("read");
         rows.into_iter().map(|r| r.0).collect()
     };
     let audit = ledger.audit(&found);
@@ -377,15 +451,72 @@ async fn killed_under_load(
 async fn postgres_connections_killed_under_load() {
     let _group = common::groups::enter("chaos");
     common::pg::with_schema(|url| async move {
-        killed_under_load(
-            "pg_chaos",
-            &url,
-            &url,
-            sql_middleware::StatementCache::Named,
-        )
-        .await
+        let (pool, admin, app) = pg_pools(&url, &url, sql_middleware::StatementCache::Named).await;
+        killed_under_load("pg_chaos", Engine::Postgres, pool, admin, &app, "ch").await
     })
     .await;
+}
+
+/// A pool on `url` (in `mode`, its sessions named by a fresh `application_name`, returned
+/// third) and an admin pool on `admin`.
+#[cfg(feature = "postgres")]
+async fn pg_pools(
+    url: &str,
+    admin: &str,
+    mode: sql_middleware::StatementCache,
+) -> (ConfigAndPool, ConfigAndPool, String) {
+    let app = format!("sqlmw_chaos_{}", common::backends::unique_hex());
+    let pool = ConfigAndPool::postgres(url)
+        .statement_cache(mode)
+        .application_name(&app)
+        .max_size(8)
+        .wait_timeout(Duration::from_secs(5))
+        .create_timeout(Duration::from_secs(5))
+        .build()
+        .await
+        .expect("pool");
+    let admin = ConfigAndPool::postgres(admin)
+        .max_size(4)
+        .build()
+        .await
+        .expect("admin pool");
+    (pool, admin, app)
+}
+
+/// MySQL/MariaDB: sessions of a pool of 8 ended with `KILL <id>` under load by 8 workers. The
+/// admin pool connects to the server's own default database, so it never lists itself.
+#[cfg(feature = "mysql")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_connections_killed_under_load() {
+    let _group = common::groups::enter("chaos");
+    let database = common::mysql::MyDatabase::create().await;
+    let pool = ConfigAndPool::mysql(&database.url)
+        .max_size(8)
+        .wait_timeout(Duration::from_secs(5))
+        .create_timeout(Duration::from_secs(5))
+        .build()
+        .await
+        .expect("pool");
+    let admin = ConfigAndPool::mysql(&common::mysql::base_url())
+        .max_size(4)
+        .build()
+        .await
+        .expect("admin pool");
+    // The admin names the table with its database.
+    let table = format!("`{}`.ch", database.name);
+    let run = std::panic::AssertUnwindSafe(killed_under_load(
+        "mysql_chaos",
+        Engine::Mysql,
+        pool,
+        admin,
+        &database.name,
+        &table,
+    ));
+    let outcome = futures::FutureExt::catch_unwind(run).await;
+    database.drop_database().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
 }
 
 /// The same through PgBouncer in transaction mode (unnamed statements): the server connections
@@ -416,12 +547,19 @@ async fn postgres_connections_killed_behind_pgbouncer() {
         )
     };
     let through = common::pgbouncer::shared().url(&db);
-    let run = std::panic::AssertUnwindSafe(killed_under_load(
-        "pg_chaos_pgbouncer",
-        &through,
-        &direct,
-        sql_middleware::StatementCache::Unnamed,
-    ));
+    let run = std::panic::AssertUnwindSafe(async {
+        let (pool, admin, app) =
+            pg_pools(&through, &direct, sql_middleware::StatementCache::Unnamed).await;
+        killed_under_load(
+            "pg_chaos_pgbouncer",
+            Engine::Postgres,
+            pool,
+            admin,
+            &app,
+            "ch",
+        )
+        .await
+    });
     let outcome = futures::FutureExt::catch_unwind(run).await;
     let _ = admin_client
         .batch_execute(&format!("DROP DATABASE IF EXISTS \"{db}\" WITH (FORCE)"))
@@ -757,7 +895,8 @@ async fn postgres_server_restarted_under_load() {
     let end = start + before + Duration::from_secs(8) + calm;
     let mut tasks = Vec::new();
     for w in 0..workers {
-        tasks.push(tokio::spawn(pg_worker(
+        tasks.push(tokio::spawn(worker(
+            Engine::Postgres,
             w + 1,
             pool.clone(),
             pool.clone(),

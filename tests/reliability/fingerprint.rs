@@ -26,16 +26,25 @@
 //!   `temp.sqlite_master`, and `PRAGMA database_list`;
 //! - Postgres: `pg_settings` (name, setting), `current_user` and `session_user`, the relations
 //!   in `pg_my_temp_schema()`, the advisory locks held by `pg_backend_pid()`,
-//!   `pg_prepared_statements` made from SQL, `pg_cursors` and `pg_listening_channels()`.
+//!   `pg_prepared_statements` made from SQL, `pg_cursors` and `pg_listening_channels()`;
+//! - MySQL/MariaDB (read through raw access, in the text protocol, so that `EXECUTE` and
+//!   `HANDLER` probes can run): `information_schema.SESSION_VARIABLES` minus the variables
+//!   that change by themselves (see [`MYSQL_SELF_CHANGING`]), the value of every user variable
+//!   the table sets, whether each temporary table it makes exists, whether each named lock it
+//!   takes is held by this connection, `DATABASE()`, `LAST_INSERT_ID()`, whether each
+//!   `PREPARE`d statement and `HANDLER` it opens exists, whether a table outside any
+//!   `LOCK TABLES` can be read, and (MariaDB) the session's last value of a sequence.
 //!
 //! A pair a path cannot run is skipped in the table, with the reason, and counted: scripts of
 //! several statements need a path that runs scripts; statements the engine or the middleware
-//! refuses inside a transaction are skipped on the transaction paths. `bulk_insert` runs no SQL
+//! refuses inside a transaction are skipped on the transaction paths. A pair the middleware
+//! must refuse (MySQL's statements with an implicit commit, inside a `Tx`) must fail, and the
+//! next borrower's session must still be fresh. `bulk_insert` runs no SQL
 //! of the caller's, so it is no path here. Any other failure to run a pair fails the test.
 //! `PRAGMA defer_foreign_keys` is not in the table: SQLite switches it off at every commit,
 //! autocommit included, so it never outlives its own transaction.
 //!
-//! Prints `session_fingerprint backend=X cases=N leaked=M skipped=K`.
+//! Prints `session_fingerprint backend=X cases=N leaked=M skipped=K refused=R`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -151,6 +160,9 @@ struct Case {
     script: bool,
     /// Paths skipped, and why.
     skip: Option<(&'static [Path], &'static str)>,
+    /// Paths on which the middleware must refuse the statement (the run fails), and why; the
+    /// next borrower's session must still be fresh.
+    refused: Option<(&'static [Path], &'static str)>,
 }
 
 impl Case {
@@ -163,6 +175,10 @@ impl Case {
             _ => None,
         }
     }
+
+    fn refused_on(&self, path: Path) -> bool {
+        self.refused.is_some_and(|(paths, _)| paths.contains(&path))
+    }
 }
 
 /// A statement that returns no rows.
@@ -172,6 +188,7 @@ fn c(sql: &'static str) -> Case {
         rows: false,
         script: false,
         skip: None,
+        refused: None,
     }
 }
 
@@ -194,6 +211,11 @@ fn script(sql: &'static str) -> Case {
 impl Case {
     fn skip(mut self, paths: &'static [Path], why: &'static str) -> Case {
         self.skip = Some((paths, why));
+        self
+    }
+
+    fn refused(mut self, paths: &'static [Path], why: &'static str) -> Case {
+        self.refused = Some((paths, why));
         self
     }
 }
@@ -393,9 +415,182 @@ BEGIN CREATE TEMP TABLE IF NOT EXISTS fp_fn (a int); RETURN 1; END $$;
 /// The table the SQLite and Turso temporary triggers watch.
 const SQLITE_SETUP: &str = "CREATE TABLE fp_base (a INTEGER)";
 
-fn cases(kind: Kind) -> Vec<Case> {
+/// The paths that run a statement through MySQL's binary protocol (`COM_STMT_PREPARE`): every
+/// path but the scripts, which run in the text protocol.
+const BINARY_PATHS: &[Path] = &[
+    QuerySelect,
+    QueryDml,
+    QueryOne,
+    QueryAll,
+    QueryStream,
+    PrepSelect,
+    PrepDml,
+    PrepOne,
+    PrepAll,
+    PrepStream,
+    Pipeline,
+    TxQuery,
+    TxPrepare,
+    SpQuery,
+    ExecConn,
+    ExecTx,
+    ExecSp,
+];
+
+const NOT_PREPARABLE: &str = "MySQL cannot prepare PREPARE (ER_UNSUPPORTED_PS): only the text \
+     protocol of a script runs it";
+
+const IMPLICIT_COMMIT: &str = "MySQL commits the open transaction implicitly around this \
+     statement, so the middleware fails the Tx with TransactionState";
+
+/// The paths inside a transaction whose statements the middleware runs itself (so it sees an
+/// implicit commit); raw SQL inside a `Tx` is the caller's own.
+const IN_TX_MIDDLEWARE: &[Path] = &[
+    TxQuery, TxPrepare, TxBatch, SpQuery, SpBatch, ExecTx, ExecSp,
+];
+
+fn mysql_cases(mariadb: bool) -> Vec<Case> {
+    let mut v = vec![
+        c("SET @fp_x = 1"),
+        c("set @`fp x2` = 'a', @'fp_q' := 2"),
+        r("SELECT @fp_sel := 1"),
+        c("SELECT 1 INTO @fp_into"),
+        c("SET SESSION sql_mode = 'ANSI'"),
+        c("SET @@session.sql_mode = CONCAT(@@sql_mode, ',PAD_CHAR_TO_FULL_LENGTH')"),
+        c("SET time_zone = '+05:00'"),
+        c("set session wait_timeout = 12345"),
+        c("SET @@SESSION.group_concat_max_len = 4321"),
+        c("SET SESSION innodb_lock_wait_timeout = 7"),
+        c("SET lock_wait_timeout = 77, @fp_x = 2"),
+        c("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
+        c("SET SESSION TRANSACTION READ ONLY"),
+        c("SET NAMES latin1"),
+        c("SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci"),
+        c("SET foreign_key_checks = 0"),
+        c("SET autocommit = 0"),
+        c("SET insert_id = 4242"),
+        c("CREATE TEMPORARY TABLE fp_t (a INT)"),
+        c("create temporary table if not exists `fp t2` (a int)"),
+        c("CREATE TEMPORARY TABLE fp_as AS SELECT 1 AS a"),
+        c("CREATE TEMPORARY TABLE fp_like LIKE fp_base"),
+        c("CREATE TEMPORARY TABLE fp_base (b INT)"),
+        script("CREATE TEMPORARY TABLE fp_m (a INT); INSERT INTO fp_m (a) VALUES (1)"),
+        r("SELECT GET_LOCK('fp_lock', 0)"),
+        r("select get_lock('fp_lock2', 0) AS l"),
+        c("DO GET_LOCK('fp_do_lock', 0)"),
+        r("SELECT LAST_INSERT_ID(77)"),
+        c("PREPARE fp_p FROM 'SELECT 1'").skip(BINARY_PATHS, NOT_PREPARABLE),
+        script("SET @fp_sql = 'SELECT 2'; PREPARE fp_p2 FROM @fp_sql"),
+        c("USE information_schema"),
+        c("use `mysql`"),
+        c("LOCK TABLES fp_base READ").refused(IN_TX_MIDDLEWARE, IMPLICIT_COMMIT),
+        c("lock table fp_base write, fp_like2 read").refused(IN_TX_MIDDLEWARE, IMPLICIT_COMMIT),
+        c("HANDLER fp_base OPEN"),
+        c("HANDLER fp_base OPEN AS fp_h"),
+        c("CALL sqlmw_fp_proc()"),
+        // The same changes hidden where the statement's text cannot show them.
+        r("SELECT sqlmw_fp_fn()"),
+        r("SELECT sqlmw_fp_lock()"),
+        c("INSERT INTO fp_trg_t (a) VALUES (1)"),
+        r("SELECT 1 AS a /*!, @fp_ec := 3 */"),
+        c("/*!40101 SET @fp_ec2 = 4 */"),
+    ];
+    if mariadb {
+        v.extend([
+            c("SET max_statement_time = 77"),
+            c("CREATE OR REPLACE TEMPORARY TABLE fp_r (a INT) ENGINE = MEMORY"),
+            c("CREATE TEMPORARY SEQUENCE fp_tseq").refused(IN_TX_MIDDLEWARE, IMPLICIT_COMMIT),
+            r("SELECT NEXTVAL(fp_seq)"),
+            c("SET STATEMENT max_statement_time = 5 FOR SET @fp_st = 5"),
+        ]);
+    }
+    v
+}
+
+/// Objects the MySQL statements use, made once in the test's database, one statement each.
+const MY_SETUP: &[&str] = &[
+    "CREATE TABLE fp_base (a INT)",
+    "CREATE TABLE fp_like2 (a INT)",
+    "CREATE TABLE fp_probe (a INT)",
+    "CREATE TABLE fp_trg_t (a INT)",
+    "CREATE TRIGGER fp_trg BEFORE INSERT ON fp_trg_t FOR EACH ROW SET @fp_trg = NEW.a",
+    "CREATE FUNCTION sqlmw_fp_fn() RETURNS INT NOT DETERMINISTIC RETURN (@fp_fn := 7)",
+    "CREATE FUNCTION sqlmw_fp_lock() RETURNS INT NOT DETERMINISTIC RETURN GET_LOCK('fp_fn_lock', 0)",
+    "CREATE PROCEDURE sqlmw_fp_proc() SET @fp_proc = 8",
+];
+
+/// MariaDB only: a sequence, whose last value is session state.
+const MARIADB_SETUP: &[&str] = &["CREATE SEQUENCE fp_seq"];
+
+/// `SESSION_VARIABLES` that differ between two fresh sessions or change on their own, left out
+/// of the MySQL fingerprint:
+/// - `TIMESTAMP`: the current time, unless a session pins it (no case does);
+/// - `RAND_SEED1`, `RAND_SEED2`: drawn per session;
+/// - `PSEUDO_THREAD_ID`: the connection id (a fresh connection has another);
+/// - `LAST_INSERT_ID`, `IDENTITY`: changed by every insert into an `AUTO_INCREMENT` column, by
+///   design of the API (a probe reads `LAST_INSERT_ID()` itself, for `LAST_INSERT_ID(expr)`);
+/// - `WARNING_COUNT`, `ERROR_COUNT`: the last statement's diagnostics, including the probes';
+/// - `LAST_GTID`: the last transaction's global id, when the binary log is on.
+const MYSQL_SELF_CHANGING: &[&str] = &[
+    "TIMESTAMP",
+    "RAND_SEED1",
+    "RAND_SEED2",
+    "PSEUDO_THREAD_ID",
+    "LAST_INSERT_ID",
+    "IDENTITY",
+    "WARNING_COUNT",
+    "ERROR_COUNT",
+    "LAST_GTID",
+];
+
+/// The MySQL probes: key and statement; each statement's rows, or its error code, are the value.
+fn mysql_probes(mariadb: bool) -> Vec<(&'static str, &'static str)> {
+    let mut v = vec![
+        (
+            "user variables",
+            "SELECT @fp_x, @`fp x2`, @fp_q, @fp_sel, @fp_into, @fp_sql, @fp_fn, @fp_proc, \
+             @fp_trg, @fp_ec, @fp_ec2, @fp_st",
+        ),
+        (
+            "named locks",
+            "SELECT IS_USED_LOCK('fp_lock') = CONNECTION_ID(), \
+             IS_USED_LOCK('fp_lock2') = CONNECTION_ID(), \
+             IS_USED_LOCK('fp_do_lock') = CONNECTION_ID(), \
+             IS_USED_LOCK('fp_fn_lock') = CONNECTION_ID()",
+        ),
+        ("database", "SELECT DATABASE()"),
+        ("last_insert_id", "SELECT LAST_INSERT_ID()"),
+        ("temp fp_t", "SELECT 1 FROM fp_t LIMIT 0"),
+        ("temp `fp t2`", "SELECT 1 FROM `fp t2` LIMIT 0"),
+        ("temp fp_as", "SELECT 1 FROM fp_as LIMIT 0"),
+        ("temp fp_like", "SELECT 1 FROM fp_like LIMIT 0"),
+        ("temp fp_m", "SELECT 1 FROM fp_m LIMIT 0"),
+        (
+            "temp fp_base shadows the table",
+            "SELECT b FROM fp_base LIMIT 0",
+        ),
+        (
+            "table lock (fp_probe is never locked)",
+            "SELECT COUNT(*) FROM fp_probe",
+        ),
+        ("prepared fp_p", "EXECUTE fp_p"),
+        ("prepared fp_p2", "EXECUTE fp_p2"),
+        ("handler fp_base", "HANDLER fp_base READ FIRST"),
+        ("handler fp_h", "HANDLER fp_h READ FIRST"),
+    ];
+    if mariadb {
+        v.extend([
+            ("temp fp_r", "SELECT 1 FROM fp_r LIMIT 0"),
+            ("temp fp_tseq", "SELECT 1 FROM fp_tseq LIMIT 0"),
+            ("sequence fp_seq", "SELECT PREVIOUS VALUE FOR fp_seq"),
+        ]);
+    }
+    v
+}
+
+fn cases(kind: Kind, mariadb: bool) -> Vec<Case> {
     match kind {
-        Kind::Mysql => unreachable!("{}", crate::common::reliability::NOT_ON_MYSQL),
+        Kind::Mysql => mysql_cases(mariadb),
         Kind::Sqlite => sqlite_cases(),
         Kind::Turso => turso_cases(),
         Kind::Postgres => postgres_cases(),
@@ -425,6 +620,16 @@ async fn raw(conn: &mut MiddlewarePoolConnection, kind: Kind, case: &Case) -> Re
             .map_err(err),
         #[cfg(feature = "turso")]
         Kind::Turso => turso_raw(conn.turso_connection().await.map_err(err)?, case).await,
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => {
+            use mysql_async::prelude::Queryable;
+            conn.mysql_connection()
+                .await
+                .map_err(err)?
+                .query_drop(sql)
+                .await
+                .map_err(err)
+        }
         #[allow(unreachable_patterns)]
         _ => Err(format!("{kind:?} is not in this build")),
     }
@@ -449,6 +654,16 @@ async fn raw_in_tx(tx: &mut Tx<'_>, kind: Kind, case: &Case) -> Result<(), Strin
             .map_err(err),
         #[cfg(feature = "turso")]
         Kind::Turso => turso_raw(tx.turso_connection().await.map_err(err)?, case).await,
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => {
+            use mysql_async::prelude::Queryable;
+            tx.mysql_connection()
+                .await
+                .map_err(err)?
+                .query_drop(sql)
+                .await
+                .map_err(err)
+        }
         #[allow(unreachable_patterns)]
         _ => Err(format!("{kind:?} is not in this build")),
     }
@@ -589,13 +804,52 @@ async fn rows_text(conn: &mut MiddlewarePoolConnection, sql: &str) -> Result<Str
     Ok(out)
 }
 
+/// The MySQL fingerprint (see the module docs), read through raw access in the text protocol.
+#[cfg(feature = "mysql")]
+async fn mysql_fingerprint(
+    conn: &mut MiddlewarePoolConnection,
+    mariadb: bool,
+) -> Result<Fingerprint, String> {
+    use mysql_async::prelude::Queryable;
+    let raw = conn.mysql_connection().await.map_err(err)?;
+    let mut fp = Fingerprint::new();
+    let vars: Vec<(String, Option<String>)> = raw
+        .query("SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.SESSION_VARIABLES")
+        .await
+        .map_err(err)?;
+    for (name, value) in vars {
+        let name = name.to_ascii_uppercase();
+        if !MYSQL_SELF_CHANGING.contains(&name.as_str()) {
+            fp.insert(format!("var {name}"), format!("{value:?}"));
+        }
+    }
+    for (key, sql) in mysql_probes(mariadb) {
+        let value = match raw.query::<mysql_async::Row, _>(sql).await {
+            Ok(rows) => rows
+                .into_iter()
+                .map(|row| format!("{:?}", row.unwrap()))
+                .collect::<Vec<_>>()
+                .join(" | "),
+            Err(mysql_async::Error::Server(e)) => format!("error {}", e.code),
+            Err(e) => return Err(format!("{sql}: {e:?}")),
+        };
+        fp.insert(key.into(), value);
+    }
+    Ok(fp)
+}
+
 async fn fingerprint(
     conn: &mut MiddlewarePoolConnection,
     kind: Kind,
+    mariadb: bool,
 ) -> Result<Fingerprint, String> {
     let mut fp = Fingerprint::new();
+    let _ = mariadb;
     match kind {
-        Kind::Mysql => unreachable!("{}", crate::common::reliability::NOT_ON_MYSQL),
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => return mysql_fingerprint(conn, mariadb).await,
+        #[cfg(not(feature = "mysql"))]
+        Kind::Mysql => return Err("MySQL is not in this build".into()),
         Kind::Sqlite | Kind::Turso => {
             // Temp objects first: reading them opens the temp database, which then shows in
             // `database_list` on every connection alike.
@@ -693,25 +947,37 @@ fn diff(seen: &Fingerprint, fresh: &Fingerprint) -> String {
 async fn t_every_path_leaves_a_fresh_session(db: &TestDb) {
     let k = db.kind.name();
     let started = std::time::Instant::now();
+    let mariadb = db.is_mariadb().await;
     {
         let mut c = db.conn().await;
-        let setup = match db.kind {
-            Kind::Mysql => unreachable!("{}", crate::common::reliability::NOT_ON_MYSQL),
-            Kind::Postgres => PG_SETUP,
-            Kind::Sqlite | Kind::Turso => SQLITE_SETUP,
-        };
-        c.execute_batch(setup)
-            .await
-            .unwrap_or_else(|e| panic!("[{k}] setup: {e:?}"));
+        match db.kind {
+            Kind::Mysql => {
+                // Routine bodies hold no `;` here, but each statement runs alone all the same.
+                let extra = if mariadb { MARIADB_SETUP } else { &[] };
+                for sql in MY_SETUP.iter().chain(extra) {
+                    c.execute_batch(sql)
+                        .await
+                        .unwrap_or_else(|e| panic!("[{k}] setup `{sql}`: {e:?}"));
+                }
+                Ok(())
+            }
+            Kind::Postgres => c.execute_batch(PG_SETUP).await,
+            Kind::Sqlite | Kind::Turso => c.execute_batch(SQLITE_SETUP).await,
+        }
+        .unwrap_or_else(|e| panic!("[{k}] setup: {e:?}"));
     }
     let fresh_pool = db.builder().max_size(1).build().await.unwrap();
-    let fresh = fingerprint(&mut fresh_pool.get_connection().await.unwrap(), db.kind)
-        .await
-        .unwrap_or_else(|e| panic!("[{k}] fresh fingerprint: {e}"));
+    let fresh = fingerprint(
+        &mut fresh_pool.get_connection().await.unwrap(),
+        db.kind,
+        mariadb,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("[{k}] fresh fingerprint: {e}"));
     drop(fresh_pool);
 
-    let table = cases(db.kind);
-    let (mut ran, mut skipped) = (0usize, Vec::new());
+    let table = cases(db.kind, mariadb);
+    let (mut ran, mut skipped, mut refused) = (0usize, Vec::new(), 0usize);
     let (mut leaked, mut failed, mut no_effect) = (Vec::new(), Vec::new(), Vec::new());
     for case in &table {
         for path in PATHS {
@@ -722,20 +988,31 @@ async fn t_every_path_leaves_a_fresh_session(db: &TestDb) {
             }
             ran += 1;
             let pool = db.builder().max_size(1).build().await.unwrap();
+            let must_fail = case.refused_on(path);
             {
                 let mut first = pool.get_connection().await.unwrap();
-                if let Err(e) = run(&mut first, db.kind, path, case).await {
-                    failed.push(format!("{pair}: {e}"));
-                    continue;
+                match run(&mut first, db.kind, path, case).await {
+                    Err(_) if must_fail => refused += 1,
+                    Ok(()) if must_fail => {
+                        failed.push(format!("{pair}: ran, but the middleware must refuse it"));
+                        continue;
+                    }
+                    Err(e) => {
+                        failed.push(format!("{pair}: {e}"));
+                        continue;
+                    }
+                    Ok(()) => {}
                 }
             }
             let mut next = pool.get_connection().await.unwrap();
-            match fingerprint(&mut next, db.kind).await {
+            match fingerprint(&mut next, db.kind, mariadb).await {
+                // A refused pair has nothing to run again: a fresh session is all it asks.
+                Ok(fp) if fp == fresh && must_fail => {}
                 Ok(fp) if fp == fresh => {
                     // Clean: the same statement on this session must change its fingerprint,
                     // or the case proves nothing.
                     let after = match run(&mut next, db.kind, path, case).await {
-                        Ok(()) => fingerprint(&mut next, db.kind).await,
+                        Ok(()) => fingerprint(&mut next, db.kind, mariadb).await,
                         Err(e) => Err(format!("second run: {e}")),
                     };
                     match after {
@@ -752,7 +1029,7 @@ async fn t_every_path_leaves_a_fresh_session(db: &TestDb) {
         }
     }
     println!(
-        "session_fingerprint backend={k} cases={ran} leaked={} skipped={}",
+        "session_fingerprint backend={k} cases={ran} leaked={} skipped={} refused={refused}",
         leaked.len(),
         skipped.len()
     );

@@ -14,11 +14,11 @@
 //! `<topic>::<backend>::<test>`: `cargo test --all-features --test reliability -- cancel::` runs
 //! one topic.
 
-/// MySQL's reliability items are written out by name in their topics (the promises that apply
-/// to it), so `backend_tests!` adds no MySQL copies here.
+/// Every per-backend body of `backend_tests!` runs on MySQL/MariaDB too (module `mysql`,
+/// feature `mysql`), each on a database of its own.
 #[macro_export]
 macro_rules! mysql_backend_tests {
-    ($($items:tt)*) => {};
+    ($($items:tt)*) => { $($items)* };
 }
 
 #[path = "../common/mod.rs"]
