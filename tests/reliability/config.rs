@@ -1,6 +1,6 @@
 //! Reliability 28.1: every configuration input is checked. Each numeric setting, at the edges
 //! of its range and past them, through each input that can set it (the builder, the URL, the
-//! serde `Config`, a Postgres `key=value` string), on every backend: the pool is built and
+//! serde `Config`, a Postgres `key=value` string), on every backend (MySQL included): the pool is built and
 //! serves a checkout, or the build fails with a `Config` error naming the setting, never a
 //! panic (in the caller, while the pool is built, in a timer or on a blocking thread, where it
 //! would come back as `Other`). One duration rule for the whole URL (a unit, or libpq's bare
@@ -75,7 +75,10 @@ impl Value {
 
 fn base(kind: Kind) -> String {
     match kind {
-        Kind::Mysql => unreachable!("{}", crate::common::reliability::NOT_ON_MYSQL),
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => common::mysql::base_url(),
+        #[cfg(not(feature = "mysql"))]
+        Kind::Mysql => panic!("MySQL is not in this build"),
         Kind::Sqlite => "sqlite::memory:".to_owned(),
         Kind::Turso => "turso::memory:".to_owned(),
         Kind::Postgres => common::pg::base_url(),
@@ -95,6 +98,8 @@ fn builder_for(kind: Kind) -> PoolBuilder {
         Kind::Turso => ConfigAndPool::turso_memory(),
         #[cfg(feature = "postgres")]
         Kind::Postgres => ConfigAndPool::postgres(&common::pg::base_url()),
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => ConfigAndPool::mysql(&common::mysql::base_url()),
         #[allow(unreachable_patterns)]
         other => panic!("{other:?} is not in this build"),
     }
@@ -222,6 +227,9 @@ fn kinds() -> Vec<Kind> {
     if cfg!(feature = "postgres") {
         v.push(Kind::Postgres);
     }
+    if cfg!(feature = "mysql") {
+        v.push(Kind::Mysql);
+    }
     v
 }
 
@@ -242,7 +250,7 @@ fn extreme_values_are_config_errors_never_panics() {
         for input in inputs() {
             let values = DURATION_SETTINGS
                 .iter()
-                .filter(|k| **k != "busy_timeout" || kind != Kind::Postgres)
+                .filter(|k| **k != "busy_timeout" || !matches!(kind, Kind::Postgres | Kind::Mysql))
                 .flat_map(|k| durations().into_iter().map(move |d| (*k, Value::D(d))))
                 .chain(
                     COUNT_SETTINGS

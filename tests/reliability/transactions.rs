@@ -29,19 +29,37 @@ async fn setup(db: &TestDb) {
     let int = db.ty(Logical::Int);
     let text = db.ty(Logical::Text);
     let mut c = db.conn().await;
+    // MySQL has no deferred constraints (InnoDB checks a foreign key at each statement) and
+    // reads an inline REFERENCES without acting on it: the key is declared on the table.
+    let child = if db.kind == Kind::Mysql {
+        format!(
+            "CREATE TABLE fk_child (
+                 id {int} PRIMARY KEY, parent_id {int},
+                 FOREIGN KEY (parent_id) REFERENCES fk_parent (id)
+             );"
+        )
+    } else {
+        format!(
+            "CREATE TABLE fk_child (
+                 id {int} PRIMARY KEY,
+                 parent_id {int} REFERENCES fk_parent (id) DEFERRABLE INITIALLY DEFERRED
+             );"
+        )
+    };
     c.execute_batch(&format!(
         "CREATE TABLE bt (id {int} PRIMARY KEY, note {text});
          CREATE TABLE fk_parent (id {int} PRIMARY KEY);
-         CREATE TABLE fk_child (
-             id {int} PRIMARY KEY,
-             parent_id {int} REFERENCES fk_parent (id) DEFERRABLE INITIALLY DEFERRED
-         );
+         {child}
          INSERT INTO fk_parent (id) VALUES (1);"
     ))
     .await
     .expect("setup");
     let trigger = match db.kind {
-        Kind::Mysql => unreachable!("{}", crate::common::reliability::NOT_ON_MYSQL),
+        // MySQL has no way for a trigger to roll the transaction back: SIGNAL fails the
+        // statement, and the middleware fails the rest of the transaction after it.
+        Kind::Mysql => "CREATE TRIGGER bt_unlucky BEFORE INSERT ON bt FOR EACH ROW \
+             IF MOD(NEW.id, 1000) = 13 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'unlucky 13'; END IF"
+            .to_owned(),
         // A trigger that makes the engine roll the whole transaction back by itself.
         Kind::Sqlite | Kind::Turso => "CREATE TRIGGER bt_unlucky BEFORE INSERT ON bt \
              WHEN NEW.id % 1000 = 13 BEGIN SELECT RAISE(ROLLBACK, 'unlucky 13'); END;"
@@ -185,6 +203,8 @@ async fn bad_ending(kind: Kind, pool: &ConfigAndPool, e: Ending, base: i64) -> R
             if kind != Kind::Postgres {
                 // SQLite and Turso: a raw BEGIN whose transaction the engine then rolls back
                 // itself (the RAISE(ROLLBACK) trigger), through the middleware's own API.
+                // MySQL: the trigger's SIGNAL fails the statement and the raw transaction stays
+                // open, with its row, until the connection goes back.
                 conn.execute_batch(&format!(
                     "BEGIN; INSERT INTO bt (id, note) VALUES ({base}, 'raw')"
                 ))
@@ -227,6 +247,23 @@ async fn bad_ending(kind: Kind, pool: &ConfigAndPool, e: Ending, base: i64) -> R
             check_idle(&mut conn, kind)
                 .await
                 .map_err(|e| format!("same checkout after the failed script: {e}"))?;
+        }
+        Ending::DeferredFkCommit if kind == Kind::Mysql => {
+            // MYSQL DIFFERS BY DESIGN: no deferred constraints; the child insert fails at
+            // once, and the commit after that error is refused.
+            let mut tx = conn.begin().await.map_err(|e| unexpected("begin", e))?;
+            ins_tx(&mut tx, base).await?;
+            let child = tx
+                .query("INSERT INTO fk_child (id, parent_id) VALUES ($1, 999)")
+                .params(&[base.into()])
+                .dml()
+                .await;
+            expect_err("child", child, ErrorKind::ForeignKeyViolation)?;
+            let c = tx.commit().await;
+            expect_err("commit after the error", c, ErrorKind::TransactionAborted)?;
+            check_idle(&mut conn, kind)
+                .await
+                .map_err(|e| format!("same checkout after the refused commit: {e}"))?;
         }
         Ending::DeferredFkCommit => {
             let mut tx = conn.begin().await.map_err(|e| unexpected("begin", e))?;
@@ -367,6 +404,26 @@ async fn panic_in_raw_access(kind: Kind, conn: Conn, base: i64) -> Result<(), St
                 )
                 .await
                 .expect("raw insert");
+                let _still_borrowed = raw;
+                panic!("boom while holding the raw connection");
+            });
+            match task.await {
+                Err(e) if e.is_panic() => Ok(()),
+                other => Err(unexpected("panicking task", other.map(drop))),
+            }
+        }
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => {
+            let task = tokio::spawn(async move {
+                use mysql_async::prelude::Queryable;
+                let mut conn = conn;
+                let raw = conn.mysql_connection().await.expect("raw connection");
+                raw.query_drop("START TRANSACTION")
+                    .await
+                    .expect("raw begin");
+                raw.query_drop(format!("INSERT INTO bt (id, note) VALUES ({base}, 'raw')"))
+                    .await
+                    .expect("raw insert");
                 let _still_borrowed = raw;
                 panic!("boom while holding the raw connection");
             });
