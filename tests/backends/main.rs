@@ -9,6 +9,7 @@
 mod common;
 
 mod mysql;
+mod mysql_tls;
 mod postgres;
 mod postgres_replicas;
 mod postgres_tls;
