@@ -33,6 +33,7 @@ use crate::common::reliability::{Fate, Ledger, Rng, SeedGuard, knob_f64, knob_us
 
 /// The server engine whose sessions are killed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "mysql"), allow(dead_code))]
 enum Engine {
     Postgres,
     Mysql,

@@ -531,6 +531,7 @@ const MARIADB_SETUP: &[&str] = &["CREATE SEQUENCE fp_seq"];
 ///   design of the API (a probe reads `LAST_INSERT_ID()` itself, for `LAST_INSERT_ID(expr)`);
 /// - `WARNING_COUNT`, `ERROR_COUNT`: the last statement's diagnostics, including the probes';
 /// - `LAST_GTID`: the last transaction's global id, when the binary log is on.
+#[cfg(feature = "mysql")]
 const MYSQL_SELF_CHANGING: &[&str] = &[
     "TIMESTAMP",
     "RAND_SEED1",
@@ -544,6 +545,7 @@ const MYSQL_SELF_CHANGING: &[&str] = &[
 ];
 
 /// The MySQL probes: key and statement; each statement's rows, or its error code, are the value.
+#[cfg(feature = "mysql")]
 fn mysql_probes(mariadb: bool) -> Vec<(&'static str, &'static str)> {
     let mut v = vec![
         (
