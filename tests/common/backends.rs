@@ -449,6 +449,36 @@ macro_rules! backend_tests {
     };
 }
 
+/// The MySQL copies of the listed bodies only, in a module `mysql` (feature `mysql`), each
+/// inside a database of its own: how the reliability suite writes out the items that apply to
+/// MySQL (its `backend_tests!` makes no MySQL copies, see `mysql_backend_tests!`). The same
+/// syntax as [`backend_tests!`].
+#[macro_export]
+macro_rules! mysql_tests {
+    ($(async fn $name:ident($db:ident) $body:block)*) => {
+        $crate::mysql_tests! { let () = (); $(async fn $name($db) $body)* }
+    };
+    (let $guard:pat = $setup:expr; $(async fn $name:ident($db:ident) $body:block)*) => {
+        #[cfg(feature = "mysql")]
+        mod mysql {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[allow(unused_braces)]
+                async fn $name() {
+                    let $guard = $setup;
+                    $crate::common::mysql::with_database(|url| async move {
+                        let $db = $crate::common::backends::mysql(&url).await;
+                        $body
+                    })
+                    .await;
+                }
+            )*
+        }
+    };
+}
+
 /// A pool of one connection from `builder`, and that connection with an empty table
 /// `t (id INTEGER PRIMARY KEY)`.
 pub async fn one_connection_with_table(
