@@ -697,9 +697,9 @@ impl Wing for MyConnection {
         let r = limited!(self, self.simple("COMMIT").await, true);
         match r {
             Ok(()) => Ok(()),
-            Err(e) if e.kind() == ErrorKind::OutcomeUnknown || e.kind() == ErrorKind::Timeout => {
-                Err(crate::deadline::unknown_outcome())
-            }
+            // Past the limit after `COMMIT` was sent: its outcome is unknown (limited! says so);
+            // before it was sent: a `Timeout`, and the transaction is rolled back on return.
+            Err(e) if matches!(e.kind(), ErrorKind::OutcomeUnknown | ErrorKind::Timeout) => Err(e),
             Err(e) => {
                 if let Some(c) = self.obj.as_mut() {
                     if in_transaction(&c.conn) {
