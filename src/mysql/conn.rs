@@ -356,9 +356,17 @@ impl MyConnection {
         if crate::sql::is_blank(sql, D) {
             return Err(SqlMiddlewareDbError::blank_sql());
         }
-        let (text, order, params) = match mode {
+        let crate::translation::MysqlText {
+            text,
+            order,
+            params,
+        } = match mode {
             TranslationMode::On => crate::translation::to_mysql(sql)?,
-            TranslationMode::Off => (Cow::Borrowed(sql), None, usize::MAX),
+            TranslationMode::Off => crate::translation::MysqlText {
+                text: Cow::Borrowed(sql),
+                order: None,
+                params: usize::MAX,
+            },
         };
         let st = c.conn.prep(text.as_ref()).await.map_err(map_err)?;
         let server = usize::from(st.num_params());
@@ -689,9 +697,9 @@ impl Wing for MyConnection {
         let r = limited!(self, self.simple("COMMIT").await, true);
         match r {
             Ok(()) => Ok(()),
-            Err(e) if e.kind() == ErrorKind::OutcomeUnknown || e.kind() == ErrorKind::Timeout => {
-                Err(crate::deadline::unknown_outcome())
-            }
+            // Past the limit after `COMMIT` was sent: its outcome is unknown (limited! says so);
+            // before it was sent: a `Timeout`, and the transaction is rolled back on return.
+            Err(e) if matches!(e.kind(), ErrorKind::OutcomeUnknown | ErrorKind::Timeout) => Err(e),
             Err(e) => {
                 if let Some(c) = self.obj.as_mut() {
                     if in_transaction(&c.conn) {
@@ -867,7 +875,11 @@ impl MySetup<'_> {
     /// its own, as the unnamed mode does).
     async fn statement(&mut self, sql: &str, params: &[RowValues]) -> Result<(MyStmt, Vec<Value>)> {
         crate::sql::reject_nul(sql)?;
-        let (text, order, n) = crate::translation::to_mysql(sql)?;
+        let crate::translation::MysqlText {
+            text,
+            order,
+            params: n,
+        } = crate::translation::to_mysql(sql)?;
         let c = &mut *self.0;
         let st = c.conn.prep(text.as_ref()).await.map_err(map_err)?;
         let s = MyStmt {
