@@ -128,7 +128,7 @@ impl TestDb {
             #[cfg(feature = "postgres")]
             (Location::Url(u), Kind::Postgres) => postgres_builder(u),
             #[cfg(feature = "mysql")]
-            (Location::Url(u), Kind::Mysql) => ConfigAndPool::mysql(u),
+            (Location::Url(u), Kind::Mysql) => mysql_builder(u),
             (loc, kind) => panic!("no builder for {kind:?} at {loc:?} in this build"),
         }
     }
@@ -236,10 +236,24 @@ pub async fn turso() -> TestDb {
     }
 }
 
+/// A MySQL pool builder for `url`, in the statement mode `SQL_MIDDLEWARE_MYSQL_STATEMENT_CACHE`
+/// names (`named`, the default, or `unnamed`): the whole suite runs in either mode.
+#[cfg(feature = "mysql")]
+pub fn mysql_builder(url: &str) -> PoolBuilder {
+    let b = ConfigAndPool::mysql(url);
+    match std::env::var("SQL_MIDDLEWARE_MYSQL_STATEMENT_CACHE").as_deref() {
+        Ok("unnamed") => b.statement_cache(sql_middleware::StatementCache::Unnamed),
+        Ok("named") | Ok("") | Err(_) => b,
+        Ok(other) => {
+            panic!("SQL_MIDDLEWARE_MYSQL_STATEMENT_CACHE must be named or unnamed, not {other}")
+        }
+    }
+}
+
 /// A pool on the database URL given by `common::mysql::with_database`.
 #[cfg(feature = "mysql")]
 pub async fn mysql(url: &str) -> TestDb {
-    let db = ConfigAndPool::mysql(url)
+    let db = mysql_builder(url)
         .max_size(4)
         .build()
         .await
