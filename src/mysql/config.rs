@@ -197,6 +197,9 @@ pub(crate) fn build_pool(
     let opts: mysql_async::Opts = mysql_async::OptsBuilder::from_opts(opts)
         // The middleware's own bounded cache; mysql_async's would keep a second copy.
         .stmt_cache_size(0)
+        // `UPDATE` counts the rows it matched, as on the other engines (not only those whose
+        // value changed).
+        .client_found_rows(true)
         .setup(vec![SETUP])
         .into();
     if opts.ip_or_hostname().is_empty() && opts.socket().is_none() {
