@@ -624,7 +624,7 @@ async fn select_rows(c: &mut MyClient, s: &MyStmt, values: Vec<Value>) -> Result
     close_temporary(c, temp).await?;
     let mut rs = r?.unwrap_or_else(|| ResultSet::with_capacity(Arc::clone(&s.columns), 0));
     if s.dml {
-        rs.rows_affected = c.conn.affected_rows();
+        rs.rows_affected = changed(c, rs.results.len() as u64);
     }
     Ok(rs)
 }
@@ -634,13 +634,28 @@ pub(super) async fn count_rows(c: &mut MyClient, s: &MyStmt, values: Vec<Value>)
     let temp = execute(c, s, values).await?;
     let r = async {
         let mut qr = QueryResult::<BinaryProtocol>::new(&mut c.conn);
-        while qr.next().await.map_err(map_err)?.is_some() {}
-        Ok::<(), SqlMiddlewareDbError>(())
+        let mut rows = 0u64;
+        while qr.next().await.map_err(map_err)?.is_some() {
+            rows += 1;
+        }
+        Ok::<u64, SqlMiddlewareDbError>(rows)
     }
     .await;
     close_temporary(c, temp).await?;
-    r?;
-    Ok(if s.dml { c.conn.affected_rows() } else { 0 })
+    let rows = r?;
+    Ok(if s.dml { changed(c, rows) } else { 0 })
+}
+
+/// The rows a DML statement changed: the server's count, or, for `… RETURNING` (whose result
+/// set ends without one; MariaDB does not describe its columns at prepare time either), the
+/// rows it returned.
+#[inline]
+fn changed(c: &MyClient, returned: u64) -> u64 {
+    if returned == 0 {
+        c.conn.affected_rows()
+    } else {
+        returned
+    }
 }
 
 /// The schema changed through `c`: every connection of the pool prepares its statements again.
