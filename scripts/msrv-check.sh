@@ -38,6 +38,6 @@ if [ -z "$toolchain" ]; then
 fi
 echo "MSRV toolchain: $toolchain ($(rustc +"$toolchain" -V))"
 target="${CARGO_TARGET_DIR:-target}/msrv"
-features=sqlite,postgres,postgres-tls,derive,serde,metrics,tracing,time
+features=sqlite,postgres,postgres-tls,mysql,mysql-tls,derive,serde,metrics,tracing,time
 CARGO_TARGET_DIR="$target" cargo +"$toolchain" check --locked --lib --features "$features"
 CARGO_TARGET_DIR="$target" cargo +"$toolchain" check --locked --lib --no-default-features --features sqlite

@@ -128,7 +128,7 @@ impl TestDb {
             #[cfg(feature = "postgres")]
             (Location::Url(u), Kind::Postgres) => postgres_builder(u),
             #[cfg(feature = "mysql")]
-            (Location::Url(u), Kind::Mysql) => ConfigAndPool::mysql(u),
+            (Location::Url(u), Kind::Mysql) => mysql_builder(u),
             (loc, kind) => panic!("no builder for {kind:?} at {loc:?} in this build"),
         }
     }
@@ -236,10 +236,24 @@ pub async fn turso() -> TestDb {
     }
 }
 
+/// A MySQL pool builder for `url`, in the statement mode `SQL_MIDDLEWARE_MYSQL_STATEMENT_CACHE`
+/// names (`named`, the default, or `unnamed`): the whole suite runs in either mode.
+#[cfg(feature = "mysql")]
+pub fn mysql_builder(url: &str) -> PoolBuilder {
+    let b = ConfigAndPool::mysql(url);
+    match std::env::var("SQL_MIDDLEWARE_MYSQL_STATEMENT_CACHE").as_deref() {
+        Ok("unnamed") => b.statement_cache(sql_middleware::StatementCache::Unnamed),
+        Ok("named") | Ok("") | Err(_) => b,
+        Ok(other) => {
+            panic!("SQL_MIDDLEWARE_MYSQL_STATEMENT_CACHE must be named or unnamed, not {other}")
+        }
+    }
+}
+
 /// A pool on the database URL given by `common::mysql::with_database`.
 #[cfg(feature = "mysql")]
 pub async fn mysql(url: &str) -> TestDb {
-    let db = ConfigAndPool::mysql(url)
+    let db = mysql_builder(url)
         .max_size(4)
         .build()
         .await
@@ -443,6 +457,36 @@ macro_rules! backend_tests {
                     let $guard = $setup;
                     let $db = $crate::common::backends::turso().await;
                     $body
+                }
+            )*
+        }
+    };
+}
+
+/// The MySQL copies of the listed bodies only, in a module `mysql` (feature `mysql`), each
+/// inside a database of its own: how the reliability suite writes out the items that apply to
+/// MySQL (its `backend_tests!` makes no MySQL copies, see `mysql_backend_tests!`). The same
+/// syntax as [`backend_tests!`].
+#[macro_export]
+macro_rules! mysql_tests {
+    ($(async fn $name:ident($db:ident) $body:block)*) => {
+        $crate::mysql_tests! { let () = (); $(async fn $name($db) $body)* }
+    };
+    (let $guard:pat = $setup:expr; $(async fn $name:ident($db:ident) $body:block)*) => {
+        #[cfg(feature = "mysql")]
+        mod mysql {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[allow(unused_braces)]
+                async fn $name() {
+                    let $guard = $setup;
+                    $crate::common::mysql::with_database(|url| async move {
+                        let $db = $crate::common::backends::mysql(&url).await;
+                        $body
+                    })
+                    .await;
                 }
             )*
         }

@@ -459,6 +459,8 @@ fn mysql_cases(mariadb: bool) -> Vec<Case> {
         c("SET @@session.sql_mode = CONCAT(@@sql_mode, ',PAD_CHAR_TO_FULL_LENGTH')"),
         c("SET time_zone = '+05:00'"),
         c("set session wait_timeout = 12345"),
+        c("set @@session.sort_buffer_size = 1048577"),
+        c("SET sql_mode = 'ANSI_QUOTES'"),
         c("SET @@SESSION.group_concat_max_len = 4321"),
         c("SET SESSION innodb_lock_wait_timeout = 7"),
         c("SET lock_wait_timeout = 77, @fp_x = 2"),
@@ -488,8 +490,10 @@ fn mysql_cases(mariadb: bool) -> Vec<Case> {
         c("HANDLER fp_base OPEN"),
         c("HANDLER fp_base OPEN AS fp_h"),
         c("CALL sqlmw_fp_proc()"),
+        c("CALL sqlmw_fp_sess()"),
         // The same changes hidden where the statement's text cannot show them.
         r("SELECT sqlmw_fp_fn()"),
+        r("SELECT sqlmw_fp_fn2()"),
         r("SELECT sqlmw_fp_lock()"),
         c("INSERT INTO fp_trg_t (a) VALUES (1)"),
         r("SELECT 1 AS a /*!, @fp_ec := 3 */"),
@@ -517,6 +521,8 @@ const MY_SETUP: &[&str] = &[
     "CREATE FUNCTION sqlmw_fp_fn() RETURNS INT NOT DETERMINISTIC RETURN (@fp_fn := 7)",
     "CREATE FUNCTION sqlmw_fp_lock() RETURNS INT NOT DETERMINISTIC RETURN GET_LOCK('fp_fn_lock', 0)",
     "CREATE PROCEDURE sqlmw_fp_proc() SET @fp_proc = 8",
+    "CREATE PROCEDURE sqlmw_fp_sess() BEGIN SET @@session.max_sort_length = 777; END",
+    "CREATE FUNCTION sqlmw_fp_fn2() RETURNS INT NOT DETERMINISTIC BEGIN SET @fp_fn2 = 3; RETURN 1; END",
 ];
 
 /// MariaDB only: a sequence, whose last value is session state.
@@ -550,8 +556,8 @@ fn mysql_probes(mariadb: bool) -> Vec<(&'static str, &'static str)> {
     let mut v = vec![
         (
             "user variables",
-            "SELECT @fp_x, @`fp x2`, @fp_q, @fp_sel, @fp_into, @fp_sql, @fp_fn, @fp_proc, \
-             @fp_trg, @fp_ec, @fp_ec2, @fp_st",
+            "SELECT @fp_x, @`fp x2`, @fp_q, @fp_sel, @fp_into, @fp_sql, @fp_fn, @fp_fn2, \
+             @fp_proc, @fp_trg, @fp_ec, @fp_ec2, @fp_st",
         ),
         (
             "named locks",
@@ -954,7 +960,7 @@ async fn t_every_path_leaves_a_fresh_session(db: &TestDb) {
         let mut c = db.conn().await;
         match db.kind {
             Kind::Mysql => {
-                // Routine bodies hold no `;` here, but each statement runs alone all the same.
+                // One statement at a time (two routine bodies hold `;` of their own).
                 let extra = if mariadb { MARIADB_SETUP } else { &[] };
                 for sql in MY_SETUP.iter().chain(extra) {
                     c.execute_batch(sql)
