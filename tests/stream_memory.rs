@@ -98,6 +98,9 @@ async fn database(backend: &str) -> TestDb {
         "postgres" => common::backends::postgres(&common::pg::base_url()).await,
         #[cfg(feature = "turso")]
         "turso" => common::backends::turso().await,
+        // The query reads no table: the server's own database serves.
+        #[cfg(feature = "mysql")]
+        "mysql" => common::backends::mysql(&common::mysql::base_url()).await,
         other => panic!("no backend {other} in this build"),
     }
 }
@@ -222,6 +225,8 @@ fn stream_memory_is_bounded() {
         "postgres",
         #[cfg(feature = "turso")]
         "turso",
+        #[cfg(feature = "mysql")]
+        "mysql",
     ];
     let mut failures = Vec::new();
     println!("peak RSS growth reading {ROWS} rows of 4 columns (i64, f64, text, i64):");
