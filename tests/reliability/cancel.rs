@@ -314,6 +314,8 @@ async fn scenario(
                 .await
                 .map_err(|_| "the lock holder failed".to_string())?;
             release.notify_one();
+            // Postgres and MySQL lock rows: the target waits in its UPDATE. SQLite and Turso
+            // lock the database: the target waits in its BEGIN.
             if matches!(kind, Kind::Postgres | Kind::Mysql) {
                 let mut tx = begin_with_row(&mut conn, a, grp).await?;
                 match poll_at_most(
