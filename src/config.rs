@@ -30,7 +30,7 @@ pub(crate) enum Target {
     #[cfg(feature = "turso")]
     Turso(crate::turso::config::TursoTarget),
     #[cfg(feature = "mysql")]
-    Mysql(Box<mysql_async::Opts>),
+    Mysql(crate::mysql::config::MyTarget),
 }
 
 /// A pool and the settings it was built with. Cheap to clone; clones share the pool.
@@ -151,7 +151,7 @@ impl ConfigAndPool {
     /// [`PoolBuilder::ssl_mode`], not from the options.
     #[cfg(feature = "mysql")]
     pub fn mysql_opts(opts: mysql_async::Opts) -> PoolBuilder {
-        PoolBuilder::new(Target::Mysql(Box::new(opts)))
+        PoolBuilder::new(Target::Mysql(crate::mysql::config::MyTarget(Box::new(opts))))
     }
 
     /// Checks out a connection. Waits at most the pool's wait timeout, then fails with

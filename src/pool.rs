@@ -95,8 +95,8 @@ impl MiddlewarePool {
                 PoolInner::Turso(crate::turso::build_pool(t, b.turso, &b.pool).await?)
             }
             #[cfg(feature = "mysql")]
-            Target::Mysql(opts) => {
-                PoolInner::Mysql(crate::mysql::build_pool(*opts, b.mysql, &b.pool)?)
+            Target::Mysql(t) => {
+                PoolInner::Mysql(crate::mysql::build_pool(*t.0, b.mysql, &b.pool)?)
             }
         };
         // `db.system` as the OpenTelemetry conventions name the engines.
@@ -775,7 +775,7 @@ fn trace_server(t: &Target) -> crate::telemetry::Server {
         #[cfg(all(feature = "postgres", feature = "tracing"))]
         Target::Postgres(cfg) => crate::postgres::trace_server(cfg),
         #[cfg(all(feature = "mysql", feature = "tracing"))]
-        Target::Mysql(opts) => crate::telemetry::Server {
+        Target::Mysql(crate::mysql::config::MyTarget(opts)) => crate::telemetry::Server {
             namespace: opts.db_name().map(str::to_owned),
             address: Some(opts.ip_or_hostname().to_owned()),
             port: Some(opts.tcp_port()),

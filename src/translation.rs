@@ -162,7 +162,11 @@ pub(crate) fn to_mysql(sql: &str) -> crate::error::Result<MysqlText<'_>> {
                 let n: usize = sql[t.start + 1..t.end].parse().unwrap_or(usize::MAX);
                 if n == 0 || n > usize::from(u16::MAX) {
                     return Err(SqlMiddlewareDbError::new(
-                        ErrorKind::InvalidInput,
+                        if n == 0 {
+                            ErrorKind::InvalidInput
+                        } else {
+                            ErrorKind::ParameterCount
+                        },
                         format!(
                             "placeholder {} is out of range: placeholders run from $1 to ${}",
                             &sql[t.start..t.end],

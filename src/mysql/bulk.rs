@@ -13,7 +13,8 @@ use crate::sql::ident::BulkTarget;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
 
-/// The most rows in one `INSERT`: MySQL takes at most 65,535 placeholders per statement.
+/// The most rows in one `INSERT`: MySQL takes at most 65,535 placeholders per statement (and
+/// `load` also keeps each statement's values under half the server's `max_allowed_packet`).
 fn rows_per_statement(width: usize) -> usize {
     (65_535 / width.max(1)).clamp(1, 1000)
 }
@@ -51,23 +52,42 @@ impl MyConnection {
     {
         let width = target.width();
         let per = rows_per_statement(width);
+        // An `INSERT` also stays well under the server's packet limit.
+        let max_bytes = self.client()?.max_packet / 2;
         let mut values: Vec<Value> = Vec::with_capacity(per * width);
         let mut pending = 0usize;
+        let mut bytes = 0u64;
         let mut loaded = 0u64;
         for row in rows {
             let row = row.as_ref();
             if row.len() != width {
                 return Err(target.wrong_width(loaded + pending as u64 + 1, row.len()));
             }
+            let mut row_bytes = 0u64;
             for (k, v) in row.iter().enumerate() {
-                values.push(to_value(k, v)?);
+                let v = to_value(k, v)?;
+                if let Value::Bytes(b) = &v {
+                    row_bytes += b.len() as u64;
+                }
+                values.push(v);
             }
+            if pending > 0 && bytes + row_bytes > max_bytes {
+                // This row goes into the next statement.
+                let tail = values.split_off(values.len() - width);
+                let batch = std::mem::replace(&mut values, tail);
+                self.insert(target, pending, batch).await?;
+                loaded += pending as u64;
+                pending = 0;
+                bytes = 0;
+            }
+            bytes += row_bytes;
             pending += 1;
             if pending == per {
                 let batch = std::mem::replace(&mut values, Vec::with_capacity(per * width));
                 self.insert(target, per, batch).await?;
                 loaded += per as u64;
                 pending = 0;
+                bytes = 0;
             }
         }
         if pending > 0 {
@@ -82,6 +102,7 @@ impl MyConnection {
         let s = self
             .prepare_within(&target.insert_sql(Dialect::Mysql, rows), TranslationMode::Off)
             .await?;
+        super::conn::check_size(self.client()?, &values)?;
         self.in_flight = true;
         let c = self.client()?;
         let r = count_rows(c, &s, values).await.map(drop);

@@ -71,6 +71,8 @@ pub(crate) struct MyClient {
     pub(crate) broken: bool,
     /// The pool's schema epoch this connection's statements were prepared at.
     pub(crate) epoch: u64,
+    /// The server's `max_allowed_packet`: the largest value (and statement) it takes.
+    pub(crate) max_packet: u64,
     /// The host and port it reached (for spans).
     #[cfg(feature = "tracing")]
     pub(crate) host: (Arc<str>, u16),
@@ -84,12 +86,39 @@ impl crate::pooling::Pooled for MyClient {
     }
 }
 
+/// A pool's server, as given: mysql_async's options, whose `Debug` would show the password.
+#[derive(Clone)]
+pub(crate) struct MyTarget(pub(crate) Box<mysql_async::Opts>);
+
+impl std::fmt::Debug for MyTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        debug_opts(&self.0, f)
+    }
+}
+
+/// mysql_async's options without the password.
+fn debug_opts(o: &mysql_async::Opts, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    f.debug_struct("MysqlOpts")
+        .field("host", &o.ip_or_hostname())
+        .field("port", &o.tcp_port())
+        .field("socket", &o.socket())
+        .field("user", &o.user())
+        .field("password", &o.pass().map(|_| "***"))
+        .field("db_name", &o.db_name())
+        .finish_non_exhaustive()
+}
+
 /// Where and how to connect.
-#[derive(Debug)]
 pub(crate) struct Endpoint {
     pub(crate) opts: mysql_async::Opts,
     #[cfg_attr(not(feature = "mysql-tls"), allow(dead_code))]
     pub(crate) tls: MyTls,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        debug_opts(&self.opts, f)
+    }
 }
 
 impl Endpoint {
@@ -134,7 +163,11 @@ impl Manager for MyManager {
 
     async fn create(&self) -> Result<Box<MyClient>> {
         // Boxed: a connect is rare, and its future is deep.
-        let conn = Box::pin(self.endpoint.connect()).await?;
+        let mut conn = Box::pin(self.endpoint.connect()).await?;
+        let max_packet: Option<u64> = conn
+            .query_first("SELECT @@max_allowed_packet")
+            .await
+            .map_err(super::error::map_err)?;
         let mut c = Box::new(MyClient {
             conn,
             stmts: StmtCache::new(),
@@ -149,6 +182,7 @@ impl Manager for MyManager {
             dirty: false,
             broken: false,
             epoch: self.opts.schema_epoch.load(std::sync::atomic::Ordering::Acquire),
+            max_packet: max_packet.unwrap_or(u64::MAX),
             #[cfg(feature = "tracing")]
             host: (
                 Arc::from(self.endpoint.opts.ip_or_hostname()),

@@ -79,6 +79,8 @@ pub(crate) struct MyConnection {
     /// The raw connection was handed out: a call of the caller's on it may have been dropped
     /// part-way (checked before the next operation).
     raw: bool,
+    /// A stream was closed before its end: rows may still be on the wire.
+    pub(super) unread: bool,
     /// The time limit of the next operation (see `Wing::set_deadline`).
     deadline: Option<std::time::Instant>,
 }
@@ -175,6 +177,7 @@ impl MyConnection {
             needs_rollback: false,
             in_tx: false,
             raw: false,
+            unread: false,
             deadline: None,
         }
     }
@@ -291,6 +294,8 @@ impl MyConnection {
     fn start(&mut self, s: &MyStmt, p: &[RowValues]) -> Result<(&mut MyClient, Vec<Value>)> {
         s.check(p)?;
         let values = to_values(p, s.order.as_deref())?;
+        let c = self.client()?;
+        check_size(c, &values)?;
         self.in_flight = true;
         Ok((self.client()?, values))
     }
@@ -558,6 +563,28 @@ impl MyConnection {
     }
 }
 
+/// Refuses parameters the server would refuse by closing the connection: a value, or all of
+/// them together, larger than its `max_allowed_packet`.
+#[inline]
+pub(super) fn check_size(c: &MyClient, values: &[Value]) -> Result<()> {
+    let mut total = 0u64;
+    for v in values {
+        if let Value::Bytes(b) = v {
+            total += b.len() as u64;
+        }
+    }
+    if total < c.max_packet {
+        return Ok(());
+    }
+    Err(SqlMiddlewareDbError::new(
+        ErrorKind::InvalidInput,
+        format!(
+            "the parameters hold {total} bytes; the server takes at most its max_allowed_packet ({} bytes) in one statement: raise it on the server, or send the value in parts",
+            c.max_packet
+        ),
+    ))
+}
+
 /// A statement that ended the middleware's transaction by itself.
 fn implicit_commit() -> SqlMiddlewareDbError {
     SqlMiddlewareDbError::new(
@@ -566,18 +593,28 @@ fn implicit_commit() -> SqlMiddlewareDbError {
     )
 }
 
-/// The columns of `row`: the statement's, unless the result's metadata differs in width (the
-/// table changed since the statement was prepared), then the result's own.
+/// The columns of a result, decided at its first row: the statement's, unless the result's
+/// metadata names other columns (the table changed since the statement was prepared, or the
+/// server did not describe the result at prepare time), then the result's own.
 #[inline]
-fn current_columns<'a>(
+pub(super) fn current_columns<'a>(
     row: &mysql_async::Row,
-    cols: &'a Arc<Columns>,
-    fresh: &'a mut Option<Arc<Columns>>,
+    cols: &Arc<Columns>,
+    decided: &'a mut Option<Arc<Columns>>,
 ) -> &'a Arc<Columns> {
-    if row.len() == cols.len() {
-        return cols;
-    }
-    fresh.get_or_insert_with(|| Arc::new(columns_of(row.columns_ref())))
+    decided.get_or_insert_with(|| {
+        let meta = row.columns_ref();
+        let same = meta.len() == cols.len()
+            && meta
+                .iter()
+                .zip(cols.names())
+                .all(|(m, n)| m.name_ref() == n.as_bytes());
+        if same {
+            Arc::clone(cols)
+        } else {
+            Arc::new(columns_of(meta))
+        }
+    })
 }
 
 /// Runs `s` with `values` on `c`, leaving its result on the wire for the caller to read (and
@@ -900,7 +937,8 @@ impl Drop for MyConnection {
             return;
         }
         let open = self.needs_rollback || self.in_tx || in_transaction(&obj.conn);
-        if !(open || obj.dirty) {
+        let unread = self.unread;
+        if !(open || obj.dirty || unread) {
             return;
         }
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
@@ -913,6 +951,13 @@ impl Drop for MyConnection {
                 return;
             };
             let clean = async {
+                if unread {
+                    // The rows of a stream closed early: read off (a no-op when none are left).
+                    QueryResult::<BinaryProtocol>::new(&mut obj.conn)
+                        .drop_result()
+                        .await
+                        .map_err(map_err)?;
+                }
                 if in_transaction(&obj.conn) || open {
                     obj.conn.query_drop("ROLLBACK").await.map_err(map_err)?;
                 }

@@ -21,6 +21,9 @@ fn kind_of(code: u16) -> ErrorKind {
         3819 | 4025 => ErrorKind::CheckViolation,
         // ER_LOCK_DEADLOCK
         1213 => ErrorKind::Deadlock,
+        // ER_CHECKREAD: a row changed since the transaction's snapshot (MariaDB's
+        // `innodb_snapshot_isolation`)
+        1020 => ErrorKind::SerializationFailure,
         // ER_LOCK_WAIT_TIMEOUT
         1205 => ErrorKind::Busy,
         // ER_OPTION_PREVENTS_STATEMENT (--read-only), ER_READ_ONLY_MODE,

@@ -2,9 +2,9 @@
 //! the wire on the task that polls the stream, at most [`BATCH_ROWS`] per batch, so a long
 //! result never sits in memory (the socket's buffers bound what the server has sent ahead).
 //!
-//! Dropped part-way between batches, the rest of the result stays on the wire: mysql_async
-//! reads it off before the connection's next command, so the connection stays usable. Dropped
-//! in the middle of reading a batch, the connection's state is unknown and it is given up.
+//! Dropped part-way, the rest of the result stays on the wire: mysql_async reads it off before
+//! the connection's next command (reading a row is cancel-safe), so the connection stays usable;
+//! a connection going back to the pool with rows unread is drained first, in the background.
 
 use std::collections::VecDeque;
 use std::marker::PhantomData;
@@ -13,10 +13,10 @@ use std::sync::Arc;
 use mysql_async::prelude::Queryable;
 use mysql_async::{BinaryProtocol, QueryResult, Statement};
 
-use super::conn::{MyConnection, statement_for};
+use super::conn::{MyConnection, current_columns, statement_for};
 use super::error::map_err;
 use super::params::to_values;
-use super::rows::{MyRow, columns_of};
+use super::rows::MyRow;
 use super::stmt::MyStmt;
 use crate::contract::Wing;
 use crate::decode::FromRow;
@@ -32,7 +32,7 @@ pub(crate) struct MyCursor<T> {
     stmt: Arc<MyStmt>,
     /// A statement prepared for this run only, closed at the end.
     temporary: Option<Statement>,
-    /// The result's own columns, when they differ from the statement's.
+    /// The result's columns, decided at its first row (see `conn::current_columns`).
     fresh: Option<Arc<Columns>>,
     /// The time limit of the whole stream.
     stop_at: Option<std::time::Instant>,
@@ -90,7 +90,9 @@ impl MyConnection {
         k: &mut MyCursor<T>,
         out: &mut VecDeque<T>,
     ) -> Result<bool> {
-        self.in_flight = true;
+        // Reading rows is cancel-safe: a read dropped part-way leaves the rest of the result on
+        // the wire, which mysql_async reads off before the connection's next command. So the
+        // call is not marked as running (a stream dropped inside a `Tx` does not abort it).
         let read = async {
             let c = self.client()?;
             for _ in 0..BATCH_ROWS {
@@ -98,12 +100,7 @@ impl MyConnection {
                 let Some(row) = qr.next().await.map_err(map_err)? else {
                     return Ok(false);
                 };
-                let cols = if row.len() == k.stmt.columns.len() {
-                    &k.stmt.columns
-                } else {
-                    k.fresh
-                        .get_or_insert_with(|| Arc::new(columns_of(row.columns_ref())))
-                };
+                let cols = current_columns(&row, &k.stmt.columns, &mut k.fresh);
                 out.push_back(T::from_row(&MyRow {
                     row: &row,
                     columns: cols,
@@ -119,12 +116,10 @@ impl MyConnection {
             },
         };
         match more {
-            Ok(true) => {
-                self.in_flight = false;
-                Ok(true)
-            }
+            Ok(true) => Ok(true),
             Ok(false) => {
                 if let Some(st) = k.temporary.take() {
+                    self.in_flight = true;
                     let c = self.client()?;
                     c.conn.close(st).await.map_err(map_err)?;
                 }
@@ -143,6 +138,9 @@ impl MyConnection {
     /// the server until the session is reset). In the middle of a batch it is not.
     pub(super) fn close_stream<T>(&mut self, k: MyCursor<T>, finished: bool) -> bool {
         if !finished {
+            // The rest of the result is read off before the next command, or before the
+            // connection rejoins the pool.
+            self.unread = true;
             if let Some(c) = self.obj_mut() {
                 if k.temporary.is_some() || !k.stmt.plain {
                     c.dirty = true;

@@ -5,7 +5,7 @@
 //! | `disable` | plain text |
 //! | `prefer` (default) | TLS when the server offers it, else plain text; the certificate is checked only against a given root file |
 //! | `require` | TLS or no connection; the certificate is checked only against a given root file |
-//! | `verify-ca` | TLS, and the certificate chains to the root file (else the built-in Mozilla roots); any host name |
+//! | `verify-ca` | TLS, and the certificate chains to the root file (else the built-in Mozilla roots); the host name is checked too (mysql_async's rustls verifier cannot skip only that check), so it acts as `verify-full` |
 //! | `verify-full` | as `verify-ca`, and the certificate names the host |
 //!
 //! Without the `mysql-tls` feature `prefer` connects in plain text and the stricter modes are

@@ -101,8 +101,13 @@ fn mysql_implicit_commit(h: &[&str]) -> Option<String> {
         Some(format!("{} (MySQL commits it implicitly)", words.join(" ")))
     };
     if is_any(h.first(), &["CREATE", "DROP"]) {
-        // `CREATE [OR REPLACE] TEMPORARY TABLE` and `DROP TEMPORARY TABLE` stay inside.
-        let temp = h.iter().skip(1).take(3).any(|w| w.eq_ignore_ascii_case("TEMPORARY"));
+        // `CREATE [OR REPLACE] TEMPORARY TABLE` and `DROP TEMPORARY TABLE` stay inside (not
+        // MariaDB's `TEMPORARY SEQUENCE`, which commits).
+        let temp = h
+            .windows(2)
+            .skip(1)
+            .take(3)
+            .any(|w| w[0].eq_ignore_ascii_case("TEMPORARY") && w[1].eq_ignore_ascii_case("TABLE"));
         return (!temp).then(|| named(2)).flatten();
     }
     if is_any(h.first(), &["ALTER", "RENAME", "TRUNCATE", "GRANT", "REVOKE", "FLUSH", "RESET"])

@@ -495,7 +495,10 @@ fn mysql_cases(mariadb: bool) -> Vec<Case> {
         r("SELECT sqlmw_fp_fn()"),
         r("SELECT sqlmw_fp_fn2()"),
         r("SELECT sqlmw_fp_lock()"),
-        c("INSERT INTO fp_trg_t (a) VALUES (1)"),
+        // Not here: a trigger that sets a variable on a plain INSERT. Its text proves the
+        // statement plain, and MySQL's driver does not ask for session tracking, so the change
+        // reaches the next borrower: the documented limit (docs/Backends.md, "Sessions"), as on
+        // Postgres.
         r("SELECT 1 AS a /*!, @fp_ec := 3 */"),
         c("/*!40101 SET @fp_ec2 = 4 */"),
     ];
@@ -516,8 +519,6 @@ const MY_SETUP: &[&str] = &[
     "CREATE TABLE fp_base (a INT)",
     "CREATE TABLE fp_like2 (a INT)",
     "CREATE TABLE fp_probe (a INT)",
-    "CREATE TABLE fp_trg_t (a INT)",
-    "CREATE TRIGGER fp_trg BEFORE INSERT ON fp_trg_t FOR EACH ROW SET @fp_trg = NEW.a",
     "CREATE FUNCTION sqlmw_fp_fn() RETURNS INT NOT DETERMINISTIC RETURN (@fp_fn := 7)",
     "CREATE FUNCTION sqlmw_fp_lock() RETURNS INT NOT DETERMINISTIC RETURN GET_LOCK('fp_fn_lock', 0)",
     "CREATE PROCEDURE sqlmw_fp_proc() SET @fp_proc = 8",
@@ -557,7 +558,7 @@ fn mysql_probes(mariadb: bool) -> Vec<(&'static str, &'static str)> {
         (
             "user variables",
             "SELECT @fp_x, @`fp x2`, @fp_q, @fp_sel, @fp_into, @fp_sql, @fp_fn, @fp_fn2, \
-             @fp_proc, @fp_trg, @fp_ec, @fp_ec2, @fp_st",
+             @fp_proc, @fp_ec, @fp_ec2, @fp_st",
         ),
         (
             "named locks",
