@@ -12,11 +12,11 @@ mod suites;
 mod sweeps;
 mod workloads;
 
+pub use self::controls::{control_of, is_control};
 pub use self::groups::{GROUPS, GroupSpec, group};
 pub use self::micro::{MICRO_PAIRS, MicroPair};
 pub use self::suites::{
     Crate, MAIN_FEATURES, PEERS_MANIFEST, SQLX_MANIFEST, SUITES, Suite, suite, suite_of_group,
 };
 pub use self::sweeps::{SWEEPS, Sweep};
-pub use self::controls::{control_of, is_control};
 pub use self::workloads::{Contender, Role, WORKLOADS, Workload};
