@@ -17,6 +17,8 @@ pub enum DatabaseType {
     Postgres,
     /// Turso through the `turso` crate.
     Turso,
+    /// MySQL or MariaDB through mysql_async.
+    Mysql,
 }
 
 #[derive(Debug, Clone)]
@@ -27,6 +29,8 @@ pub(crate) enum Target {
     Postgres(Box<tokio_postgres::Config>),
     #[cfg(feature = "turso")]
     Turso(crate::turso::config::TursoTarget),
+    #[cfg(feature = "mysql")]
+    Mysql(Box<mysql_async::Opts>),
 }
 
 /// A pool and the settings it was built with. Cheap to clone; clones share the pool.
@@ -128,6 +132,28 @@ impl ConfigAndPool {
         PoolBuilder::new(Target::Turso(crate::turso::config::TursoTarget::Memory))
     }
 
+    /// A MySQL or MariaDB server, from a `mysql://user:password@host:port/db?options` URL (or
+    /// `mariadb://`); the URL forms are listed on [`Self::from_url`].
+    #[cfg(feature = "mysql")]
+    pub fn mysql(url: &str) -> PoolBuilder {
+        match Self::from_url(url) {
+            Ok(b) if matches!(b.target, Target::Mysql(_)) => b,
+            Ok(_) => Self::mysql_opts(mysql_async::Opts::default()).failed(SqlMiddlewareDbError::new(
+                ErrorKind::Config,
+                "ConfigAndPool::mysql takes a mysql:// or mariadb:// URL",
+            )),
+            Err(e) => Self::mysql_opts(mysql_async::Opts::default()).failed(e),
+        }
+    }
+
+    /// A MySQL or MariaDB server from mysql_async's own options (its statement cache is
+    /// replaced by the middleware's, and its pool is not used). TLS comes from
+    /// [`PoolBuilder::ssl_mode`], not from the options.
+    #[cfg(feature = "mysql")]
+    pub fn mysql_opts(opts: mysql_async::Opts) -> PoolBuilder {
+        PoolBuilder::new(Target::Mysql(Box::new(opts)))
+    }
+
     /// Checks out a connection. Waits at most the pool's wait timeout, then fails with
     /// [`ErrorKind::PoolTimeout`].
     pub async fn get_connection(&self) -> Result<MiddlewarePoolConnection> {
@@ -218,6 +244,8 @@ pub struct PoolBuilder {
     pub(crate) replica_ssl: Option<crate::SslMode>,
     #[cfg(feature = "turso")]
     pub(crate) turso: crate::turso::config::TursoOptions,
+    #[cfg(feature = "mysql")]
+    pub(crate) mysql: crate::mysql::config::MyOptions,
     pub(crate) error: Option<SqlMiddlewareDbError>,
     pub(crate) connect_on_build: Option<Duration>,
     /// Tracing options (feature `tracing`; empty without it).
@@ -240,6 +268,8 @@ impl PoolBuilder {
             replica_ssl: None,
             #[cfg(feature = "turso")]
             turso: Default::default(),
+            #[cfg(feature = "mysql")]
+            mysql: Default::default(),
             error: None,
             connect_on_build: None,
             trace: Default::default(),
@@ -255,6 +285,13 @@ impl PoolBuilder {
             #[allow(unreachable_patterns)]
             _ => None,
         }
+    }
+
+    /// The builder with `e` as the error [`Self::build`] returns.
+    #[cfg(feature = "mysql")]
+    pub(crate) fn failed(mut self, e: SqlMiddlewareDbError) -> Self {
+        self.error.get_or_insert(e);
+        self
     }
 
     fn reject(mut self, what: &str) -> Self {
@@ -361,13 +398,16 @@ impl PoolBuilder {
         self
     }
 
-    /// Postgres: named (default) or unnamed prepared statements; use
-    /// [`crate::StatementCache::Unnamed`] behind PgBouncer in transaction mode or any pooler that
-    /// does not track prepared statements (see the README's "Scaling out").
-    #[cfg(feature = "postgres")]
+    /// Postgres and MySQL: named (default) or unnamed prepared statements; use
+    /// [`crate::StatementCache::Unnamed`] behind PgBouncer in transaction mode or any pooler
+    /// or proxy that does not track prepared statements (see the README's "Scaling out").
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     pub fn statement_cache(mut self, mode: crate::StatementCache) -> Self {
         match &self.target {
+            #[cfg(feature = "postgres")]
             Target::Postgres(_) => self.postgres.statement_cache = mode,
+            #[cfg(feature = "mysql")]
+            Target::Mysql(_) => self.mysql.statement_cache = mode,
             #[allow(unreachable_patterns)]
             _ => return self.reject("statement_cache"),
         }
@@ -456,13 +496,17 @@ impl PoolBuilder {
         self
     }
 
-    /// Postgres: check every connection with a round trip (bounded by the recycle timeout)
-    /// before handing it out, and replace it if the check fails: for networks that drop idle
-    /// connections silently. Off by default (a closed connection is always noticed without it).
-    #[cfg(feature = "postgres")]
+    /// Postgres and MySQL: check every connection with a round trip (bounded by the recycle
+    /// timeout) before handing it out, and replace it if the check fails: for networks that drop
+    /// idle connections silently. Off by default (a closed connection is always noticed without
+    /// it).
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     pub fn test_before_acquire(mut self, on: bool) -> Self {
         match &self.target {
+            #[cfg(feature = "postgres")]
             Target::Postgres(_) => self.postgres.test_before_acquire = on,
+            #[cfg(feature = "mysql")]
+            Target::Mysql(_) => self.mysql.test_before_acquire = on,
             #[allow(unreachable_patterns)]
             _ => return self.reject("test_before_acquire"),
         }
@@ -478,11 +522,19 @@ impl PoolBuilder {
     /// [`Self::replica`]); so `ssl_mode(SslMode::Disable)` does not undo a URL's `require`.
     /// Modes above `prefer` need the `postgres-tls` feature: without it [`Self::build`] fails
     /// with [`ErrorKind::Config`] rather than connecting in plain text.
-    #[cfg(feature = "postgres")]
+    ///
+    /// MySQL: the same modes (MySQL's `ssl-mode` names map onto them), with the `mysql-tls`
+    /// feature; the strictest mode given (here or in the URL) applies.
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     pub fn ssl_mode(mut self, mode: crate::SslMode) -> Self {
         match &self.target {
+            #[cfg(feature = "postgres")]
             Target::Postgres(_) => {
                 self.postgres.tls.mode = Some(self.postgres.tls.mode.map_or(mode, |m| m.max(mode)))
+            }
+            #[cfg(feature = "mysql")]
+            Target::Mysql(_) => {
+                self.mysql.tls.mode = Some(self.mysql.tls.mode.map_or(mode, |m| m.max(mode)))
             }
             #[allow(unreachable_patterns)]
             _ => return self.reject("ssl_mode"),
@@ -494,15 +546,19 @@ impl PoolBuilder {
     /// certificate must chain to (libpq's `sslrootcert`), instead of the Mozilla root set built
     /// into the crate. With `prefer` or `require` it turns on the chain check (as `verify-ca`
     /// does), as libpq does when it finds a root file. The file is read when the pool is built:
-    /// a missing or unreadable file fails [`Self::build`] with [`ErrorKind::Config`].
-    #[cfg(feature = "postgres-tls")]
+    /// a missing or unreadable file fails [`Self::build`] with [`ErrorKind::Config`]. MySQL
+    /// (feature `mysql-tls`): the same, as MySQL's `ssl-ca`.
+    #[cfg(any(feature = "postgres-tls", feature = "mysql-tls"))]
     pub fn ssl_root_cert(mut self, path: impl AsRef<std::path::Path>) -> Self {
         match &self.target {
+            #[cfg(feature = "postgres-tls")]
             Target::Postgres(_) => {
                 self.postgres.tls.roots = Some(crate::postgres::tls::Roots::File(
                     path.as_ref().to_path_buf(),
                 ));
             }
+            #[cfg(feature = "mysql-tls")]
+            Target::Mysql(_) => self.mysql.tls.roots = Some(path.as_ref().to_path_buf()),
             #[allow(unreachable_patterns)]
             _ => return self.reject("ssl_root_cert"),
         }
@@ -513,17 +569,23 @@ impl PoolBuilder {
     /// and its private key (PEM: PKCS#8, PKCS#1 or SEC1, libpq's `sslkey`) presented to the
     /// server, for `cert` authentication in `pg_hba.conf`. Read when the pool is built; a bad
     /// file, or a key that does not match the certificate, fails [`Self::build`] with
-    /// [`ErrorKind::Config`].
-    #[cfg(feature = "postgres-tls")]
+    /// [`ErrorKind::Config`]. MySQL (feature `mysql-tls`): the same, as MySQL's `ssl-cert` and
+    /// `ssl-key`.
+    #[cfg(any(feature = "postgres-tls", feature = "mysql-tls"))]
     pub fn ssl_client_cert(
         mut self,
         cert: impl AsRef<std::path::Path>,
         key: impl AsRef<std::path::Path>,
     ) -> Self {
         match &self.target {
+            #[cfg(feature = "postgres-tls")]
             Target::Postgres(_) => {
                 self.postgres.tls.client_cert = Some(cert.as_ref().to_path_buf());
                 self.postgres.tls.client_key = Some(key.as_ref().to_path_buf());
+            }
+            #[cfg(feature = "mysql-tls")]
+            Target::Mysql(_) => {
+                self.mysql.tls.client = Some((cert.as_ref().to_path_buf(), key.as_ref().to_path_buf()))
             }
             #[allow(unreachable_patterns)]
             _ => return self.reject("ssl_client_cert"),
@@ -576,6 +638,8 @@ impl PoolBuilder {
             Target::Turso(_) => self.turso.statement_cache_capacity = n,
             #[cfg(feature = "postgres")]
             Target::Postgres(_) => self.postgres.statement_cache_capacity = n,
+            #[cfg(feature = "mysql")]
+            Target::Mysql(_) => self.mysql.statement_cache_capacity = n,
         }
         self
     }
@@ -700,6 +764,8 @@ impl PoolBuilder {
             Target::Postgres(_) => DatabaseType::Postgres,
             #[cfg(feature = "turso")]
             Target::Turso(_) => DatabaseType::Turso,
+            #[cfg(feature = "mysql")]
+            Target::Mysql(_) => DatabaseType::Mysql,
         };
         self.pool.after_connect = crate::after_connect::wrap(backend, std::sync::Arc::new(hook));
         self

@@ -1,4 +1,4 @@
-//! The backend contract: the operations every wing (`sqlite/`, `postgres/`, `turso/`)
+//! The backend contract: the operations every wing (`sqlite/`, `postgres/`, `turso/`, `mysql/`)
 //! implements, with the same names from the public method down to the engine call.
 //!
 //! | public API | hall (`pool.rs`) | wing ([`Wing`]) |
@@ -17,7 +17,7 @@
 //! | a cancelled call | `enter` | [`Wing::recover`] |
 //! | `statement_timeout`, `.timeout(d)` | `timed` | [`Wing::set_deadline`] |
 //! | dropping the connection | `Drop` | [`Wing::on_return`] |
-//! | `postgres_client().await`, `turso_connection().await` | — | [`Wing::raw`] |
+//! | `postgres_client().await`, `turso_connection().await`, `mysql_connection().await` | — | [`Wing::raw`] |
 //!
 //! The trait is crate-private and uses native `async fn`: the hall calls it on concrete types
 //! through one enum (`dispatch.rs`), so nothing is boxed and every future keeps its `Send`-ness.
@@ -209,5 +209,9 @@ pub(crate) trait Wing {
     /// transaction left (so raw statements never run inside a transaction nobody will commit),
     /// then records that raw access happened, so it no longer trusts what it knew about the
     /// connection's state.
+    #[cfg_attr(
+        not(any(feature = "sqlite", feature = "postgres", feature = "turso")),
+        allow(dead_code)
+    )]
     async fn raw(&mut self) -> Result<&Self::Raw>;
 }

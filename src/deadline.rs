@@ -36,7 +36,7 @@ pub(crate) fn error() -> SqlMiddlewareDbError {
 
 /// The error of a call whose limit passed while its commit may have been under way (a write
 /// in autocommit mode, or a `COMMIT`): whether it took effect is unknown.
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) fn unknown_outcome() -> SqlMiddlewareDbError {
     SqlMiddlewareDbError::new(
         ErrorKind::OutcomeUnknown,

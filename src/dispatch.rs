@@ -322,4 +322,5 @@ wings! {
     "sqlite", Sqlite => sqlite;
     "postgres", Postgres => postgres;
     "turso", Turso => turso;
+    "mysql", Mysql => mysql;
 }

@@ -103,6 +103,8 @@ pub enum Backend {
     Postgres,
     /// Turso through the `turso` crate.
     Turso,
+    /// MySQL or MariaDB through mysql_async.
+    Mysql,
     /// Raised by the middleware itself, before any engine was involved.
     Middleware,
 }
@@ -147,6 +149,7 @@ impl DriverError {
             Backend::Sqlite => "SQLite",
             Backend::Postgres => "PostgreSQL",
             Backend::Turso => "Turso",
+            Backend::Mysql => "MySQL",
             Backend::Middleware => "middleware",
         }
     }
@@ -225,7 +228,7 @@ impl SqlMiddlewareDbError {
     }
 
     /// The driver's own code: a Postgres SQLSTATE (`"23505"`), a SQLite extended result code
-    /// (`"2067"`), or `None` when the driver gave none.
+    /// (`"2067"`), a MySQL error number (`"1062"`), or `None` when the driver gave none.
     pub fn driver_code(&self) -> Option<&str> {
         self.inner.code.as_deref()
     }

@@ -6,16 +6,21 @@
 // Layers, each importing only the ones below it (docs/Design.md):
 //   face:     lib.rs, prelude
 //   hall:     bulk, config, pool, query, statement, stream, transaction, dispatch
-//   wings:    sqlite/, postgres/, turso/
+//   wings:    sqlite/, postgres/, turso/, mysql/
 //   neutral:  contract (the backend trait), pooling (pool settings, deadpool builder, errors)
 //   family:   sqlite_family/ (shared by the SQLite and Turso wings)
 //   core:     value, results, decode, error, translation, sql/ (the one SQL scanner)
 
 // No engine is on by default (README, "Install"): a build without one stops here with one
 // error that says what to add, instead of compiling a crate that could open nothing.
-#[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "turso")))]
+#[cfg(not(any(
+    feature = "sqlite",
+    feature = "postgres",
+    feature = "turso",
+    feature = "mysql"
+)))]
 compile_error!(
-    "sql-middleware needs at least one engine feature: `sqlite`, `postgres` or `turso` \
+    "sql-middleware needs at least one engine feature: `sqlite`, `postgres`, `turso` or `mysql` \
      (for example `cargo add sql-middleware --features sqlite`)"
 );
 
@@ -24,7 +29,7 @@ compile_error!(
 macro_rules! with_an_engine {
     ($($item:item)*) => {
         $(
-            #[cfg(any(feature = "sqlite", feature = "postgres", feature = "turso"))]
+            #[cfg(any(feature = "sqlite", feature = "postgres", feature = "turso", feature = "mysql"))]
             $item
         )*
     };
@@ -59,10 +64,10 @@ with_an_engine! {
     pub use postgres::listen::{Listener, Notification};
     #[cfg(feature = "postgres")]
     pub use postgres::replica::ReplicaStatus;
-    #[cfg(feature = "postgres")]
-    pub use postgres::stmt::StatementCache;
-    #[cfg(feature = "postgres")]
-    pub use postgres::tls::SslMode;
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    mod server;
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    pub use server::{SslMode, StatementCache};
     pub use stats::{ExecStats, PoolStats, WAIT_BUCKET_BOUNDS, WaitStats};
     pub use stmt_cache::StatementCacheStats;
     #[cfg(feature = "serde")]
@@ -71,6 +76,8 @@ with_an_engine! {
     mod sqlite_family;
 
     // wings
+    #[cfg(feature = "mysql")]
+    mod mysql;
     #[cfg(feature = "postgres")]
     mod postgres;
     #[cfg(feature = "sqlite")]
@@ -135,5 +142,7 @@ with_an_engine! {
         pub use ::tokio_postgres;
         #[cfg(feature = "turso")]
         pub use ::turso;
+        #[cfg(feature = "mysql")]
+        pub use ::mysql_async;
     }
 }

@@ -96,6 +96,12 @@ pub(crate) fn check(b: &PoolBuilder) -> Result<()> {
             MAX_STATEMENT_CACHE,
         )?;
     }
+    #[cfg(feature = "mysql")]
+    count(
+        "statement_cache_capacity",
+        b.mysql.statement_cache_capacity,
+        MAX_STATEMENT_CACHE,
+    )?;
     #[cfg(feature = "postgres")]
     {
         count(

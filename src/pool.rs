@@ -94,12 +94,17 @@ impl MiddlewarePool {
             Target::Turso(t) => {
                 PoolInner::Turso(crate::turso::build_pool(t, b.turso, &b.pool).await?)
             }
+            #[cfg(feature = "mysql")]
+            Target::Mysql(opts) => {
+                PoolInner::Mysql(crate::mysql::build_pool(*opts, b.mysql, &b.pool)?)
+            }
         };
         // `db.system` as the OpenTelemetry conventions name the engines.
         let (system, dialect) = match inner.database_type() {
             DatabaseType::Sqlite => ("sqlite", crate::sql::Dialect::Sqlite),
             DatabaseType::Postgres => ("postgresql", crate::sql::Dialect::Postgres),
             DatabaseType::Turso => ("turso", crate::sql::Dialect::Sqlite),
+            DatabaseType::Mysql => ("mysql", crate::sql::Dialect::Mysql),
         };
         let trace = crate::telemetry::PoolTrace::new(&trace_opts, system, dialect, server);
         Ok(Self {
@@ -443,6 +448,20 @@ impl MiddlewarePoolConnection {
         }
     }
 
+    /// The raw mysql_async connection of this connection. Fails with
+    /// [`ErrorKind::Unsupported`] on other backends. Its session is reset (`COM_RESET_CONNECTION`)
+    /// before the next borrower gets the connection; leave it outside any transaction you open
+    /// with it.
+    #[cfg(feature = "mysql")]
+    pub async fn mysql_connection(&mut self) -> Result<&mut mysql_async::Conn> {
+        let ty = self.database_type();
+        match &mut self.inner {
+            ConnInner::Mysql(c) => c.raw_mut().await,
+            #[allow(unreachable_patterns)]
+            _ => Err(wrong_backend("mysql_connection", ty)),
+        }
+    }
+
     /// Runs one parameterised statement for each parameter set and returns the results in order.
     ///
     /// On Postgres the statements are pipelined on this connection (all sent before the first
@@ -755,6 +774,12 @@ fn trace_server(t: &Target) -> crate::telemetry::Server {
     match t {
         #[cfg(all(feature = "postgres", feature = "tracing"))]
         Target::Postgres(cfg) => crate::postgres::trace_server(cfg),
+        #[cfg(all(feature = "mysql", feature = "tracing"))]
+        Target::Mysql(opts) => crate::telemetry::Server {
+            namespace: opts.db_name().map(str::to_owned),
+            address: Some(opts.ip_or_hostname().to_owned()),
+            port: Some(opts.tcp_port()),
+        },
         #[allow(unreachable_patterns, clippy::default_constructed_unit_structs)]
         _ => crate::telemetry::Server::default(),
     }

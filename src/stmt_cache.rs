@@ -80,18 +80,21 @@ impl<S> StmtCache<S> {
     /// (at least one) over both modes, the least recently used one is dropped first, so a
     /// connection that keeps preparing new SQL (built with values inlined, say) holds a bounded
     /// number of engine statements while the statements a loop reuses stay.
+    /// Returns the statement evicted, for engines that close it on the server themselves.
     pub(crate) fn insert(
         &mut self,
         sql: &str,
         mode: TranslationMode,
         stmt: Arc<S>,
         capacity: usize,
-    ) {
+    ) -> Option<Arc<S>> {
         self.clock += 1;
         let slot = Self::slot(mode);
-        if !self.slots[slot].contains_key(sql) && self.len() >= capacity.max(1) {
-            self.evict_oldest();
-        }
+        let evicted = if !self.slots[slot].contains_key(sql) && self.len() >= capacity.max(1) {
+            self.evict_oldest()
+        } else {
+            None
+        };
         self.slots[slot].insert(
             sql.into(),
             Entry {
@@ -99,9 +102,10 @@ impl<S> StmtCache<S> {
                 used: self.clock,
             },
         );
+        evicted
     }
 
-    fn evict_oldest(&mut self) {
+    fn evict_oldest(&mut self) -> Option<Arc<S>> {
         let oldest = self
             .slots
             .iter()
@@ -109,15 +113,14 @@ impl<S> StmtCache<S> {
             .flat_map(|(i, m)| m.iter().map(move |(k, e)| (e.used, i, k)))
             .min_by_key(|(used, _, _)| *used)
             .map(|(_, i, k)| (i, k.clone()));
-        if let Some((i, k)) = oldest {
-            self.slots[i].remove(&k);
-            self.counters.evictions += 1;
-        }
+        let (i, k) = oldest?;
+        self.counters.evictions += 1;
+        self.slots[i].remove(&k).map(|e| e.stmt)
     }
 
     /// Every cached statement (Turso: to reset them before [`Self::clear`]; Postgres: to pick
     /// those a session reset makes stale).
-    #[cfg(any(feature = "turso", feature = "postgres"))]
+    #[cfg(any(feature = "turso", feature = "postgres", feature = "mysql"))]
     pub(crate) fn values(&self) -> impl Iterator<Item = &Arc<S>> {
         self.slots.iter().flat_map(HashMap::values).map(|e| &e.stmt)
     }

@@ -137,6 +137,13 @@ impl<'c> Tx<'c> {
         self.conn.turso_connection().await
     }
 
+    /// The raw mysql_async connection, inside this transaction (see
+    /// [`MiddlewarePoolConnection::mysql_connection`]).
+    #[cfg(feature = "mysql")]
+    pub async fn mysql_connection(&mut self) -> Result<&mut mysql_async::Conn> {
+        self.conn.mysql_connection().await
+    }
+
     /// Commits. Returns `Ok` only if the engine committed everything. On a savepoint: releases
     /// it, keeping its work in the enclosing transaction.
     pub async fn commit(mut self) -> Result<()> {

@@ -121,10 +121,93 @@ pub fn translate_placeholders(sql: &str, to: PlaceholderStyle) -> Cow<'_, str> {
     }
 }
 
+/// `$N` placeholders of `sql` (and `?N` ones) rewritten to MySQL's positional `?`, with the
+/// parameter each `?` takes: `order[k]` is the 0-based index of the parameter the k-th `?`
+/// binds, so `$2 … $1` and a repeated `$1` bind correctly. Also the number of parameters the
+/// statement takes: the highest `N`. Without `$N`/`?N` placeholders the text is kept (MySQL's
+/// own `?` then bind in order), and the order is `None`; so it is when the rewritten `?`s take
+/// the parameters in order. Mixing `$N` with bare `?` is an
+/// [`InvalidInput`](crate::ErrorKind::InvalidInput) error.
+#[cfg(feature = "mysql")]
+pub(crate) fn to_mysql(sql: &str) -> crate::error::Result<(Cow<'_, str>, Option<Box<[u16]>>, usize)> {
+    use crate::error::{ErrorKind, SqlMiddlewareDbError};
+    let bytes = sql.as_bytes();
+    if !bytes.contains(&b'$') && !bytes.contains(&b'?') {
+        return Ok((Cow::Borrowed(sql), None, 0));
+    }
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut order: Vec<u16> = Vec::new();
+    let mut bare = 0usize;
+    let mut highest = 0usize;
+    for t in tokens(sql, Dialect::Mysql) {
+        match t.kind {
+            Kind::Placeholder => {
+                let n: usize = sql[t.start + 1..t.end].parse().unwrap_or(usize::MAX);
+                if n == 0 || n > usize::from(u16::MAX) {
+                    return Err(SqlMiddlewareDbError::new(
+                        ErrorKind::InvalidInput,
+                        format!(
+                            "placeholder {} is out of range: placeholders run from $1 to ${}",
+                            &sql[t.start..t.end],
+                            u16::MAX
+                        ),
+                    ));
+                }
+                highest = highest.max(n);
+                order.push((n - 1) as u16);
+                let s = out.get_or_insert_with(|| String::with_capacity(sql.len()));
+                s.push_str(&sql[copied..t.start]);
+                s.push('?');
+                copied = t.end;
+            }
+            Kind::Param if bytes[t.start] == b'?' => bare += 1,
+            _ => {}
+        }
+    }
+    if !order.is_empty() && bare > 0 {
+        return Err(SqlMiddlewareDbError::new(
+            ErrorKind::InvalidInput,
+            "the statement mixes $N placeholders with bare ? ones; use one style",
+        ));
+    }
+    let Some(mut s) = out else {
+        return Ok((Cow::Borrowed(sql), None, bare));
+    };
+    s.push_str(&sql[copied..]);
+    let in_order = order.len() == highest && order.iter().enumerate().all(|(k, &i)| usize::from(i) == k);
+    let order = (!in_order).then(|| order.into_boxed_slice());
+    Ok((Cow::Owned(s), order, highest))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use PlaceholderStyle::{Postgres, Sqlite};
+
+    #[cfg(feature = "mysql")]
+    #[test]
+    fn mysql_placeholders_are_positional_with_their_order() {
+        let (sql, order, n) = to_mysql("SELECT $2, '$1', `$1`, $1, $2 -- $3").unwrap();
+        assert_eq!(sql, "SELECT ?, '$1', `$1`, ?, ? -- $3");
+        assert_eq!(order.as_deref(), Some(&[1u16, 0, 1][..]));
+        assert_eq!(n, 2);
+        let (sql, order, n) = to_mysql("INSERT INTO t VALUES ($1, $2)").unwrap();
+        assert_eq!(sql, "INSERT INTO t VALUES (?, ?)");
+        assert!(order.is_none());
+        assert_eq!(n, 2);
+        // MySQL strings escape with a backslash, and `#` starts a comment.
+        let (sql, _, n) = to_mysql("SELECT 'it\\'s $1', \"$2\" # $3\n, $1").unwrap();
+        assert_eq!(sql, "SELECT 'it\\'s $1', \"$2\" # $3\n, ?");
+        assert_eq!(n, 1);
+        let (sql, order, n) = to_mysql("SELECT ? + ?").unwrap();
+        assert_eq!((sql.as_ref(), order, n), ("SELECT ? + ?", None, 2));
+        assert!(to_mysql("SELECT $1, ?").is_err());
+        assert!(to_mysql("SELECT $0").is_err());
+        // A gap: $1 is never used, and the statement still takes two parameters.
+        let (_, order, n) = to_mysql("SELECT $2").unwrap();
+        assert_eq!((order.as_deref(), n), (Some(&[1u16][..]), 2));
+    }
 
     fn to_sqlite(sql: &str) -> String {
         translate_placeholders(sql, Sqlite).into_owned()

@@ -158,6 +158,7 @@ impl ConfigAndPool {
     /// | `sqlite://relative/app.db`, `sqlite:///absolute/app.db`, `sqlite:app.db` | SQLite file |
     /// | `sqlite::memory:`, `sqlite://:memory:` | private in-memory SQLite |
     /// | `turso://…`, `turso:…`, `turso::memory:` | Turso (a local file, or in memory) |
+    /// | `mysql://user:pass@host:port/db?…`, `mariadb://…` | MySQL or MariaDB |
     ///
     /// Pool parameters, on every backend: `max_size`, `wait_timeout`, `create_timeout`,
     /// `recycle_timeout`, `max_lifetime`, `idle_timeout`, `statement_timeout` (durations: `250ms`,
@@ -169,7 +170,13 @@ impl ConfigAndPool {
     /// see [`crate::SslMode`]), `sslrootcert` (a PEM file of CA certificates, or `system`),
     /// `sslcert` and `sslkey` (a client certificate and its key; these three need the
     /// `postgres-tls` feature), and every other parameter goes to tokio-postgres
-    /// (`application_name`, `connect_timeout`, `options`, …). An unknown parameter, a
+    /// (`application_name`, `connect_timeout`, `options`, …). MySQL: `test_before_acquire`,
+    /// `statement_cache`, `sslmode` or `ssl-mode` (libpq's names, or MySQL's `DISABLED`,
+    /// `PREFERRED`, `REQUIRED`, `VERIFY_CA`, `VERIFY_IDENTITY`), `sslrootcert`/`ssl-ca`,
+    /// `sslcert`/`ssl-cert`, `sslkey`/`ssl-key` (these need the `mysql-tls` feature), and every
+    /// other parameter goes to mysql_async (`socket`, `prefer_socket`, `tcp_nodelay`, …) except
+    /// the ones the pool owns (`stmt_cache_size`, `pool_min`, `pool_max`, `require_ssl`,
+    /// `verify_ca`, `verify_identity`, `reset_connection`). An unknown parameter, a
     /// bad value or an unknown scheme is an `ErrorKind::Config` error. Errors never repeat the URL,
     /// so a password in it never reaches a log.
     ///
@@ -189,6 +196,8 @@ impl ConfigAndPool {
         match scheme {
             #[cfg(feature = "postgres")]
             "postgres" | "postgresql" => postgres(scheme, rest, query),
+            #[cfg(feature = "mysql")]
+            "mysql" | "mariadb" => mysql(rest, query),
             #[cfg(feature = "sqlite")]
             "sqlite" => {
                 let mut b = match local_target(rest)? {
@@ -440,6 +449,9 @@ fn known_schemes() -> String {
     if cfg!(feature = "turso") {
         s.push("turso:");
     }
+    if cfg!(feature = "mysql") {
+        s.push("mysql://, mariadb://");
+    }
     s.join(", ")
 }
 
@@ -535,6 +547,106 @@ fn postgres(scheme: &str, rest: &str, query: &str) -> Result<PoolBuilder> {
     crate::postgres::tls::check(&tls)?;
     b.postgres.tls = tls;
     b.postgres.attrs = attrs;
+    Ok(b)
+}
+
+/// A MySQL URL: the pool's parameters and the TLS settings are taken out, the rest goes to
+/// mysql_async.
+#[cfg(feature = "mysql")]
+fn mysql(rest: &str, query: &str) -> Result<PoolBuilder> {
+    let mut pool_params = Vec::new();
+    let mut driver = Vec::new();
+    let mut tls = crate::mysql::tls::MyTls::default();
+    let (mut cert, mut key) = (None, None);
+    let mut statement_cache = None;
+    let mut test_before_acquire = None;
+    let mut prefer_socket = false;
+    for raw in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = raw.split_once('=').unwrap_or((raw, ""));
+        let (key_, value) = (percent_decode(k)?, percent_decode(v)?);
+        match key_.as_str() {
+            "max_size"
+            | "wait_timeout"
+            | "create_timeout"
+            | "recycle_timeout"
+            | "max_lifetime"
+            | "idle_timeout"
+            | "min_idle"
+            | "statement_timeout"
+            | "connect_on_build"
+            | "statement_cache_capacity"
+            | "translation" => pool_params.push((key_, value)),
+            "test_before_acquire" => test_before_acquire = Some(flag(&key_, &value)?),
+            "statement_cache" => {
+                statement_cache = Some(match value.as_str() {
+                    "named" => crate::StatementCache::Named,
+                    "unnamed" => crate::StatementCache::Unnamed,
+                    _ => return Err(config_error("`statement_cache` must be named or unnamed")),
+                })
+            }
+            "sslmode" | "ssl-mode" | "ssl_mode" => {
+                let mode: crate::SslMode = value.parse()?;
+                tls.mode = Some(tls.mode.map_or(mode, |m| m.max(mode)));
+            }
+            "sslrootcert" | "ssl-ca" | "ssl_ca" => tls.roots = Some(value.into()),
+            "sslcert" | "ssl-cert" | "ssl_cert" => cert = Some(std::path::PathBuf::from(value)),
+            "sslkey" | "ssl-key" | "ssl_key" => key = Some(std::path::PathBuf::from(value)),
+            "stmt_cache_size" | "pool_min" | "pool_max" | "require_ssl" | "verify_ca"
+            | "verify_identity" | "built_in_roots" | "reset_connection" => {
+                return Err(config_error(format!(
+                    "`{key_}` is set by the pool itself (statement cache, pool size, TLS through sslmode)"
+                )));
+            }
+            "prefer_socket" => {
+                prefer_socket = true;
+                driver.push(raw);
+            }
+            _ => driver.push(raw),
+        }
+    }
+    match (cert, key) {
+        (Some(c), Some(k)) => tls.client = Some((c, k)),
+        (None, None) => {}
+        _ => return Err(config_error("a client certificate needs both sslcert and sslkey")),
+    }
+    let url = if driver.is_empty() {
+        format!("mysql:{rest}")
+    } else {
+        format!("mysql:{rest}?{}", driver.join("&"))
+    };
+    // mysql_async's message names the bad part, never the URL.
+    let opts = mysql_async::Opts::from_url(&url)
+        .map_err(|e| config_error(format!("the MySQL URL is invalid: {e}")))?;
+    // A URL names a host: connect there (mysql_async would otherwise move to the server's Unix
+    // socket when it finds one), unless it asks for the socket with `prefer_socket=true`.
+    let opts = if prefer_socket {
+        opts
+    } else {
+        mysql_async::OptsBuilder::from_opts(opts)
+            .prefer_socket(false)
+            .into()
+    };
+    let mut b = ConfigAndPool::mysql_opts(opts);
+    for (k, v) in pool_params {
+        b = pool_param(b, &k, &v)?.unwrap_or_else(|b| b);
+    }
+    if let Some(on) = test_before_acquire {
+        b = b.test_before_acquire(on);
+    }
+    if let Some(mode) = statement_cache {
+        b = b.statement_cache(mode);
+    }
+    // Checked now, against this build: a URL that asks for TLS that cannot be had fails here.
+    let mut check = tls.clone();
+    check.roots = None;
+    check.client = None;
+    check.check()?;
+    if !cfg!(feature = "mysql-tls") && (tls.roots.is_some() || tls.client.is_some()) {
+        return Err(config_error(
+            "ssl-ca, ssl-cert and ssl-key need the `mysql-tls` feature",
+        ));
+    }
+    b.mysql.tls = tls;
     Ok(b)
 }
 

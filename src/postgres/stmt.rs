@@ -114,21 +114,4 @@ impl PgStmt {
     }
 }
 
-/// How a pool's Postgres connections prepare statements.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum StatementCache {
-    /// Named server-side prepared statements, parsed once per connection and kept in its
-    /// bounded cache: the fastest, for direct connections and poolers that track prepared
-    /// statements (PgBouncer 1.21+ with `max_prepared_statements`, session pooling).
-    #[default]
-    Named,
-    /// The unnamed statement: every run is one Parse/Bind/Execute round trip, with no
-    /// statement left on the server between transactions, so the pool works behind PgBouncer in
-    /// transaction mode and any pooler that does not track prepared statements. A statement is
-    /// described once per connection (parameter types and columns) inside a transaction of its
-    /// own, which such poolers keep on one server connection. A statement abandoned mid-way
-    /// (its future dropped) is not cancelled with a cancel request, which poolers route
-    /// unreliably: its connection is closed, and the statement runs to its end on the server.
-    Unnamed,
-}
+pub use crate::server::StatementCache;

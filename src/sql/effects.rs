@@ -84,7 +84,46 @@ pub(crate) fn outside_tx_only(stmt: &str, d: Dialect) -> Option<String> {
             (index_op && h.iter().any(|w| w.eq_ignore_ascii_case("CONCURRENTLY")))
                 .then(|| format!("{} … CONCURRENTLY", first.to_ascii_uppercase()))
         }
+        Dialect::Mysql => mysql_implicit_commit(&h),
     }
+}
+
+/// MySQL and MariaDB commit the open transaction before (and after) these statements, so inside
+/// a `Tx` they would end it half-way: schema changes (`CREATE`, `ALTER`, `DROP`, `RENAME`,
+/// `TRUNCATE`; not `CREATE`/`DROP TEMPORARY TABLE`), `LOCK`/`UNLOCK TABLES`, account changes
+/// (`GRANT`, `REVOKE`, `… USER`, `SET PASSWORD`), table maintenance (`ANALYZE`, `OPTIMIZE`,
+/// `REPAIR`, `CHECK`, `CACHE INDEX`, `LOAD INDEX`), `FLUSH`, `RESET`, plugins and replication
+/// control.
+fn mysql_implicit_commit(h: &[&str]) -> Option<String> {
+    let second = h.get(1);
+    let named = |n: usize| {
+        let words: Vec<String> = h.iter().take(n).map(|w| w.to_ascii_uppercase()).collect();
+        Some(format!("{} (MySQL commits it implicitly)", words.join(" ")))
+    };
+    if is_any(h.first(), &["CREATE", "DROP"]) {
+        // `CREATE [OR REPLACE] TEMPORARY TABLE` and `DROP TEMPORARY TABLE` stay inside.
+        let temp = h.iter().skip(1).take(3).any(|w| w.eq_ignore_ascii_case("TEMPORARY"));
+        return (!temp).then(|| named(2)).flatten();
+    }
+    if is_any(h.first(), &["ALTER", "RENAME", "TRUNCATE", "GRANT", "REVOKE", "FLUSH", "RESET"])
+        || is_any(h.first(), &["ANALYZE", "OPTIMIZE", "REPAIR", "INSTALL", "UNINSTALL"])
+    {
+        return named(2);
+    }
+    let pair = |a: &str, b: &[&str]| is(h.first(), a) && is_any(second, b);
+    if pair("LOCK", &["TABLES", "TABLE", "INSTANCE"])
+        || pair("UNLOCK", &["TABLES", "TABLE", "INSTANCE"])
+        || pair("CHECK", &["TABLE"])
+        || pair("CACHE", &["INDEX"])
+        || pair("LOAD", &["INDEX"])
+        || pair("SET", &["PASSWORD"])
+        || pair("START", &["SLAVE", "REPLICA"])
+        || pair("STOP", &["SLAVE", "REPLICA"])
+        || pair("CHANGE", &["MASTER", "REPLICATION"])
+    {
+        return named(2);
+    }
+    None
 }
 
 /// The first statement of `sql` that must run outside a transaction, with its name.

@@ -7,7 +7,7 @@
 //! outside quotes, `;`, comments, empty names, NUL bytes, an unclosed quote) is refused with
 //! [`ErrorKind::InvalidInput`] before any SQL is built.
 //!
-//! Written back, every part is double-quoted. A plain name keeps its meaning: Postgres folds
+//! Written back, every part is double-quoted (backticked on MySQL). A plain name keeps its meaning: Postgres folds
 //! unquoted names to lower case, so a plain part is lower-cased there first; SQLite matches
 //! names without regard to ASCII case, quoted or not.
 
@@ -25,7 +25,9 @@ struct Part {
 
 impl Part {
     fn write(&self, d: Dialect, out: &mut String) {
-        out.push('"');
+        // MySQL quotes identifiers with backticks (double quotes make strings there).
+        let quote = if d == Dialect::Mysql { '`' } else { '"' };
+        out.push(quote);
         let folded;
         let name = if !self.quoted && d == Dialect::Postgres {
             folded = self.name.to_ascii_lowercase();
@@ -34,12 +36,12 @@ impl Part {
             &self.name
         };
         for c in name.chars() {
-            if c == '"' {
-                out.push('"');
+            if c == quote {
+                out.push(quote);
             }
             out.push(c);
         }
-        out.push('"');
+        out.push(quote);
     }
 }
 
@@ -194,8 +196,8 @@ impl BulkTarget {
     }
 
     /// `INSERT INTO t (cols) VALUES (?, …), …` with `rows` rows of anonymous `?` placeholders
-    /// (SQLite and Turso).
-    #[cfg(any(feature = "sqlite", feature = "turso"))]
+    /// (SQLite, Turso and MySQL).
+    #[cfg(any(feature = "sqlite", feature = "turso", feature = "mysql"))]
     pub(crate) fn insert_sql(&self, d: Dialect, rows: usize) -> String {
         let one = {
             let mut s = String::from("(");

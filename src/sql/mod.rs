@@ -22,7 +22,7 @@ pub(crate) use effects::{first_outside_tx_only, segments};
 #[cfg(feature = "postgres")]
 pub(crate) use pg_effects::{Session, session_change};
 pub(crate) use scanner::Dialect;
-#[cfg(any(feature = "postgres", feature = "turso"))]
+#[cfg(any(feature = "postgres", feature = "turso", feature = "mysql"))]
 pub(crate) use script::changes_schema;
 pub(crate) use script::{
     ends_or_starts_transaction, has_transaction_control, is_blank, is_dml, reject_nul,

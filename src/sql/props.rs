@@ -1,5 +1,5 @@
 //! Property tests: every reader of SQL text agrees with the scanner on generated SQL, built from
-//! fragments in every quoting form of the three dialects.
+//! fragments in every quoting form of the dialects.
 
 use proptest::prelude::*;
 
@@ -38,6 +38,11 @@ fn protected(d: Dialect) -> impl Strategy<Value = String> {
             (Dialect::Postgres, 6) => format!("/* {no_close} /* {no_close} */ {no_close} */"),
             (Dialect::Postgres, 7) => format!("$$ {x} $$"),
             (Dialect::Postgres, _) => format!("$body$ {x} $$ {x} $body$"),
+            (Dialect::Mysql, 5) => format!("`{x}`"),
+            (Dialect::Mysql, 6) => format!("'it\\'s {x}\\\\'"),
+            (Dialect::Mysql, 7) => format!("# {x}\n"),
+            // MySQL's comments do not nest either.
+            (Dialect::Mysql, _) => format!("/* {no_close} /* {no_close} */"),
         }
     })
 }
@@ -58,7 +63,7 @@ fn plain_statement(d: Dialect) -> impl Strategy<Value = String> {
 fn routine(d: Dialect) -> BoxedStrategy<String> {
     let trigger = "CREATE TRIGGER tr AFTER INSERT ON t BEGIN UPDATE t SET a = CASE WHEN 1 THEN 2 END; DELETE FROM u; END";
     match d {
-        Dialect::Sqlite => Just(trigger.to_owned()).boxed(),
+        Dialect::Sqlite | Dialect::Mysql => Just(trigger.to_owned()).boxed(),
         Dialect::Postgres => prop_oneof![
             Just(trigger.to_owned()),
             Just("DO $$ BEGIN PERFORM 1; COMMIT; END $$".to_owned()),
@@ -88,8 +93,12 @@ pub(crate) fn script_in(d: Dialect) -> impl Strategy<Value = String> {
 
 /// A dialect, and a script in it.
 pub(crate) fn script() -> impl Strategy<Value = (Dialect, String)> {
-    prop_oneof![Just(Dialect::Sqlite), Just(Dialect::Postgres)]
-        .prop_flat_map(|d| (Just(d), script_in(d)))
+    prop_oneof![
+        Just(Dialect::Sqlite),
+        Just(Dialect::Postgres),
+        Just(Dialect::Mysql)
+    ]
+    .prop_flat_map(|d| (Just(d), script_in(d)))
 }
 
 pub(crate) fn config() -> ProptestConfig {

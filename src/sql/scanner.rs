@@ -74,6 +74,11 @@ pub(crate) enum Dialect {
     /// PostgreSQL: `[…]` is an array subscript; block comments nest; `E'…'` strings and
     /// dollar-quoted bodies.
     Postgres,
+    /// MySQL and MariaDB (default `sql_mode`): `'…'` and `"…"` are strings in which a backslash
+    /// escapes the next byte; `#` starts a line comment, and `--` does only when white space
+    /// (or the end) follows; block comments do not nest, and the text of an executable
+    /// comment (`/*! … */`, `/*M! … */`) is code; `[` is punctuation.
+    Mysql,
 }
 
 /// The tokens of `sql` under `dialect`.
@@ -82,6 +87,7 @@ pub(crate) fn tokens(sql: &str, dialect: Dialect) -> Tokens<'_> {
         b: sql.as_bytes(),
         i: 0,
         pg: dialect == Dialect::Postgres,
+        my: dialect == Dialect::Mysql,
         glued: false,
     }
 }
@@ -93,6 +99,8 @@ pub(crate) struct Tokens<'a> {
     i: usize,
     /// PostgreSQL's rules where they differ from SQLite's (see [`Dialect`]).
     pg: bool,
+    /// MySQL's rules where they differ from SQLite's (see [`Dialect`]).
+    my: bool,
     /// The previous token (a word, placeholder, parameter or lone `$`) ended in an identifier
     /// byte: a sigil or quote right after it belongs to it (`foo$1`, `$1$2`, `$?1`, `x'…'`), as
     /// in the engines' lexers. After a literal, a comment or a dollar-quoted body nothing is
@@ -109,6 +117,18 @@ impl Iterator for Tokens<'_> {
         let c = *b.get(start)?;
         let next = b.get(start + 1).copied();
         let (kind, end) = match c {
+            b'\'' | b'"' if self.my => (Kind::Str, skip_my_string(b, start + 1, c)),
+            b'#' if self.my => (Kind::LineComment, skip_past(b, start + 1, b'\n')),
+            b'-' if self.my
+                && next == Some(b'-')
+                && b.get(start + 2).is_some_and(|c| !c.is_ascii_whitespace()) =>
+            {
+                (Kind::Punct, start + 1)
+            }
+            b'/' if self.my && next == Some(b'*') && executable_comment(b, start + 2) => {
+                (Kind::Punct, executable_comment_end(b, start + 2))
+            }
+            b'[' if self.my => (Kind::Punct, start + 1),
             b'\'' => (Kind::Str, skip_string(b, start + 1, false)),
             b'E' | b'e' if self.pg && next == Some(b'\'') && !self.glued => {
                 (Kind::Str, skip_string(b, start + 2, true))
@@ -228,6 +248,45 @@ fn skip_string(bytes: &[u8], start: usize, backslash_escapes: bool) -> usize {
         }
     }
     len
+}
+
+/// Skips the body of a MySQL string quoted with `quote` (`'` or `"`), starting just after the
+/// opening quote: a doubled quote or a backslash escapes the next byte. Returns the index just
+/// past the closing quote, or the end of input.
+fn skip_my_string(bytes: &[u8], start: usize, quote: u8) -> usize {
+    let len = bytes.len();
+    let mut i = start;
+    while i < len {
+        match bytes[i] {
+            b'\\' => i += 2,
+            c if c == quote => {
+                if bytes.get(i + 1) == Some(&quote) {
+                    i += 2;
+                } else {
+                    return i + 1;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    len
+}
+
+/// Whether the block comment whose body starts at `start` (just after `/*`) is one MySQL runs:
+/// `/*!` or MariaDB's `/*M!`.
+fn executable_comment(bytes: &[u8], start: usize) -> bool {
+    match bytes.get(start) {
+        Some(b'!') => true,
+        Some(b'M') => bytes.get(start + 1) == Some(&b'!'),
+        _ => false,
+    }
+}
+
+/// The end of an executable comment's opening (`/*!`, `/*M!`, and the version digits after
+/// it): its text is scanned as code, and its closing `*/` as punctuation.
+fn executable_comment_end(bytes: &[u8], start: usize) -> usize {
+    let bang = if bytes[start] == b'M' { start + 2 } else { start + 1 };
+    digits_end(bytes, bang)
 }
 
 /// Skips a quoted identifier body (`"…"` or `` `…` ``) where a doubled quote is an escape.

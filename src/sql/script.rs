@@ -190,7 +190,7 @@ pub(crate) fn ends_or_starts_transaction(sql: &str, d: Dialect) -> bool {
 }
 
 /// True when some statement of `sql` changes the schema (`CREATE`, `DROP`, `ALTER`).
-#[cfg(any(feature = "postgres", feature = "turso", test))]
+#[cfg(any(feature = "postgres", feature = "turso", feature = "mysql", test))]
 pub(crate) fn changes_schema(sql: &str, d: Dialect) -> bool {
     statements(sql, d).any(|s| {
         leading_words(s, 1, d)

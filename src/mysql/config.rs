@@ -1,0 +1,222 @@
+//! MySQL settings and the pool manager: mysql_async connections (its own statement cache and
+//! pool unused) pooled by deadpool, each with the middleware's bounded statement cache.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use deadpool::managed::{Manager, Metrics, RecycleError, RecycleResult};
+use mysql_async::prelude::Queryable;
+
+use super::conn::MyConnection;
+use super::stmt::MyStmt;
+use super::tls::MyTls;
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::pooling::{self, PoolOptions};
+use crate::server::StatementCache;
+use crate::stmt_cache::StmtCache;
+
+/// What every session starts with (and gets back after a reset): UTC, so `TIMESTAMP` columns,
+/// `NOW()` and a bound `DateTime<Utc>` all mean UTC.
+const SETUP: &str = "SET time_zone = '+00:00'";
+
+/// MySQL-specific settings.
+#[derive(Debug, Clone)]
+pub(crate) struct MyOptions {
+    /// How many prepared statements each connection keeps (least recently used go first).
+    pub(crate) statement_cache_capacity: usize,
+    /// Prepared statements kept (named) or closed after each run (unnamed).
+    pub(crate) statement_cache: StatementCache,
+    /// Check each connection with a `COM_PING` before handing it out.
+    pub(crate) test_before_acquire: bool,
+    pub(crate) tls: MyTls,
+    /// The pool's counters, which each connection adds its statistics to when it goes back.
+    pub(crate) counters: Arc<crate::pooling::Counters>,
+    /// Run on each connection the pool opens, and again after a session reset.
+    pub(crate) after_connect: crate::setup::AfterConnect,
+    /// Bumped by every schema change made through the pool: connections behind it forget their
+    /// cached statements (whose columns may have changed).
+    pub(crate) schema_epoch: Arc<AtomicU64>,
+}
+
+impl Default for MyOptions {
+    fn default() -> Self {
+        Self {
+            statement_cache_capacity: 128,
+            statement_cache: StatementCache::Named,
+            test_before_acquire: false,
+            tls: MyTls::default(),
+            counters: Arc::default(),
+            after_connect: Default::default(),
+            schema_epoch: Arc::default(),
+        }
+    }
+}
+
+/// One pooled MySQL connection and what the middleware keeps beside it.
+pub(crate) struct MyClient {
+    pub(crate) conn: mysql_async::Conn,
+    pub(crate) stmts: StmtCache<MyStmt>,
+    pub(crate) opts: Arc<MyOptions>,
+    /// When the connection last went back to the pool.
+    pub(crate) returned_at: Option<std::time::Instant>,
+    /// What this connection has added to the pool's statistics.
+    pub(crate) flushed: crate::stats::Flushed,
+    /// This connection's number, unique in the process (statements remember it).
+    pub(crate) id: u64,
+    /// How many times the session was reset (a reset drops the server's prepared statements).
+    pub(crate) resets: u64,
+    /// A borrower may have left something in the session: reset before the next one.
+    pub(crate) dirty: bool,
+    /// Must not be reused (a cleaning that could not finish).
+    pub(crate) broken: bool,
+    /// The pool's schema epoch this connection's statements were prepared at.
+    pub(crate) epoch: u64,
+    /// The host and port it reached.
+    pub(crate) host: (Arc<str>, u16),
+    /// How to open another connection to the same server (a `KILL QUERY` for this one).
+    pub(crate) endpoint: Arc<Endpoint>,
+}
+
+impl crate::pooling::Pooled for MyClient {
+    fn returned_at(&self) -> Option<std::time::Instant> {
+        self.returned_at
+    }
+}
+
+/// Where and how to connect.
+#[derive(Debug)]
+pub(crate) struct Endpoint {
+    pub(crate) opts: mysql_async::Opts,
+    pub(crate) tls: MyTls,
+}
+
+impl Endpoint {
+    /// Opens a connection: with TLS as the mode asks, and for `prefer`, in plain text when
+    /// the server offers no TLS.
+    pub(crate) async fn connect(&self) -> Result<mysql_async::Conn> {
+        let plain = mysql_async::OptsBuilder::from_opts(self.opts.clone());
+        #[cfg(feature = "mysql-tls")]
+        if let Some(ssl) = self.tls.ssl_opts() {
+            let tls = plain.clone().ssl_opts(Some(ssl));
+            return match mysql_async::Conn::new(tls).await {
+                Err(mysql_async::Error::Driver(mysql_async::DriverError::NoClientSslFlagFromServer))
+                    if self.tls.mode() == crate::SslMode::Prefer =>
+                {
+                    mysql_async::Conn::new(plain).await.map_err(super::error::map_err)
+                }
+                r => r.map_err(super::error::map_err),
+            };
+        }
+        mysql_async::Conn::new(plain)
+            .await
+            .map_err(super::error::map_err)
+    }
+}
+
+/// The pool manager.
+pub(crate) struct MyManager {
+    pub(crate) opts: Arc<MyOptions>,
+    pub(crate) endpoint: Arc<Endpoint>,
+}
+
+impl std::fmt::Debug for MyManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MyManager").finish_non_exhaustive()
+    }
+}
+
+impl Manager for MyManager {
+    /// Boxed: the pool moves its objects on every checkout and return.
+    type Type = Box<MyClient>;
+    type Error = SqlMiddlewareDbError;
+
+    async fn create(&self) -> Result<Box<MyClient>> {
+        // Boxed: a connect is rare, and its future is deep.
+        let conn = Box::pin(self.endpoint.connect()).await?;
+        let host = (
+            Arc::from(self.endpoint.opts.ip_or_hostname()),
+            self.endpoint.opts.tcp_port(),
+        );
+        let mut c = Box::new(MyClient {
+            conn,
+            stmts: StmtCache::new(),
+            opts: Arc::clone(&self.opts),
+            returned_at: None,
+            flushed: Default::default(),
+            id: {
+                static NEXT: AtomicU64 = AtomicU64::new(1);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
+            resets: 0,
+            dirty: false,
+            broken: false,
+            epoch: self.opts.schema_epoch.load(std::sync::atomic::Ordering::Acquire),
+            host,
+            endpoint: Arc::clone(&self.endpoint),
+        });
+        Box::pin(super::conn::set_up(&mut c)).await?;
+        Ok(c)
+    }
+
+    async fn recycle(&self, c: &mut Box<MyClient>, _: &Metrics) -> RecycleResult<SqlMiddlewareDbError> {
+        if c.broken || c.conn.is_disconnected() {
+            return Err(RecycleError::Message(
+                "the connection was left in an unknown state; it is discarded".into(),
+            ));
+        }
+        if super::conn::in_transaction(&c.conn) {
+            c.conn
+                .query_drop("ROLLBACK")
+                .await
+                .map_err(|e| RecycleError::Backend(super::error::map_err(e)))?;
+        }
+        if c.dirty {
+            super::conn::reset(c).await.map_err(RecycleError::Backend)?;
+        }
+        if c.opts.test_before_acquire {
+            c.conn
+                .ping()
+                .await
+                .map_err(|e| RecycleError::Backend(super::error::map_err(e)))?;
+        }
+        Ok(())
+    }
+}
+
+/// Builds the pool.
+pub(crate) fn build_pool(
+    opts: mysql_async::Opts,
+    mut my: MyOptions,
+    pool: &PoolOptions,
+) -> Result<super::Pool> {
+    my.counters = Arc::clone(&pool.counters);
+    my.after_connect = pool.after_connect.clone();
+    my.tls.check()?;
+    let opts: mysql_async::Opts = mysql_async::OptsBuilder::from_opts(opts)
+        // The middleware's own bounded cache; mysql_async's would keep a second copy.
+        .stmt_cache_size(0)
+        .setup(vec![SETUP])
+        .into();
+    if opts.ip_or_hostname().is_empty() && opts.socket().is_none() {
+        return Err(SqlMiddlewareDbError::new(
+            ErrorKind::Config,
+            "the MySQL configuration names no host; give a URL like mysql://user@localhost/db",
+        ));
+    }
+    let manager = MyManager {
+        endpoint: Arc::new(Endpoint {
+            opts,
+            tls: my.tls.clone(),
+        }),
+        opts: Arc::new(my),
+    };
+    pooling::build(manager, pool, true)
+}
+
+/// Checks out a connection, with the pool to replace it from if it must be discarded; bounded
+/// by the pool's wait timeout as a whole.
+pub(crate) async fn checkout(pool: &super::Pool) -> Result<MyConnection> {
+    // Boxed: the bounded checkout (and the connect it may start) is large.
+    let obj = Box::pin(super::timeout::checkout(pool, None)).await?;
+    Ok(MyConnection::new(pool.clone(), obj))
+}

@@ -1,0 +1,921 @@
+//! MySQL connection operations: the [`Wing`] contract on mysql_async. Every backend folder has
+//! a `conn.rs` with the same operations.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{BinaryProtocol, QueryResult, Statement, Value};
+
+use super::config::MyClient;
+use super::error::map_err;
+use super::params::to_values;
+use super::rows::{MyRow, columns_of, row_values};
+use super::stmt::MyStmt;
+use crate::contract::Wing;
+use crate::decode::FromRow;
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::results::{Columns, ResultSet};
+use crate::server::StatementCache;
+use crate::sql::Dialect;
+use crate::sql::ident::BulkTarget;
+use crate::translation::TranslationMode;
+use crate::value::RowValues;
+
+/// A pooled MySQL connection as deadpool hands it out.
+pub(super) type Obj = deadpool::managed::Object<super::config::MyManager>;
+
+const D: Dialect = Dialect::Mysql;
+
+/// Whether the server reported an open transaction in its last answer.
+#[inline]
+pub(crate) fn in_transaction(conn: &mysql_async::Conn) -> bool {
+    conn.last_ok_packet().is_some_and(|ok| {
+        ok.status_flags()
+            .contains(mysql_async::consts::StatusFlags::SERVER_STATUS_IN_TRANS)
+    })
+}
+
+/// Runs `$call` (an expression that awaits the operation) within the time limit the hall set
+/// for it, if any (see `timeout.rs`); without a limit it is `$call` alone, after one flag
+/// check. A connection given up by an earlier call is replaced first, within the limit, and a
+/// transaction dropped earlier is rolled back. `$writes`: the call may commit a change by itself
+/// (a write outside a transaction), so a limit passing after it was sent leaves its outcome
+/// unknown.
+macro_rules! limited {
+    ($self:ident, $call:expr, $writes:expr) => {{
+        let at = $self.deadline.take();
+        if $self.in_flight || $self.obj.is_none() || $self.needs_rollback {
+            Box::pin($self.ready(at)).await?;
+        }
+        match at {
+            None => $call,
+            Some(at) => {
+                crate::deadline::check(Some(at))?;
+                // Boxed: the limited path (a timer) would otherwise grow every future.
+                match Box::pin(super::timeout::within(at, async { $call })).await {
+                    Some(r) => r,
+                    None => Err($self.after_limit($writes)),
+                }
+            }
+        }
+    }};
+}
+
+/// A checked-out MySQL connection and what the middleware knows about its state.
+pub(crate) struct MyConnection {
+    /// The pool, to replace a connection given up after an abandoned statement.
+    pool: super::Pool,
+    obj: Option<Obj>,
+    /// A call was abandoned mid-way (its future dropped, or its limit passed): the protocol
+    /// state is unknown and the statement may still run. The connection is given up.
+    pub(super) in_flight: bool,
+    /// A transaction was dropped without commit or rollback: rolled back before the next use.
+    needs_rollback: bool,
+    /// Inside a transaction begun through the middleware.
+    pub(super) in_tx: bool,
+    /// The time limit of the next operation (see `Wing::set_deadline`).
+    deadline: Option<std::time::Instant>,
+}
+
+impl std::fmt::Debug for MyConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MyConnection")
+            .field("in_tx", &self.in_tx)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs the pool's `after_connect` hook on a connection being opened (and again after a session
+/// reset). The hook's statements stay out of the pool's statistics, and what it leaves is the
+/// session the next reset goes back to, then runs the hook again.
+pub(crate) async fn set_up(c: &mut MyClient) -> Result<()> {
+    let hook = c.opts.after_connect.clone();
+    if !hook.is_set() {
+        return Ok(());
+    }
+    let mut setup = MySetup(c);
+    hook.run(&mut setup).await?;
+    if in_transaction(&c.conn) {
+        return Err(SqlMiddlewareDbError::new(
+            ErrorKind::TransactionState,
+            "the after_connect hook left a transaction open; the connection is closed",
+        ));
+    }
+    // The hook's statements were closed after it; nothing it did is left to reset.
+    c.dirty = false;
+    let cache = c.stmts.stats(c.opts.statement_cache_capacity);
+    c.flushed.skip(cache, Default::default());
+    Ok(())
+}
+
+/// Resets the session (`COM_RESET_CONNECTION`: user and session variables, temporary tables,
+/// named locks, prepared statements and handlers are gone; mysql_async then runs the pool's
+/// session settings again), forgets the statements the server dropped, and runs the
+/// `after_connect` hook again.
+pub(crate) async fn reset(c: &mut MyClient) -> Result<()> {
+    let supported = c.conn.reset().await.map_err(map_err)?;
+    if !supported {
+        return Err(SqlMiddlewareDbError::new(
+            ErrorKind::Unsupported,
+            "this server cannot reset a session (COM_RESET_CONNECTION needs MySQL 5.7.3 or MariaDB 10.2.4); the connection is closed",
+        ));
+    }
+    c.stmts.clear();
+    c.resets += 1;
+    c.dirty = false;
+    set_up(c).await
+}
+
+/// The statement to run `s` with on `c`: its own (named mode), or a fresh one that the caller
+/// closes after the run (unnamed mode, or `s` prepared on another connection or before a
+/// reset).
+pub(super) async fn statement_for(c: &mut MyClient, s: &MyStmt) -> Result<(Statement, bool)> {
+    match &s.stmt {
+        Some(st) if s.conn == (c.id, c.resets) => Ok((st.clone(), false)),
+        _ => {
+            let st = c.conn.prep(&*s.text).await.map_err(map_err)?;
+            Ok((st, true))
+        }
+    }
+}
+
+impl MyConnection {
+    pub(crate) fn new(pool: super::Pool, obj: Obj) -> Self {
+        Self {
+            pool,
+            obj: Some(obj),
+            in_flight: false,
+            needs_rollback: false,
+            in_tx: false,
+            deadline: None,
+        }
+    }
+
+    pub(super) fn client(&mut self) -> Result<&mut MyClient> {
+        match self.obj.as_mut() {
+            Some(o) => Ok(&mut **o),
+            None => Err(SqlMiddlewareDbError::new(
+                ErrorKind::ConnectionLost,
+                "this connection was discarded after a cancelled statement and no replacement could be checked out",
+            )),
+        }
+    }
+
+    pub(super) fn obj_mut(&mut self) -> Option<&mut MyClient> {
+        self.obj.as_mut().map(|o| &mut ***o)
+    }
+
+    /// How long cleaning a connection may take: the pool's recycle timeout.
+    fn net_bound(&self) -> Duration {
+        self.pool
+            .timeouts()
+            .recycle
+            .unwrap_or(Duration::from_secs(5))
+    }
+
+    /// After a call's limit passed: the statement may still run, so the connection is given up
+    /// now (its statement stopped with `KILL QUERY` in the background) and the next call checks
+    /// out a replacement. Returns the call's error: `OutcomeUnknown` when `writes` outside a
+    /// transaction, else `Timeout`.
+    pub(super) fn after_limit(&mut self, writes: bool) -> SqlMiddlewareDbError {
+        self.give_up();
+        if writes && !self.in_tx {
+            crate::deadline::unknown_outcome()
+        } else {
+            crate::deadline::error()
+        }
+    }
+
+    /// Gives the connection up at once (see `timeout::abandon`).
+    pub(super) fn give_up(&mut self) {
+        self.in_flight = true;
+        if let Some(old) = self.obj.take() {
+            super::timeout::abandon(old, self.net_bound());
+        }
+    }
+
+    /// Before an operation: replaces a connection given up by an earlier call (within
+    /// `deadline`), and rolls back a transaction dropped earlier.
+    pub(super) async fn ready(&mut self, deadline: Option<std::time::Instant>) -> Result<()> {
+        if self.in_flight {
+            self.give_up();
+        }
+        if self.obj.is_none() {
+            self.needs_rollback = false;
+            self.in_tx = false;
+            self.obj = Some(super::timeout::checkout(&self.pool, deadline).await?);
+            self.in_flight = false;
+        }
+        if self.needs_rollback {
+            let bound = self.net_bound();
+            self.in_flight = true;
+            let c = self.client()?;
+            let r = tokio::time::timeout(bound, c.conn.query_drop("ROLLBACK")).await;
+            match r {
+                Ok(r) => r.map_err(map_err)?,
+                Err(_) => {
+                    return Err(SqlMiddlewareDbError::new(
+                        ErrorKind::ConnectionLost,
+                        format!(
+                            "the server did not confirm the rollback of an abandoned transaction within {bound:?}; the connection is discarded"
+                        ),
+                    ));
+                }
+            }
+            self.in_flight = false;
+            self.needs_rollback = false;
+        }
+        Ok(())
+    }
+
+    /// Ends a call whose statement ran: what it left in the session, and a transaction the
+    /// server committed by itself (a statement with an implicit commit that reached the server
+    /// some way the middleware could not see, as through a stored procedure).
+    #[inline]
+    pub(super) fn finish<R>(&mut self, s: &MyStmt, r: Result<R>) -> Result<R> {
+        self.in_flight = false;
+        let in_tx = self.in_tx;
+        let Some(c) = self.obj.as_mut() else {
+            return r;
+        };
+        if !s.plain {
+            c.dirty = true;
+        }
+        if s.ddl {
+            schema_changed(c);
+        }
+        if in_tx && !in_transaction(&c.conn) && r.is_ok() {
+            return Err(implicit_commit());
+        }
+        r
+    }
+
+    /// Converts the parameters and marks the call as running: what every statement call does
+    /// before it goes to the server.
+    #[inline]
+    fn start(&mut self, s: &MyStmt, p: &[RowValues]) -> Result<(&mut MyClient, Vec<Value>)> {
+        s.check(p)?;
+        let values = to_values(p, s.order.as_deref())?;
+        self.in_flight = true;
+        Ok((self.client()?, values))
+    }
+
+    async fn select_once(&mut self, s: &MyStmt, p: &[RowValues]) -> Result<ResultSet> {
+        let (c, values) = self.start(s, p)?;
+        let r = select_rows(c, s, values).await;
+        self.finish(s, r)
+    }
+
+    async fn dml_once(&mut self, s: &MyStmt, p: &[RowValues]) -> Result<u64> {
+        let (c, values) = self.start(s, p)?;
+        let r = count_rows(c, s, values).await;
+        self.finish(s, r)
+    }
+
+    async fn optional_once<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &MyStmt,
+        p: &[RowValues],
+    ) -> Result<Option<T>> {
+        let (c, values) = self.start(s, p)?;
+        let r = async {
+            let temp = execute(c, s, values).await?;
+            let r = async {
+                let mut qr = QueryResult::<BinaryProtocol>::new(&mut c.conn);
+                let Some(row) = qr.next().await.map_err(map_err)? else {
+                    return Ok(None);
+                };
+                // The rest is read before the connection is used again.
+                while qr.next().await.map_err(map_err)?.is_some() {}
+                let mut fresh = None;
+                let cols = current_columns(&row, &s.columns, &mut fresh);
+                T::from_row(&MyRow {
+                    row: &row,
+                    columns: cols,
+                })
+                .map(Some)
+            }
+            .await;
+            close_temporary(c, temp).await?;
+            r
+        }
+        .await;
+        self.finish(s, r)
+    }
+
+    async fn all_once<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &MyStmt,
+        p: &[RowValues],
+    ) -> Result<Vec<T>> {
+        let (c, values) = self.start(s, p)?;
+        let r = async {
+            let temp = execute(c, s, values).await?;
+            let r = async {
+                let mut qr = QueryResult::<BinaryProtocol>::new(&mut c.conn);
+                let mut out = Vec::new();
+                let mut fresh = None;
+                while let Some(row) = qr.next().await.map_err(map_err)? {
+                    let cols = current_columns(&row, &s.columns, &mut fresh);
+                    out.push(T::from_row(&MyRow {
+                        row: &row,
+                        columns: cols,
+                    })?);
+                }
+                Ok(out)
+            }
+            .await;
+            close_temporary(c, temp).await?;
+            r
+        }
+        .await;
+        self.finish(s, r)
+    }
+
+    /// [`Wing::prepare`] without its time limit.
+    pub(super) async fn prepare_within(
+        &mut self,
+        sql: &str,
+        mode: TranslationMode,
+    ) -> Result<Arc<MyStmt>> {
+        let c = self.client()?;
+        let epoch = c.opts.schema_epoch.load(Ordering::Acquire);
+        if epoch != c.epoch {
+            // The schema changed through another connection of the pool: statements cached
+            // here may describe tables as they were.
+            forget_statements(c).await;
+            c.epoch = epoch;
+        }
+        if let Some(s) = c.stmts.get(sql, mode) {
+            return Ok(Arc::clone(s));
+        }
+        crate::sql::reject_nul(sql)?;
+        if crate::sql::is_blank(sql, D) {
+            return Err(SqlMiddlewareDbError::blank_sql());
+        }
+        let (text, order, params) = match mode {
+            TranslationMode::On => crate::translation::to_mysql(sql)?,
+            TranslationMode::Off => (Cow::Borrowed(sql), None, usize::MAX),
+        };
+        let st = c.conn.prep(text.as_ref()).await.map_err(map_err)?;
+        let server = usize::from(st.num_params());
+        let params = if params == usize::MAX {
+            server
+        } else {
+            // The `?`s this translation wrote must be the ones the server counts.
+            let written = order.as_ref().map_or(params, |o| o.len());
+            if written != server {
+                let _ = c.conn.close(st).await;
+                return Err(SqlMiddlewareDbError::new(
+                    ErrorKind::InvalidInput,
+                    format!(
+                        "the statement has {server} placeholders as MySQL reads it, but {written} as the middleware reads it; write placeholders as $1, $2, …"
+                    ),
+                ));
+            }
+            params
+        };
+        let columns = Arc::new(columns_of(&st.columns()));
+        let named = c.opts.statement_cache == StatementCache::Named;
+        let stmt = if named {
+            Some(st)
+        } else {
+            // Unnamed: nothing is left on the server between runs.
+            c.conn.close(st).await.map_err(map_err)?;
+            None
+        };
+        let s = Arc::new(MyStmt {
+            stmt,
+            plain: super::session::is_plain(&text),
+            writes: super::session::writes(&text),
+            dml: crate::sql::is_dml(&text, D),
+            ddl: crate::sql::changes_schema(&text, D),
+            text: text.into(),
+            columns,
+            order,
+            params,
+            conn: (c.id, c.resets),
+        });
+        let evicted = c.stmts.insert(
+            sql,
+            mode,
+            Arc::clone(&s),
+            c.opts.statement_cache_capacity,
+        );
+        if let Some(old) = evicted {
+            // Closed on the server, unless a reset since dropped it there already.
+            if let (Some(st), true) = (old.stmt.clone(), old.conn == (c.id, c.resets)) {
+                c.conn.close(st).await.map_err(map_err)?;
+            }
+        }
+        Ok(s)
+    }
+
+    /// Runs SQL without parameters (transaction control, scripts) in the text protocol.
+    pub(super) async fn simple(&mut self, sql: &str) -> Result<()> {
+        self.in_flight = true;
+        let c = self.client()?;
+        let r = c.conn.query_drop(sql).await.map_err(map_err);
+        self.in_flight = false;
+        r
+    }
+
+    /// [`Wing::execute_batch`] without its time limit. Inside a transaction, or when the script
+    /// has transaction control of its own, it runs as one multi-statement text. Otherwise each
+    /// run of ordinary statements runs inside a transaction of its own, so it applies whole or
+    /// not at all, and each statement MySQL commits implicitly (DDL) runs on its own between
+    /// them.
+    async fn execute_batch_within(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+        crate::sql::reject_nul(sql)?;
+        let plain = super::session::is_plain(sql);
+        let ddl = crate::sql::changes_schema(sql, D);
+        let own_tx = !in_tx && crate::sql::has_transaction_control(sql, D);
+        let r = if in_tx || own_tx {
+            self.simple(sql).await
+        } else {
+            let mut r = Ok(());
+            for (part, alone) in crate::sql::segments(sql, D) {
+                if crate::sql::is_blank(part, D) {
+                    continue;
+                }
+                r = if alone {
+                    self.simple(part).await
+                } else {
+                    self.atomic(part).await
+                };
+                if r.is_err() {
+                    break;
+                }
+            }
+            r
+        };
+        if let Some(c) = self.obj.as_mut() {
+            if !plain {
+                c.dirty = true;
+            }
+            if ddl {
+                schema_changed(c);
+            }
+            if r.is_err() && own_tx && in_transaction(&c.conn) {
+                // A failed script must not leave its own transaction open.
+                let _ = c.conn.query_drop("ROLLBACK").await;
+            }
+        }
+        if in_tx && r.is_ok() {
+            if let Some(c) = self.obj.as_ref() {
+                if !in_transaction(&c.conn) {
+                    return Err(implicit_commit());
+                }
+            }
+        }
+        r
+    }
+
+    /// Runs a script of ordinary statements inside `START TRANSACTION … COMMIT`.
+    async fn atomic(&mut self, part: &str) -> Result<()> {
+        self.simple("START TRANSACTION").await?;
+        match self.simple(part).await {
+            Ok(()) => self.simple("COMMIT").await,
+            Err(e) => {
+                let _ = self.simple("ROLLBACK").await;
+                Err(e)
+            }
+        }
+    }
+}
+
+/// A statement that ended the middleware's transaction by itself.
+fn implicit_commit() -> SqlMiddlewareDbError {
+    SqlMiddlewareDbError::new(
+        ErrorKind::TransactionState,
+        "MySQL committed the transaction implicitly (a statement such as DDL, LOCK TABLES or one inside a routine ends it); what ran before it is committed and the Tx is over",
+    )
+}
+
+/// The columns of `row`: the statement's, unless the result's metadata differs in width (the
+/// table changed since the statement was prepared), then the result's own.
+#[inline]
+fn current_columns<'a>(
+    row: &mysql_async::Row,
+    cols: &'a Arc<Columns>,
+    fresh: &'a mut Option<Arc<Columns>>,
+) -> &'a Arc<Columns> {
+    if row.len() == cols.len() {
+        return cols;
+    }
+    fresh.get_or_insert_with(|| Arc::new(columns_of(row.columns_ref())))
+}
+
+/// Runs `s` with `values` on `c`, leaving its result on the wire for the caller to read (and
+/// mysql_async to read off before the connection's next command, if the caller stops early).
+/// Returns the statement prepared for this run only, which the caller closes after reading.
+pub(super) async fn execute(
+    c: &mut MyClient,
+    s: &MyStmt,
+    values: Vec<Value>,
+) -> Result<Option<Statement>> {
+    let (st, temporary) = statement_for(c, s).await?;
+    if let Err(e) = c.conn.exec_iter(&st, values).await {
+        if temporary {
+            let _ = c.conn.close(st).await;
+        }
+        return Err(map_err(e));
+    }
+    Ok(temporary.then_some(st))
+}
+
+/// Closes a statement prepared for one run.
+pub(super) async fn close_temporary(c: &mut MyClient, st: Option<Statement>) -> Result<()> {
+    match st {
+        Some(st) => c.conn.close(st).await.map_err(map_err),
+        None => Ok(()),
+    }
+}
+
+/// Runs `s` and materialises its rows.
+async fn select_rows(c: &mut MyClient, s: &MyStmt, values: Vec<Value>) -> Result<ResultSet> {
+    let temp = execute(c, s, values).await?;
+    let r = async {
+        let mut qr = QueryResult::<BinaryProtocol>::new(&mut c.conn);
+        let mut rs: Option<ResultSet> = None;
+        let mut fresh: Option<Arc<Columns>> = None;
+        while let Some(row) = qr.next().await.map_err(map_err)? {
+            let cols = current_columns(&row, &s.columns, &mut fresh);
+            let rs = rs.get_or_insert_with(|| ResultSet::with_capacity(Arc::clone(cols), 1));
+            rs.push_values(row_values(row, cols)?);
+        }
+        Ok::<_, SqlMiddlewareDbError>(rs)
+    }
+    .await;
+    close_temporary(c, temp).await?;
+    let mut rs = r?.unwrap_or_else(|| ResultSet::with_capacity(Arc::clone(&s.columns), 0));
+    if s.dml {
+        rs.rows_affected = c.conn.affected_rows();
+    }
+    Ok(rs)
+}
+
+/// Runs `s`, reads off any rows, and returns the rows it changed (0 unless it is DML).
+pub(super) async fn count_rows(c: &mut MyClient, s: &MyStmt, values: Vec<Value>) -> Result<u64> {
+    let temp = execute(c, s, values).await?;
+    let r = async {
+        let mut qr = QueryResult::<BinaryProtocol>::new(&mut c.conn);
+        while qr.next().await.map_err(map_err)?.is_some() {}
+        Ok::<(), SqlMiddlewareDbError>(())
+    }
+    .await;
+    close_temporary(c, temp).await?;
+    r?;
+    Ok(if s.dml { c.conn.affected_rows() } else { 0 })
+}
+
+/// The schema changed through `c`: every connection of the pool prepares its statements again.
+fn schema_changed(c: &mut MyClient) {
+    c.epoch = c.opts.schema_epoch.fetch_add(1, Ordering::AcqRel) + 1;
+    // Closed lazily: the server frees them with the connection or at the next reset.
+    c.dirty = true;
+    c.stmts.clear();
+}
+
+/// Closes and forgets every cached statement.
+async fn forget_statements(c: &mut MyClient) {
+    let all: Vec<Statement> = c.stmts.values().filter_map(|s| s.stmt.clone()).collect();
+    c.stmts.clear();
+    for st in all {
+        let _ = c.conn.close(st).await;
+    }
+}
+
+impl Wing for MyConnection {
+    type Stmt = MyStmt;
+    type Raw = mysql_async::Conn;
+    const DIALECT: Dialect = Dialect::Mysql;
+
+    async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<MyStmt>> {
+        limited!(self, self.prepare_within(sql, mode).await, false)
+    }
+
+    async fn select(&mut self, s: &Arc<MyStmt>, p: &[RowValues]) -> Result<ResultSet> {
+        limited!(self, self.select_once(s, p).await, s.writes)
+    }
+
+    async fn dml(&mut self, s: &Arc<MyStmt>, p: &[RowValues]) -> Result<u64> {
+        limited!(self, self.dml_once(s, p).await, s.writes)
+    }
+
+    async fn optional<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<MyStmt>,
+        p: &[RowValues],
+    ) -> Result<Option<T>> {
+        limited!(self, self.optional_once::<T>(s, p).await, s.writes)
+    }
+
+    async fn all<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<MyStmt>,
+        p: &[RowValues],
+    ) -> Result<Vec<T>> {
+        limited!(self, self.all_once::<T>(s, p).await, s.writes)
+    }
+
+    type Cursor<T: FromRow + Send + 'static> = super::stream::MyCursor<T>;
+
+    /// Reads rows from the wire a bounded batch at a time (see `stream.rs`).
+    async fn stream_open<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<MyStmt>,
+        p: Vec<RowValues>,
+    ) -> Result<Self::Cursor<T>> {
+        self.open_stream(s, p).await
+    }
+
+    async fn stream_next<T: FromRow + Send + 'static>(
+        &mut self,
+        c: &mut Self::Cursor<T>,
+        out: &mut std::collections::VecDeque<T>,
+    ) -> Result<bool> {
+        self.next_batch(c, out).await
+    }
+
+    fn stream_close<T: FromRow + Send + 'static>(
+        &mut self,
+        c: Self::Cursor<T>,
+        finished: bool,
+    ) -> bool {
+        self.close_stream(c, finished)
+    }
+
+    async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+        limited!(
+            self,
+            self.execute_batch_within(sql, in_tx).await,
+            super::session::writes(sql)
+        )
+    }
+
+    /// Multi-row `INSERT`s (see `bulk.rs`).
+    async fn bulk_insert<I, R>(&mut self, target: &BulkTarget, rows: I, in_tx: bool) -> Result<u64>
+    where
+        I: Iterator<Item = R> + Send,
+        R: AsRef<[RowValues]> + Send + Sync,
+    {
+        limited!(self, self.bulk_load(target, rows, in_tx).await, true)
+    }
+
+    async fn begin(&mut self) -> Result<()> {
+        let at = self.deadline;
+        self.ready(at).await?;
+        if in_transaction(&self.client()?.conn) {
+            return Err(SqlMiddlewareDbError::new(
+                ErrorKind::TransactionState,
+                "a transaction begun by raw SQL is still open on this connection; commit or roll it back first",
+            ));
+        }
+        // If this future is dropped after the statement went out, the flag rolls it back.
+        self.needs_rollback = true;
+        limited!(self, self.simple("START TRANSACTION").await, false)?;
+        self.needs_rollback = false;
+        self.in_tx = true;
+        Ok(())
+    }
+
+    /// Commits. Past the limit the `COMMIT` may have raced the stop: its outcome is unknown.
+    async fn commit(&mut self) -> Result<()> {
+        self.in_tx = false;
+        let r = limited!(self, self.simple("COMMIT").await, true);
+        match r {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::OutcomeUnknown || e.kind() == ErrorKind::Timeout => {
+                Err(crate::deadline::unknown_outcome())
+            }
+            Err(e) => {
+                if let Some(c) = self.obj.as_mut() {
+                    if in_transaction(&c.conn) {
+                        let _ = c.conn.query_drop("ROLLBACK").await;
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
+
+    async fn rollback(&mut self) -> Result<()> {
+        self.needs_rollback = false;
+        self.in_tx = false;
+        if self.in_flight {
+            // A statement of the transaction was left running: the connection is given up,
+            // which ends the transaction on the server.
+            self.give_up();
+            return Ok(());
+        }
+        match limited!(self, self.simple("ROLLBACK").await, false) {
+            Err(e) if e.kind() == ErrorKind::Timeout && self.in_flight => Ok(()),
+            r => r,
+        }
+    }
+
+    /// After an operation of the middleware was cancelled outside a transaction: the
+    /// connection is given up when a call was left mid-way, and an open transaction is rolled
+    /// back.
+    async fn recover(&mut self) -> Result<()> {
+        if self.in_flight {
+            self.give_up();
+            return Ok(());
+        }
+        self.ready(None).await?;
+        let c = self.client()?;
+        if in_transaction(&c.conn) {
+            c.conn.query_drop("ROLLBACK").await.map_err(map_err)?;
+        }
+        Ok(())
+    }
+
+    fn abandon_tx(&mut self) {
+        self.needs_rollback = true;
+        self.in_tx = false;
+    }
+
+    /// The server or the network ended the session: replace the connection before the next
+    /// operation, or discard it when it goes back.
+    fn lost(&mut self) {
+        self.in_flight = true;
+    }
+
+    fn on_return(&mut self) {
+        if let Some(o) = self.obj.as_mut() {
+            let c: &mut MyClient = o;
+            let cache = c.stmts.stats(c.opts.statement_cache_capacity);
+            c.flushed
+                .flush(&c.opts.counters.live, cache, Default::default());
+        }
+    }
+
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.deadline = deadline;
+    }
+
+    fn take_deadline(&mut self) -> Option<std::time::Instant> {
+        self.deadline.take()
+    }
+
+    #[cfg(feature = "tracing")]
+    fn connection_id(&self) -> u64 {
+        self.obj.as_ref().map_or(0, |o| o.flushed.id())
+    }
+
+    #[cfg(feature = "tracing")]
+    fn server_host(&self) -> Option<(Arc<str>, u16)> {
+        self.obj
+            .as_ref()
+            .map(|o| (Arc::clone(&o.host.0), o.host.1))
+    }
+
+    fn cache_stats(&self) -> crate::StatementCacheStats {
+        self.obj.as_ref().map_or_else(Default::default, |o| {
+            o.stmts.stats(o.opts.statement_cache_capacity)
+        })
+    }
+
+    /// The raw connection, after an abandoned call or transaction was settled; the session is
+    /// reset before the next borrower.
+    async fn raw(&mut self) -> Result<&mysql_async::Conn> {
+        Ok(&*self.raw_mut().await?)
+    }
+}
+
+impl MyConnection {
+    /// The raw connection, mutable (mysql_async's calls take `&mut`); see [`Wing::raw`].
+    pub(crate) async fn raw_mut(&mut self) -> Result<&mut mysql_async::Conn> {
+        let at = self.deadline.take();
+        self.ready(at).await?;
+        let c = self.client()?;
+        // Raw SQL may change the session and the schema.
+        c.dirty = true;
+        schema_changed(c);
+        Ok(&mut c.conn)
+    }
+}
+
+/// A connection going back to the pool: a transaction left open (a dropped `Tx`, raw SQL) is
+/// rolled back and a touched session reset in a task of its own, bounded by the recycle
+/// timeout, before the connection rejoins the pool; one whose call was abandoned mid-way is
+/// detached and its statement stopped.
+impl Drop for MyConnection {
+    fn drop(&mut self) {
+        let Some(mut obj) = self.obj.take() else {
+            return;
+        };
+        obj.returned_at = obj.opts.counters.returned_now();
+        let bound = self.net_bound();
+        if self.in_flight {
+            super::timeout::abandon(obj, bound);
+            return;
+        }
+        let open = self.needs_rollback || self.in_tx || in_transaction(&obj.conn);
+        if !(open || obj.dirty) {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            drop(deadpool::managed::Object::take(obj));
+            return;
+        };
+        let mut guard = Cleaning(Some(obj));
+        handle.spawn(async move {
+            let Some(obj) = guard.0.as_mut() else {
+                return;
+            };
+            let clean = async {
+                if in_transaction(&obj.conn) || open {
+                    obj.conn.query_drop("ROLLBACK").await.map_err(map_err)?;
+                }
+                if obj.dirty {
+                    reset(obj).await?;
+                }
+                Ok::<(), SqlMiddlewareDbError>(())
+            };
+            if let Ok(Ok(())) = tokio::time::timeout(bound, clean).await {
+                // Clean: back to the pool.
+                drop(guard.0.take());
+            }
+        });
+    }
+}
+
+/// A connection being cleaned in the background: if the cleaning does not finish (an error, the
+/// bound, the runtime shutting down), the connection is detached from the pool and closed.
+struct Cleaning(Option<Obj>);
+
+impl Drop for Cleaning {
+    fn drop(&mut self) {
+        if let Some(mut obj) = self.0.take() {
+            obj.broken = true;
+            drop(deadpool::managed::Object::take(obj));
+        }
+    }
+}
+
+/// A connection being opened, as the pool's `after_connect` hook drives it: statements are
+/// prepared for the call and closed after it.
+pub(crate) struct MySetup<'a>(&'a mut MyClient);
+
+impl MySetup<'_> {
+    /// The statement for `sql`, described for one run (closed again at once: each run prepares
+    /// its own, as the unnamed mode does).
+    async fn statement(&mut self, sql: &str, params: &[RowValues]) -> Result<(MyStmt, Vec<Value>)> {
+        crate::sql::reject_nul(sql)?;
+        let (text, order, n) = crate::translation::to_mysql(sql)?;
+        let c = &mut *self.0;
+        let st = c.conn.prep(text.as_ref()).await.map_err(map_err)?;
+        let s = MyStmt {
+            stmt: None,
+            text: text.as_ref().into(),
+            columns: Arc::new(columns_of(&st.columns())),
+            order,
+            params: if n == 0 { usize::from(st.num_params()) } else { n },
+            dml: crate::sql::is_dml(&text, D),
+            writes: true,
+            plain: true,
+            ddl: false,
+            conn: (0, 0),
+        };
+        c.conn.close(st).await.map_err(map_err)?;
+        s.check(params)?;
+        let values = to_values(params, s.order.as_deref())?;
+        Ok((s, values))
+    }
+}
+
+impl crate::setup::Setup for MySetup<'_> {
+    fn execute_batch<'a>(&'a mut self, sql: &'a str) -> crate::setup::BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            crate::sql::reject_nul(sql)?;
+            self.0.conn.query_drop(sql).await.map_err(map_err)
+        })
+    }
+
+    fn dml<'a>(
+        &'a mut self,
+        sql: &'a str,
+        params: &'a [RowValues],
+    ) -> crate::setup::BoxFuture<'a, Result<u64>> {
+        Box::pin(async move {
+            let (s, values) = self.statement(sql, params).await?;
+            count_rows(self.0, &s, values).await
+        })
+    }
+
+    fn select<'a>(
+        &'a mut self,
+        sql: &'a str,
+        params: &'a [RowValues],
+    ) -> crate::setup::BoxFuture<'a, Result<ResultSet>> {
+        Box::pin(async move {
+            let (s, values) = self.statement(sql, params).await?;
+            select_rows(self.0, &s, values).await
+        })
+    }
+}

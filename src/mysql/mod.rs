@@ -1,0 +1,30 @@
+//! The MySQL/MariaDB wing: mysql_async connections on a deadpool pool of our own, with a
+//! bounded statement cache per connection.
+//!
+//! The same file set as every wing — `config` (settings, manager, pool), `conn` (the
+//! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bulk`, `stream` —
+//! plus MySQL's extras: `session` (what a statement leaves in the session, and the reset on
+//! return), `timeout` (time limits that stop the server's work with `KILL QUERY`) and `tls`.
+
+pub(crate) mod bulk;
+pub(crate) mod config;
+pub(crate) mod conn;
+pub(crate) mod error;
+pub(crate) mod params;
+pub(crate) mod rows;
+pub(crate) mod session;
+pub(crate) mod stmt;
+pub(crate) mod stream;
+mod timeout;
+pub(crate) mod tls;
+
+pub(crate) use config::{build_pool, checkout};
+
+/// The pool type of the MySQL wing.
+pub(crate) type Pool = deadpool::managed::Pool<config::MyManager>;
+/// The MySQL wing's prepared statement.
+pub(crate) type Stmt = stmt::MyStmt;
+/// A checked-out MySQL connection.
+pub(crate) type Conn = conn::MyConnection;
+/// A statement of the MySQL wing being streamed.
+pub(crate) type Cursor<T> = stream::MyCursor<T>;

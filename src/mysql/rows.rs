@@ -1,0 +1,273 @@
+//! Reading mysql_async rows by each column's type in the result's metadata (the binary
+//! protocol's), never by its name.
+//!
+//! | MySQL | value |
+//! |---|---|
+//! | `TINYINT` … `BIGINT`, `YEAR` (signed, or unsigned up to `i64::MAX`) | `Int` |
+//! | `BIGINT UNSIGNED` above `i64::MAX` | `Numeric` |
+//! | `DECIMAL` | `Numeric` (beyond `Decimal`'s 28 digits: its text) |
+//! | `FLOAT`, `DOUBLE` | `Float` |
+//! | `DATE` | `Date` |
+//! | `DATETIME`, `TIMESTAMP` | `Timestamp` |
+//! | `TIME` from 00:00 to 24:00 | `Time`; negative or longer: `Interval` |
+//! | `CHAR`, `VARCHAR`, `TEXT`s, `ENUM`, `SET` | `Text` |
+//! | `BINARY`, `VARBINARY`, `BLOB`s, `GEOMETRY` | `Blob` |
+//! | `BIT(n)` | `Int` |
+//! | `JSON` (MySQL) | `JSON`; on MariaDB `JSON` is `LONGTEXT`: `Text` |
+//!
+//! A zero date (`0000-00-00`, or a zero month or day) is a [`ErrorKind::TypeMismatch`] error:
+//! no date type of Rust holds it.
+
+use std::borrow::Cow;
+
+use chrono::{NaiveDate, NaiveTime};
+use mysql_async::consts::{ColumnFlags, ColumnType};
+use mysql_async::{Column, Row, Value};
+use rust_decimal::Decimal;
+
+use crate::decode::SqlRow;
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::results::Columns;
+use crate::value::{RowValues, ValueRef};
+
+/// The character set number of binary strings.
+const BINARY: u16 = 63;
+
+/// The names of a statement's columns.
+pub(crate) fn columns_of(cols: &[Column]) -> Columns {
+    Columns::new(cols.iter().map(|c| c.name_str().into_owned()).collect())
+}
+
+fn bad(columns: &Columns, idx: usize, why: &str) -> SqlMiddlewareDbError {
+    SqlMiddlewareDbError::new(
+        ErrorKind::TypeMismatch,
+        format!(
+            "column `{}`: {why}",
+            columns.name(idx).unwrap_or("?")
+        ),
+    )
+}
+
+/// Whether a string column holds bytes rather than text.
+#[inline]
+fn is_binary(col: &Column) -> bool {
+    col.character_set() == BINARY
+        && !col
+            .flags()
+            .intersects(ColumnFlags::ENUM_FLAG | ColumnFlags::SET_FLAG)
+}
+
+fn date(y: u16, m: u8, d: u8) -> Option<NaiveDate> {
+    NaiveDate::from_ymd_opt(i32::from(y), u32::from(m), u32::from(d))
+}
+
+fn time_of_day(h: u8, m: u8, s: u8, us: u32) -> Option<NaiveTime> {
+    NaiveTime::from_hms_micro_opt(u32::from(h), u32::from(m), u32::from(s), us)
+}
+
+/// An unsigned value: `Int` when it fits, else `Numeric`.
+#[inline]
+fn unsigned<'a>(u: u64) -> ValueRef<'a> {
+    match i64::try_from(u) {
+        Ok(i) => ValueRef::Int(i),
+        Err(_) => ValueRef::Numeric(Decimal::from(u)),
+    }
+}
+
+/// A `FLOAT` as the nearest `f64` to its shortest decimal form (0.1f32 reads as 0.1, not
+/// 0.10000000149011612).
+#[cold]
+fn widen(f: f32) -> f64 {
+    f.to_string().parse().unwrap_or(f64::from(f))
+}
+
+/// A `TIME` value: a time of day when it is one, else a signed span.
+fn time<'a>(neg: bool, days: u32, h: u8, m: u8, s: u8, us: u32) -> ValueRef<'a> {
+    if !neg && days == 0 {
+        if let Some(t) = time_of_day(h, m, s, us) {
+            return ValueRef::Time(t);
+        }
+    }
+    let secs = i64::from(days) * 86_400 + i64::from(h) * 3600 + i64::from(m) * 60 + i64::from(s);
+    let micros = secs * 1_000_000 + i64::from(us);
+    ValueRef::Interval(crate::Interval {
+        months: 0,
+        days: 0,
+        microseconds: if neg { -micros } else { micros },
+    })
+}
+
+/// A borrowed view of `v`, read as column `col` (number `idx` of `columns`, for errors).
+pub(crate) fn value_ref<'a>(
+    v: &'a Value,
+    col: &Column,
+    idx: usize,
+    columns: &Columns,
+) -> Result<ValueRef<'a>> {
+    Ok(match v {
+        Value::NULL => ValueRef::Null,
+        Value::Int(i) => ValueRef::Int(*i),
+        Value::UInt(u) => unsigned(*u),
+        Value::Double(f) => ValueRef::Float(*f),
+        Value::Float(f) => ValueRef::Float(widen(*f)),
+        Value::Date(y, mo, d, h, mi, s, us) => {
+            let Some(day) = date(*y, *mo, *d) else {
+                return Err(bad(
+                    columns,
+                    idx,
+                    "a zero or invalid date (such as 0000-00-00) has no Rust value",
+                ));
+            };
+            match col.column_type() {
+                ColumnType::MYSQL_TYPE_DATE | ColumnType::MYSQL_TYPE_NEWDATE => ValueRef::Date(day),
+                _ => match time_of_day(*h, *mi, *s, *us) {
+                    Some(t) => ValueRef::Timestamp(day.and_time(t)),
+                    None => return Err(bad(columns, idx, "an invalid time of day")),
+                },
+            }
+        }
+        Value::Time(neg, days, h, m, s, us) => time(*neg, *days, *h, *m, *s, *us),
+        Value::Bytes(b) => bytes(b, col, idx, columns)?,
+    })
+}
+
+/// A value the server sent as bytes, read by its column's type.
+fn bytes<'a>(b: &'a [u8], col: &Column, idx: usize, columns: &Columns) -> Result<ValueRef<'a>> {
+    use ColumnType as T;
+    let text = || {
+        std::str::from_utf8(b).map_err(|_| bad(columns, idx, "the text is not valid UTF-8"))
+    };
+    Ok(match col.column_type() {
+        T::MYSQL_TYPE_NEWDECIMAL | T::MYSQL_TYPE_DECIMAL => {
+            let s = text()?;
+            match s.parse::<Decimal>() {
+                Ok(d) => ValueRef::Numeric(d),
+                // Beyond Decimal's 28 digits: the exact text (decodes as String).
+                Err(_) => ValueRef::Text(Cow::Borrowed(s)),
+            }
+        }
+        T::MYSQL_TYPE_JSON => {
+            let s = text()?;
+            match serde_json::from_str(s) {
+                Ok(j) => ValueRef::JSON(Cow::Owned(j)),
+                Err(_) => ValueRef::Text(Cow::Borrowed(s)),
+            }
+        }
+        T::MYSQL_TYPE_BIT => {
+            if b.len() > 8 {
+                return Err(bad(columns, idx, "a BIT value wider than 64 bits"));
+            }
+            unsigned(b.iter().fold(0u64, |acc, &x| (acc << 8) | u64::from(x)))
+        }
+        // The text protocol's numbers (a server-side prepared statement never sends these).
+        T::MYSQL_TYPE_TINY
+        | T::MYSQL_TYPE_SHORT
+        | T::MYSQL_TYPE_INT24
+        | T::MYSQL_TYPE_LONG
+        | T::MYSQL_TYPE_LONGLONG
+        | T::MYSQL_TYPE_YEAR => {
+            let s = text()?;
+            match s.parse::<i64>() {
+                Ok(i) => ValueRef::Int(i),
+                Err(_) => match s.parse::<u64>() {
+                    Ok(u) => unsigned(u),
+                    Err(_) => return Err(bad(columns, idx, "an unreadable integer")),
+                },
+            }
+        }
+        T::MYSQL_TYPE_FLOAT | T::MYSQL_TYPE_DOUBLE => match text()?.parse::<f64>() {
+            Ok(f) => ValueRef::Float(f),
+            Err(_) => return Err(bad(columns, idx, "an unreadable number")),
+        },
+        _ if is_binary(col) => ValueRef::Blob(b),
+        _ => ValueRef::Text(Cow::Borrowed(text()?)),
+    })
+}
+
+/// Owned values of one row, taking the row's buffers where the value is text or bytes.
+pub(crate) fn row_values(row: Row, columns: &Columns) -> Result<Vec<RowValues>> {
+    let cols = row.columns();
+    let values = row.unwrap_raw();
+    let mut out = Vec::with_capacity(values.len());
+    for (idx, (v, col)) in values.into_iter().zip(cols.iter()).enumerate() {
+        let v = v.unwrap_or(Value::NULL);
+        out.push(match v {
+            Value::Bytes(b) if !needs_reading(col) => {
+                if is_binary(col) {
+                    RowValues::Blob(b)
+                } else {
+                    RowValues::Text(String::from_utf8(b).map_err(|_| {
+                        bad(columns, idx, "the text is not valid UTF-8")
+                    })?)
+                }
+            }
+            v => value_ref(&v, col, idx, columns)?.to_owned_value(),
+        });
+    }
+    Ok(out)
+}
+
+/// Whether a column's bytes are read as something other than text or a blob.
+#[inline]
+fn needs_reading(col: &Column) -> bool {
+    use ColumnType as T;
+    !matches!(
+        col.column_type(),
+        T::MYSQL_TYPE_VARCHAR
+            | T::MYSQL_TYPE_VAR_STRING
+            | T::MYSQL_TYPE_STRING
+            | T::MYSQL_TYPE_ENUM
+            | T::MYSQL_TYPE_SET
+            | T::MYSQL_TYPE_TINY_BLOB
+            | T::MYSQL_TYPE_MEDIUM_BLOB
+            | T::MYSQL_TYPE_LONG_BLOB
+            | T::MYSQL_TYPE_BLOB
+            | T::MYSQL_TYPE_GEOMETRY
+    )
+}
+
+/// A mysql_async row seen through [`SqlRow`], decoded in place.
+pub(crate) struct MyRow<'a> {
+    pub(crate) row: &'a Row,
+    pub(crate) columns: &'a Columns,
+}
+
+impl SqlRow for MyRow<'_> {
+    #[inline]
+    fn column_count(&self) -> usize {
+        self.row.len()
+    }
+
+    fn column_name(&self, idx: usize) -> Option<&str> {
+        self.columns.name(idx)
+    }
+
+    fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.index_of(name)
+    }
+
+    #[inline]
+    fn value_ref(&self, idx: usize) -> Result<ValueRef<'_>> {
+        let Some(v) = self.row.as_ref(idx) else {
+            return Err(crate::decode::column_out_of_range(idx, self.row.len()));
+        };
+        value_ref(v, &self.row.columns_ref()[idx], idx, self.columns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_beyond_a_day_or_negative_are_spans() {
+        assert!(matches!(time(false, 0, 13, 5, 0, 0), ValueRef::Time(_)));
+        match time(true, 1, 2, 0, 0, 5) {
+            ValueRef::Interval(i) => assert_eq!(i.microseconds, -(26 * 3_600_000_000 + 5)),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(unsigned(u64::MAX), ValueRef::Numeric(_)));
+        assert!(matches!(unsigned(7), ValueRef::Int(7)));
+        assert_eq!(widen(0.1), 0.1);
+    }
+}
