@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the library with the Rust named by `rust-version` in Cargo.toml, with the committed
-# Cargo.lock: every feature but `turso` (the `turso` crate's own dependencies need a newer Rust;
-# see the README's "Minimum supported Rust"), and SQLite alone.
+# Cargo.lock: every feature but `turso` and `mysql` (the `turso` crate's dependencies and
+# `mysql_common` need a newer Rust; see the README's "Install"), and SQLite alone.
 #
 # The toolchain is rustup's `<version>` when it is installed; otherwise a toolchain linked into
 # rustup as `msrv-<version>`; otherwise, on Debian, the `rustc-web`/`cargo-web` packages of that

@@ -421,6 +421,17 @@ impl FromValue for crate::Interval {
             ValueRef::Text(s) => s
                 .parse()
                 .map_err(|_| DecodeError::new("Interval", "unparsable Text")),
+            // MySQL has no interval type: a span is a `TIME`, which reads as a time of day
+            // when it is one.
+            ValueRef::Time(t) => {
+                use chrono::Timelike;
+                Ok(crate::Interval {
+                    months: 0,
+                    days: 0,
+                    microseconds: i64::from(t.num_seconds_from_midnight()) * 1_000_000
+                        + i64::from(t.nanosecond() / 1_000),
+                })
+            }
             other => mismatch("Interval", &other),
         }
     }

@@ -328,6 +328,59 @@ where
     }
 }
 
+/// Runs `work` until `deadline`: `None` when the limit passed first (`work` is then dropped).
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[inline]
+pub(crate) async fn within<T>(
+    deadline: Instant,
+    work: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), work)
+        .await
+        .ok()
+}
+
+/// Checks out a connection of a server engine within `deadline` (when given) and the pool's
+/// wait timeout, as a whole. A connection that has to be opened for it is opened in a task of
+/// its own: if the caller gives up first, it joins the pool when it is ready (bounded by the
+/// pool's create timeout), for a later checkout.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) async fn checkout_within<M>(pool: &Pool<M>, deadline: Option<Instant>) -> Result<Object<M>>
+where
+    M: Manager + 'static,
+    M::Error: std::fmt::Display,
+    SqlMiddlewareDbError: From<M::Error>,
+    Object<M>: Send,
+{
+    let wait = pool.timeouts().wait.unwrap_or(Duration::from_secs(10));
+    let by_wait = Instant::now() + wait;
+    let at = deadline.map_or(by_wait, |d| d.min(by_wait));
+    let late = || match deadline {
+        Some(d) if d <= by_wait => crate::deadline::error(),
+        _ => SqlMiddlewareDbError::new(
+            ErrorKind::PoolTimeout,
+            "no connection could be checked out within the pool's wait timeout (the server did not answer in time); raise wait_timeout, or check the server",
+        ),
+    };
+    if pool.status().available > 0 {
+        // An idle connection: taken at once (no network, unless `test_before_acquire`).
+        return within(at, get(pool)).await.unwrap_or_else(|| Err(late()));
+    }
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return within(at, get(pool)).await.unwrap_or_else(|| Err(late()));
+    };
+    let p = pool.clone();
+    let task = handle.spawn(async move { get(&p).await });
+    match within(at, task).await {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => Err(SqlMiddlewareDbError::new(
+            ErrorKind::ConnectionLost,
+            format!("opening a connection failed: {e}"),
+        )),
+        None => Err(late()),
+    }
+}
+
 /// Maps a deadpool checkout error: the backend's own error keeps its kind; timeouts and a closed
 /// pool get theirs, with a message that says what to change.
 pub(crate) fn pool_error<E>(e: PoolError<E>) -> SqlMiddlewareDbError

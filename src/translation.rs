@@ -121,6 +121,18 @@ pub fn translate_placeholders(sql: &str, to: PlaceholderStyle) -> Cow<'_, str> {
     }
 }
 
+/// A statement as MySQL takes it (see [`to_mysql`]).
+#[cfg(feature = "mysql")]
+#[derive(Debug)]
+pub(crate) struct MysqlText<'a> {
+    /// The text, with positional `?` placeholders.
+    pub(crate) text: Cow<'a, str>,
+    /// The parameter each `?` binds (`None`: in order).
+    pub(crate) order: Option<Box<[u16]>>,
+    /// How many parameters the statement takes.
+    pub(crate) params: usize,
+}
+
 /// `$N` placeholders of `sql` (and `?N` ones) rewritten to MySQL's positional `?`, with the
 /// parameter each `?` takes: `order[k]` is the 0-based index of the parameter the k-th `?`
 /// binds, so `$2 … $1` and a repeated `$1` bind correctly. Also the number of parameters the
@@ -129,11 +141,15 @@ pub fn translate_placeholders(sql: &str, to: PlaceholderStyle) -> Cow<'_, str> {
 /// the parameters in order. Mixing `$N` with bare `?` is an
 /// [`InvalidInput`](crate::ErrorKind::InvalidInput) error.
 #[cfg(feature = "mysql")]
-pub(crate) fn to_mysql(sql: &str) -> crate::error::Result<(Cow<'_, str>, Option<Box<[u16]>>, usize)> {
+pub(crate) fn to_mysql(sql: &str) -> crate::error::Result<MysqlText<'_>> {
     use crate::error::{ErrorKind, SqlMiddlewareDbError};
     let bytes = sql.as_bytes();
     if !bytes.contains(&b'$') && !bytes.contains(&b'?') {
-        return Ok((Cow::Borrowed(sql), None, 0));
+        return Ok(MysqlText {
+            text: Cow::Borrowed(sql),
+            order: None,
+            params: 0,
+        });
     }
     let mut out: Option<String> = None;
     let mut copied = 0;
@@ -172,12 +188,20 @@ pub(crate) fn to_mysql(sql: &str) -> crate::error::Result<(Cow<'_, str>, Option<
         ));
     }
     let Some(mut s) = out else {
-        return Ok((Cow::Borrowed(sql), None, bare));
+        return Ok(MysqlText {
+            text: Cow::Borrowed(sql),
+            order: None,
+            params: bare,
+        });
     };
     s.push_str(&sql[copied..]);
     let in_order = order.len() == highest && order.iter().enumerate().all(|(k, &i)| usize::from(i) == k);
     let order = (!in_order).then(|| order.into_boxed_slice());
-    Ok((Cow::Owned(s), order, highest))
+    Ok(MysqlText {
+        text: Cow::Owned(s),
+        order,
+        params: highest,
+    })
 }
 
 #[cfg(test)]
@@ -188,24 +212,28 @@ mod tests {
     #[cfg(feature = "mysql")]
     #[test]
     fn mysql_placeholders_are_positional_with_their_order() {
-        let (sql, order, n) = to_mysql("SELECT $2, '$1', `$1`, $1, $2 -- $3").unwrap();
+        let t = |sql| {
+            let m = to_mysql(sql).unwrap();
+            (m.text.into_owned(), m.order, m.params)
+        };
+        let (sql, order, n) = t("SELECT $2, '$1', `$1`, $1, $2 -- $3");
         assert_eq!(sql, "SELECT ?, '$1', `$1`, ?, ? -- $3");
         assert_eq!(order.as_deref(), Some(&[1u16, 0, 1][..]));
         assert_eq!(n, 2);
-        let (sql, order, n) = to_mysql("INSERT INTO t VALUES ($1, $2)").unwrap();
+        let (sql, order, n) = t("INSERT INTO t VALUES ($1, $2)");
         assert_eq!(sql, "INSERT INTO t VALUES (?, ?)");
         assert!(order.is_none());
         assert_eq!(n, 2);
         // MySQL strings escape with a backslash, and `#` starts a comment.
-        let (sql, _, n) = to_mysql("SELECT 'it\\'s $1', \"$2\" # $3\n, $1").unwrap();
+        let (sql, _, n) = t("SELECT 'it\\'s $1', \"$2\" # $3\n, $1");
         assert_eq!(sql, "SELECT 'it\\'s $1', \"$2\" # $3\n, ?");
         assert_eq!(n, 1);
-        let (sql, order, n) = to_mysql("SELECT ? + ?").unwrap();
-        assert_eq!((sql.as_ref(), order, n), ("SELECT ? + ?", None, 2));
+        let (sql, order, n) = t("SELECT ? + ?");
+        assert_eq!((sql.as_str(), order, n), ("SELECT ? + ?", None, 2));
         assert!(to_mysql("SELECT $1, ?").is_err());
         assert!(to_mysql("SELECT $0").is_err());
         // A gap: $1 is never used, and the statement still takes two parameters.
-        let (_, order, n) = to_mysql("SELECT $2").unwrap();
+        let (_, order, n) = t("SELECT $2");
         assert_eq!((order.as_deref(), n), (Some(&[1u16][..]), 2));
     }
 
@@ -541,7 +569,32 @@ mod props {
         /// way (same spans, same kinds). Where the two dialects read the text alike, translating
         /// back gives the original.
         #[test]
-        fn translation_changes_only_scanned_placeholders((_, sql) in script()) {
+        fn translation_changes_only_scanned_placeholders((d, sql) in script()) {
+            #[cfg(feature = "mysql")]
+            if d == Dialect::Mysql {
+                // MySQL's `?` are positional: each `$N` the MySQL scanner finds becomes one `?`,
+                // and nothing else changes.
+                let found = tokens(&sql, d).filter(|t| t.kind == Kind::Placeholder).count();
+                let bare = tokens(&sql, d)
+                    .filter(|t| t.kind == Kind::Param && sql.as_bytes()[t.start] == b'?')
+                    .count();
+                match to_mysql(&sql) {
+                    Ok(MysqlText { text: out, order, .. }) => {
+                        let marks = tokens(&out, d)
+                            .filter(|t| t.kind == Kind::Param && out.as_bytes()[t.start] == b'?')
+                            .count();
+                        prop_assert_eq!(marks, found + bare);
+                        prop_assert!(tokens(&out, d).all(|t| t.kind != Kind::Placeholder));
+                        if let Some(o) = order {
+                            prop_assert_eq!(o.len(), found);
+                        }
+                    }
+                    Err(_) => prop_assert!(found > 0 && bare > 0),
+                }
+            }
+            if d == Dialect::Mysql {
+                return Ok(());
+            }
             for (style, d, sigil) in [
                 (PlaceholderStyle::Sqlite, Dialect::Sqlite, b'$'),
                 (PlaceholderStyle::Postgres, Dialect::Postgres, b'?'),

@@ -685,7 +685,7 @@ mod tests {
     #[test]
     fn schemes_and_errors() {
         assert!(
-            err(ConfigAndPool::from_url("mysql://x/y")).contains("unknown database URL scheme")
+            err(ConfigAndPool::from_url("mongodb://x/y")).contains("unknown database URL scheme")
         );
         assert!(err(ConfigAndPool::from_url("no scheme at all")).contains("scheme"));
         #[cfg(feature = "sqlite")]

@@ -420,6 +420,9 @@ const PG_AGG_ITEMS: Items = &[
 
 fn items(kind: Kind) -> (Items, Items) {
     match kind {
+        Kind::Mysql => unreachable!(
+            "the differential check has no MySQL side (it runs SQLite, Turso and Postgres)"
+        ),
         Kind::Sqlite | Kind::Turso => (LITE_ROW_ITEMS, LITE_AGG_ITEMS),
         Kind::Postgres => (PG_ROW_ITEMS, PG_AGG_ITEMS),
     }
@@ -595,6 +598,9 @@ fn case(kind: Kind) -> BoxedStrategy<Case> {
     let (rows, aggs) = items(kind);
     let (nr, na) = (rows.len(), aggs.len());
     let data = match kind {
+        Kind::Mysql => unreachable!(
+            "the differential check has no MySQL side (it runs SQLite, Turso and Postgres)"
+        ),
         Kind::Sqlite | Kind::Turso => prop::collection::vec(lite_row(), 0..6)
             .prop_map(Data::Lite)
             .boxed(),

@@ -1,7 +1,7 @@
 //! The crate's layers, checked on its source (docs/Design.md, "Layers"):
 //!
 //! face (lib, prelude, guide, bench_hooks) → hall (config, dispatch, pool, query, statement,
-//! stream, transaction, after_connect) → wings (sqlite, postgres, turso) → neutral (contract,
+//! stream, transaction, after_connect) → wings (sqlite, postgres, turso, mysql) → neutral (contract,
 //! pooling, setup) → SQLite family (sqlite_family) → core (value, results, decode, error,
 //! translation, sql).
 //!
@@ -42,9 +42,10 @@ const LAYERS: &[(&str, &[&str])] = &[
             "deadline",
             "telemetry",
             "setup",
+            "server",
         ],
     ),
-    ("wings", &["sqlite", "postgres", "turso"]),
+    ("wings", &["sqlite", "postgres", "turso", "mysql"]),
     (
         "hall",
         &[
@@ -70,7 +71,7 @@ const LAYERS: &[(&str, &[&str])] = &[
 ];
 
 /// The files every wing has; a wing may add extras (SQLite: `offload`, `busy`, `session`,
-/// `slowdown`; Turso: `busy`, `session`).
+/// `slowdown`; Turso: `busy`, `session`; MySQL: `session`, `timeout`, `tls`).
 const WING_FILES: &[&str] = &[
     "mod.rs",
     "config.rs",
@@ -252,7 +253,7 @@ fn core_and_neutral_layers_have_no_cycle() {
 
 #[test]
 fn wings_have_the_same_file_set() {
-    for wing in ["sqlite", "postgres", "turso"] {
+    for wing in ["sqlite", "postgres", "turso", "mysql"] {
         let dir = src().join(wing);
         let have: BTreeSet<String> = fs::read_dir(&dir)
             .expect("wing folder")
@@ -287,7 +288,7 @@ fn benchmark_support_stays_out_of_the_library() {
         support.is_empty(),
         "src/bench_support/ is still in the library: {support:?}"
     );
-    for wing in ["sqlite", "postgres", "turso"] {
+    for wing in ["sqlite", "postgres", "turso", "mysql"] {
         assert!(
             !src().join(wing).join("bench.rs").exists(),
             "src/{wing}/bench.rs keeps bench code in the wing"

@@ -71,7 +71,8 @@ pub(crate) struct MyClient {
     pub(crate) broken: bool,
     /// The pool's schema epoch this connection's statements were prepared at.
     pub(crate) epoch: u64,
-    /// The host and port it reached.
+    /// The host and port it reached (for spans).
+    #[cfg(feature = "tracing")]
     pub(crate) host: (Arc<str>, u16),
     /// How to open another connection to the same server (a `KILL QUERY` for this one).
     pub(crate) endpoint: Arc<Endpoint>,
@@ -87,6 +88,7 @@ impl crate::pooling::Pooled for MyClient {
 #[derive(Debug)]
 pub(crate) struct Endpoint {
     pub(crate) opts: mysql_async::Opts,
+    #[cfg_attr(not(feature = "mysql-tls"), allow(dead_code))]
     pub(crate) tls: MyTls,
 }
 
@@ -133,10 +135,6 @@ impl Manager for MyManager {
     async fn create(&self) -> Result<Box<MyClient>> {
         // Boxed: a connect is rare, and its future is deep.
         let conn = Box::pin(self.endpoint.connect()).await?;
-        let host = (
-            Arc::from(self.endpoint.opts.ip_or_hostname()),
-            self.endpoint.opts.tcp_port(),
-        );
         let mut c = Box::new(MyClient {
             conn,
             stmts: StmtCache::new(),
@@ -151,7 +149,11 @@ impl Manager for MyManager {
             dirty: false,
             broken: false,
             epoch: self.opts.schema_epoch.load(std::sync::atomic::Ordering::Acquire),
-            host,
+            #[cfg(feature = "tracing")]
+            host: (
+                Arc::from(self.endpoint.opts.ip_or_hostname()),
+                self.endpoint.opts.tcp_port(),
+            ),
             endpoint: Arc::clone(&self.endpoint),
         });
         Box::pin(super::conn::set_up(&mut c)).await?;
@@ -195,6 +197,9 @@ pub(crate) fn build_pool(
     let opts: mysql_async::Opts = mysql_async::OptsBuilder::from_opts(opts)
         // The middleware's own bounded cache; mysql_async's would keep a second copy.
         .stmt_cache_size(0)
+        // `UPDATE` counts the rows it matched, as on the other engines (not only those whose
+        // value changed).
+        .client_found_rows(true)
         .setup(vec![SETUP])
         .into();
     if opts.ip_or_hostname().is_empty() && opts.socket().is_none() {

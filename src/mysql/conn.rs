@@ -47,7 +47,7 @@ pub(crate) fn in_transaction(conn: &mysql_async::Conn) -> bool {
 macro_rules! limited {
     ($self:ident, $call:expr, $writes:expr) => {{
         let at = $self.deadline.take();
-        if $self.in_flight || $self.obj.is_none() || $self.needs_rollback {
+        if $self.in_flight || $self.obj.is_none() || $self.needs_rollback || $self.raw {
             Box::pin($self.ready(at)).await?;
         }
         match at {
@@ -76,6 +76,9 @@ pub(crate) struct MyConnection {
     needs_rollback: bool,
     /// Inside a transaction begun through the middleware.
     pub(super) in_tx: bool,
+    /// The raw connection was handed out: a call of the caller's on it may have been dropped
+    /// part-way (checked before the next operation).
+    raw: bool,
     /// The time limit of the next operation (see `Wing::set_deadline`).
     deadline: Option<std::time::Instant>,
 }
@@ -125,6 +128,27 @@ pub(crate) async fn reset(c: &mut MyClient) -> Result<()> {
     }
     c.stmts.clear();
     c.resets += 1;
+    // The reset keeps the current database: put back the pool's (a `USE` of a borrower's), or
+    // refuse the connection when the pool names none and a borrower chose one.
+    match c.endpoint.opts.db_name() {
+        Some(db) => {
+            let db = db.replace('`', "``");
+            c.conn
+                .query_drop(format!("USE `{db}`"))
+                .await
+                .map_err(map_err)?;
+        }
+        None => {
+            let current: Option<Option<String>> =
+                c.conn.query_first("SELECT DATABASE()").await.map_err(map_err)?;
+            if current.flatten().is_some() {
+                return Err(SqlMiddlewareDbError::new(
+                    ErrorKind::ConnectionLost,
+                    "a borrower chose a database with USE on a pool that names none, and a reset cannot undo it; the connection is closed",
+                ));
+            }
+        }
+    }
     c.dirty = false;
     set_up(c).await
 }
@@ -150,6 +174,7 @@ impl MyConnection {
             in_flight: false,
             needs_rollback: false,
             in_tx: false,
+            raw: false,
             deadline: None,
         }
     }
@@ -200,6 +225,13 @@ impl MyConnection {
     /// Before an operation: replaces a connection given up by an earlier call (within
     /// `deadline`), and rolls back a transaction dropped earlier.
     pub(super) async fn ready(&mut self, deadline: Option<std::time::Instant>) -> Result<()> {
+        if std::mem::take(&mut self.raw) {
+            // mysql_async marks a connection whose command was dropped part-way as
+            // disconnected: its protocol state is unknown.
+            if self.obj.as_ref().is_some_and(|o| o.conn.is_disconnected()) {
+                self.in_flight = true;
+            }
+        }
         if self.in_flight {
             self.give_up();
         }
@@ -343,22 +375,60 @@ impl MyConnection {
     ) -> Result<Arc<MyStmt>> {
         let c = self.client()?;
         let epoch = c.opts.schema_epoch.load(Ordering::Acquire);
+        if epoch == c.epoch {
+            if let Some(s) = c.stmts.get(sql, mode) {
+                return Ok(Arc::clone(s));
+            }
+        }
+        self.in_flight = true;
+        let r = self.prepare_new(sql, mode, epoch).await;
+        self.in_flight = false;
+        r
+    }
+
+    /// Prepares a statement the cache does not hold (the call is marked as running: dropped
+    /// part-way, the connection is given up).
+    async fn prepare_new(
+        &mut self,
+        sql: &str,
+        mode: TranslationMode,
+        epoch: u64,
+    ) -> Result<Arc<MyStmt>> {
+        let c = self.client()?;
         if epoch != c.epoch {
             // The schema changed through another connection of the pool: statements cached
             // here may describe tables as they were.
             forget_statements(c).await;
             c.epoch = epoch;
-        }
-        if let Some(s) = c.stmts.get(sql, mode) {
-            return Ok(Arc::clone(s));
+            if let Some(s) = c.stmts.get(sql, mode) {
+                return Ok(Arc::clone(s));
+            }
         }
         crate::sql::reject_nul(sql)?;
         if crate::sql::is_blank(sql, D) {
             return Err(SqlMiddlewareDbError::blank_sql());
         }
-        let (text, order, params) = match mode {
+        if crate::sql::script::statements(sql, D)
+            .filter(|s| !crate::sql::is_blank(s, D))
+            .nth(1)
+            .is_some()
+        {
+            return Err(SqlMiddlewareDbError::new(
+                ErrorKind::InvalidInput,
+                "the SQL text holds more than one statement; run scripts with execute_batch",
+            ));
+        }
+        let crate::translation::MysqlText {
+            text,
+            order,
+            params,
+        } = match mode {
             TranslationMode::On => crate::translation::to_mysql(sql)?,
-            TranslationMode::Off => (Cow::Borrowed(sql), None, usize::MAX),
+            TranslationMode::Off => crate::translation::MysqlText {
+                text: Cow::Borrowed(sql),
+                order: None,
+                params: usize::MAX,
+            },
         };
         let st = c.conn.prep(text.as_ref()).await.map_err(map_err)?;
         let server = usize::from(st.num_params());
@@ -459,10 +529,11 @@ impl MyConnection {
             if ddl {
                 schema_changed(c);
             }
-            if r.is_err() && own_tx && in_transaction(&c.conn) {
-                // A failed script must not leave its own transaction open.
-                let _ = c.conn.query_drop("ROLLBACK").await;
-            }
+        }
+        if r.is_err() && own_tx {
+            // A failed script must not leave its own transaction open (the server's status is
+            // not known after an error part-way through a script: roll back in any case).
+            let _ = self.simple("ROLLBACK").await;
         }
         if in_tx && r.is_ok() {
             if let Some(c) = self.obj.as_ref() {
@@ -553,7 +624,7 @@ async fn select_rows(c: &mut MyClient, s: &MyStmt, values: Vec<Value>) -> Result
     close_temporary(c, temp).await?;
     let mut rs = r?.unwrap_or_else(|| ResultSet::with_capacity(Arc::clone(&s.columns), 0));
     if s.dml {
-        rs.rows_affected = c.conn.affected_rows();
+        rs.rows_affected = changed(c, rs.results.len() as u64);
     }
     Ok(rs)
 }
@@ -563,13 +634,28 @@ pub(super) async fn count_rows(c: &mut MyClient, s: &MyStmt, values: Vec<Value>)
     let temp = execute(c, s, values).await?;
     let r = async {
         let mut qr = QueryResult::<BinaryProtocol>::new(&mut c.conn);
-        while qr.next().await.map_err(map_err)?.is_some() {}
-        Ok::<(), SqlMiddlewareDbError>(())
+        let mut rows = 0u64;
+        while qr.next().await.map_err(map_err)?.is_some() {
+            rows += 1;
+        }
+        Ok::<u64, SqlMiddlewareDbError>(rows)
     }
     .await;
     close_temporary(c, temp).await?;
-    r?;
-    Ok(if s.dml { c.conn.affected_rows() } else { 0 })
+    let rows = r?;
+    Ok(if s.dml { changed(c, rows) } else { 0 })
+}
+
+/// The rows a DML statement changed: the server's count, or, for `… RETURNING` (whose result
+/// set ends without one; MariaDB does not describe its columns at prepare time either), the
+/// rows it returned.
+#[inline]
+fn changed(c: &MyClient, returned: u64) -> u64 {
+    if returned == 0 {
+        c.conn.affected_rows()
+    } else {
+        returned
+    }
 }
 
 /// The schema changed through `c`: every connection of the pool prepares its statements again.
@@ -689,14 +775,12 @@ impl Wing for MyConnection {
         let r = limited!(self, self.simple("COMMIT").await, true);
         match r {
             Ok(()) => Ok(()),
-            Err(e) if e.kind() == ErrorKind::OutcomeUnknown || e.kind() == ErrorKind::Timeout => {
-                Err(crate::deadline::unknown_outcome())
-            }
+            // Past the limit after `COMMIT` was sent: its outcome is unknown (limited! says so);
+            // before it was sent: a `Timeout`, and the transaction is rolled back on return.
+            Err(e) if matches!(e.kind(), ErrorKind::OutcomeUnknown | ErrorKind::Timeout) => Err(e),
             Err(e) => {
-                if let Some(c) = self.obj.as_mut() {
-                    if in_transaction(&c.conn) {
-                        let _ = c.conn.query_drop("ROLLBACK").await;
-                    }
+                if self.obj.is_some() && !self.in_flight {
+                    let _ = self.simple("ROLLBACK").await;
                 }
                 Err(e)
             }
@@ -727,9 +811,8 @@ impl Wing for MyConnection {
             return Ok(());
         }
         self.ready(None).await?;
-        let c = self.client()?;
-        if in_transaction(&c.conn) {
-            c.conn.query_drop("ROLLBACK").await.map_err(map_err)?;
+        if in_transaction(&self.client()?.conn) {
+            self.simple("ROLLBACK").await?;
         }
         Ok(())
     }
@@ -792,6 +875,7 @@ impl MyConnection {
     pub(crate) async fn raw_mut(&mut self) -> Result<&mut mysql_async::Conn> {
         let at = self.deadline.take();
         self.ready(at).await?;
+        self.raw = true;
         let c = self.client()?;
         // Raw SQL may change the session and the schema.
         c.dirty = true;
@@ -867,7 +951,11 @@ impl MySetup<'_> {
     /// its own, as the unnamed mode does).
     async fn statement(&mut self, sql: &str, params: &[RowValues]) -> Result<(MyStmt, Vec<Value>)> {
         crate::sql::reject_nul(sql)?;
-        let (text, order, n) = crate::translation::to_mysql(sql)?;
+        let crate::translation::MysqlText {
+            text,
+            order,
+            params: n,
+        } = crate::translation::to_mysql(sql)?;
         let c = &mut *self.0;
         let st = c.conn.prep(text.as_ref()).await.map_err(map_err)?;
         let s = MyStmt {

@@ -26,8 +26,9 @@ fn kind_of(code: u16) -> ErrorKind {
         // ER_OPTION_PREVENTS_STATEMENT (--read-only), ER_READ_ONLY_MODE,
         // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
         1290 | 1836 | 1792 => ErrorKind::ReadOnly,
-        // ER_PARSE_ERROR, ER_SYNTAX_ERROR, ER_EMPTY_QUERY
-        1064 | 1149 | 1065 => ErrorKind::Syntax,
+        // ER_PARSE_ERROR, ER_SYNTAX_ERROR, ER_EMPTY_QUERY, and names the parser refuses:
+        // ER_TOO_LONG_IDENT, ER_WRONG_DB_NAME, ER_WRONG_TABLE_NAME, ER_WRONG_COLUMN_NAME
+        1064 | 1149 | 1065 | 1059 | 1102 | 1103 | 1166 => ErrorKind::Syntax,
         // ER_NO_SUCH_TABLE, ER_BAD_FIELD_ERROR, ER_BAD_DB_ERROR, ER_SP_DOES_NOT_EXIST,
         // ER_BAD_TABLE_ERROR, ER_UNKNOWN_TABLE, ER_FUNCTION_NOT_DEFINED
         1146 | 1054 | 1049 | 1305 | 1051 | 1109 | 1128 => ErrorKind::UndefinedObject,

@@ -94,6 +94,10 @@ pub(crate) fn to_value(i: usize, v: &RowValues) -> Result<Value> {
     Ok(match v {
         RowValues::Null => Value::NULL,
         RowValues::Int(n) => Value::Int(*n),
+        RowValues::Float(f) if !f.is_finite() => {
+            // MySQL has no NaN or infinity: the server would store a wrong number.
+            return Err(bad(i, "MySQL has no NaN or infinite floating-point value"));
+        }
         RowValues::Float(f) => Value::Double(*f),
         RowValues::Text(s) => Value::Bytes(s.as_bytes().to_vec()),
         RowValues::Bool(b) => Value::Int(i64::from(*b)),

@@ -14,7 +14,7 @@
 //! runs again.
 
 use crate::sql::Dialect;
-use crate::sql::scanner::{Kind, tokens};
+use crate::sql::scanner::{Kind, Token, tokens};
 use crate::sql::script::statements;
 
 const D: Dialect = Dialect::Mysql;
@@ -36,6 +36,63 @@ const STATEFUL: [&str; 7] = [
     "LASTVAL",
 ];
 
+/// Built-in functions that keep no state in the session: a call to any other function (a
+/// stored function may set variables or make temporary tables) makes the statement not plain.
+const PURE: &[&str] = &[
+    // aggregates and windows
+    "COUNT", "SUM", "AVG", "MIN", "MAX", "GROUP_CONCAT", "BIT_AND", "BIT_OR", "BIT_XOR", "STD",
+    "STDDEV", "STDDEV_POP", "STDDEV_SAMP", "VARIANCE", "VAR_POP", "VAR_SAMP", "JSON_ARRAYAGG",
+    "JSON_OBJECTAGG", "ROW_NUMBER", "RANK", "DENSE_RANK", "NTILE", "LAG", "LEAD", "FIRST_VALUE",
+    "LAST_VALUE", "NTH_VALUE", "PERCENT_RANK", "CUME_DIST",
+    // control flow and comparison
+    "IF", "IFNULL", "NULLIF", "COALESCE", "GREATEST", "LEAST", "ISNULL", "INTERVAL", "NVL",
+    "NVL2", "CAST", "CONVERT", "BINARY",
+    // numbers
+    "ABS", "CEIL", "CEILING", "FLOOR", "ROUND", "TRUNCATE", "MOD", "POW", "POWER", "SQRT", "EXP",
+    "LN", "LOG", "LOG2", "LOG10", "SIGN", "PI", "SIN", "COS", "TAN", "ASIN", "ACOS", "ATAN",
+    "ATAN2", "COT", "DEGREES", "RADIANS", "CRC32", "CONV", "HEX", "UNHEX", "BIN", "OCT", "DIV",
+    "BIT_COUNT", "FORMAT",
+    // strings
+    "CONCAT", "CONCAT_WS", "LENGTH", "CHAR_LENGTH", "CHARACTER_LENGTH", "OCTET_LENGTH",
+    "BIT_LENGTH", "LOWER", "UPPER", "LCASE", "UCASE", "SUBSTRING", "SUBSTR", "MID", "LEFT",
+    "RIGHT", "TRIM", "LTRIM", "RTRIM", "LPAD", "RPAD", "REPLACE", "REVERSE", "REPEAT", "SPACE",
+    "INSTR", "LOCATE", "POSITION", "FIELD", "FIND_IN_SET", "ELT", "MAKE_SET", "EXPORT_SET",
+    "STRCMP", "SUBSTRING_INDEX", "INSERT", "ASCII", "ORD", "CHAR", "QUOTE", "SOUNDEX",
+    "TO_BASE64", "FROM_BASE64", "MD5", "SHA", "SHA1", "SHA2", "REGEXP_REPLACE", "REGEXP_SUBSTR",
+    "REGEXP_INSTR", "REGEXP_LIKE", "COLLATION", "CHARSET", "WEIGHT_STRING",
+    // dates and times
+    "NOW", "CURDATE", "CURTIME", "CURRENT_DATE", "CURRENT_TIME", "CURRENT_TIMESTAMP",
+    "LOCALTIME", "LOCALTIMESTAMP", "SYSDATE", "UTC_DATE", "UTC_TIME", "UTC_TIMESTAMP", "DATE",
+    "TIME", "TIMESTAMP", "YEAR", "MONTH", "DAY", "DAYOFMONTH", "DAYOFWEEK", "DAYOFYEAR",
+    "WEEKDAY", "WEEK", "WEEKOFYEAR", "YEARWEEK", "QUARTER", "HOUR", "MINUTE", "SECOND",
+    "MICROSECOND", "DATE_ADD", "DATE_SUB", "ADDDATE", "SUBDATE", "ADDTIME", "SUBTIME",
+    "DATEDIFF", "TIMEDIFF", "TIMESTAMPADD", "TIMESTAMPDIFF", "DATE_FORMAT", "TIME_FORMAT",
+    "STR_TO_DATE", "FROM_UNIXTIME", "UNIX_TIMESTAMP", "EXTRACT", "LAST_DAY", "MAKEDATE",
+    "MAKETIME", "MONTHNAME", "DAYNAME", "TO_DAYS", "FROM_DAYS", "TO_SECONDS", "SEC_TO_TIME",
+    "TIME_TO_SEC", "CONVERT_TZ", "PERIOD_ADD", "PERIOD_DIFF",
+    // JSON
+    "JSON_EXTRACT", "JSON_UNQUOTE", "JSON_OBJECT", "JSON_ARRAY", "JSON_VALID", "JSON_TYPE",
+    "JSON_KEYS", "JSON_LENGTH", "JSON_CONTAINS", "JSON_CONTAINS_PATH", "JSON_SET",
+    "JSON_INSERT", "JSON_REPLACE", "JSON_REMOVE", "JSON_MERGE", "JSON_MERGE_PATCH",
+    "JSON_MERGE_PRESERVE", "JSON_QUOTE", "JSON_SEARCH", "JSON_VALUE", "JSON_QUERY",
+    "JSON_DEPTH", "JSON_COMPACT", "JSON_DETAILED", "JSON_ARRAY_APPEND", "JSON_ARRAY_INSERT",
+    "JSON_TABLE", "JSON_EXISTS",
+    // misc
+    "UUID", "UUID_SHORT", "RAND", "SLEEP", "VERSION", "DATABASE", "SCHEMA", "USER",
+    "CURRENT_USER", "SESSION_USER", "SYSTEM_USER", "CONNECTION_ID", "FOUND_ROWS", "ROW_COUNT",
+    "BENCHMARK", "INET_ATON", "INET_NTOA", "INET6_ATON", "INET6_NTOA", "IS_FREE_LOCK",
+    "IS_USED_LOCK", "COMPRESS", "UNCOMPRESS", "VALUES", "VALUE", "ROW", "EXISTS", "IN",
+];
+
+/// Words after which `(` opens a list, a subquery or a definition, never a call.
+const NOT_CALLS: &[&str] = &[
+    "AND", "AS", "BY", "CASE", "DELETE", "DISTINCT", "ELSE", "EXCEPT", "FOR", "FROM", "GROUP",
+    "HAVING", "INSERT", "INTERSECT", "INTO", "IS", "JOIN", "LIKE", "LIMIT", "NOT", "OFFSET", "ON",
+    "OR", "OVER", "PARTITION", "RECURSIVE", "RETURNING", "SELECT", "SET", "THEN", "UNION",
+    "UPDATE", "USING", "WHEN", "WHERE", "WINDOW", "WITH", "ALL", "ANY", "SOME", "REPLACE",
+    "KEY", "DUPLICATE", "IGNORE", "LATERAL", "XOR", "REGEXP", "RLIKE", "DIV", "MOD",
+];
+
 /// Words of reads: a statement that starts with one of these changes no row.
 const READ_HEADS: [&str; 8] = [
     "SELECT", "VALUES", "TABLE", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "WITH",
@@ -47,26 +104,73 @@ fn is_any(w: &str, set: &[&str]) -> bool {
 
 /// Whether one statement leaves nothing in the session (see the module docs).
 fn statement_is_plain(stmt: &str) -> bool {
-    let mut words = tokens(stmt, D).filter(|t| !t.kind.is_blank()).peekable();
-    let Some(first) = words.peek().copied() else {
+    let toks: Vec<Token> = tokens(stmt, D)
+        .filter(|t| !t.kind.is_blank() && t.kind != Kind::Semi)
+        .collect();
+    let text = |i: usize| toks.get(i).map(|t| &stmt[t.start..t.end]);
+    let Some(first) = toks.first().copied() else {
         return true;
     };
     if first.kind != Kind::Word || !is_any(&stmt[first.start..first.end], &PLAIN_HEADS) {
         // `ROLLBACK TO [SAVEPOINT] x` is plain too.
         return is_rollback_to(stmt);
     }
-    for t in words {
-        let text = &stmt[t.start..t.end];
+    for (i, t) in toks.iter().enumerate() {
+        let w = &stmt[t.start..t.end];
         match t.kind {
             // `@x`, `@@x` (a `SET @@session.x` is no query, but `@x := …` is one).
-            Kind::Param if text.starts_with('@') => return false,
-            Kind::Punct if text == "@" => return false,
-            Kind::Word if is_any(text, &STATEFUL) => return false,
-            Kind::Word if text.eq_ignore_ascii_case("NEXT") => return false,
+            Kind::Param if w.starts_with('@') => return false,
+            Kind::Punct if w == "@" => return false,
+            Kind::Word if is_any(w, &STATEFUL) => return false,
+            Kind::Word if w.eq_ignore_ascii_case("NEXT") => return false,
+            // `SELECT … INTO @x` / `INTO OUTFILE`: not the `INTO` of `INSERT`/`REPLACE`.
+            Kind::Word if w.eq_ignore_ascii_case("INTO") => {
+                let after_dml = i
+                    .checked_sub(1)
+                    .and_then(text)
+                    .is_some_and(|p| is_any(p, &["INSERT", "REPLACE", "IGNORE"]));
+                if !after_dml {
+                    return false;
+                }
+            }
+            Kind::Word | Kind::QuotedIdent if text(i + 1) == Some("(") => {
+                if !is_pure_call(&toks, stmt, i) {
+                    return false;
+                }
+            }
             _ => {}
         }
     }
     true
+}
+
+/// Whether the name at `i`, followed by `(`, is not a call, or a call of a [`PURE`] function.
+fn is_pure_call(toks: &[Token], stmt: &str, i: usize) -> bool {
+    let text = |i: usize| toks.get(i).map(|t| &stmt[t.start..t.end]);
+    let t = toks[i];
+    let name = &stmt[t.start..t.end];
+    let prev = i.checked_sub(1).and_then(text);
+    if prev == Some(".") {
+        // `db.name(`: a stored function, unless it is the column list of
+        // `INSERT INTO db.t (…)`.
+        return i
+            .checked_sub(3)
+            .and_then(text)
+            .is_some_and(|p| p.eq_ignore_ascii_case("INTO"));
+    }
+    if t.kind == Kind::Word && is_any(name, NOT_CALLS) {
+        return true;
+    }
+    match prev {
+        // `INSERT INTO t (…)`, `AS alias (…)`, a type `CAST(x AS DECIMAL(10, 2))`,
+        // `WITH name (…) AS`.
+        Some(p) if p == ")" => return true,
+        Some(p) if is_any(p, &["INTO", "AS", "WITH", "RECURSIVE", "TABLE", "JOIN"]) => {
+            return true;
+        }
+        _ => {}
+    }
+    t.kind == Kind::Word && is_any(name, PURE)
 }
 
 fn is_rollback_to(stmt: &str) -> bool {
@@ -121,6 +225,10 @@ mod tests {
             "ROLLBACK TO SAVEPOINT s1",
             "SHOW TABLES",
             "SELECT '@x', `@y`",
+            "INSERT INTO t (a, b) VALUES (1, CONCAT('a', $1))",
+            "INSERT INTO db.t (a) VALUES (NOW())",
+            "SELECT CAST(a AS DECIMAL(10, 2)), COUNT(*) FROM t WHERE b IN (1, 2)",
+            "INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE a = VALUES(a)",
         ] {
             assert!(is_plain(sql), "{sql}");
         }
@@ -139,6 +247,10 @@ mod tests {
             "SELECT NEXT VALUE FOR s",
             "SELECT 1; SET @x = 2",
             "HANDLER t OPEN",
+            "SELECT fp_fn()",
+            "SELECT db.f(1)",
+            "INSERT INTO t VALUES (my_func(1))",
+            "SELECT 1 INTO OUTFILE '/tmp/x'",
         ] {
             assert!(!is_plain(sql), "{sql}");
         }

@@ -90,10 +90,4 @@ impl MyTls {
             .with_danger_skip_domain_validation(mode != SslMode::VerifyFull);
         Some(o)
     }
-
-    /// Without TLS support every connection is plain text (`check` refused the other modes).
-    #[cfg(not(feature = "mysql-tls"))]
-    pub(crate) fn ssl_opts(&self) -> Option<()> {
-        None
-    }
 }

@@ -11,22 +11,15 @@
 //! succeeds), and each host's connect (TCP, startup and authentication) by the URL's
 //! `connect_timeout`.
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use super::config::PgClient;
-use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::error::Result;
 
 /// A pooled Postgres connection as deadpool hands it out.
 type Obj = deadpool::managed::Object<super::config::PgManager>;
 
-/// Runs `work` until `deadline`: `None` when the limit passed first (`work` is then dropped).
-#[inline]
-pub(super) async fn within<T>(deadline: Instant, work: impl Future<Output = T>) -> Option<T> {
-    tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), work)
-        .await
-        .ok()
-}
+pub(super) use crate::pooling::within;
 
 /// Gives up `obj`, whose statement may still run: it leaves the pool now, and (when `cancel`)
 /// a cancel request goes out in the background, bounded by `bound`, before the connection
@@ -42,42 +35,9 @@ pub(super) fn abandon(obj: Obj, cancel: bool, bound: Duration) {
     }
 }
 
-/// Checks out a connection from `pool` within `deadline` (when given) and the pool's wait
-/// timeout. A connection that has to be opened for it is opened in a task of its own: if the
-/// caller gives up first, it joins the pool when it is ready (bounded by the pool's create
-/// timeout), for a later checkout.
+/// Checks out a connection from `pool` within `deadline` (see `pooling::checkout_within`).
 pub(super) async fn checkout(pool: &super::Pool, deadline: Option<Instant>) -> Result<Obj> {
-    let wait = pool.timeouts().wait.unwrap_or(Duration::from_secs(10));
-    let by_wait = Instant::now() + wait;
-    let at = deadline.map_or(by_wait, |d| d.min(by_wait));
-    let late = || match deadline {
-        Some(d) if d <= by_wait => crate::deadline::error(),
-        _ => SqlMiddlewareDbError::new(
-            ErrorKind::PoolTimeout,
-            "no connection could be checked out within the pool's wait timeout (the server did not answer in time); raise wait_timeout, or check the server",
-        ),
-    };
-    if pool.status().available > 0 {
-        // An idle connection: taken at once (no network, unless `test_before_acquire`).
-        return within(at, crate::pooling::get(pool))
-            .await
-            .unwrap_or_else(|| Err(late()));
-    }
-    let Ok(handle) = tokio::runtime::Handle::try_current() else {
-        return within(at, crate::pooling::get(pool))
-            .await
-            .unwrap_or_else(|| Err(late()));
-    };
-    let p = pool.clone();
-    let task = handle.spawn(async move { crate::pooling::get(&p).await });
-    match within(at, task).await {
-        Some(Ok(r)) => r,
-        Some(Err(e)) => Err(SqlMiddlewareDbError::new(
-            ErrorKind::ConnectionLost,
-            format!("opening a connection failed: {e}"),
-        )),
-        None => Err(late()),
-    }
+    crate::pooling::checkout_within(pool, deadline).await
 }
 
 /// Whether a script may commit a change: it holds a statement that is not a query (`SELECT`,

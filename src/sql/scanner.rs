@@ -88,6 +88,7 @@ pub(crate) fn tokens(sql: &str, dialect: Dialect) -> Tokens<'_> {
         i: 0,
         pg: dialect == Dialect::Postgres,
         my: dialect == Dialect::Mysql,
+        in_exec: false,
         glued: false,
     }
 }
@@ -101,6 +102,8 @@ pub(crate) struct Tokens<'a> {
     pg: bool,
     /// MySQL's rules where they differ from SQLite's (see [`Dialect`]).
     my: bool,
+    /// Inside a MySQL executable comment (`/*! … */`): its closing `*/` is a comment delimiter.
+    in_exec: bool,
     /// The previous token (a word, placeholder, parameter or lone `$`) ended in an identifier
     /// byte: a sigil or quote right after it belongs to it (`foo$1`, `$1$2`, `$?1`, `x'…'`), as
     /// in the engines' lexers. After a literal, a comment or a dollar-quoted body nothing is
@@ -125,8 +128,14 @@ impl Iterator for Tokens<'_> {
             {
                 (Kind::Punct, start + 1)
             }
+            // The delimiters of an executable comment are blank; the text between them is code.
             b'/' if self.my && next == Some(b'*') && executable_comment(b, start + 2) => {
-                (Kind::Punct, executable_comment_end(b, start + 2))
+                self.in_exec = true;
+                (Kind::BlockComment, executable_comment_end(b, start + 2))
+            }
+            b'*' if self.in_exec && next == Some(b'/') => {
+                self.in_exec = false;
+                (Kind::BlockComment, start + 2)
             }
             b'[' if self.my => (Kind::Punct, start + 1),
             b'\'' => (Kind::Str, skip_string(b, start + 1, false)),
@@ -283,7 +292,7 @@ fn executable_comment(bytes: &[u8], start: usize) -> bool {
 }
 
 /// The end of an executable comment's opening (`/*!`, `/*M!`, and the version digits after
-/// it): its text is scanned as code, and its closing `*/` as punctuation.
+/// it): its text is scanned as code.
 fn executable_comment_end(bytes: &[u8], start: usize) -> usize {
     let bang = if bytes[start] == b'M' { start + 2 } else { start + 1 };
     digits_end(bytes, bang)

@@ -1,5 +1,5 @@
 //! Promises of one backend each, beyond the conformance suite: a module per backend, built
-//! only with that backend's feature (`sqlite`, `postgres`, `turso`).
+//! only with that backend's feature (`sqlite`, `postgres`, `turso`, `mysql`).
 //!
 //! Test paths are `<backend>::<test>`. Each module was once a test binary of its own, and some
 //! tests measure time (heartbeat lateness, lock waits, round trips), so every test first enters
@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod mysql;
 mod postgres;
 mod postgres_replicas;
 mod postgres_tls;

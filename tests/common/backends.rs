@@ -15,9 +15,10 @@
 //! }
 //! ```
 //!
-//! and gets `sqlite::selects_one`, `postgres::selects_one` (feature `postgres`) and
-//! `turso::selects_one` (feature `turso`). Test bodies use the public API only, plus
-//! [`TestDb::kind`] where the backends document a difference.
+//! and gets `sqlite::selects_one`, `postgres::selects_one` (feature `postgres`),
+//! `turso::selects_one` (feature `turso`) and `mysql::selects_one` (feature `mysql`). Test
+//! bodies use the public API only, plus [`TestDb::kind`] where the backends document a
+//! difference.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -37,6 +38,8 @@ pub enum Kind {
     Postgres,
     /// Turso.
     Turso,
+    /// MySQL or MariaDB through mysql_async.
+    Mysql,
 }
 
 impl Kind {
@@ -46,6 +49,7 @@ impl Kind {
             Kind::Sqlite => "sqlite",
             Kind::Postgres => "postgres",
             Kind::Turso => "turso",
+            Kind::Mysql => "mysql",
         }
     }
 }
@@ -123,6 +127,8 @@ impl TestDb {
             (Location::File(p), Kind::Turso) => ConfigAndPool::turso(p),
             #[cfg(feature = "postgres")]
             (Location::Url(u), Kind::Postgres) => postgres_builder(u),
+            #[cfg(feature = "mysql")]
+            (Location::Url(u), Kind::Mysql) => mysql_builder(u),
             (loc, kind) => panic!("no builder for {kind:?} at {loc:?} in this build"),
         }
     }
@@ -130,6 +136,16 @@ impl TestDb {
     /// The column type for `l` on this backend (see [`ty`]).
     pub fn ty(&self, l: Logical) -> &'static str {
         ty(self.kind, l)
+    }
+
+    /// Whether this is a MariaDB server (as opposed to MySQL, or another backend): the two
+    /// differ in documented ways (`JSON` is `LONGTEXT` on MariaDB and reads back as text).
+    pub async fn is_mariadb(&self) -> bool {
+        match (&self.location, self.kind) {
+            #[cfg(feature = "mysql")]
+            (Location::Url(u), Kind::Mysql) => crate::common::mysql::is_mariadb(u).await,
+            _ => false,
+        }
     }
 
     /// Checks out a connection, panicking with the error on failure.
@@ -220,6 +236,36 @@ pub async fn turso() -> TestDb {
     }
 }
 
+/// A MySQL pool builder for `url`, in the statement mode `SQL_MIDDLEWARE_MYSQL_STATEMENT_CACHE`
+/// names (`named`, the default, or `unnamed`): the whole suite runs in either mode.
+#[cfg(feature = "mysql")]
+pub fn mysql_builder(url: &str) -> PoolBuilder {
+    let b = ConfigAndPool::mysql(url);
+    match std::env::var("SQL_MIDDLEWARE_MYSQL_STATEMENT_CACHE").as_deref() {
+        Ok("unnamed") => b.statement_cache(sql_middleware::StatementCache::Unnamed),
+        Ok("named") | Ok("") | Err(_) => b,
+        Ok(other) => {
+            panic!("SQL_MIDDLEWARE_MYSQL_STATEMENT_CACHE must be named or unnamed, not {other}")
+        }
+    }
+}
+
+/// A pool on the database URL given by `common::mysql::with_database`.
+#[cfg(feature = "mysql")]
+pub async fn mysql(url: &str) -> TestDb {
+    let db = mysql_builder(url)
+        .max_size(4)
+        .build()
+        .await
+        .unwrap_or_else(|e| panic!("cannot build the MySQL pool: {e:?}"));
+    TestDb {
+        db,
+        kind: Kind::Mysql,
+        location: Location::Url(url.to_owned()),
+        _dir: None,
+    }
+}
+
 /// Logical column types, mapped to a concrete column type per backend by [`ty`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Logical {
@@ -285,6 +331,27 @@ pub fn ty(kind: Kind, l: Logical) -> &'static str {
             Logical::Interval => "INTERVAL",
             Logical::IntArray | Logical::TextArray => "ARRAY",
         },
+        // `TEXT` cannot be a key without a prefix length: a test that indexes a text column
+        // declares `VARCHAR(255)` itself. `BOOLEAN` is `TINYINT(1)` and reads back as `Int`.
+        // The session time zone is UTC, so `DATETIME(6)` holds a `TimestampTz` as UTC.
+        Kind::Mysql => match l {
+            Logical::Int => "BIGINT",
+            Logical::Float => "DOUBLE",
+            Logical::Text => "TEXT",
+            Logical::Bool => "BOOLEAN",
+            Logical::Blob => "LONGBLOB",
+            Logical::Timestamp => "DATETIME(6)",
+            Logical::TimestampTz => "DATETIME(6)",
+            Logical::Date => "DATE",
+            Logical::Uuid => "CHAR(36)",
+            Logical::Numeric => "DECIMAL(38,10)",
+            Logical::Json => "JSON",
+            Logical::Time => "TIME(6)",
+            Logical::Interval => "TIME(6)",
+            // MySQL has no arrays: binding one is a `ParameterType` error. The column is text
+            // so that tables listing every logical type can still be created.
+            Logical::IntArray | Logical::TextArray => "TEXT",
+        },
     }
 }
 
@@ -305,12 +372,17 @@ pub fn expect_kind<T: std::fmt::Debug>(
 }
 
 /// Expands each `async fn name(db) { body }` into one `#[tokio::test]` per backend, in modules
-/// `sqlite`, `postgres` (feature `postgres`, inside its own schema) and `turso` (feature
-/// `turso`). `db` is a [`TestDb`] on a fresh database.
+/// `sqlite`, `postgres` (feature `postgres`, inside its own schema), `turso` (feature
+/// `turso`) and `mysql` (feature `mysql`, inside its own database). `db` is a [`TestDb`] on a
+/// fresh database.
 ///
 /// An optional first line `let <pattern> = <expr>;` runs at the start of every generated test,
 /// before its database is created, and the value lives until the test ends (for example
 /// `let _group = groups::enter("cancel");`, see `common::groups`).
+///
+/// The `mysql` module is passed through the macro `mysql_backend_tests!`, which the test
+/// binary's root defines: as the identity to run every body on MySQL too (the conformance
+/// suite), or as nothing where MySQL's items are written out by name (the reliability suite).
 ///
 /// Inside a module other than the crate root, import the macro with `use crate::backend_tests;`.
 #[macro_export]
@@ -352,6 +424,28 @@ macro_rules! backend_tests {
             )*
         }
 
+        // The test binary decides whether its per-backend bodies run on MySQL: its root
+        // defines `mysql_backend_tests!` as the identity (every body) or as nothing.
+        #[cfg(feature = "mysql")]
+        $crate::mysql_backend_tests! {
+            mod mysql {
+                #[allow(unused_imports)]
+                use super::*;
+                $(
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    #[allow(unused_braces)]
+                    async fn $name() {
+                        let $guard = $setup;
+                        $crate::common::mysql::with_database(|url| async move {
+                            let $db = $crate::common::backends::mysql(&url).await;
+                            $body
+                        })
+                        .await;
+                    }
+                )*
+            }
+        }
+
         #[cfg(feature = "turso")]
         mod turso {
             #[allow(unused_imports)]
@@ -363,6 +457,36 @@ macro_rules! backend_tests {
                     let $guard = $setup;
                     let $db = $crate::common::backends::turso().await;
                     $body
+                }
+            )*
+        }
+    };
+}
+
+/// The MySQL copies of the listed bodies only, in a module `mysql` (feature `mysql`), each
+/// inside a database of its own: how the reliability suite writes out the items that apply to
+/// MySQL (its `backend_tests!` makes no MySQL copies, see `mysql_backend_tests!`). The same
+/// syntax as [`backend_tests!`].
+#[macro_export]
+macro_rules! mysql_tests {
+    ($(async fn $name:ident($db:ident) $body:block)*) => {
+        $crate::mysql_tests! { let () = (); $(async fn $name($db) $body)* }
+    };
+    (let $guard:pat = $setup:expr; $(async fn $name:ident($db:ident) $body:block)*) => {
+        #[cfg(feature = "mysql")]
+        mod mysql {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[allow(unused_braces)]
+                async fn $name() {
+                    let $guard = $setup;
+                    $crate::common::mysql::with_database(|url| async move {
+                        let $db = $crate::common::backends::mysql(&url).await;
+                        $body
+                    })
+                    .await;
                 }
             )*
         }

@@ -8,6 +8,8 @@ pub mod fuzz_harness;
 pub mod groups;
 #[cfg(all(feature = "postgres", unix))]
 pub mod ledger;
+#[cfg(feature = "mysql")]
+pub mod mysql;
 #[cfg(feature = "postgres")]
 pub mod pg;
 #[cfg(feature = "postgres-tls")]

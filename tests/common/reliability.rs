@@ -214,6 +214,12 @@ pub async fn poll_at_most<F: Future>(fut: F, budget: usize, at: DropAt) -> Polle
     Polled::Dropped(polls)
 }
 
+/// Why a reliability item has a `Kind::Mysql` arm that cannot run: the suite's per-backend
+/// bodies get no MySQL copy (`mysql_backend_tests!` in `reliability/main.rs`); the items that
+/// apply to MySQL are written out by name.
+pub const NOT_ON_MYSQL: &str =
+    "this reliability body has no MySQL copy; MySQL's items are written out by name";
+
 // ---- idle checks ------------------------------------------------------------------------------
 
 /// `Ok` when `conn` is outside any transaction (neither open nor aborted) and answers a query.
@@ -224,6 +230,7 @@ pub async fn poll_at_most<F: Future>(fut: F, budget: usize, at: DropAt) -> Polle
 ///   transactions (their virtual transaction ids differ: inside an open transaction they would
 ///   share one), and the statements succeed (an aborted transaction fails them with 25P02).
 ///   This uses the middleware's query API only: raw client access would mark the connection.
+/// - MySQL: `@@in_transaction` (MariaDB 10.3+, MySQL 5.7+) is 0.
 pub async fn check_idle(conn: &mut MiddlewarePoolConnection, kind: Kind) -> Result<(), String> {
     match conn.query("SELECT 1").one::<(i64,)>().await {
         Ok((1,)) => {}
@@ -278,12 +285,20 @@ pub async fn check_idle(conn: &mut MiddlewarePoolConnection, kind: Kind) -> Resu
                 (a, b, x) => Err(format!("idle probes failed: {a:?} / {b:?} / {x:?}")),
             }
         }
+        Kind::Mysql => match conn.query("SELECT @@in_transaction").one::<(i64,)>().await {
+            Ok((0,)) => Ok(()),
+            Ok((n,)) => Err(format!(
+                "MySQL connection is inside a transaction (@@in_transaction = {n})"
+            )),
+            Err(e) => Err(format!("idle probe failed: {e:?}")),
+        },
     }
 }
 
 /// A stable identity of the physical connection behind `conn`, when the backend offers one:
-/// Postgres' backend pid; on SQLite an id marked in the connection's own statement cache
-/// (which only that connection has). `None` on Turso (no connection-local state the API can show).
+/// Postgres' backend pid; MySQL's connection id; on SQLite an id marked in the connection's own
+/// statement cache (which only that connection has). `None` on Turso (no connection-local state
+/// the API can show).
 pub async fn conn_identity(conn: &mut MiddlewarePoolConnection, kind: Kind) -> Option<i64> {
     match kind {
         Kind::Postgres => conn
@@ -315,6 +330,12 @@ pub async fn conn_identity(conn: &mut MiddlewarePoolConnection, kind: Kind) -> O
             .await
             .ok()
         }
+        Kind::Mysql => conn
+            .query("SELECT CONNECTION_ID()")
+            .one::<(i64,)>()
+            .await
+            .ok()
+            .map(|r| r.0),
         Kind::Turso => None,
     }
 }

@@ -24,7 +24,31 @@ struct Probe {
 /// where the server sessions are shared by the pooler's clients (there the hook's temporary
 /// table is not checked).
 fn own_session(kind: Kind) -> bool {
-    !(kind == Kind::Postgres && crate::common::pgbouncer::via_bouncer())
+    #[cfg(feature = "postgres")]
+    if kind == Kind::Postgres && crate::common::pgbouncer::via_bouncer() {
+        return false;
+    }
+    let _ = kind;
+    true
+}
+
+/// `CREATE TEMPORARY TABLE IF NOT EXISTS hook_seen (n BIGINT)` as `kind` spells it (MySQL
+/// has no `TEMP` shorthand).
+fn hook_table_sql(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Mysql => "CREATE TEMPORARY TABLE IF NOT EXISTS hook_seen (n BIGINT)",
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => {
+            "CREATE TEMP TABLE IF NOT EXISTS hook_seen (n BIGINT)"
+        }
+    }
+}
+
+/// `$1` cast to a 64-bit integer (MySQL's cast target is `SIGNED`, not `BIGINT`).
+fn cast_int_sql(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Mysql => "SELECT CAST($1 AS SIGNED)",
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => "SELECT CAST($1 AS BIGINT)",
+    }
 }
 
 /// A builder on `db`'s database whose hook reports to `probe`: it runs a script, a statement
@@ -32,6 +56,7 @@ fn own_session(kind: Kind) -> bool {
 fn counted(db: &TestDb, probe: &Arc<Probe>) -> PoolBuilder {
     let p = Arc::clone(probe);
     let own = own_session(db.kind);
+    let kind = db.kind;
     db.builder().after_connect(move |conn| {
         let p = Arc::clone(&p);
         Box::pin(async move {
@@ -45,8 +70,7 @@ fn counted(db: &TestDb, probe: &Arc<Probe>) -> PoolBuilder {
                 ));
             }
             if own {
-                conn.execute_batch("CREATE TEMP TABLE IF NOT EXISTS hook_seen (n BIGINT)")
-                    .await?;
+                conn.execute_batch(hook_table_sql(kind)).await?;
                 conn.dml(
                     "INSERT INTO hook_seen (n) VALUES ($1)",
                     &[RowValues::Int(7)],
@@ -54,7 +78,7 @@ fn counted(db: &TestDb, probe: &Arc<Probe>) -> PoolBuilder {
                 .await?;
             }
             let rows = conn
-                .select("SELECT CAST($1 AS BIGINT)", &[RowValues::Int(7)])
+                .select(cast_int_sql(kind), &[RowValues::Int(7)])
                 .await?;
             assert_eq!(rows.results.len(), 1);
             p.ran.fetch_add(1, Ordering::SeqCst);
@@ -65,11 +89,8 @@ fn counted(db: &TestDb, probe: &Arc<Probe>) -> PoolBuilder {
 
 /// The hook's row in its temporary table (7), read on `conn` (7 without reading it where the
 /// session is not the connection's own).
-async fn hook_row(conn: &mut MiddlewarePoolConnection) -> i64 {
-    if !own_session(match conn.database_type() {
-        DatabaseType::Postgres => Kind::Postgres,
-        _ => Kind::Sqlite,
-    }) {
+async fn hook_row(kind: Kind, conn: &mut MiddlewarePoolConnection) -> i64 {
+    if !own_session(kind) {
         return 7;
     }
     let (n,): (i64,) = conn
@@ -93,12 +114,12 @@ async fn t_runs_once_per_connection(db: &TestDb) {
         held.push(pool.get_connection().await.unwrap());
     }
     for c in &mut held {
-        assert_eq!(hook_row(c).await, 7, "[{k}]");
+        assert_eq!(hook_row(db.kind, c).await, 7, "[{k}]");
     }
     drop(held);
     for _ in 0..10 {
         let mut c = pool.get_connection().await.unwrap();
-        assert_eq!(hook_row(&mut c).await, 7, "[{k}]");
+        assert_eq!(hook_row(db.kind, &mut c).await, 7, "[{k}]");
     }
     let st = pool.status();
     assert_eq!(st.created, 3, "[{k}] {st:?}");
@@ -115,9 +136,9 @@ async fn t_runs_once_per_connection(db: &TestDb) {
         .build()
         .await
         .unwrap();
-    hook_row(&mut aging.get_connection().await.unwrap()).await;
+    hook_row(db.kind, &mut aging.get_connection().await.unwrap()).await;
     tokio::time::sleep(Duration::from_millis(250)).await;
-    hook_row(&mut aging.get_connection().await.unwrap()).await;
+    hook_row(db.kind, &mut aging.get_connection().await.unwrap()).await;
     let st = aging.status();
     assert!(
         st.created >= 2 && st.retired_max_lifetime >= 1,
@@ -191,7 +212,7 @@ async fn t_error_fails_that_connection(db: &TestDb) {
 
     probe.slow.store(false, Ordering::SeqCst);
     let mut c = pool.get_connection().await.unwrap();
-    assert_eq!(hook_row(&mut c).await, 7, "[{k}]");
+    assert_eq!(hook_row(db.kind, &mut c).await, 7, "[{k}]");
     drop(c);
     assert_eq!(probe.ran.load(Ordering::SeqCst), 1, "[{k}]");
     let st = pool.status();
@@ -233,6 +254,8 @@ fn set_sql(kind: Kind, value: &str) -> String {
     match kind {
         Kind::Postgres => format!("SET TIME ZONE '{value}'"),
         Kind::Sqlite | Kind::Turso => format!("PRAGMA cache_size = {value}"),
+        // Not the time zone: the wing keeps the session in UTC for DATETIME values.
+        Kind::Mysql => format!("SET SESSION group_concat_max_len = {value}"),
     }
 }
 
@@ -249,6 +272,14 @@ async fn setting(kind: Kind, conn: &mut MiddlewarePoolConnection) -> String {
         Kind::Sqlite | Kind::Turso => {
             let (v,): (i64,) = conn
                 .query("SELECT * FROM pragma_cache_size()")
+                .one()
+                .await
+                .unwrap();
+            v.to_string()
+        }
+        Kind::Mysql => {
+            let (v,): (i64,) = conn
+                .query("SELECT @@SESSION.group_concat_max_len")
                 .one()
                 .await
                 .unwrap();
@@ -271,6 +302,7 @@ async fn t_hook_state_is_the_clean_state(db: &TestDb) {
     let (mine, theirs) = match db.kind {
         Kind::Postgres => ("Pacific/Chatham", "UTC"),
         Kind::Sqlite | Kind::Turso => ("-1234", "-999"),
+        Kind::Mysql => ("12345", "999"),
     };
     let kind = db.kind;
     let probe = Arc::new(Probe::default());
@@ -282,8 +314,7 @@ async fn t_hook_state_is_the_clean_state(db: &TestDb) {
             let p = Arc::clone(&p);
             Box::pin(async move {
                 conn.execute_batch(&set_sql(kind, mine)).await?;
-                conn.execute_batch("CREATE TEMP TABLE IF NOT EXISTS hook_seen (n BIGINT)")
-                    .await?;
+                conn.execute_batch(hook_table_sql(kind)).await?;
                 conn.dml(
                     "INSERT INTO hook_seen (n) VALUES ($1)",
                     &[RowValues::Int(7)],
@@ -313,16 +344,26 @@ async fn t_hook_state_is_the_clean_state(db: &TestDb) {
         mine,
         "[{k}] the borrower's change is undone, the hook's setting is back"
     );
-    assert_eq!(hook_row(&mut c).await, 7, "[{k}] the hook's table is there");
+    assert_eq!(
+        hook_row(db.kind, &mut c).await,
+        7,
+        "[{k}] the hook's table is there"
+    );
     // A borrower makes a temporary table of its own, and changes the setting.
-    c.execute_batch("CREATE TEMP TABLE borrowed (x BIGINT)")
-        .await
-        .unwrap();
+    let borrowed = match kind {
+        Kind::Mysql => "CREATE TEMPORARY TABLE borrowed (x BIGINT)",
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => "CREATE TEMP TABLE borrowed (x BIGINT)",
+    };
+    c.execute_batch(borrowed).await.unwrap();
     c.execute_batch(&set_sql(kind, theirs)).await.unwrap();
     drop(c);
     let mut c = pool.get_connection().await.unwrap();
     assert_eq!(setting(kind, &mut c).await, mine, "[{k}]");
-    assert_eq!(hook_row(&mut c).await, 7, "[{k}] the hook's table, one row");
+    assert_eq!(
+        hook_row(db.kind, &mut c).await,
+        7,
+        "[{k}] the hook's table, one row"
+    );
     let gone = c.query("SELECT x FROM borrowed").select().await;
     assert!(
         gone.is_err(),
@@ -331,10 +372,10 @@ async fn t_hook_state_is_the_clean_state(db: &TestDb) {
     drop(c);
     let st = status_until(&pool, |s| s.available == 1).await;
     assert_eq!(st.size, 1, "[{k}] {st:?}");
-    // One run per connection opened, and (Postgres) one more per session reset.
+    // One run per connection opened, and (Postgres, MySQL) one more per session reset.
     let ran = probe.ran.load(Ordering::SeqCst) as u64;
     match kind {
-        Kind::Postgres => assert!(ran >= st.created, "[{k}] ran {ran}, {st:?}"),
+        Kind::Postgres | Kind::Mysql => assert!(ran >= st.created, "[{k}] ran {ran}, {st:?}"),
         Kind::Sqlite | Kind::Turso => assert_eq!(ran, st.created, "[{k}] {st:?}"),
     }
 }
@@ -364,6 +405,10 @@ async fn t_hook_knows_its_backend(db: &TestDb) {
         Kind::Sqlite => DatabaseType::Sqlite,
         Kind::Postgres => DatabaseType::Postgres,
         Kind::Turso => DatabaseType::Turso,
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => DatabaseType::Mysql,
+        #[cfg(not(feature = "mysql"))]
+        Kind::Mysql => unreachable!("a MySQL test database needs the mysql feature"),
     };
     let seen = Arc::new(std::sync::Mutex::new(None));
     let s = Arc::clone(&seen);

@@ -2,7 +2,8 @@
 //! and `total` over each column type, read into `i64` (integral results), `f64` (`avg`,
 //! `total`) and `Decimal` (exact numeric results), whatever type each engine gives the result
 //! (Postgres: `sum(bigint)` and `avg` of integers are `numeric`, `sum(int2/int4)` is `bigint`;
-//! SQLite and Turso: an integer or a real).
+//! SQLite and Turso: an integer or a real; MySQL: `sum` and `avg` of integers and decimals are
+//! `DECIMAL`, of floats `DOUBLE`).
 
 use rust_decimal::Decimal;
 use sql_middleware::prelude::*;
@@ -16,25 +17,28 @@ use crate::helpers::*;
 /// for their affinity: `SMALLINT`/`INTEGER`/`BIGINT` are integers, `REAL`/`DOUBLE PRECISION`
 /// reals, and `NUMERIC` has numeric affinity, so its values are stored (and compared, summed)
 /// as numbers. (A `DECIMAL_TEXT` column keeps exact text instead: `sum` still reads it as
-/// numbers, but `min`/`max` compare it as text, so it is not aggregated here.)
-const COLUMNS: [(&str, &str, &str); 9] = [
-    ("i16", "SMALLINT", "SMALLINT"),
-    ("i32", "INTEGER", "INTEGER"),
-    ("i64", "BIGINT", "BIGINT"),
-    ("f32", "REAL", "REAL"),
-    ("f64", "DOUBLE PRECISION", "DOUBLE PRECISION"),
-    ("num", "NUMERIC", "NUMERIC"),
-    ("numi", "NUMERIC", "NUMERIC"),
-    ("b", "BOOLEAN", "BOOLEAN"),
-    ("t", "TEXT", "TEXT"),
+/// numbers, but `min`/`max` compare it as text, so it is not aggregated here.) MySQL's
+/// `NUMERIC` without a precision is `DECIMAL(10,0)` and its `REAL` a double, so its column
+/// types (the last) name a scale and the single-precision `FLOAT`.
+const COLUMNS: [(&str, &str, &str, &str); 9] = [
+    ("i16", "SMALLINT", "SMALLINT", "SMALLINT"),
+    ("i32", "INTEGER", "INTEGER", "INT"),
+    ("i64", "BIGINT", "BIGINT", "BIGINT"),
+    ("f32", "REAL", "REAL", "FLOAT"),
+    ("f64", "DOUBLE PRECISION", "DOUBLE PRECISION", "DOUBLE"),
+    ("num", "NUMERIC", "NUMERIC", "DECIMAL(20,4)"),
+    ("numi", "NUMERIC", "NUMERIC", "DECIMAL(20,0)"),
+    ("b", "BOOLEAN", "BOOLEAN", "BOOLEAN"),
+    ("t", "TEXT", "TEXT", "TEXT"),
 ];
 
 async fn create(db: &TestDb, conn: &mut Conn, table: &str) {
     let cols: Vec<String> = COLUMNS
         .iter()
-        .map(|(name, pg, lite)| match db.kind {
+        .map(|(name, pg, lite, my)| match db.kind {
             Kind::Postgres => format!("{name} {pg}"),
             Kind::Sqlite | Kind::Turso => format!("{name} {lite}"),
+            Kind::Mysql => format!("{name} {my}"),
         })
         .collect();
     batch(
@@ -51,11 +55,12 @@ fn dec(s: &str) -> Decimal {
     s.parse().unwrap()
 }
 
-/// `total(x)`: SQLite's and Turso's float sum, 0.0 over no rows. Postgres has no `total`; the
-/// same result is `coalesce(sum(x), 0)` as a double.
+/// `total(x)`: SQLite's and Turso's float sum, 0.0 over no rows. Postgres and MySQL have no
+/// `total`; the same result is `coalesce(sum(x), 0)` as a double.
 fn total(db: &TestDb, col: &str) -> String {
     match db.kind {
         Kind::Postgres => format!("CAST(COALESCE(SUM({col}), 0) AS DOUBLE PRECISION)"),
+        Kind::Mysql => format!("CAST(COALESCE(SUM({col}), 0) AS DOUBLE)"),
         Kind::Sqlite | Kind::Turso => format!("TOTAL({col})"),
     }
 }
@@ -373,8 +378,9 @@ async fn t_aggregate_beyond_i64(db: &TestDb) {
     assert_eq!(t, twice_max as f64, "[{k}] total beyond i64");
     let r = conn.query("SELECT SUM(i64) FROM big").one::<(i64,)>().await;
     match db.kind {
-        // Postgres sums bigints as numeric: the sum exists, and says it does not fit.
-        Kind::Postgres => {
+        // Postgres sums bigints as numeric, MySQL as DECIMAL: the sum exists, and says it
+        // does not fit.
+        Kind::Postgres | Kind::Mysql => {
             let e = expect_kind(&format!("[{k}] sum beyond i64"), r, ErrorKind::TypeMismatch);
             assert!(e.message().contains("out of range"), "[{k}] {e}");
             let (d,): (Decimal,) = conn.query("SELECT SUM(i64) FROM big").one().await.unwrap();
@@ -394,9 +400,11 @@ async fn t_aggregate_beyond_i64(db: &TestDb) {
     }
 }
 
-/// Exact decimals (Postgres `NUMERIC`, SQLite and Turso `DECIMAL_TEXT`: text kept as written).
-/// `sum` and `avg` read the text as numbers on every engine; `min`/`max` on SQLite and Turso
-/// compare the text, as they do for any TEXT-affinity column.
+/// Exact decimals (Postgres `NUMERIC`, MySQL `DECIMAL(38,10)`, SQLite and Turso `DECIMAL_TEXT`:
+/// text kept as written). `sum` and `avg` read the text as numbers on every engine; `min`/`max`
+/// on SQLite and Turso compare the text, as they do for any TEXT-affinity column. MySQL's `avg`
+/// of a decimal is itself a decimal, with 4 more places than the column
+/// (`div_precision_increment`), so it is that decimal rounded to 14 places.
 async fn t_aggregate_of_exact_decimals(db: &TestDb) {
     let k = db.kind.name();
     let mut conn = db.conn().await;
@@ -414,13 +422,17 @@ async fn t_aggregate_of_exact_decimals(db: &TestDb) {
         .one()
         .await
         .unwrap_or_else(|e| panic!("[{k}] {e}"));
+    let want_avg = match db.kind {
+        Kind::Mysql => "6.54166666666667".parse::<f64>().unwrap(),
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => 19.625 / 3.0,
+    };
     assert_eq!(
         (sum, avg, min),
-        (dec("19.625"), 19.625 / 3.0, dec("-0.125")),
+        (dec("19.625"), want_avg, dec("-0.125")),
         "[{k}]"
     );
     let want_max = match db.kind {
-        Kind::Postgres => dec("10.25"),
+        Kind::Postgres | Kind::Mysql => dec("10.25"),
         // '9.5' > '10.25' as text.
         Kind::Sqlite | Kind::Turso => dec("9.5"),
     };

@@ -135,19 +135,30 @@ async fn setup(db: &TestDb, conn: &mut Conn) {
     let int = db.ty(Logical::Int);
     let text = db.ty(Logical::Text);
     // On SQLite and Turso a column takes any value, so "a value the column cannot take" is made
-    // explicit with a CHECK on its storage class; Postgres rejects it by the column's type.
+    // explicit with a CHECK on its storage class; Postgres and MySQL reject it by the column's
+    // type.
     let x = match db.kind {
         Kind::Sqlite | Kind::Turso => {
             format!("x {int} CHECK (x IS NULL OR typeof(x) = 'integer')")
         }
-        Kind::Postgres => format!("x {int}"),
+        Kind::Postgres | Kind::Mysql => format!("x {int}"),
+    };
+    // MySQL has no deferred constraints (its foreign key is checked at each statement), and
+    // takes a foreign key at table level only.
+    let fk = match db.kind {
+        Kind::Mysql => {
+            format!("parent_id {int}, FOREIGN KEY (parent_id) REFERENCES fk_parent (id)")
+        }
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => {
+            format!("parent_id {int} REFERENCES fk_parent (id) DEFERRABLE INITIALLY DEFERRED")
+        }
     };
     conn.execute_batch(&format!(
         "CREATE TABLE bi (id {int} PRIMARY KEY, {x}, t {text}, nn {text} NOT NULL DEFAULT 'd');
          CREATE TABLE fk_parent (id {int} PRIMARY KEY);
          CREATE TABLE fk_child (
              id {int} PRIMARY KEY,
-             parent_id {int} REFERENCES fk_parent (id) DEFERRABLE INITIALLY DEFERRED
+             {fk}
          );
          INSERT INTO bi (id, x, t) VALUES (1, 10, 'ten');
          INSERT INTO fk_parent (id) VALUES (1);"
@@ -160,7 +171,7 @@ async fn t_bad_input(db: &TestDb) {
     let mut conn = db.conn().await;
     setup(db, &mut conn).await;
     let mut rep = Report::new(db);
-    let pg = db.kind == Kind::Postgres;
+    let k = db.kind;
 
     // ---- table-driven statement cases --------------------------------------------------------
     let ins2 = "INSERT INTO bi (id, x) VALUES ($1, $2)";
@@ -200,25 +211,26 @@ async fn t_bad_input(db: &TestDb) {
             Code::Any,
         ),
         // Text into an integer column: SQLite/Turso through the CHECK on typeof(x) (an engine
-        // error); Postgres cannot bind text to bigint (ParameterType, raised before the server).
-        if pg {
-            case(
+        // error); Postgres cannot bind text to bigint (ParameterType, raised before the server);
+        // MySQL in strict mode refuses the value (1366 "Incorrect integer value"): the value
+        // of a parameter is wrong for its column, ParameterType as on Postgres.
+        match k {
+            Kind::Postgres | Kind::Mysql => case(
                 "text into an int column",
                 ins2,
                 vec![3.into(), "abc".into()],
                 Via::Dml,
                 ErrorKind::ParameterType,
                 Code::Any,
-            )
-        } else {
-            case(
+            ),
+            Kind::Sqlite | Kind::Turso => case(
                 "text into an int column",
                 ins2,
                 vec![3.into(), "abc".into()],
                 Via::Dml,
                 ErrorKind::CheckViolation,
                 Code::Driver,
-            )
+            ),
         },
         case(
             "invalid SQL",
@@ -292,14 +304,27 @@ async fn t_bad_input(db: &TestDb) {
             ErrorKind::Syntax,
             Code::Driver,
         ),
-        case(
-            "very long identifier (100k chars)",
-            long_ident,
-            vec![],
-            Via::Select,
-            ErrorKind::UndefinedObject,
-            Code::Driver,
-        ),
+        // Postgres truncates a long identifier and finds no such table; MySQL refuses a name
+        // longer than 64 characters before looking it up (1103 "Incorrect table name", in
+        // SQLSTATE class 42, syntax or access rule violation).
+        match k {
+            Kind::Mysql => case(
+                "very long identifier (100k chars)",
+                long_ident,
+                vec![],
+                Via::Select,
+                ErrorKind::Syntax,
+                Code::Driver,
+            ),
+            Kind::Sqlite | Kind::Postgres | Kind::Turso => case(
+                "very long identifier (100k chars)",
+                long_ident,
+                vec![],
+                Via::Select,
+                ErrorKind::UndefinedObject,
+                Code::Driver,
+            ),
+        },
         case(
             "very long SQL (2 MB) with a syntax error at the end",
             long_sql,
@@ -388,9 +413,9 @@ async fn t_bad_input(db: &TestDb) {
     }
     rep.case("NUL byte in execute_batch SQL", v, &mut conn)
         .await;
-    // A NUL character inside a text parameter. SQLite and Turso store it: the value must come
-    // back whole (a C-string API would truncate it at the NUL). Postgres text cannot hold it:
-    // the bind is refused (SQLSTATE 22021), classified as ParameterType.
+    // A NUL character inside a text parameter. SQLite, Turso and MySQL store it: the value must
+    // come back whole (a C-string API would truncate it at the NUL). Postgres text cannot hold
+    // it: the bind is refused (SQLSTATE 22021), classified as ParameterType.
     let r = conn
         .query("INSERT INTO bi (id, t) VALUES ($1, $2)")
         .params(&[6.into(), "a\0b".into()])
@@ -398,7 +423,7 @@ async fn t_bad_input(db: &TestDb) {
         .await;
     let v = match db.kind {
         Kind::Postgres => verdict(r, ErrorKind::ParameterType, Code::Any),
-        Kind::Sqlite | Kind::Turso => match r {
+        Kind::Sqlite | Kind::Turso | Kind::Mysql => match r {
             Ok(1) => match conn
                 .query("SELECT t FROM bi WHERE id = 6")
                 .one::<(String,)>()
@@ -419,8 +444,9 @@ async fn t_bad_input(db: &TestDb) {
         .translation(TranslationMode::On)
         .params(&[RowValues::Float(f64::NAN)]);
     let v = match db.kind {
-        // SQLite (and Turso) would store NaN as NULL: refused up front.
-        Kind::Sqlite | Kind::Turso => {
+        // SQLite (and Turso) would store NaN as NULL, MySQL's DOUBLE has no NaN: refused up
+        // front.
+        Kind::Sqlite | Kind::Turso | Kind::Mysql => {
             verdict(r.select().await, ErrorKind::ParameterType, Code::Middleware)
         }
         // Postgres float8 has a NaN and round-trips it: documented as accepted.
@@ -447,10 +473,12 @@ async fn t_bad_input(db: &TestDb) {
     rep.case("NaN parameter", v, &mut conn).await;
 
     // ---- decoding ---------------------------------------------------------------------------
-    let r = conn
-        .query("SELECT CAST(NULL AS BIGINT) AS n")
-        .one::<(i64,)>()
-        .await;
+    // MySQL's cast target for a 64-bit integer is SIGNED.
+    let null_int = match k {
+        Kind::Mysql => "SELECT CAST(NULL AS SIGNED) AS n",
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => "SELECT CAST(NULL AS BIGINT) AS n",
+    };
+    let r = conn.query(null_int).one::<(i64,)>().await;
     rep.case(
         "NULL decoded into i64",
         verdict(r, ErrorKind::TypeMismatch, Code::Middleware),
@@ -567,6 +595,8 @@ async fn t_bad_input(db: &TestDb) {
     // Postgres cannot hold it: the server refuses to produce it (SQLSTATE 22021).
     // TURSO DIFFERS BY DESIGN: Turso converts invalid UTF-8 to U+FFFD inside the engine before
     // the middleware sees the value, so the read succeeds with a replacement character.
+    // MYSQL DIFFERS BY DESIGN: the server converts every text result to the connection's
+    // character set and replaces a byte it cannot convert with `?` (and a warning).
     let v = match db.kind {
         Kind::Sqlite => {
             let a = verdict(
@@ -595,6 +625,16 @@ async fn t_bad_input(db: &TestDb) {
                 "Turso replaces invalid UTF-8 with U+FFFD; got {other:?}"
             )),
         },
+        Kind::Mysql => match conn
+            .query("SELECT CONVERT(x'ff' USING utf8mb4) AS bad")
+            .one::<(String,)>()
+            .await
+        {
+            Ok((s,)) if s == "?" => Ok(()),
+            other => Err(format!(
+                "MySQL replaces an unconvertible byte with '?'; got {other:?}"
+            )),
+        },
         // Postgres refuses to produce it: SQLSTATE 22021. No parameter is bound, so the kind
         // does not name one (`Other`; the same code for a text parameter is `ParameterType`).
         Kind::Postgres => check(
@@ -611,10 +651,12 @@ async fn t_bad_input(db: &TestDb) {
     };
     rep.case("invalid UTF-8 read as text", v, &mut conn).await;
 
-    // Division by zero. SQLite and Turso define x/0 as NULL (no error); Postgres raises 22012.
+    // Division by zero. SQLite and Turso define x/0 as NULL (no error), and so does MySQL in a
+    // SELECT (with a warning; strict mode makes it an error only when writing); Postgres raises
+    // 22012.
     let r = conn.query("SELECT 1 / 0 AS q").select().await;
     let v = match db.kind {
-        Kind::Sqlite | Kind::Turso => match r {
+        Kind::Sqlite | Kind::Turso | Kind::Mysql => match r {
             Ok(rs) if rs.results.len() == 1 && rs.results[0].get("q") == Some(&RowValues::Null) => {
                 Ok(())
             }
@@ -742,7 +784,52 @@ async fn t_bad_input(db: &TestDb) {
         rep.case("nested BEGIN via execute_batch inside a Tx", v, &mut conn)
             .await;
     }
-    {
+    if db.kind == Kind::Mysql {
+        // MySQL has no deferred foreign keys: the violating INSERT fails at once, which aborts
+        // the transaction as any failed statement does; the commit is refused and nothing is
+        // saved.
+        let mut tx = conn.begin().await.expect("begin");
+        let a = tx
+            .query("INSERT INTO fk_child (id, parent_id) VALUES (1, 1)")
+            .dml()
+            .await;
+        let b = tx
+            .query("INSERT INTO fk_child (id, parent_id) VALUES (2, 999)")
+            .dml()
+            .await;
+        let commit = tx.commit().await;
+        let v = (|| {
+            a.map_err(|e| format!("valid child: {e:?}"))?;
+            verdict(b, ErrorKind::ForeignKeyViolation, Code::Driver)?;
+            verdict(commit, ErrorKind::TransactionAborted, Code::Any)
+        })();
+        let v = match (
+            v,
+            count_where(&mut conn, "SELECT COUNT(*) FROM fk_child").await,
+        ) {
+            (Err(e), _) => Err(e),
+            (Ok(()), Ok(0)) => Ok(()),
+            (Ok(()), other) => Err(format!("rows after the refused commit: {other:?}")),
+        };
+        rep.case("FK violation inside a Tx (checked at once)", v, &mut conn)
+            .await;
+        let v = match conn
+            .query("INSERT INTO fk_child (id, parent_id) VALUES (3, 1)")
+            .dml()
+            .await
+        {
+            Ok(1) => {
+                let mut other = db.conn().await;
+                match count_where(&mut other, "SELECT COUNT(*) FROM fk_child").await {
+                    Ok(1) => Ok(()),
+                    x => Err(format!("other connection sees {x:?} rows, expected 1")),
+                }
+            }
+            x => Err(format!("insert after the refused commit: {x:?}")),
+        };
+        rep.case("autocommit after the refused FK commit", v, &mut conn)
+            .await;
+    } else {
         // A deferred foreign key is checked at COMMIT: the commit fails and nothing is saved.
         let mut tx = conn.begin().await.expect("begin");
         let a = tx

@@ -17,6 +17,11 @@ async fn t_execute_batch(db: &TestDb) {
     let int = db.ty(Logical::Int);
     let text = db.ty(Logical::Text);
     let mut conn = db.conn().await;
+    // MySQL's `||` is a logical OR: it concatenates with CONCAT().
+    let bang = match db.kind {
+        Kind::Mysql => "CONCAT(v, '!')",
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => "v || '!'",
+    };
     batch(
         &mut conn,
         &format!(
@@ -24,7 +29,7 @@ async fn t_execute_batch(db: &TestDb) {
              INSERT INTO b1 (id, v) VALUES (1, 'a; not a separator');
              INSERT INTO b1 (id, v) VALUES (2, 'b');
              -- a comment; with a semicolon
-             UPDATE b1 SET v = v || '!' WHERE id = 2;"
+             UPDATE b1 SET v = {bang} WHERE id = 2;"
         ),
     )
     .await;
@@ -55,10 +60,20 @@ async fn t_execute_batch(db: &TestDb) {
         2,
         "[{k}] rows of the failed script"
     );
-    // The table the failed script created is gone: creating it again works.
-    conn.execute_batch(&format!("CREATE TABLE b2 (id {int} PRIMARY KEY)"))
-        .await
-        .unwrap_or_else(|e| panic!("[{k}] table b2 of the failed script still exists: {e:?}"));
+    match db.kind {
+        // MySQL commits implicitly around DDL, so a script runs its `CREATE TABLE` on its own
+        // and the statements after it as one atomic run: the table stays, empty.
+        Kind::Mysql => assert_eq!(
+            count(&mut conn, "b2").await,
+            0,
+            "[{k}] the failed script's table keeps none of its rows"
+        ),
+        // The table the failed script created is gone: creating it again works.
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => conn
+            .execute_batch(&format!("CREATE TABLE b2 (id {int} PRIMARY KEY)"))
+            .await
+            .unwrap_or_else(|e| panic!("[{k}] table b2 of the failed script still exists: {e:?}")),
+    }
     let mut other = db.conn().await;
     assert_eq!(count(&mut other, "b1").await, 2, "[{k}] other connection");
     drop(other);
@@ -310,7 +325,10 @@ async fn t_prepared_reuse(db: &TestDb) {
 // ---------------------------------------------------------------------------------------------
 
 /// A script that defines procedural code: a function and `DO` blocks on Postgres (dollar-quoted,
-/// with and without tags, nested), a trigger with a `BEGIN … END` body on the SQLite family.
+/// with and without tags, nested), a trigger with a `BEGIN … END` body on the SQLite family, a
+/// trigger and a procedure with `BEGIN … END` bodies (holding `IF … END IF;`) on MySQL. MySQL
+/// commits implicitly around `CREATE TRIGGER`/`PROCEDURE`, so the script run inside a
+/// transaction there calls the procedure and fires the trigger instead of creating them.
 fn procedural_script(db: &TestDb) -> (&'static str, &'static str) {
     match db.kind {
         Kind::Postgres => (
@@ -338,6 +356,23 @@ fn procedural_script(db: &TestDb) -> (&'static str, &'static str) {
              END;
              INSERT INTO pb VALUES (3, 'in; tx');
              INSERT INTO pb VALUES (4, 'fn; body');",
+        ),
+        Kind::Mysql => (
+            "CREATE TABLE pb (id BIGINT PRIMARY KEY, v TEXT);
+             CREATE TABLE pb_log (n BIGINT);
+             CREATE TRIGGER pb_t BEFORE INSERT ON pb FOR EACH ROW BEGIN
+               IF NEW.id IN (1, 3) THEN
+                 INSERT INTO pb_log VALUES (NEW.id);
+               END IF;
+               IF NEW.id = 1 THEN SET NEW.v = 'fn; body'; END IF;
+             END;
+             CREATE PROCEDURE pb_add(n BIGINT) BEGIN
+               INSERT INTO pb VALUES (n, 'fn; body');
+             END;
+             INSERT INTO pb VALUES (1, 'a');
+             INSERT INTO pb VALUES (2, 'COMMIT; not control');",
+            "INSERT INTO pb VALUES (3, 'in; tx');
+             CALL pb_add(4);",
         ),
     }
 }
@@ -388,26 +423,33 @@ async fn t_quoted_keywords_are_data(db: &TestDb) {
     let int = db.ty(Logical::Int);
     let text = db.ty(Logical::Text);
     let mut conn = db.conn().await;
+    // The column is named `commit`, quoted as each engine quotes identifiers (MySQL reads
+    // double quotes as a string), and concatenated as each engine does (MySQL's `||` is OR).
+    let (q, concat) = match db.kind {
+        Kind::Mysql => ("`commit`", "CONCAT(`commit`, ';')"),
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => ("\"commit\"", "\"commit\" || ';'"),
+    };
     batch(
         &mut conn,
-        &format!("CREATE TABLE qk (id {int} PRIMARY KEY, \"commit\" {text})"),
+        &format!("CREATE TABLE qk (id {int} PRIMARY KEY, {q} {text})"),
     )
     .await;
 
-    // Comments as each engine reads them: PostgreSQL's nest, SQLite's end at the first `*/`.
+    // Comments as each engine reads them: PostgreSQL's nest, SQLite's and MySQL's end at the
+    // first `*/`.
     let comment = match db.kind {
         Kind::Postgres => "/* COMMIT; /* nested */ BEGIN; */",
-        Kind::Sqlite | Kind::Turso => "/* COMMIT; /* BEGIN; */",
+        Kind::Sqlite | Kind::Turso | Kind::Mysql => "/* COMMIT; /* BEGIN; */",
     };
     // Outside a transaction: the script is wrapped, so the failure at its end undoes its start,
     // even though its text is full of keywords that a naive scanner reads as control.
     expect_kind(
         &format!("[{k}] failing script with quoted keywords"),
         conn.execute_batch(&format!(
-            "INSERT INTO qk (id, \"commit\") VALUES (1, 'BEGIN; COMMIT');
+            "INSERT INTO qk (id, {q}) VALUES (1, 'BEGIN; COMMIT');
              -- ROLLBACK; END;
              {comment}
-             INSERT INTO qk (id, \"commit\") VALUES (1, 'duplicate');"
+             INSERT INTO qk (id, {q}) VALUES (1, 'duplicate');"
         ))
         .await,
         ErrorKind::UniqueViolation,
@@ -416,16 +458,16 @@ async fn t_quoted_keywords_are_data(db: &TestDb) {
 
     // Inside a transaction: data, not control.
     let mut tx = conn.begin().await.unwrap();
-    tx.execute_batch(
-        "INSERT INTO qk (id, \"commit\") VALUES (2, 'END TRANSACTION; ROLLBACK');
+    tx.execute_batch(&format!(
+        "INSERT INTO qk (id, {q}) VALUES (2, 'END TRANSACTION; ROLLBACK');
          -- COMMIT
-         /* BEGIN */ UPDATE qk SET \"commit\" = \"commit\" || ';' WHERE id = 2",
-    )
+         /* BEGIN */ UPDATE qk SET {q} = {concat} WHERE id = 2"
+    ))
     .await
     .unwrap_or_else(|e| panic!("[{k}] quoted keywords in a tx: {e:?}"));
     tx.commit().await.unwrap();
     let (v,): (String,) = conn
-        .query("SELECT \"commit\" FROM qk WHERE id = 2")
+        .query(&format!("SELECT {q} FROM qk WHERE id = 2"))
         .one()
         .await
         .unwrap();
@@ -433,9 +475,11 @@ async fn t_quoted_keywords_are_data(db: &TestDb) {
 
     // Real control, however it is spelled, is refused inside a transaction and commits nothing;
     // so is control that only a lexer of the wrong dialect would read as a comment or literal.
+    // MySQL runs the text of an executable comment (`/*! … */`) as code.
     let disguised = match db.kind {
         Kind::Postgres => "SELECT ARRAY[']']; COMMIT; SELECT ']'",
         Kind::Sqlite | Kind::Turso => "/* a /* b */ COMMIT",
+        Kind::Mysql => "/*! COMMIT */",
     };
     for control in [
         "COMMIT",
@@ -447,7 +491,7 @@ async fn t_quoted_keywords_are_data(db: &TestDb) {
         disguised,
     ] {
         let mut tx = conn.begin().await.unwrap();
-        tx.query("INSERT INTO qk (id, \"commit\") VALUES (3, 'x')")
+        tx.query(&format!("INSERT INTO qk (id, {q}) VALUES (3, 'x')"))
             .dml()
             .await
             .unwrap();

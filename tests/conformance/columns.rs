@@ -5,7 +5,7 @@ use sql_middleware::prelude::*;
 use sql_middleware::{ErrorKind, SqlRow};
 
 use crate::backend_tests;
-use crate::common::backends::{Logical, TestDb, expect_kind};
+use crate::common::backends::{Kind, Logical, TestDb, expect_kind};
 use crate::helpers::*;
 
 // ---------------------------------------------------------------------------------------------
@@ -314,6 +314,13 @@ async fn t_dml_counts(db: &TestDb) {
         0,
         "[{k}] delete none"
     );
+    // The count is of the rows the statement matched, also where it leaves a value as it was
+    // (MySQL counts only changed rows unless the client asks for found rows).
+    assert_eq!(
+        dml(&mut conn, "UPDATE dc SET v = v WHERE id = $1", &[1.into()]).await,
+        1,
+        "[{k}] update of a row to the value it had"
+    );
     let rs = select(&mut conn, "SELECT id, v FROM dc ORDER BY id", &[]).await;
     assert_eq!(rs.len(), 3);
     assert_eq!(rs.rows_affected, 0, "[{k}] rows_affected of a plain SELECT");
@@ -322,6 +329,10 @@ async fn t_dml_counts(db: &TestDb) {
         0,
         "[{k}] dml() of a plain SELECT"
     );
+
+    if db.kind == Kind::Mysql {
+        return mysql_returning(db, &mut conn).await;
+    }
 
     // select() of DML with RETURNING: the rows, and the count.
     let rs = select(
@@ -373,6 +384,87 @@ async fn t_dml_counts(db: &TestDb) {
     assert_eq!(
         n, 3,
         "[{k}] one() of UPDATE .. RETURNING must update every matching row"
+    );
+}
+
+/// The RETURNING half of `dml_counts` on MySQL: MariaDB has `INSERT … RETURNING` and
+/// `DELETE … RETURNING` but no `UPDATE … RETURNING`; MySQL has none (a syntax error). The
+/// table holds ids 1, 2, 3 with v = 10, 21, 21.
+async fn mysql_returning(db: &TestDb, conn: &mut Conn) {
+    let k = db.kind.name();
+    if !db.is_mariadb().await {
+        let e = expect_kind(
+            &format!("[{k}] RETURNING on MySQL"),
+            conn.query("DELETE FROM dc WHERE v = 21 RETURNING id")
+                .select()
+                .await,
+            ErrorKind::Syntax,
+        );
+        assert!(e.driver_code().is_some(), "[{k}] {e:?}");
+        return;
+    }
+    expect_kind(
+        &format!("[{k}] UPDATE .. RETURNING on MariaDB"),
+        conn.query("UPDATE dc SET v = 0 WHERE v = 21 RETURNING id")
+            .select()
+            .await,
+        ErrorKind::Syntax,
+    );
+    // select() of DML with RETURNING: the rows, and the count.
+    let rs = select(
+        conn,
+        "DELETE FROM dc WHERE v = $1 RETURNING id",
+        &[21.into()],
+    )
+    .await;
+    let mut ids: Vec<i64> = rs.iter().map(|r| r.try_get::<i64>("id").unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [2, 3], "[{k}] RETURNING rows");
+    assert_eq!(
+        rs.rows_affected, 2,
+        "[{k}] rows_affected of DELETE .. RETURNING"
+    );
+    assert_eq!(
+        dml(
+            conn,
+            "INSERT INTO dc (id, v) VALUES (2, 0), (3, 0) RETURNING id",
+            &[]
+        )
+        .await,
+        2,
+        "[{k}] dml() of INSERT .. RETURNING"
+    );
+    assert_eq!(count(conn, "dc").await, 3);
+
+    // select() of DML without RETURNING: no rows, the count.
+    let rs = select(conn, "INSERT INTO dc (id, v) VALUES (4, 40)", &[]).await;
+    assert_eq!(
+        (rs.len(), rs.rows_affected),
+        (0, 1),
+        "[{k}] select() of INSERT"
+    );
+
+    // one() of DML .. RETURNING reads the first row, and the statement still runs to the end.
+    dml(
+        conn,
+        "INSERT INTO dc (id, v) VALUES (5, 50), (6, 50), (7, 50)",
+        &[],
+    )
+    .await;
+    let (id,): (i64,) = conn
+        .query("DELETE FROM dc WHERE v = 50 RETURNING id")
+        .one()
+        .await
+        .unwrap();
+    assert!((5..=7).contains(&id), "[{k}] RETURNING id {id}");
+    let (n,): (i64,) = conn
+        .query("SELECT COUNT(*) FROM dc WHERE v = 50")
+        .one()
+        .await
+        .unwrap();
+    assert_eq!(
+        n, 0,
+        "[{k}] one() of DELETE .. RETURNING must delete every matching row"
     );
 }
 

@@ -5,7 +5,7 @@ use sql_middleware::ErrorKind;
 use sql_middleware::prelude::*;
 
 use crate::backend_tests;
-use crate::common::backends::{Logical, TestDb, expect_kind};
+use crate::common::backends::{Kind, Logical, TestDb, expect_kind};
 use crate::helpers::*;
 
 // ---------------------------------------------------------------------------------------------
@@ -17,15 +17,27 @@ async fn t_error_kinds(db: &TestDb) {
     let int = db.ty(Logical::Int);
     let text = db.ty(Logical::Text);
     let mut conn = db.conn().await;
+    // MySQL: a unique text column needs a bounded type, and a foreign key is declared at table
+    // level (MySQL ignores a column-level REFERENCES).
+    let (name_ty, fk_col, fk_table) = match db.kind {
+        Kind::Mysql => (
+            "VARCHAR(255)",
+            String::new(),
+            ",\n                 FOREIGN KEY (parent_id) REFERENCES parent (id)",
+        ),
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => {
+            (text, " REFERENCES parent (id)".to_owned(), "")
+        }
+    };
     batch(
         &mut conn,
         &format!(
             "CREATE TABLE parent (id {int} PRIMARY KEY);
              CREATE TABLE ek (
                  id {int} PRIMARY KEY,
-                 name {text} NOT NULL UNIQUE,
+                 name {name_ty} NOT NULL UNIQUE,
                  qty {int} CHECK (qty >= 0),
-                 parent_id {int} REFERENCES parent (id)
+                 parent_id {int}{fk_col}{fk_table}
              );
              INSERT INTO parent (id) VALUES (1);
              INSERT INTO ek (id, name, qty, parent_id) VALUES (1, 'one', 1, 1);"

@@ -4,7 +4,7 @@
 use chrono::{NaiveDate, NaiveDateTime};
 use sql_middleware::prelude::*;
 
-use crate::common::backends::{Logical, TestDb};
+use crate::common::backends::{Kind, Logical, TestDb};
 
 pub type Conn = MiddlewarePoolConnection;
 
@@ -115,4 +115,58 @@ pub async fn status_until(
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+}
+
+/// What a value bound on `db` reads back as from a column of its logical type: the value itself
+/// on SQLite, Postgres and Turso; on MySQL the kinds its columns hold (the documented
+/// differences): `BOOLEAN` is `TINYINT(1)`, so a `Bool` reads back as `Int` 0/1; `DATETIME`
+/// has no zone, so a `TimestampTz` reads back as the UTC `Timestamp`; a UUID in `CHAR(36)` is
+/// its text; `JSON` is text on MariaDB (a `LONGTEXT` alias); `TIME` reads back as `Time` when
+/// it lies within a day, so an `Interval` of no months, no days and under 24 hours does too.
+pub async fn read_back(db: &TestDb, v: &RowValues) -> RowValues {
+    if db.kind != Kind::Mysql {
+        return v.clone();
+    }
+    let mariadb = db.is_mariadb().await;
+    match v {
+        RowValues::Bool(b) => RowValues::Int(i64::from(*b)),
+        RowValues::TimestampTz(t) => RowValues::Timestamp(t.naive_utc()),
+        RowValues::Uuid(u) => RowValues::Text(u.hyphenated().to_string()),
+        RowValues::JSON(j) if mariadb => RowValues::Text(j.to_string()),
+        RowValues::Interval(i)
+            if i.months == 0 && i.days == 0 && (0..86_400_000_000).contains(&i.microseconds) =>
+        {
+            let secs = (i.microseconds / 1_000_000) as u32;
+            let micros = (i.microseconds % 1_000_000) as u32;
+            RowValues::Time(
+                chrono::NaiveTime::from_num_seconds_from_midnight_opt(secs, micros * 1_000)
+                    .expect("within a day"),
+            )
+        }
+        other => other.clone(),
+    }
+}
+
+/// [`read_back`] for every value of a row.
+pub async fn read_back_row(db: &TestDb, row: &[RowValues]) -> Vec<RowValues> {
+    let mut out = Vec::with_capacity(row.len());
+    for v in row {
+        out.push(read_back(db, v).await);
+    }
+    out
+}
+
+/// MySQL stops a recursive CTE after 1000 rounds (MariaDB's `max_recursive_iterations` stops
+/// it silently, MySQL's `cte_max_recursion_depth` with an error): the session allows more.
+/// (The setting is the session's: the pool's reset undoes it when the connection goes back.)
+pub async fn allow_deep_recursion(db: &TestDb, conn: &mut Conn) {
+    if db.kind != Kind::Mysql {
+        return;
+    }
+    let set = if db.is_mariadb().await {
+        "SET SESSION max_recursive_iterations = 100000000"
+    } else {
+        "SET SESSION cte_max_recursion_depth = 100000000"
+    };
+    batch(conn, set).await;
 }

@@ -1,14 +1,21 @@
-//! The conformance suite: the same test bodies run on SQLite, Postgres (feature `postgres`) and
-//! Turso (feature `turso`) through the public API only. Where the engines differ by design, the
-//! test says so with a comment and a `match db.kind`.
+//! The conformance suite: the same test bodies run on SQLite, Postgres (feature `postgres`),
+//! Turso (feature `turso`) and MySQL/MariaDB (feature `mysql`) through the public API only.
+//! Where the engines differ by design, the test says so with a comment and a `match db.kind`.
 //!
 //! Test paths are `<topic>::<backend>::<test>`, e.g. `round_trips::postgres::round_trip_values`:
 //! each topic file below ends with its own `backend_tests!` list, which puts one copy of every
-//! body in the modules `sqlite`, `postgres` (feature `postgres`) and `turso` (feature `turso`).
-//! So `cargo test --all-features --test conformance -- postgres::` runs exactly the Postgres
-//! tests (CI runs them that way against a throwaway cluster), and `-- round_trips::` one topic.
+//! body in the modules `sqlite`, `postgres` (feature `postgres`), `turso` (feature `turso`) and
+//! `mysql` (feature `mysql`). So `cargo test --all-features --test conformance -- postgres::`
+//! runs exactly the Postgres tests (CI runs them that way against a throwaway cluster, and
+//! `-- mysql::` against a throwaway MariaDB server), and `-- round_trips::` one topic.
 //! Tests that are not per backend sit directly in their topic (`errors::config::…`); their
-//! names never contain `postgres::`.
+//! names never contain `postgres::` or `mysql::`.
+
+/// Every per-backend body runs on MySQL too (see `backend_tests!`).
+#[macro_export]
+macro_rules! mysql_backend_tests {
+    ($($items:tt)*) => { $($items)* };
+}
 
 #[path = "../common/mod.rs"]
 mod common;

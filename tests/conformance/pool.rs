@@ -49,11 +49,12 @@ async fn t_pool_timeout(db: &TestDb) {
 /// A connection goes back to the pool outside any transaction: a script that began one and
 /// never ended it is rolled back on return, so the idle connection holds no lock and its write
 /// is gone. Another connection then writes the same row at once (SQLite and Turso would report
-/// `Busy` after the 200 ms busy timeout; Postgres would wait on the row lock forever).
+/// `Busy` after the 200 ms busy timeout; Postgres would wait on the row lock forever, MySQL
+/// for its lock wait timeout, 50 s by default).
 async fn t_return_rolls_back_open_tx(db: &TestDb) {
     let k = db.kind.name();
     let mut builder = db.builder().max_size(2);
-    if db.kind != Kind::Postgres {
+    if matches!(db.kind, Kind::Sqlite | Kind::Turso) {
         builder = builder.busy_timeout(Duration::from_millis(200));
     }
     let pool = builder.build().await.unwrap();
@@ -184,6 +185,18 @@ async fn t_raw_access(db: &TestDb) {
                 sql_middleware::drivers::turso::Value::Text(t) => t,
                 other => panic!("[{k}] raw read gave {other:?}"),
             }
+        }
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => {
+            use sql_middleware::drivers::mysql_async::prelude::Queryable;
+            let c = conn.mysql_connection().await.unwrap();
+            c.query_drop("INSERT INTO raw (id, v) VALUES (2, 'raw')")
+                .await
+                .unwrap();
+            c.query_first::<String, _>("SELECT v FROM raw WHERE id = 1")
+                .await
+                .unwrap()
+                .expect("one row")
         }
         #[allow(unreachable_patterns)]
         other => panic!("no raw access for {other:?} in this build"),

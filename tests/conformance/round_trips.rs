@@ -1,6 +1,10 @@
 //! Values in and out: every `RowValues` kind round-trips exactly (NULLs, NUMERIC, JSON scalars,
 //! special floats, sub-second timestamps, big blobs), parameters convert to the column's type,
 //! and placeholders are translated for each engine.
+//!
+//! On MySQL a value reads back as the kind its column holds (`helpers::read_back`: `BOOLEAN`
+//! is an integer, `DATETIME` has no zone, a UUID in `CHAR(36)` is text, `JSON` is text on
+//! MariaDB) and decodes into the Rust type that went in.
 
 use std::str::FromStr;
 
@@ -140,9 +144,15 @@ async fn t_round_trip_values(db: &TestDb) {
         assert_eq!(rs.len(), 1, "[{}] row {id}", db.kind.name());
         let row = &rs.results[0];
 
-        // Through the ResultSet: exactly the RowValues that went in.
+        // Through the ResultSet: exactly the RowValues that went in (on MySQL, as its columns
+        // hold them).
         let mut expected = vec![("id", RowValues::Int(id))];
-        expected.extend(RT_COLS.iter().map(|(n, _)| *n).zip(r.values()));
+        expected.extend(
+            RT_COLS
+                .iter()
+                .map(|(n, _)| *n)
+                .zip(read_back_row(db, &r.values()).await),
+        );
         assert_row(db, &format!("row {id} via ResultSet"), row, &expected);
 
         // Through typed accessors on the materialised row.
@@ -327,10 +337,28 @@ async fn t_round_trip_nulls(db: &TestDb) {
 }
 
 /// NUMERIC is exact on every backend: the value, and its scale, come back as they went in.
+/// MySQL's `DECIMAL(p,s)` has a fixed scale: the value comes back exact, at the column's scale
+/// (`1.50` as `1.5000…`), so there the values compare as numbers. Its column here is the
+/// widest that holds them all: 29 integer digits and 28 decimal places.
 async fn t_round_trip_numeric(db: &TestDb) {
     let mut conn = db.conn().await;
     let cols = [("n", Logical::Numeric)];
-    create_table(db, &mut conn, "num", &cols).await;
+    match db.kind {
+        Kind::Mysql => {
+            batch(
+                &mut conn,
+                "CREATE TABLE num (id BIGINT PRIMARY KEY, n DECIMAL(57,28))",
+            )
+            .await
+        }
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => {
+            create_table(db, &mut conn, "num", &cols).await
+        }
+    }
+    let same = |got: &Decimal, want: &Decimal| match db.kind {
+        Kind::Mysql => got == want,
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => got.to_string() == want.to_string(),
+    };
     let values = [
         "12345.6789",
         "-0.000001",
@@ -361,11 +389,11 @@ async fn t_round_trip_numeric(db: &TestDb) {
         .await;
         let row = &rs.results[0];
         match row.get("n") {
-            Some(RowValues::Numeric(got)) if got.to_string() == d.to_string() => {}
+            Some(RowValues::Numeric(got)) if same(got, &d) => {}
             other => bad.push(format!("  {v}: ResultSet gave {other:?}")),
         }
         match row.try_get::<Decimal>("n") {
-            Ok(got) if got.to_string() == d.to_string() => {}
+            Ok(got) if same(&got, &d) => {}
             other => bad.push(format!("  {v}: try_get::<Decimal> gave {other:?}")),
         }
     }
@@ -377,7 +405,8 @@ async fn t_round_trip_numeric(db: &TestDb) {
     );
 }
 
-/// JSON scalars (numbers, strings, booleans, JSON `null`) come back as JSON, not as SQL values.
+/// JSON scalars (numbers, strings, booleans, JSON `null`) come back as JSON, not as SQL values
+/// (on MariaDB as the JSON text, which decodes into `serde_json::Value` all the same).
 async fn t_round_trip_json_scalars(db: &TestDb) {
     let mut conn = db.conn().await;
     let cols = [("j", Logical::Json)];
@@ -408,7 +437,7 @@ async fn t_round_trip_json_scalars(db: &TestDb) {
         )
         .await;
         let got = rs.results[0].get("j").cloned();
-        if got.as_ref() != Some(&RowValues::JSON(v.clone())) {
+        if got != Some(read_back(db, &RowValues::JSON(v.clone())).await) {
             bad.push(format!("  {v}: ResultSet gave {got:?}"));
         }
         match rs.results[0].try_get::<serde_json::Value>("j") {
@@ -425,12 +454,27 @@ async fn t_round_trip_json_scalars(db: &TestDb) {
 }
 
 /// Special floats. Documented engine difference: SQLite stores a REAL with no fractional part
-/// as an integer on disk, so `-0.0` comes back as `+0.0`. Postgres `float8` and Turso keep the
-/// sign of zero.
+/// as an integer on disk, so `-0.0` comes back as `+0.0`; MySQL drops the sign of zero too
+/// (already when it reads the parameter). Postgres `float8` and Turso keep the sign of zero.
+/// MySQL's `DOUBLE` has no infinities: binding one is a `ParameterType` error, and nothing is
+/// stored.
 async fn t_round_trip_float_specials(db: &TestDb) {
     let mut conn = db.conn().await;
     let cols = [("f", Logical::Float)];
     create_table(db, &mut conn, "fl", &cols).await;
+    if db.kind == Kind::Mysql {
+        for (k, v) in [f64::INFINITY, f64::NEG_INFINITY].into_iter().enumerate() {
+            expect_kind(
+                &format!("[{}] {v} into DOUBLE", db.kind.name()),
+                conn.query("INSERT INTO fl (id, f) VALUES ($1, $2)")
+                    .params(&[RowValues::Int(100 + k as i64), RowValues::Float(v)])
+                    .dml()
+                    .await,
+                ErrorKind::ParameterType,
+            );
+        }
+        assert_eq!(count(&mut conn, "fl").await, 0, "[mysql] nothing stored");
+    }
     let values = [
         -0.0_f64,
         f64::INFINITY,
@@ -442,7 +486,8 @@ async fn t_round_trip_float_specials(db: &TestDb) {
         0.1 + 0.2,
         -1.0e-300,
     ];
-    for (k, v) in values.iter().enumerate() {
+    let finite = |v: &f64| db.kind != Kind::Mysql || v.is_finite();
+    for (k, v) in values.iter().enumerate().filter(|(_, v)| finite(v)) {
         dml(
             &mut conn,
             "INSERT INTO fl (id, f) VALUES ($1, $2)",
@@ -450,7 +495,7 @@ async fn t_round_trip_float_specials(db: &TestDb) {
         )
         .await;
     }
-    for (k, v) in values.iter().enumerate() {
+    for (k, v) in values.iter().enumerate().filter(|(_, v)| finite(v)) {
         let rs = select(
             &mut conn,
             "SELECT f FROM fl WHERE id = $1",
@@ -459,9 +504,10 @@ async fn t_round_trip_float_specials(db: &TestDb) {
         .await;
         let got = rs.results[0].try_get::<f64>("f").unwrap();
         let expected_bits = match db.kind {
-            // Engine difference: the sign of zero is lost by SQLite's REAL storage.
-            Kind::Sqlite if *v == 0.0 => 0.0_f64.to_bits(),
-            Kind::Sqlite | Kind::Postgres | Kind::Turso => v.to_bits(),
+            // Engine difference: the sign of zero is lost by SQLite's REAL storage and by
+            // MySQL.
+            Kind::Sqlite | Kind::Mysql if *v == 0.0 => 0.0_f64.to_bits(),
+            Kind::Sqlite | Kind::Postgres | Kind::Turso | Kind::Mysql => v.to_bits(),
         };
         assert_eq!(
             got.to_bits(),
@@ -469,13 +515,17 @@ async fn t_round_trip_float_specials(db: &TestDb) {
             "[{}] float {v:e} came back as {got:e}",
             db.kind.name()
         );
-        assert_eq!(rs.results[0].get("f"), Some(&RowValues::Float(*v)));
+        assert_eq!(
+            rs.results[0].get("f"),
+            Some(&RowValues::Float(f64::from_bits(expected_bits)))
+        );
     }
 }
 
 /// Sub-microsecond timestamps. SQLite and Turso store the text form with nanoseconds, so they
-/// round-trip exactly; Postgres stores microseconds, so the value comes back at microsecond
-/// precision. (The sub-µs part below is 400 ns, so truncation and rounding agree.)
+/// round-trip exactly; Postgres and MySQL (`DATETIME(6)`) store microseconds, so the value
+/// comes back at microsecond precision. (The sub-µs part below is 400 ns, so truncation and
+/// rounding agree.)
 async fn t_round_trip_subsecond_timestamps(db: &TestDb) {
     let mut conn = db.conn().await;
     let cols = [("ts", Logical::Timestamp), ("tz", Logical::TimestampTz)];
@@ -500,7 +550,9 @@ async fn t_round_trip_subsecond_timestamps(db: &TestDb) {
     }
     for (k, n) in naive.iter().enumerate() {
         let want = match db.kind {
-            Kind::Postgres => n.with_nanosecond(n.nanosecond() / 1_000 * 1_000).unwrap(),
+            Kind::Postgres | Kind::Mysql => {
+                n.with_nanosecond(n.nanosecond() / 1_000 * 1_000).unwrap()
+            }
             Kind::Sqlite | Kind::Turso => *n,
         };
         let rs = select(
@@ -515,7 +567,10 @@ async fn t_round_trip_subsecond_timestamps(db: &TestDb) {
             &rs.results[0],
             &[
                 ("ts", RowValues::Timestamp(want)),
-                ("tz", RowValues::TimestampTz(want.and_utc())),
+                (
+                    "tz",
+                    read_back(db, &RowValues::TimestampTz(want.and_utc())).await,
+                ),
             ],
         );
         let (a, b): (NaiveDateTime, DateTime<Utc>) = conn
@@ -618,13 +673,28 @@ async fn t_params_convert_to_column_type(db: &TestDb) {
         "[{k}] Int into a numeric column"
     );
     let u = "67e55044-10b1-426f-9247-bb680e5fe0c8";
+    // MySQL's DATETIME takes no zone: text with an offset is refused, text in UTC is taken.
+    let tz_text = match db.kind {
+        Kind::Mysql => {
+            expect_kind(
+                &format!("[{k}] text with an offset into DATETIME"),
+                conn.query("INSERT INTO cv (id, tz) VALUES ($1, $2)")
+                    .params(&[3.into(), "2024-01-02T03:04:05+02:00".into()])
+                    .dml()
+                    .await,
+                ErrorKind::ParameterType,
+            );
+            "2024-01-02 01:04:05"
+        }
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => "2024-01-02T03:04:05+02:00",
+    };
     dml(
         &mut conn,
         "INSERT INTO cv (id, ts, tz, d, u, j) VALUES ($1, $2, $3, $4, $5, $6)",
         &[
             2.into(),
             "2024-01-02 03:04:05".into(),
-            "2024-01-02T03:04:05+02:00".into(),
+            tz_text.into(),
             "2024-01-02".into(),
             u.into(),
             r#"{"a": [1, 2]}"#.into(),
@@ -637,6 +707,21 @@ async fn t_params_convert_to_column_type(db: &TestDb) {
         &[],
     )
     .await;
+    // On MySQL the text stays text where the column is text (`CHAR(36)`, MariaDB's `JSON`).
+    let (uuid_back, json_back) = match db.kind {
+        Kind::Mysql => (
+            RowValues::Text(u.into()),
+            if db.is_mariadb().await {
+                RowValues::Text(r#"{"a": [1, 2]}"#.into())
+            } else {
+                RowValues::JSON(json!({"a": [1, 2]}))
+            },
+        ),
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => (
+            RowValues::Uuid(Uuid::parse_str(u).unwrap()),
+            RowValues::JSON(json!({"a": [1, 2]})),
+        ),
+    };
     assert_row(
         db,
         "text parameters into typed columns",
@@ -645,12 +730,31 @@ async fn t_params_convert_to_column_type(db: &TestDb) {
             ("ts", RowValues::Timestamp(ts(2024, 1, 2, 3, 4, 5, 0))),
             (
                 "tz",
-                RowValues::TimestampTz(Utc.with_ymd_and_hms(2024, 1, 2, 1, 4, 5).unwrap()),
+                read_back(
+                    db,
+                    &RowValues::TimestampTz(Utc.with_ymd_and_hms(2024, 1, 2, 1, 4, 5).unwrap()),
+                )
+                .await,
             ),
             ("d", RowValues::Date(date(2024, 1, 2))),
-            ("u", RowValues::Uuid(Uuid::parse_str(u).unwrap())),
-            ("j", RowValues::JSON(json!({"a": [1, 2]}))),
+            ("u", uuid_back),
+            ("j", json_back),
         ],
+    );
+    // And they decode into the Rust types on every backend.
+    let (tz, uu, jj): (DateTime<Utc>, Uuid, serde_json::Value) = conn
+        .query("SELECT tz, u, j FROM cv WHERE id = 2")
+        .one()
+        .await
+        .unwrap();
+    assert_eq!(
+        (tz, uu, jj),
+        (
+            Utc.with_ymd_and_hms(2024, 1, 2, 1, 4, 5).unwrap(),
+            Uuid::parse_str(u).unwrap(),
+            json!({"a": [1, 2]})
+        ),
+        "[{k}]"
     );
 }
 
@@ -743,6 +847,7 @@ async fn t_translation(db: &TestDb) {
     let native = match db.kind {
         Kind::Sqlite | Kind::Turso => "SELECT id FROM tr WHERE a = ?1 AND b = ?2",
         Kind::Postgres => "SELECT id FROM tr WHERE a = $1 AND b = $2",
+        Kind::Mysql => "SELECT id FROM tr WHERE a = ? AND b = ?",
     };
     let (id,): (i64,) = conn
         .query(native)
@@ -784,6 +889,9 @@ async fn t_translation(db: &TestDb) {
 /// backend: natively on Postgres, as their documented text forms on SQLite and Turso, read back
 /// by the declared type; as parameters, as `ResultSet` values and through typed decoding.
 async fn t_round_trip_time_interval_arrays(db: &TestDb) {
+    if db.kind == Kind::Mysql {
+        return mysql_time_interval_arrays(db).await;
+    }
     let k = db.kind.name();
     let mut conn = db.conn().await;
     let cols = [
@@ -866,6 +974,150 @@ async fn t_round_trip_time_interval_arrays(db: &TestDb) {
             ],
         ),
         "[{k}]"
+    );
+}
+
+/// An interval as one signed count of microseconds (MySQL's `TIME` has no months, so a day
+/// is 24 hours there).
+fn interval_micros(i: &sql_middleware::Interval) -> i64 {
+    i64::from(i.days) * 86_400_000_000 + i.microseconds
+}
+
+/// [`t_round_trip_time_interval_arrays`] on MySQL: `TIME(6)` holds both kinds. A value within a
+/// day reads back as `Time`, one outside it (negative, or 24 hours and more) as an `Interval`
+/// of no months; both decode into either type. An `Interval` with months, or beyond `TIME`'s
+/// ±838:59:59, cannot be bound (`ParameterType`), and neither can an array (MySQL has none).
+async fn mysql_time_interval_arrays(db: &TestDb) {
+    use sql_middleware::Interval;
+    let k = db.kind.name();
+    let mut conn = db.conn().await;
+    let cols = [
+        ("tm", Logical::Time),
+        ("iv", Logical::Interval),
+        ("ia", Logical::IntArray),
+        ("ta", Logical::TextArray),
+    ];
+    create_table(db, &mut conn, "ext", &cols).await;
+    let late = chrono::NaiveTime::from_hms_micro_opt(23, 59, 59, 999_999).unwrap();
+    let back = Interval {
+        months: 0,
+        days: 0,
+        microseconds: -86_399_000_001,
+    };
+    let long = Interval {
+        months: 0,
+        days: 1,
+        microseconds: 3_600_000_000,
+    };
+    let insert = "INSERT INTO ext (id, tm, iv) VALUES ($1, $2, $3)";
+    for (id, tm, iv) in [
+        (1, RowValues::Time(late), RowValues::Interval(back)),
+        (
+            2,
+            RowValues::Time(chrono::NaiveTime::MIN),
+            RowValues::Interval(long),
+        ),
+        (3, RowValues::Null, RowValues::Null),
+        (
+            4,
+            RowValues::Interval(Interval::default()),
+            RowValues::Time(late),
+        ),
+    ] {
+        assert_eq!(
+            dml(&mut conn, insert, &[RowValues::Int(id), tm, iv]).await,
+            1,
+            "[{k}] row {id}"
+        );
+    }
+    let rs = select(&mut conn, "SELECT tm, iv FROM ext ORDER BY id", &[]).await;
+    let got: Vec<(Option<&RowValues>, Option<&RowValues>)> = rs
+        .results
+        .iter()
+        .map(|r| (r.get("tm"), r.get("iv")))
+        .collect();
+    let micros = |v: Option<&RowValues>| match v {
+        Some(RowValues::Interval(i)) if i.months == 0 => Some(interval_micros(i)),
+        _ => None,
+    };
+    assert_eq!(got[0].0, Some(&RowValues::Time(late)), "[{k}] {got:?}");
+    assert_eq!(micros(got[0].1), Some(-86_399_000_001), "[{k}] {got:?}");
+    assert_eq!(
+        got[1].0,
+        Some(&RowValues::Time(chrono::NaiveTime::MIN)),
+        "[{k}] {got:?}"
+    );
+    assert_eq!(micros(got[1].1), Some(90_000_000_000), "[{k}] {got:?}");
+    assert_eq!(
+        got[2],
+        (Some(&RowValues::Null), Some(&RowValues::Null)),
+        "[{k}]"
+    );
+    // Within a day an interval is a time of day, and the other way round.
+    assert_eq!(
+        got[3],
+        (
+            Some(&RowValues::Time(chrono::NaiveTime::MIN)),
+            Some(&RowValues::Time(late))
+        ),
+        "[{k}]"
+    );
+    // Typed decoding: either Rust type from either kind.
+    let (tm, iv): (chrono::NaiveTime, Interval) = conn
+        .query("SELECT tm, iv FROM ext WHERE id = 1")
+        .one()
+        .await
+        .unwrap_or_else(|e| panic!("[{k}] typed: {e:?}"));
+    assert_eq!((tm, interval_micros(&iv)), (late, -86_399_000_001), "[{k}]");
+    let (short,): (Interval,) = conn
+        .query("SELECT iv FROM ext WHERE id = 4")
+        .one()
+        .await
+        .unwrap_or_else(|e| panic!("[{k}] a TIME within a day decoded as an Interval: {e:?}"));
+    assert_eq!(interval_micros(&short), 86_399_999_999, "[{k}]");
+    // What TIME cannot hold is refused before the server, and nothing is stored.
+    for (what, v) in [
+        (
+            "an interval with months",
+            RowValues::Interval(Interval {
+                months: -14,
+                days: 3,
+                microseconds: 0,
+            }),
+        ),
+        (
+            "an interval beyond 838:59:59",
+            RowValues::Interval(Interval {
+                months: 0,
+                days: 35,
+                microseconds: 0,
+            }),
+        ),
+        (
+            "an integer array",
+            RowValues::Array(vec![RowValues::Int(1), RowValues::Null]),
+        ),
+        ("a text array", RowValues::array(["a", "b"])),
+        ("an empty array", RowValues::Array(vec![])),
+    ] {
+        let col = if matches!(v, RowValues::Array(_)) {
+            "ia"
+        } else {
+            "iv"
+        };
+        expect_kind(
+            &format!("[{k}] {what}"),
+            conn.query(&format!("INSERT INTO ext (id, {col}) VALUES ($1, $2)"))
+                .params(&[RowValues::Int(9), v])
+                .dml()
+                .await,
+            ErrorKind::ParameterType,
+        );
+    }
+    assert_eq!(
+        count(&mut conn, "ext").await,
+        4,
+        "[{k}] nothing more stored"
     );
 }
 

@@ -16,20 +16,27 @@ async fn t_long_statements(db: &TestDb) {
     // Turso (compiled without optimisation in test builds) is far slower per row, and has no
     // inline budget to exceed, so it gets fewer rows.
     let n_rows: i64 = match db.kind {
-        Kind::Sqlite | Kind::Postgres => 100_000,
+        Kind::Sqlite | Kind::Postgres | Kind::Mysql => 100_000,
         Kind::Turso => 10_000,
     };
     let k = db.kind.name();
     let mut conn = db.conn().await;
     create_table(db, &mut conn, "lt", &[("v", Logical::Int)]).await;
+    allow_deep_recursion(db, &mut conn).await;
     let cte = |lo: i64, hi: i64| {
         format!(
             "WITH RECURSIVE c(x) AS (SELECT {lo} UNION ALL SELECT x + 1 FROM c WHERE x < {hi}) "
         )
     };
     let read = format!("{}SELECT COUNT(*), SUM(x) FROM c", cte(1, n_rows));
-    let write =
-        |lo: i64, hi: i64| format!("{}INSERT INTO lt (id, v) SELECT x, x FROM c", cte(lo, hi));
+    // MySQL puts the WITH clause of an INSERT … SELECT after the INSERT.
+    let kind = db.kind;
+    let write = |lo: i64, hi: i64| match kind {
+        Kind::Mysql => format!("INSERT INTO lt (id, v) {}SELECT x, x FROM c", cte(lo, hi)),
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => {
+            format!("{}INSERT INTO lt (id, v) SELECT x, x FROM c", cte(lo, hi))
+        }
+    };
     let (n, sum): (i64, i64) = conn.query(&read).one().await.unwrap();
     assert_eq!(
         (n, sum),
@@ -96,7 +103,7 @@ async fn t_cancelled_query(db: &TestDb) {
     let k = db.kind.name();
     // Sized to run for a few seconds if nothing stops it (Turso is slower per row).
     let rows = match db.kind {
-        Kind::Sqlite | Kind::Postgres => 5_000_000,
+        Kind::Sqlite | Kind::Postgres | Kind::Mysql => 5_000_000,
         Kind::Turso => 60_000,
     };
     let slow = format!(
@@ -104,6 +111,7 @@ async fn t_cancelled_query(db: &TestDb) {
          SELECT COUNT(*) FROM c"
     );
     let mut conn = db.conn().await;
+    allow_deep_recursion(db, &mut conn).await;
     if db.kind == Kind::Turso {
         // TURSO DIFFERS BY DESIGN: Turso's async API yields only when it waits for I/O, so a
         // statement that needs none runs to completion inside one poll and a timeout cannot

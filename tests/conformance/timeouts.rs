@@ -17,17 +17,47 @@ use crate::helpers::*;
 
 /// About a hundred million rows: minutes of work on every engine. `tag` names the test, so
 /// [`end_abandoned`] finds its statements.
-fn slow_rows(tag: &str) -> String {
-    format!(
-        "/* timeout test {tag} */ WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000) SELECT x FROM c"
-    )
+///
+/// MySQL stops a recursive CTE after 1000 rounds (see `allow_deep_recursion`), so there the
+/// rows are the cross join of nine ten-row tables: a billion rows, about two minutes of work.
+fn slow_rows(kind: Kind, tag: &str) -> String {
+    match kind {
+        Kind::Mysql => format!(
+            "/* timeout test {tag} */ {MYSQL_DIGITS} \
+             SELECT a.x + 10 * b.x + 100 * c.x AS x FROM {MYSQL_NINE_JOINS}"
+        ),
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => format!(
+            "/* timeout test {tag} */ WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000) SELECT x FROM c"
+        ),
+    }
 }
 
-/// The same work in one aggregate step (Turso cannot stop it; SQLite and Postgres can).
-fn slow_count(tag: &str) -> String {
-    format!(
-        "/* timeout test {tag} */ WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000) SELECT count(*) FROM c"
-    )
+/// The same work in one aggregate step (Turso cannot stop it; SQLite, Postgres and MySQL can).
+fn slow_count(kind: Kind, tag: &str) -> String {
+    match kind {
+        Kind::Mysql => format!(
+            "/* timeout test {tag} */ {MYSQL_DIGITS} SELECT count(*) FROM {MYSQL_NINE_JOINS}"
+        ),
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => format!(
+            "/* timeout test {tag} */ WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000) SELECT count(*) FROM c"
+        ),
+    }
+}
+
+/// A ten-row table of the digits, for [`slow_rows`] on MySQL.
+const MYSQL_DIGITS: &str = "WITH d(x) AS (SELECT 0 UNION ALL SELECT 1 UNION ALL SELECT 2 \
+     UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 \
+     UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)";
+
+/// Nine copies of the digits, joined: 10^9 rows.
+const MYSQL_NINE_JOINS: &str = "d a, d b, d c, d e, d f, d g, d h, d i, d j";
+
+/// `$1 + 1` as a 64-bit integer, as `kind` casts (MySQL: `SIGNED`).
+fn plus_one_sql(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Mysql => "SELECT CAST($1 AS SIGNED) + 1",
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => "SELECT CAST($1 AS BIGINT) + 1",
+    }
 }
 
 /// Postgres in the unnamed (pooler) mode sends no cancel request: a statement past its limit
@@ -43,6 +73,26 @@ async fn end_abandoned(db: &TestDb, tag: &str) {
         ))
         .await
         .unwrap();
+    }
+    // MySQL's limits stop the server's work (`KILL QUERY`); a statement that outlived its
+    // call anyway would go on for minutes, so it is ended here (its test has failed by then:
+    // the next call on its connection would have waited for it).
+    #[cfg(feature = "mysql")]
+    if db.kind == Kind::Mysql {
+        use mysql_async::prelude::Queryable;
+        let mut c = crate::common::mysql::raw_conn(&crate::common::mysql::base_url()).await;
+        let ids: Vec<u64> = c
+            .exec(
+                "SELECT id FROM information_schema.processlist \
+                 WHERE id <> CONNECTION_ID() AND info LIKE ?",
+                (format!("/* timeout test {tag} */%"),),
+            )
+            .await
+            .unwrap();
+        for id in ids {
+            let _ = c.query_drop(format!("KILL QUERY {id}")).await;
+        }
+        let _ = c.disconnect().await;
     }
     let _ = (db, tag);
 }
@@ -65,10 +115,10 @@ fn timed_out<T: std::fmt::Debug>(what: &str, started: Instant, r: Result<T, SqlM
 /// Each call has a generous limit of its own: behind a transaction-mode pooler, a statement
 /// the unnamed mode abandoned keeps its server connection busy until it ends, so the next call
 /// may wait for another one longer than the tests' short limit.
-async fn still_fine(what: &str, conn: &mut Conn) {
+async fn still_fine(kind: Kind, what: &str, conn: &mut Conn) {
     for i in 0..20_i64 {
         let (n,): (i64,) = conn
-            .query("SELECT CAST($1 AS BIGINT) + 1")
+            .query(plus_one_sql(kind))
             .params(&[RowValues::Int(i)])
             .timeout(Duration::from_secs(30))
             .one()
@@ -87,29 +137,32 @@ async fn still_fine(what: &str, conn: &mut Conn) {
 /// Every terminal of the query builder and of a prepared statement stops at its own limit.
 async fn t_per_call_timeout_stops_every_terminal(db: &TestDb) {
     let k = db.kind.name();
-    let (rows, count) = (slow_rows("per call"), slow_count("per call"));
+    let (rows, count) = (
+        slow_rows(db.kind, "per call"),
+        slow_count(db.kind, "per call"),
+    );
     let mut conn = db.conn().await;
 
     let t = Instant::now();
     let r = conn.query(&rows).timeout(LIMIT).select().await;
     timed_out(&format!("[{k}] select"), t, r.map(|rs| rs.len()));
-    still_fine(&format!("[{k}] after select"), &mut conn).await;
+    still_fine(db.kind, &format!("[{k}] after select"), &mut conn).await;
 
     let t = Instant::now();
     let r = conn.query(&rows).timeout(LIMIT).all::<(i64,)>().await;
     timed_out(&format!("[{k}] all"), t, r.map(|v| v.len()));
-    still_fine(&format!("[{k}] after all"), &mut conn).await;
+    still_fine(db.kind, &format!("[{k}] after all"), &mut conn).await;
 
     if db.kind != Kind::Turso {
         let t = Instant::now();
         let r = conn.query(&count).timeout(LIMIT).one::<(i64,)>().await;
         timed_out(&format!("[{k}] one"), t, r);
-        still_fine(&format!("[{k}] after one"), &mut conn).await;
+        still_fine(db.kind, &format!("[{k}] after one"), &mut conn).await;
 
         let t = Instant::now();
         let r = conn.query(&count).timeout(LIMIT).optional::<(i64,)>().await;
         timed_out(&format!("[{k}] optional"), t, r);
-        still_fine(&format!("[{k}] after optional"), &mut conn).await;
+        still_fine(db.kind, &format!("[{k}] after optional"), &mut conn).await;
     }
 
     {
@@ -122,7 +175,12 @@ async fn t_per_call_timeout_stops_every_terminal(db: &TestDb) {
         let r = stmt.select(&[]).await;
         timed_out(&format!("[{k}] prepared select"), t, r.map(|rs| rs.len()));
     }
-    still_fine(&format!("[{k}] after the prepared statement"), &mut conn).await;
+    still_fine(
+        db.kind,
+        &format!("[{k}] after the prepared statement"),
+        &mut conn,
+    )
+    .await;
 
     // A limit that is not reached changes nothing.
     let (n,): (i64,) = conn
@@ -139,7 +197,7 @@ async fn t_per_call_timeout_stops_every_terminal(db: &TestDb) {
 /// the connection is clean afterwards.
 async fn t_timeout_in_a_transaction_aborts_it(db: &TestDb) {
     let k = db.kind.name();
-    let rows = slow_rows("in a transaction");
+    let rows = slow_rows(db.kind, "in a transaction");
     let mut conn = db.conn().await;
     create_table(db, &mut conn, "tmo", &[("v", Logical::Int)]).await;
     let mut tx = conn.begin().await.unwrap();
@@ -163,7 +221,12 @@ async fn t_timeout_in_a_transaction_aborts_it(db: &TestDb) {
         ErrorKind::TransactionAborted,
     );
     assert_eq!(count(&mut conn, "tmo").await, 0, "[{k}] nothing committed");
-    still_fine(&format!("[{k}] after the aborted transaction"), &mut conn).await;
+    still_fine(
+        db.kind,
+        &format!("[{k}] after the aborted transaction"),
+        &mut conn,
+    )
+    .await;
     // The same with an explicit rollback.
     let mut tx = conn.begin().await.unwrap();
     let r = tx.query(&rows).timeout(LIMIT).select().await;
@@ -173,7 +236,7 @@ async fn t_timeout_in_a_transaction_aborts_it(db: &TestDb) {
         ErrorKind::Timeout,
     );
     tx.rollback().await.unwrap();
-    still_fine(&format!("[{k}] after the rollback"), &mut conn).await;
+    still_fine(db.kind, &format!("[{k}] after the rollback"), &mut conn).await;
     end_abandoned(db, "in a transaction").await;
 }
 
@@ -181,7 +244,7 @@ async fn t_timeout_in_a_transaction_aborts_it(db: &TestDb) {
 /// script, raw SQLite work); a checkout can change it, and a call's own limit wins.
 async fn t_pool_statement_timeout(db: &TestDb) {
     let k = db.kind.name();
-    let (rows, count) = (slow_rows("pool"), slow_count("pool"));
+    let (rows, count) = (slow_rows(db.kind, "pool"), slow_count(db.kind, "pool"));
     let pool = db.builder().statement_timeout(LIMIT).build().await.unwrap();
     let mut conn = pool.get_connection().await.unwrap();
     assert_eq!(conn.statement_timeout(), Some(LIMIT), "[{k}]");
@@ -197,13 +260,13 @@ async fn t_pool_statement_timeout(db: &TestDb) {
         t,
         r.map(|v| v.len()),
     );
-    still_fine(&format!("[{k}] after the pipeline"), &mut conn).await;
+    still_fine(db.kind, &format!("[{k}] after the pipeline"), &mut conn).await;
 
     if db.kind != Kind::Turso {
         let t = Instant::now();
         let r = conn.execute_batch(&format!("{count}; SELECT 1")).await;
         timed_out(&format!("[{k}] pool limit, execute_batch"), t, r);
-        still_fine(&format!("[{k}] after execute_batch"), &mut conn).await;
+        still_fine(db.kind, &format!("[{k}] after execute_batch"), &mut conn).await;
     }
 
     #[cfg(feature = "sqlite")]
@@ -213,7 +276,7 @@ async fn t_pool_statement_timeout(db: &TestDb) {
             .with_blocking_sqlite(move |c| c.query_row(&count, [], |r| r.get::<_, i64>(0)))
             .await;
         timed_out(&format!("[{k}] pool limit, raw SQLite"), t, r);
-        still_fine(&format!("[{k}] after raw SQLite"), &mut conn).await;
+        still_fine(db.kind, &format!("[{k}] after raw SQLite"), &mut conn).await;
     }
 
     // A call's own limit wins over the pool's: a generous one lets a quick call through even
@@ -233,7 +296,7 @@ async fn t_pool_statement_timeout(db: &TestDb) {
     );
     conn.set_statement_timeout(None);
     assert_eq!(conn.statement_timeout(), None, "[{k}]");
-    still_fine(&format!("[{k}] without a limit"), &mut conn).await;
+    still_fine(db.kind, &format!("[{k}] without a limit"), &mut conn).await;
     drop(conn);
 
     // The limit belongs to the checkout: the next one starts with the pool's again.

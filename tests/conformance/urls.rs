@@ -1,5 +1,6 @@
 //! Configuration from a URL on every backend: the scheme picks the backend, parameters set the
-//! pool, and the pool works.
+//! pool, and the pool works. (The tests are not per backend: `urls::mysql_urls` is not matched
+//! by `-- mysql::`.)
 
 use sql_middleware::prelude::*;
 
@@ -112,4 +113,40 @@ async fn postgres_urls() {
         assert_eq!(e.kind(), sql_middleware::ErrorKind::Config, "{e}");
         assert!(e.to_string().contains("sslrootcert"), "{e}");
     }
+}
+
+#[cfg(feature = "mysql")]
+#[tokio::test]
+async fn mysql_urls() {
+    let base = crate::common::mysql::base_url();
+    let sep = if base.contains('?') { '&' } else { '?' };
+    // `mysql://` and `mariadb://` name the same backend; the URL's database is the session's.
+    let mariadb = base.replacen("mysql://", "mariadb://", 1);
+    for url in [&base, &mariadb] {
+        let url = format!("{url}{sep}max_size=2&wait_timeout=2s");
+        let db = ConfigAndPool::from_url(&url)
+            .unwrap_or_else(|e| panic!("{url}: {e}"))
+            .build()
+            .await
+            .unwrap_or_else(|e| panic!("{url}: {e}"));
+        assert_eq!(db.database_type(), DatabaseType::Mysql, "{url}");
+        assert_eq!(db.status().max_size, 2, "{url}");
+        assert_eq!(answers(&db).await, 42, "{url}");
+        let mut conn = db.get_connection().await.unwrap();
+        let (name,): (Option<String>,) = conn.query("SELECT DATABASE()").one().await.unwrap();
+        let path = base
+            .split_once("://")
+            .and_then(|(_, rest)| rest.split_once('/'))
+            .map(|(_, db)| db.split('?').next().unwrap_or(db).to_owned());
+        assert_eq!(name, path, "{url}: the URL's database");
+    }
+    // A zero limit is a mistake, not "no limit".
+    let zero = ConfigAndPool::from_url(&format!("{base}{sep}statement_timeout=0ms"))
+        .unwrap()
+        .build()
+        .await;
+    assert_eq!(
+        zero.map(drop).unwrap_err().kind(),
+        sql_middleware::ErrorKind::Config
+    );
 }

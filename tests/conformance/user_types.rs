@@ -10,7 +10,7 @@ use sql_middleware::prelude::*;
 use sql_middleware::{DecodeError, ValueRef, params};
 
 use crate::backend_tests;
-use crate::common::backends::{Logical, TestDb};
+use crate::common::backends::{Kind, Logical, TestDb};
 
 /// A user type stored as an integer column: cents.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -177,13 +177,18 @@ async fn t_user_types_bind_on_every_path(db: &TestDb) {
     assert_eq!(n, 7, "[{k}]");
 }
 
+/// Integers wider than `i64` stay exact: in a numeric column, or on MySQL in its own
+/// `BIGINT UNSIGNED` (read back as `Int` up to `i64::MAX` and as `Numeric` above it).
 async fn t_wide_integers_stay_exact(db: &TestDb) {
     let k = db.kind.name();
     let mut c = db.conn().await;
+    let num = match db.kind {
+        Kind::Mysql => "BIGINT UNSIGNED",
+        Kind::Sqlite | Kind::Postgres | Kind::Turso => db.ty(Logical::Numeric),
+    };
     c.execute_batch(&format!(
         "CREATE TABLE wide (id {int}, n {num})",
         int = db.ty(Logical::Int),
-        num = db.ty(Logical::Numeric)
     ))
     .await
     .unwrap();
@@ -202,6 +207,29 @@ async fn t_wide_integers_stay_exact(db: &TestDb) {
         .unwrap();
     for ((_, want), (_, back)) in cases.iter().zip(&got) {
         assert_eq!(back.to_string(), want.to_string(), "[{k}]");
+    }
+    if db.kind == Kind::Mysql {
+        let rs = c
+            .query("SELECT n FROM wide ORDER BY id")
+            .select()
+            .await
+            .unwrap();
+        let kinds: Vec<Option<&RowValues>> = rs.results.iter().map(|r| r.get("n")).collect();
+        assert_eq!(
+            kinds,
+            [
+                Some(&RowValues::Int(0)),
+                Some(&RowValues::Int(i64::MAX)),
+                Some(&RowValues::Numeric(Decimal::from(u64::MAX))),
+            ],
+            "[{k}] unsigned values above i64::MAX read back as Numeric"
+        );
+        let (max,): (u64,) = c
+            .query("SELECT n FROM wide WHERE id = 3")
+            .one()
+            .await
+            .unwrap();
+        assert_eq!(max, u64::MAX, "[{k}]");
     }
 }
 

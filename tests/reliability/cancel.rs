@@ -314,7 +314,9 @@ async fn scenario(
                 .await
                 .map_err(|_| "the lock holder failed".to_string())?;
             release.notify_one();
-            if kind == Kind::Postgres {
+            // Postgres and MySQL lock rows: the target waits in its UPDATE. SQLite and Turso
+            // lock the database: the target waits in its BEGIN.
+            if matches!(kind, Kind::Postgres | Kind::Mysql) {
                 let mut tx = begin_with_row(&mut conn, a, grp).await?;
                 match poll_at_most(
                     tx.query("UPDATE lockrow SET v = v + 1 WHERE id = 1").dml(),
@@ -562,6 +564,21 @@ async fn raw_insert(
                 Polled::Done(r, n) => Polled::Done(
                     r.map(drop)
                         .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string())),
+                    n,
+                ),
+                Polled::Dropped(n) => Polled::Dropped(n),
+            }
+        }
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => {
+            use sql_middleware::drivers::mysql_async::prelude::Queryable;
+            let raw = match conn.mysql_connection().await {
+                Ok(c) => c,
+                Err(e) => return Polled::Done(Err(e), 0),
+            };
+            match poll_at_most(raw.query_drop(sql), budget, at).await {
+                Polled::Done(r, n) => Polled::Done(
+                    r.map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string())),
                     n,
                 ),
                 Polled::Dropped(n) => Polled::Dropped(n),
@@ -833,6 +850,21 @@ async fn t_dropped_statement_then_commit(db: &TestDb, builder: PoolBuilder, labe
 }
 
 backend_tests! {
+    let _group = common::groups::enter("cancel");
+    async fn cancel_at_every_await_point(db) {
+        let b = db.builder();
+        let label = db.kind.name();
+        t_cancel_everywhere(&db, b, label).await
+    }
+    async fn dropped_statement_then_commit(db) {
+        let b = db.builder();
+        let label = db.kind.name();
+        t_dropped_statement_then_commit(&db, b, label).await
+    }
+}
+
+// MySQL: the same two items.
+crate::mysql_tests! {
     let _group = common::groups::enter("cancel");
     async fn cancel_at_every_await_point(db) {
         let b = db.builder();

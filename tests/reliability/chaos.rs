@@ -4,6 +4,7 @@
 //! - Postgres: backends killed under load, directly and behind PgBouncer in transaction mode
 //!   (unnamed statements): only `ConnectionLost`, nothing lost, phantom or torn. (Found: the
 //!   pooler's `08P01 server connection closed` was classified as a parameter-count error.)
+//! - MySQL: connections killed under load (`KILL`), the same ledger and the same promises.
 //! - Postgres: a throwaway cluster restarted (`pg_ctl restart -m fast`) under load by 8 workers
 //!   on a ledger: only `ConnectionLost`/`PoolTimeout` errors, nothing lost, phantom or torn, the
 //!   first success within 1 s of the server accepting connections again, and an error-free
@@ -384,6 +385,326 @@ async fn postgres_connections_killed_under_load() {
             sql_middleware::StatementCache::Named,
         )
         .await
+    })
+    .await;
+}
+
+// ---- 4, on MySQL: connections killed under load ------------------------------------------------
+
+/// Kills (`KILL <id>`, the whole connection) the sessions on database `db` that `filter`
+/// selects, through `admin` (connected to another database, so never itself a target).
+#[cfg(feature = "mysql")]
+async fn my_kill_where(admin: &ConfigAndPool, db: &str, filter: &str) -> usize {
+    let Ok(mut c) = admin.get_connection().await else {
+        return 0;
+    };
+    let sql = format!(
+        "SELECT id FROM information_schema.processlist \
+         WHERE db = $1 AND id <> CONNECTION_ID() {filter}"
+    );
+    let Ok(ids) = c.query(&sql).params(&[db.into()]).all::<(i64,)>().await else {
+        return 0;
+    };
+    let mut killed = 0;
+    for (id,) in ids {
+        // A session may end on its own in between: an unknown id is no kill.
+        if c.execute_batch(&format!("KILL {id}")).await.is_ok() {
+            killed += 1;
+        }
+    }
+    killed
+}
+
+/// [`pg_worker`] on MySQL: the transaction whose own connection is killed around its COMMIT
+/// finds its id with `CONNECTION_ID()`.
+#[cfg(feature = "mysql")]
+async fn my_worker(
+    w: i64,
+    pool: ConfigAndPool,
+    admin: ConfigAndPool,
+    mut rng: Rng,
+    chaos_end: Instant,
+    end: Instant,
+) -> WorkerLog {
+    let mut log = WorkerLog::default();
+    let mut n = 0_i64;
+    const INS: &str = "INSERT INTO ch (id, w) VALUES ($1, $2)";
+    while Instant::now() < end {
+        n += 1;
+        let group = w * 1_000_000 + n;
+        let id = |j: i64| group * 10 + j;
+        let op = rng.below(10);
+        let tx_rows = 1 + rng.below(4) as i64;
+        let in_chaos = Instant::now() < chaos_end;
+        let r: Result<(), (SqlMiddlewareDbError, bool)> = async {
+            let mut c = pool.get_connection().await.map_err(|e| (e, false))?;
+            match op {
+                // A transaction of 1-4 rows.
+                0..=4 => {
+                    let mut tx = c.begin().await.map_err(|e| (e, false))?;
+                    for j in 0..tx_rows {
+                        tx.query(INS)
+                            .params(&[id(j).into(), w.into()])
+                            .dml()
+                            .await
+                            .map_err(|e| (e, false))?;
+                    }
+                    tx.commit().await.map_err(|e| (e, true))?;
+                    log.ledger
+                        .record(group, Fate::Acked, (0..tx_rows).map(id).collect());
+                    Ok(())
+                }
+                // An autocommit insert of two rows.
+                5 | 6 => {
+                    let r = c
+                        .query("INSERT INTO ch (id, w) VALUES ($1, $3), ($2, $3)")
+                        .params(&[id(0).into(), id(1).into(), w.into()])
+                        .dml()
+                        .await;
+                    match r {
+                        Ok(2) => {
+                            log.ledger.record(group, Fate::Acked, vec![id(0), id(1)]);
+                            Ok(())
+                        }
+                        Ok(k) => panic!("autocommit insert changed {k} rows"),
+                        Err(e) => Err((e, true)),
+                    }
+                }
+                // A read.
+                7 => c
+                    .query("SELECT count(*) FROM ch WHERE w = $1")
+                    .params(&[w.into()])
+                    .one::<(i64,)>()
+                    .await
+                    .map(drop)
+                    .map_err(|e| (e, false)),
+                // A transaction whose own connection is killed around its COMMIT.
+                _ => {
+                    let mut tx = c.begin().await.map_err(|e| (e, false))?;
+                    let (own,): (i64,) = tx
+                        .query("SELECT CONNECTION_ID()")
+                        .one()
+                        .await
+                        .map_err(|e| (e, false))?;
+                    for j in 0..2 {
+                        tx.query(INS)
+                            .params(&[id(j).into(), w.into()])
+                            .dml()
+                            .await
+                            .map_err(|e| (e, false))?;
+                    }
+                    if in_chaos {
+                        let delay = Duration::from_micros(rng.below(3000));
+                        let admin = admin.clone();
+                        log.commit_kills += 1;
+                        tokio::spawn(async move {
+                            tokio::time::sleep(delay).await;
+                            if let Ok(mut a) = admin.get_connection().await {
+                                let _ = a.execute_batch(&format!("KILL {own}")).await;
+                            }
+                        });
+                    }
+                    tx.commit().await.map_err(|e| (e, true))?;
+                    log.ledger.record(group, Fate::Acked, vec![id(0), id(1)]);
+                    Ok(())
+                }
+            }
+        }
+        .await;
+        match r {
+            Ok(()) => {
+                log.ok_ops += 1;
+                let now = Instant::now();
+                log.ok_times.push(now);
+                if now >= chaos_end && log.first_ok_after_chaos.is_none() {
+                    log.first_ok_after_chaos = Some(now);
+                }
+            }
+            Err((e, at_commit)) => {
+                let rows: Vec<i64> = match op {
+                    0..=4 => (0..tx_rows).map(id).collect(),
+                    5 | 6 | 8 | 9 => vec![id(0), id(1)],
+                    _ => vec![],
+                };
+                if !rows.is_empty() {
+                    // An error at COMMIT (or of an autocommit write) may come after the engine
+                    // committed: all rows or none. Before COMMIT, nothing may be saved.
+                    let fate = if at_commit {
+                        Fate::Indeterminate
+                    } else {
+                        Fate::Unacked
+                    };
+                    log.ledger.record(group, fate, rows);
+                }
+                log.errors.push((
+                    Instant::now(),
+                    e.kind(),
+                    e.message().chars().take(120).collect(),
+                ));
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    }
+    log
+}
+
+/// The kill test on MySQL: 8 workers on a pool of 8 on a database of the test's own, and a
+/// killer that every 250 ms kills one connection in a transaction or running a statement, one
+/// at random, or all of them; the workers' own connections are also killed around their
+/// COMMITs. Only `ConnectionLost`; nothing lost, phantom or torn; an error-free calm period.
+#[cfg(feature = "mysql")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_connections_killed_under_load() {
+    let _group = common::groups::enter("chaos");
+    common::mysql::with_database(|url| async move {
+        let label = "mysql_chaos";
+        let (_guard, seed) = SeedGuard::new(label);
+        let chaos = Duration::from_secs_f64(knob_f64("RELIABILITY_CHAOS_SECS", 6.0));
+        let calm = Duration::from_secs_f64(knob_f64("RELIABILITY_CALM_SECS", 3.0));
+        let workers = knob_usize("RELIABILITY_MY_WORKERS", 8) as i64;
+        let db_name = url
+            .rsplit('/')
+            .next()
+            .and_then(|tail| tail.split('?').next())
+            .expect("a database in the URL")
+            .to_owned();
+        let pool = ConfigAndPool::mysql(&url)
+            .max_size(8)
+            .wait_timeout(Duration::from_secs(5))
+            .create_timeout(Duration::from_secs(5))
+            .build()
+            .await
+            .expect("pool");
+        let admin = ConfigAndPool::mysql(&common::mysql::base_url())
+            .max_size(4)
+            .build()
+            .await
+            .expect("admin pool");
+        {
+            let mut c = pool.get_connection().await.expect("setup");
+            c.execute_batch("CREATE TABLE ch (id BIGINT PRIMARY KEY, w BIGINT NOT NULL)")
+                .await
+                .expect("create");
+        }
+        let mut rng = Rng::new(seed);
+        let start = Instant::now();
+        let chaos_end = start + chaos;
+        let end = chaos_end + calm;
+        let mut tasks = Vec::new();
+        for w in 0..workers {
+            tasks.push(tokio::spawn(my_worker(
+                w + 1,
+                pool.clone(),
+                admin.clone(),
+                rng.fork(),
+                chaos_end,
+                end,
+            )));
+        }
+        let mut kills = 0;
+        let mut ticks = 0;
+        let mut last_kill = start;
+        let mut krng = rng.fork();
+        while Instant::now() + Duration::from_millis(250) < chaos_end {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            ticks += 1;
+            let filter = match ticks % 3 {
+                0 => "AND (command = 'Query' OR id IN \
+                      (SELECT trx_mysql_thread_id FROM information_schema.innodb_trx))"
+                    .to_owned(),
+                1 => format!(
+                    "AND id = (SELECT id FROM information_schema.processlist WHERE db = $1 \
+                     ORDER BY id LIMIT 1 OFFSET {})",
+                    krng.below(8)
+                ),
+                _ => String::new(),
+            };
+            kills += my_kill_where(&admin, &db_name, &filter).await;
+            last_kill = Instant::now();
+        }
+        let mut ledger = Ledger::default();
+        let mut ok_ops = 0;
+        let mut errors: BTreeMap<String, usize> = BTreeMap::new();
+        let mut samples: BTreeMap<String, String> = BTreeMap::new();
+        let mut late_errors = Vec::new();
+        let mut recovery = Duration::ZERO;
+        let mut commit_kills = 0;
+        let quiet_from = end - calm / 2;
+        for t in tasks {
+            let log = t.await.expect("worker panicked");
+            ok_ops += log.ok_ops;
+            commit_kills += log.commit_kills;
+            tally_errors(
+                &log,
+                quiet_from,
+                &mut errors,
+                &mut samples,
+                &mut late_errors,
+            );
+            match log.first_ok_after_chaos {
+                Some(t) => recovery = recovery.max(t.saturating_duration_since(last_kill)),
+                None => late_errors.push("a worker never succeeded after the chaos".into()),
+            }
+            ledger.absorb(log.ledger);
+        }
+        // The verifier's pool is made after the chaos: the killer spares no session on the
+        // database.
+        let verifier = ConfigAndPool::mysql(&url)
+            .max_size(1)
+            .build()
+            .await
+            .expect("verifier pool");
+        let found: BTreeSet<i64> = {
+            let mut c = verifier.get_connection().await.expect("verifier");
+            let rows: Vec<(i64,)> = c.query("SELECT id FROM ch").all().await.expect("read");
+            rows.into_iter().map(|r| r.0).collect()
+        };
+        let audit = ledger.audit(&found);
+        let unexpected: Vec<&String> = errors
+            .keys()
+            .filter(|k| k.as_str() != "ConnectionLost")
+            .collect();
+        let status = pool.status();
+        println!(
+            "{label} secs={:.1} calm_secs={:.1} workers={workers} kills={kills} commit_kills={commit_kills} \
+             ops_ok={ok_ops} errors={errors:?} acked_rows={} found={} lost={} phantom={} \
+             indeterminate={} (committed={} absent={}) torn={} recovery_ms={} errors_in_last_{:.1}s={} pool_size={}/{}",
+            chaos.as_secs_f64(),
+            calm.as_secs_f64(),
+            audit.acked_rows,
+            audit.acked_found,
+            audit.lost.len(),
+            audit.phantom.len(),
+            audit.indeterminate,
+            audit.indeterminate_committed,
+            audit.indeterminate_absent,
+            audit.torn.len(),
+            recovery.as_millis(),
+            (calm / 2).as_secs_f64(),
+            late_errors.len(),
+            status.size,
+            status.max_size,
+        );
+        assert!(kills > 0, "nothing was killed");
+        assert!(ok_ops > 0);
+        assert!(audit.lost.is_empty(), "acknowledged rows lost: {:?}", audit.lost);
+        assert!(audit.phantom.is_empty(), "phantom rows: {:?}", audit.phantom);
+        assert!(
+            audit.unknown_rows.is_empty(),
+            "rows nobody wrote: {:?}",
+            audit.unknown_rows
+        );
+        assert!(audit.torn.is_empty(), "half-committed transactions: {:?}", audit.torn);
+        assert!(
+            late_errors.is_empty(),
+            "errors in the calm period's last {:?}: {late_errors:?}",
+            calm / 2
+        );
+        assert!(
+            unexpected.is_empty(),
+            "error kinds other than ConnectionLost: {errors:?}, e.g. {samples:?}"
+        );
+        assert!(status.size <= status.max_size);
     })
     .await;
 }

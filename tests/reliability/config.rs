@@ -75,6 +75,7 @@ impl Value {
 
 fn base(kind: Kind) -> String {
     match kind {
+        Kind::Mysql => unreachable!("{}", crate::common::reliability::NOT_ON_MYSQL),
         Kind::Sqlite => "sqlite::memory:".to_owned(),
         Kind::Turso => "turso::memory:".to_owned(),
         Kind::Postgres => common::pg::base_url(),

@@ -26,7 +26,12 @@
 //!   `temp.sqlite_master`, and `PRAGMA database_list`;
 //! - Postgres: `pg_settings` (name, setting), `current_user` and `session_user`, the relations
 //!   in `pg_my_temp_schema()`, the advisory locks held by `pg_backend_pid()`,
-//!   `pg_prepared_statements` made from SQL, `pg_cursors` and `pg_listening_channels()`.
+//!   `pg_prepared_statements` made from SQL, `pg_cursors` and `pg_listening_channels()`;
+//! - MySQL (read through raw access, MySQL's text protocol): every session variable but the
+//!   three that differ between any two sessions (`pseudo_thread_id`, `rand_seed1/2`,
+//!   `timestamp`), the default database, the user variables and the user lock the table sets,
+//!   the presence of each temporary table and SQL prepared statement it makes, and whether a
+//!   table outside `LOCK TABLES` can be read.
 //!
 //! A pair a path cannot run is skipped in the table, with the reason, and counted: scripts of
 //! several statements need a path that runs scripts; statements the engine or the middleware
@@ -111,6 +116,27 @@ const IN_TX: &[Path] = &[
 
 /// The paths that run a script of several statements.
 const SCRIPT_PATHS: &[Path] = &[ExecuteBatch, Raw, TxBatch, TxRaw, SpBatch];
+
+/// The other paths: one statement, prepared.
+const NOT_SCRIPT_PATHS: &[Path] = &[
+    QuerySelect,
+    QueryDml,
+    QueryOne,
+    QueryAll,
+    QueryStream,
+    PrepSelect,
+    PrepDml,
+    PrepOne,
+    PrepAll,
+    PrepStream,
+    Pipeline,
+    TxQuery,
+    TxPrepare,
+    SpQuery,
+    ExecConn,
+    ExecTx,
+    ExecSp,
+];
 
 impl Path {
     fn name(self) -> &'static str {
@@ -390,6 +416,65 @@ CREATE FUNCTION sqlmw_fp_temp() RETURNS int LANGUAGE plpgsql AS $$
 BEGIN CREATE TEMP TABLE IF NOT EXISTS fp_fn (a int); RETURN 1; END $$;
 ";
 
+fn mysql_cases() -> Vec<Case> {
+    // MySQL commits implicitly around `LOCK TABLES`: the middleware refuses it inside a Tx.
+    const NO_TX: &str = "MySQL commits implicitly around it: the middleware refuses it inside a Tx";
+    vec![
+        c("SET SESSION group_concat_max_len = 4321"),
+        c("set @@session.sort_buffer_size = 1048577"),
+        c("SET sql_mode = 'ANSI_QUOTES'"),
+        c("SET time_zone = '+05:00'"),
+        c("SET NAMES latin1"),
+        c("SET autocommit = 0"),
+        c("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
+        c("SET SESSION TRANSACTION READ ONLY"),
+        c("SET @fp_u = 1"),
+        r("SELECT @fp_v := 2"),
+        r("SELECT GET_LOCK('sqlmw_fp_lock', 0)"),
+        c("CALL sqlmw_fp_proc()"),
+        r("SELECT sqlmw_fp_fn()"),
+        c("USE information_schema"),
+        c("CREATE TEMPORARY TABLE fp_t (a INT)"),
+        c("CREATE TEMPORARY TABLE IF NOT EXISTS `fp t2` (a INT)"),
+        c("CREATE TEMPORARY TABLE fp_as AS SELECT 1 AS a"),
+        script("CREATE TEMPORARY TABLE fp_s1 (a INT); INSERT INTO fp_s1 VALUES (1)"),
+        c("PREPARE fp_p FROM 'SELECT 1'").skip(
+            NOT_SCRIPT_PATHS,
+            "MySQL cannot run PREPARE through the prepared-statement protocol (1295): it runs \
+             on the paths that run scripts",
+        ),
+        c("LOCK TABLES fp_base READ").skip(IN_TX, NO_TX),
+    ]
+}
+
+/// Objects the MySQL statements use, made once in the test's database.
+const MY_SETUP: &str = "
+CREATE TABLE fp_base (a INT);
+CREATE TABLE fp_other (a INT);
+CREATE PROCEDURE sqlmw_fp_proc() BEGIN SET @@session.max_sort_length = 777; END;
+CREATE FUNCTION sqlmw_fp_fn() RETURNS INT BEGIN SET @fp_fn = 3; RETURN 1; END;
+";
+
+/// The MySQL session variables that differ between any two sessions.
+const MY_VOLATILE: &str = "'PSEUDO_THREAD_ID', 'RAND_SEED1', 'RAND_SEED2', 'TIMESTAMP'";
+
+/// The rows of `sql` on MySQL's text protocol, one line per row, or the error.
+#[cfg(feature = "mysql")]
+async fn my_rows_text(c: &mut sql_middleware::drivers::mysql_async::Conn, sql: &str) -> String {
+    use sql_middleware::drivers::mysql_async::prelude::Queryable;
+    match c
+        .query::<sql_middleware::drivers::mysql_async::Row, _>(sql)
+        .await
+    {
+        Ok(rows) => rows
+            .iter()
+            .map(|r| format!("{:?}", r.clone().unwrap()))
+            .collect::<Vec<_>>()
+            .join(" | "),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
 /// The table the SQLite and Turso temporary triggers watch.
 const SQLITE_SETUP: &str = "CREATE TABLE fp_base (a INTEGER)";
 
@@ -398,6 +483,7 @@ fn cases(kind: Kind) -> Vec<Case> {
         Kind::Sqlite => sqlite_cases(),
         Kind::Turso => turso_cases(),
         Kind::Postgres => postgres_cases(),
+        Kind::Mysql => mysql_cases(),
     }
 }
 
@@ -424,6 +510,16 @@ async fn raw(conn: &mut MiddlewarePoolConnection, kind: Kind, case: &Case) -> Re
             .map_err(err),
         #[cfg(feature = "turso")]
         Kind::Turso => turso_raw(conn.turso_connection().await.map_err(err)?, case).await,
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => {
+            use sql_middleware::drivers::mysql_async::prelude::Queryable;
+            conn.mysql_connection()
+                .await
+                .map_err(err)?
+                .query_drop(sql)
+                .await
+                .map_err(err)
+        }
         #[allow(unreachable_patterns)]
         _ => Err(format!("{kind:?} is not in this build")),
     }
@@ -448,6 +544,16 @@ async fn raw_in_tx(tx: &mut Tx<'_>, kind: Kind, case: &Case) -> Result<(), Strin
             .map_err(err),
         #[cfg(feature = "turso")]
         Kind::Turso => turso_raw(tx.turso_connection().await.map_err(err)?, case).await,
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => {
+            use sql_middleware::drivers::mysql_async::prelude::Queryable;
+            tx.mysql_connection()
+                .await
+                .map_err(err)?
+                .query_drop(sql)
+                .await
+                .map_err(err)
+        }
         #[allow(unreachable_patterns)]
         _ => Err(format!("{kind:?} is not in this build")),
     }
@@ -594,6 +700,42 @@ async fn fingerprint(
 ) -> Result<Fingerprint, String> {
     let mut fp = Fingerprint::new();
     match kind {
+        #[cfg(feature = "mysql")]
+        Kind::Mysql => {
+            let c = conn.mysql_connection().await.map_err(err)?;
+            let probes = [
+                (
+                    "session variables".to_owned(),
+                    format!(
+                        "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.SESSION_VARIABLES \
+                         WHERE VARIABLE_NAME NOT IN ({MY_VOLATILE}) ORDER BY 1"
+                    ),
+                ),
+                ("database".to_owned(), "SELECT DATABASE()".to_owned()),
+                (
+                    "user variables".to_owned(),
+                    "SELECT @fp_u, @fp_v, @fp_fn".to_owned(),
+                ),
+                (
+                    "user lock".to_owned(),
+                    "SELECT IS_USED_LOCK('sqlmw_fp_lock') = CONNECTION_ID()".to_owned(),
+                ),
+                ("prepared fp_p".to_owned(), "EXECUTE fp_p".to_owned()),
+                (
+                    "a table outside LOCK TABLES".to_owned(),
+                    "SELECT COUNT(*) FROM fp_other".to_owned(),
+                ),
+            ];
+            for (key, sql) in probes {
+                fp.insert(key, my_rows_text(c, &sql).await);
+            }
+            for t in ["fp_t", "`fp t2`", "fp_as", "fp_s1"] {
+                let seen = my_rows_text(c, &format!("SELECT COUNT(*) FROM {t}")).await;
+                fp.insert(format!("temporary table {t}"), seen);
+            }
+        }
+        #[cfg(not(feature = "mysql"))]
+        Kind::Mysql => unreachable!("a MySQL test database needs the mysql feature"),
         Kind::Sqlite | Kind::Turso => {
             // Temp objects first: reading them opens the temp database, which then shows in
             // `database_list` on every connection alike.
@@ -696,6 +838,7 @@ async fn t_every_path_leaves_a_fresh_session(db: &TestDb) {
         let setup = match db.kind {
             Kind::Postgres => PG_SETUP,
             Kind::Sqlite | Kind::Turso => SQLITE_SETUP,
+            Kind::Mysql => MY_SETUP,
         };
         c.execute_batch(setup)
             .await
@@ -774,6 +917,13 @@ async fn t_every_path_leaves_a_fresh_session(db: &TestDb) {
 }
 
 crate::backend_tests! {
+    let _group = groups::enter("fingerprint");
+    async fn every_path_leaves_a_fresh_session(db) {
+        t_every_path_leaves_a_fresh_session(&db).await
+    }
+}
+
+crate::mysql_tests! {
     let _group = groups::enter("fingerprint");
     async fn every_path_leaves_a_fresh_session(db) {
         t_every_path_leaves_a_fresh_session(&db).await

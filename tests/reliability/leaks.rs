@@ -197,6 +197,7 @@ async fn cases(
         names: Some("nn"),
     });
     match kind {
+        Kind::Mysql => unreachable!("{}", crate::common::reliability::NOT_ON_MYSQL),
         Kind::Postgres => {
             // SQLite and Turso store a text in an integer column as it is.
             out.push(Case {

@@ -202,6 +202,7 @@ async fn t_second_checkout_inside_tx(db: &TestDb) {
 /// A statement that runs for seconds unless stopped (sized per engine).
 fn long_statement(kind: Kind) -> String {
     let n = match kind {
+        Kind::Mysql => unreachable!("{}", crate::common::reliability::NOT_ON_MYSQL),
         Kind::Sqlite => 50_000_000,
         Kind::Turso => 40_000,
         Kind::Postgres => return "SELECT 'done'::text AS s, 1::int8 AS n FROM pg_sleep(5)".into(),

@@ -25,6 +25,7 @@ use crate::common::groups;
 /// The setting each test changes, how to read it, and the SQL that changes it.
 fn setting(kind: Kind) -> (&'static str, &'static str) {
     match kind {
+        Kind::Mysql => unreachable!("{}", crate::common::reliability::NOT_ON_MYSQL),
         Kind::Sqlite | Kind::Turso => ("PRAGMA foreign_keys", "PRAGMA foreign_keys = OFF"),
         Kind::Postgres => (
             "SELECT current_setting('statement_timeout')",
@@ -38,6 +39,7 @@ async fn read_setting(conn: &mut MiddlewarePoolConnection, kind: Kind) -> String
     let rs = conn.query(read).select().await.unwrap();
     let row = rs.iter().next().expect("a row");
     match kind {
+        Kind::Mysql => unreachable!("{}", crate::common::reliability::NOT_ON_MYSQL),
         Kind::Postgres => row.try_get::<String>(0).unwrap(),
         Kind::Sqlite | Kind::Turso => row.try_get::<i64>(0).unwrap().to_string(),
     }
@@ -202,6 +204,7 @@ async fn t_transaction_control_outside_a_tx_is_tracked(db: &TestDb) {
 /// uses one between ordinary statements.
 fn outside_tx_statements(kind: Kind) -> (&'static [&'static str], &'static str) {
     match kind {
+        Kind::Mysql => unreachable!("{}", crate::common::reliability::NOT_ON_MYSQL),
         Kind::Sqlite => (
             &[
                 "VACUUM",
