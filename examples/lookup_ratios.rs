@@ -12,11 +12,20 @@
 //! `SQL_MIDDLEWARE_PG_URL`, else the local default, else a throwaway cluster (as the tests find
 //! it); the example creates its own schema and drops it.
 //!
+//! MySQL/MariaDB (feature `mysql`; the server of `SQL_MIDDLEWARE_MYSQL_URL`, else
+//! `mysql://root@127.0.0.1:3306/test`; the example creates its own database and drops it) runs
+//! the lookup pair on both runtimes as Postgres does, against raw `mysql_async` with the lookup
+//! prepared once (`exec_first(&stmt, ..)`) and with the SQL text through the driver's statement
+//! cache; then the fan-out pair (T = `BENCH_FANOUT_TASKS` tasks, default 32, on a pool of C =
+//! `BENCH_CONCURRENCY`, default 8, one round = the N lookups split over the T tasks) against a
+//! `mysql_async::Pool` of C connections, with `reset_connection` off (the floor) and on (the
+//! driver's default).
+//!
 //! ```sh
-//! cargo run --release --features postgres,turso --example lookup_ratios -- [ROUNDS] [sqlite] [turso] [postgres]
+//! cargo run --release --features postgres,turso,mysql --example lookup_ratios -- [ROUNDS] [sqlite] [turso] [postgres] [mysql]
 //! ```
 //!
-//! (`ROUNDS` defaults to 200; with no backend named, all three run.)
+//! (`ROUNDS` defaults to 200; with no backend named, all of those built in run.)
 
 #[path = "../tests/common/pg.rs"]
 mod pg;
@@ -346,12 +355,205 @@ async fn postgres(
     Ok(())
 }
 
+#[cfg(feature = "mysql")]
+async fn mysql(
+    label: &str,
+    url: &str,
+    rounds: usize,
+    n: usize,
+    ids: &[i64],
+) -> Result<(), SqlMiddlewareDbError> {
+    use sql_middleware_bench::mysql as bm;
+    let sql = dataset::LOOKUP_SQL_DOLLAR;
+    let (mut raw, raw_stmt) = bm::raw_lookup_conn(url).await?;
+    let (db, mut a, mut conn) = middleware_pool(ConfigAndPool::mysql(url)).await?;
+    let mut stmt = a.prepare(sql).await?;
+    let mut side = async |i: usize| match i {
+        0 => {
+            timed(ids, async |id, _| {
+                black_box(
+                    bm::raw_lookup(&mut raw, &raw_stmt, id)
+                        .await
+                        .expect("lookup"),
+                );
+            })
+            .await
+        }
+        1 => {
+            timed(ids, async |id, _| {
+                black_box(bm::raw_lookup_cached(&mut raw, id).await.expect("lookup"));
+            })
+            .await
+        }
+        i => middleware_side(i - 2, ids, sql, &db, &mut stmt, &mut conn).await,
+    };
+    alternate(
+        label,
+        rounds,
+        n,
+        6,
+        &mut side,
+        &[
+            Target {
+                id: "M1",
+                what: "`query().params().one()` ÷ mysql_async (prepared)",
+                contender: 3,
+                floor: 0,
+                bound: 1.05,
+            },
+            Target {
+                id: "-",
+                what: "prepared `stmt.one` ÷ mysql_async (prepared)",
+                contender: 2,
+                floor: 0,
+                bound: f64::INFINITY,
+            },
+            Target {
+                id: "-",
+                what: "`query().params().one()` ÷ mysql_async `exec_first(sql)`",
+                contender: 3,
+                floor: 1,
+                bound: f64::INFINITY,
+            },
+            Target {
+                id: "-",
+                what: "`query().params().select()` ÷ mysql_async (prepared)",
+                contender: 4,
+                floor: 0,
+                bound: f64::INFINITY,
+            },
+            Target {
+                id: "-",
+                what: "checkout + `query().one()` ÷ mysql_async `exec_first(sql)`",
+                contender: 5,
+                floor: 1,
+                bound: f64::INFINITY,
+            },
+        ],
+    )
+    .await;
+    drop(stmt);
+    drop((a, conn));
+    db.close();
+    raw.disconnect()
+        .await
+        .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string()))
+}
+
+/// The MySQL fan-out pair: each side runs one round of the fan-out (the N lookups split over
+/// T spawned tasks sharing a pool of C), timed from the first spawn to the last task's end.
+#[cfg(feature = "mysql")]
+async fn mysql_fanout(
+    label: &str,
+    url: &str,
+    rounds: usize,
+    ids: &[i64],
+) -> Result<(), SqlMiddlewareDbError> {
+    use sql_middleware_bench::mysql as bm;
+    use std::ops::Range;
+    use std::sync::Arc;
+
+    /// Spawns `share` for every range and waits for all of them.
+    async fn fan<Fut>(ranges: &[Range<usize>], share: impl Fn(Range<usize>) -> Fut) -> Duration
+    where
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let start = Instant::now();
+        let handles: Vec<_> = ranges
+            .iter()
+            .map(|r| tokio::spawn(share(r.clone())))
+            .collect();
+        for h in handles {
+            h.await.expect("a fan-out task panicked");
+        }
+        start.elapsed()
+    }
+
+    let n = ids.len();
+    let size = dataset::bench_concurrency();
+    let tasks = dataset::env_usize("BENCH_FANOUT_TASKS").unwrap_or(32);
+    let ranges = sql_middleware_bench::tasks::chunks(n, tasks);
+    let ids = Arc::new(ids.to_vec());
+    let db = sql_middleware_bench::plain(ConfigAndPool::mysql(url))
+        .max_size(size)
+        .build()
+        .await?;
+    let raw = bm::raw_pool(url, size, false)?;
+    let raw_reset = bm::raw_pool(url, size, true)?;
+    bm::warm_raw_pool(&raw, size, &ids).await?;
+    bm::warm_raw_pool(&raw_reset, size, &ids).await?;
+    {
+        let mut conns = Vec::with_capacity(size);
+        for _ in 0..size {
+            conns.push(db.get_connection().await?);
+        }
+    }
+    let mut side = async |i: usize| match i {
+        0 => {
+            fan(&ranges, |r| {
+                bm::raw_fanout_share(raw.clone(), Arc::clone(&ids), r)
+            })
+            .await
+        }
+        1 => {
+            fan(&ranges, |r| {
+                bm::middleware_fanout_share(db.clone(), Arc::clone(&ids), r)
+            })
+            .await
+        }
+        _ => {
+            fan(&ranges, |r| {
+                bm::raw_fanout_share(raw_reset.clone(), Arc::clone(&ids), r)
+            })
+            .await
+        }
+    };
+    alternate(
+        &format!("{label}: T = {tasks} tasks on a pool of C = {size}, one round = {n} lookups"),
+        rounds,
+        n,
+        3,
+        &mut side,
+        &[
+            Target {
+                id: "M2",
+                what: "fan-out: middleware ÷ mysql_async::Pool (reset off)",
+                contender: 1,
+                floor: 0,
+                bound: 1.10,
+            },
+            Target {
+                id: "-",
+                what: "fan-out: middleware ÷ mysql_async::Pool (reset on, its default)",
+                contender: 1,
+                floor: 2,
+                bound: f64::INFINITY,
+            },
+            Target {
+                id: "-",
+                what: "fan-out: mysql_async (reset on) ÷ mysql_async (reset off)",
+                contender: 2,
+                floor: 0,
+                bound: f64::INFINITY,
+            },
+        ],
+    )
+    .await;
+    db.close();
+    for pool in [raw, raw_reset] {
+        pool.disconnect()
+            .await
+            .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string()))?;
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), SqlMiddlewareDbError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rounds: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(200);
     let all = !args
         .iter()
-        .any(|a| ["sqlite", "turso", "postgres"].contains(&a.as_str()));
+        .any(|a| ["sqlite", "turso", "postgres", "mysql"].contains(&a.as_str()));
     let wants = |b: &str| all || args.iter().any(|a| a == b);
     let n = dataset::bench_lookups();
     let ids = dataset::shuffled_ids(n);
@@ -407,6 +609,48 @@ fn main() -> Result<(), SqlMiddlewareDbError> {
             bp::drop_schema(&admin, &schema).await
         })?;
         r?;
+    }
+    #[cfg(feature = "mysql")]
+    if wants("mysql") {
+        use sql_middleware_bench::mysql as bm;
+        let base = bm::base_url();
+        let database = bm::lookup_database(n, "_ratios");
+        let url = multi.block_on(bm::create_lookup_database(&base, &database, n))?;
+        let current = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let r = current
+            .block_on(mysql(
+                "MySQL/MariaDB lookups, current-thread runtime",
+                &url,
+                rounds,
+                n,
+                &ids,
+            ))
+            .and_then(|()| {
+                multi.block_on(mysql(
+                    "MySQL/MariaDB lookups, 2-worker runtime",
+                    &url,
+                    rounds,
+                    n,
+                    &ids,
+                ))
+            })
+            .and_then(|()| {
+                multi.block_on(mysql_fanout(
+                    "MySQL/MariaDB fan-out, 2-worker runtime",
+                    &url,
+                    rounds,
+                    &ids,
+                ))
+            });
+        multi.block_on(bm::drop_database(&base, &database))?;
+        r?;
+    }
+    #[cfg(not(feature = "mysql"))]
+    if wants("mysql") && !all {
+        eprintln!("mysql: this build has no `mysql` feature (add --features mysql)");
     }
     Ok(())
 }

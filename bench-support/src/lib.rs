@@ -8,7 +8,7 @@
 //!   tokio only; the comparison harnesses include that file by path).
 //! - [`workloads`]: backend-neutral pieces: the insert dataset covering every [`RowValues`] kind,
 //!   the `BENCH_TRACE` split, the fan-out chunking.
-//! - `sqlite`, `turso`, `postgres` (one per backend feature): building the databases, the raw
+//! - `sqlite`, `turso`, `postgres`, `mysql` (one per backend feature): building the databases, the raw
 //!   drivers' baselines, and the micro-benches' timed loops over the crate's internal steps
 //!   (reached through `sql_middleware::bench_hooks`).
 //!
@@ -23,6 +23,8 @@ pub mod dataset;
 pub mod tasks;
 pub mod workloads;
 
+#[cfg(feature = "mysql")]
+pub mod mysql;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "sqlite")]
@@ -57,7 +59,12 @@ impl FromRow for BenchRow {
 
 /// A raw driver's error during a bench's setup (building a database, a baseline's connection),
 /// as the crate's error type with the driver's message. The setup only reports it.
-#[cfg(any(feature = "sqlite", feature = "turso", feature = "postgres"))]
+#[cfg(any(
+    feature = "sqlite",
+    feature = "turso",
+    feature = "postgres",
+    feature = "mysql"
+))]
 pub(crate) fn driver_err(e: impl std::fmt::Display) -> sql_middleware::Error {
     sql_middleware::Error::new(sql_middleware::ErrorKind::Other, e.to_string())
 }

@@ -13,6 +13,7 @@ const CONTROLS: &[&str] = &[
     "turso_raw",
     "tokio_postgres_raw",
     "deadpool_postgres_raw",
+    "mysql_async_raw",
     "sqlite_raw",
     "postgres_copy_raw",
 ];

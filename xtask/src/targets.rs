@@ -381,6 +381,24 @@ pub const TARGETS: &[Target] = &[
         ),
         bound: Bound::AtLeast(2.0),
     },
+    Target {
+        id: "M1",
+        what: "MySQL lookup, per call: middleware_query_one ÷ mysql_async_raw",
+        source: ratio(
+            ("mysql_single_row_lookup", "middleware_query_one", None),
+            ("mysql_single_row_lookup", "mysql_async_raw", None),
+        ),
+        bound: Bound::AtMost(1.05),
+    },
+    Target {
+        id: "M2",
+        what: "MySQL fan-out (32 tasks, pool of 8): middleware ÷ mysql_async_raw",
+        source: ratio(
+            ("mysql_fanout", "middleware", Some("32")),
+            ("mysql_fanout", "mysql_async_raw", Some("32")),
+        ),
+        bound: Bound::AtMost(1.10),
+    },
 ];
 
 /// A target's evaluated figure.

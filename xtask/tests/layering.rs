@@ -22,7 +22,10 @@ const LAYERS: &[&[&str]] = &[
 const FOLDERS: &[(&str, &[&[&str]])] = &[
     (
         "catalog",
-        &[&["groups", "micro", "suites", "sweeps", "workloads"]],
+        &[
+            &["groups", "micro", "suites", "sweeps", "workloads"],
+            &["controls"],
+        ],
     ),
     (
         "nightly",

@@ -1,6 +1,6 @@
 //! Shared setup of the SQLx comparison benches: the dataset (included by path from the main
-//! crate, never copied), the SQLite lookup file, the Postgres lookup schema, `BenchRow` decoding
-//! and the Criterion configuration.
+//! crate, never copied), the SQLite lookup file, the Postgres lookup schema, the MySQL lookup
+//! database, `BenchRow` decoding and the Criterion configuration.
 //!
 //! Everything here runs outside the timed loops.
 
@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
+use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions, MySqlRow};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
@@ -67,6 +68,21 @@ impl<'r> FromRow<'r, PgRow> for BenchRow {
             id: i64::from(row.try_get::<i32, _>(0)?),
             name: row.try_get(1)?,
             score: f64::from(row.try_get::<f32, _>(2)?),
+            active: row.try_get::<i32, _>(3)? != 0,
+        })
+    }
+}
+
+/// `BenchRow` from a MySQL/MariaDB row of the lookup table (`INTEGER`, `TEXT`, `REAL`,
+/// `INTEGER`: INT, TEXT, DOUBLE, INT 0/1 on the server), by column index and the declared types,
+/// the same decode as the main crate's raw `mysql_async` control.
+impl<'r> FromRow<'r, MySqlRow> for BenchRow {
+    #[inline]
+    fn from_row(row: &'r MySqlRow) -> Result<Self, sqlx::Error> {
+        Ok(BenchRow {
+            id: i64::from(row.try_get::<i32, _>(0)?),
+            name: row.try_get(1)?,
+            score: row.try_get(2)?,
             active: row.try_get::<i32, _>(3)? != 0,
         })
     }
@@ -412,4 +428,150 @@ pub fn print_trace(
         "[BENCH_TRACE]   query_as (fused)   {}",
         SplitStats::of(fused)
     );
+}
+
+/// The MySQL/MariaDB server when `SQL_MIDDLEWARE_MYSQL_URL` is not set (the main crate's
+/// benches use the same default).
+pub const MYSQL_DEFAULT_URL: &str = "mysql://root@127.0.0.1:3306/test";
+
+/// `SQL_MIDDLEWARE_MYSQL_URL`, else [`MYSQL_DEFAULT_URL`].
+pub fn mysql_base_url() -> String {
+    std::env::var("SQL_MIDDLEWARE_MYSQL_URL")
+        .ok()
+        .map(|u| u.trim().to_owned())
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| MYSQL_DEFAULT_URL.to_owned())
+}
+
+/// The database of a MySQL lookup bench, named as the main crate's benches name theirs
+/// (`sqlmw_bench_lookup_{n}{suffix}`), so both harnesses measure the same table and rows.
+pub fn mysql_database(n: usize, suffix: &str) -> String {
+    format!("sqlmw_bench_lookup_{n}{suffix}")
+}
+
+/// Connect options for `url` (`mariadb://` read as `mysql://`) naming `database`, otherwise
+/// SQLx's defaults (persistent statements, statement cache of 100).
+pub fn mysql_options(url: &str, database: &str) -> MySqlConnectOptions {
+    let url = match url.strip_prefix("mariadb://") {
+        Some(rest) => format!("mysql://{rest}"),
+        None => url.to_owned(),
+    };
+    url.parse::<MySqlConnectOptions>()
+        .unwrap_or_else(|e| panic!("SQLx cannot parse the MySQL URL: {e}"))
+        .database(database)
+}
+
+/// The database named in `url` (its path), the one the admin connection opens.
+fn mysql_url_database(url: &str) -> String {
+    let head = url.split('?').next().unwrap_or(url);
+    let after_scheme = head.find("://").map_or(0, |i| i + 3);
+    head[after_scheme..]
+        .split_once('/')
+        .map(|(_, db)| db.to_owned())
+        .filter(|db| !db.is_empty())
+        .unwrap_or_else(|| "test".to_owned())
+}
+
+/// Makes sure `database` holds the lookup table with the rows `dataset::row(1..=n)`, as the
+/// main crate's MySQL benches build it: when it is missing or holds anything else it is dropped
+/// and recreated (`CREATE DATABASE`, `dataset::LOOKUP_SCHEMA`, one transaction inserting every
+/// row with `active` as the integer 0 or 1, `ANALYZE TABLE`).
+pub async fn ensure_mysql_lookup(url: &str, database: &str, n: usize) {
+    assert!(
+        database
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+        "database name {database:?} must be lower-case ASCII letters, digits and _"
+    );
+    let admin = mysql_admin_pool(url, &mysql_url_database(url)).await;
+    let exists: Option<(String,)> =
+        sqlx::query_as("SELECT schema_name FROM information_schema.schemata WHERE schema_name = ?")
+            .bind(database)
+            .fetch_optional(&admin)
+            .await
+            .expect("cannot read information_schema");
+    if exists.is_some() {
+        let pool = mysql_admin_pool(url, database).await;
+        let valid = mysql_lookup_is_valid(&pool, n).await;
+        pool.close().await;
+        if valid {
+            eprintln!("[sqlx bench] reusing MySQL table {database}.test");
+            admin.close().await;
+            return;
+        }
+    }
+    admin
+        .execute(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS {database}"
+        )))
+        .await
+        .unwrap_or_else(|e| panic!("cannot drop database {database}: {e}"));
+    admin
+        .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {database}")))
+        .await
+        .unwrap_or_else(|e| panic!("cannot create database {database}: {e}"));
+    admin.close().await;
+    let pool = mysql_admin_pool(url, database).await;
+    pool.execute(dataset::LOOKUP_SCHEMA)
+        .await
+        .expect("cannot create the lookup table");
+    let mut tx = pool.begin().await.expect("cannot begin");
+    for id in 1..=n as i64 {
+        let row = dataset::row(id);
+        sqlx::query("INSERT INTO test (id, name, score, active) VALUES (?, ?, ?, ?)")
+            .bind(row.id)
+            .bind(row.name)
+            .bind(row.score)
+            .bind(i32::from(row.active))
+            .execute(&mut *tx)
+            .await
+            .expect("cannot insert a lookup row");
+    }
+    tx.commit().await.expect("cannot commit the lookup rows");
+    pool.execute("ANALYZE TABLE test")
+        .await
+        .expect("cannot analyze the lookup table");
+    assert!(
+        mysql_lookup_is_valid(&pool, n).await,
+        "the freshly built MySQL table {database}.test does not check out"
+    );
+    pool.close().await;
+    eprintln!("[sqlx bench] created MySQL table {database}.test ({n} rows)");
+}
+
+/// Whether the lookup table of the pool's database holds exactly the `n` dataset rows.
+async fn mysql_lookup_is_valid(pool: &MySqlPool, n: usize) -> bool {
+    let counts: Result<(i64, i64, i64), _> = sqlx::query_as(
+        "SELECT COUNT(*), CAST(COALESCE(MIN(id), 0) AS SIGNED), CAST(COALESCE(MAX(id), 0) AS SIGNED) FROM test",
+    )
+    .fetch_one(pool)
+    .await;
+    let last: Result<Option<BenchRow>, _> =
+        sqlx::query_as("SELECT id, name, score, active FROM test WHERE id = ?")
+            .bind(i32::try_from(n).unwrap_or(i32::MAX))
+            .fetch_optional(pool)
+            .await;
+    matches!(counts, Ok((c, 1, m)) if c == n as i64 && m == n as i64)
+        && matches!(last, Ok(Some(row)) if row == dataset::row(n as i64))
+}
+
+/// Drops `database` if it exists.
+pub async fn drop_mysql_database(url: &str, database: &str) {
+    let admin = mysql_admin_pool(url, &mysql_url_database(url)).await;
+    admin
+        .execute(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS {database}"
+        )))
+        .await
+        .unwrap_or_else(|e| panic!("cannot drop database {database}: {e}"));
+    admin.close().await;
+}
+
+/// A one-connection pool on `database` for setup and teardown.
+async fn mysql_admin_pool(url: &str, database: &str) -> MySqlPool {
+    MySqlPoolOptions::new()
+        .max_connections(1)
+        .connect_with(mysql_options(url, database))
+        .await
+        .unwrap_or_else(|e| panic!("SQLx cannot connect to MySQL: {e}"))
 }

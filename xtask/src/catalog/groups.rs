@@ -148,6 +148,31 @@ pub const GROUPS: &[GroupSpec] = &[
         name: "postgres_fanout",
         ids: &["deadpool_postgres_raw", "middleware", "sqlx"],
     },
+    GroupSpec {
+        name: "mysql_single_row_lookup",
+        ids: &[
+            "mysql_async_raw",
+            "mysql_async_raw_cached",
+            "middleware",
+            "middleware_query_one",
+            "middleware_select",
+            "middleware_checkout_query_one",
+            "pool_acquire",
+        ],
+    },
+    GroupSpec {
+        name: "mysql_single_row_lookup_sqlx",
+        ids: &["sqlx", "sqlx_query_one"],
+    },
+    GroupSpec {
+        name: "mysql_fanout",
+        ids: &[
+            "mysql_async_raw",
+            "mysql_async_raw_reset",
+            "middleware",
+            "sqlx",
+        ],
+    },
 ];
 
 /// The group spec called `name`.

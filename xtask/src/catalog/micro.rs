@@ -31,6 +31,7 @@ pub const MICRO_PAIRS: &[MicroPair] = &[
         also: &[
             ("Turso", "turso_single_row_lookup", "pool_acquire"),
             ("Postgres", "postgres_single_row_lookup", "pool_acquire"),
+            ("MySQL", "mysql_single_row_lookup", "pool_acquire"),
         ],
     },
     MicroPair {

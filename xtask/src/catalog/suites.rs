@@ -82,9 +82,9 @@ impl Suite {
 
 /// Features every main-crate bench target is built with (one build serves all of them: every
 /// backend, named rather than left to the default features; `postgres-tls` gives the Postgres
-/// suite its TLS ids; `tracing` gives the SQLite lookup its `middleware_tracing` id, the plain
-/// ids run with spans off for their pools).
-pub const MAIN_FEATURES: &str = "sqlite,postgres,turso,postgres-tls,tracing";
+/// suite its TLS ids; `mysql` the MySQL/MariaDB suites; `tracing` gives the SQLite lookup its
+/// `middleware_tracing` id, the plain ids run with spans off for their pools).
+pub const MAIN_FEATURES: &str = "sqlite,postgres,turso,postgres-tls,mysql,tracing";
 
 /// Manifest of the SQLx harness, relative to the repository root.
 pub const SQLX_MANIFEST: &str = "bench-harnesses/sqlx_lookup/Cargo.toml";
@@ -195,6 +195,35 @@ pub const SUITES: &[Suite] = &[
         krate: Crate::Sqlx,
         target: "postgres_fanout_sqlx",
         groups: &["postgres_fanout"],
+        sweep: false,
+    },
+    Suite {
+        name: "mysql-lookup",
+        krate: Crate::Main,
+        target: "bench_mysql_single_row_lookup",
+        groups: &["mysql_single_row_lookup"],
+        sweep: false,
+    },
+    Suite {
+        name: "sqlx-mysql-lookup",
+        krate: Crate::Sqlx,
+        target: "mysql_single_row_lookup_sqlx",
+        groups: &["mysql_single_row_lookup_sqlx"],
+        sweep: false,
+    },
+    Suite {
+        name: "mysql-fanout",
+        krate: Crate::Main,
+        target: "bench_mysql_fanout",
+        groups: &["mysql_fanout"],
+        sweep: false,
+    },
+    // Writes the `sqlx` id of the main crate's `mysql_fanout` group.
+    Suite {
+        name: "sqlx-mysql-fanout",
+        krate: Crate::Sqlx,
+        target: "mysql_fanout_sqlx",
+        groups: &["mysql_fanout"],
         sweep: false,
     },
 ];

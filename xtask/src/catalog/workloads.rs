@@ -524,87 +524,101 @@ pub const WORKLOADS: &[Workload] = &[
         ],
         note: "T = `BENCH_FANOUT_TASKS` (default 32), C = `BENCH_CONCURRENCY` (default 8). Raw: deadpool-postgres with `RecyclingMethod::Fast`, `prepare_cached` + `query_one`. Middleware: `get_connection()` + `query(..).params(..).one()`. SQLx: `query_as(..).bind(..).fetch_one(&pool)` on a pool of C opened up front, `test_before_acquire` off. The SQLx row comes from the SQLx harness (`postgres_fanout_sqlx`).",
     },
+    Workload {
+        title: "MySQL/MariaDB point lookup",
+        key: "mysql_lookup",
+        operation: "one `SELECT … WHERE id = ?` over loopback TCP on a held connection, decoded into `BenchRow`",
+        contenders: &[
+            c(
+                "mysql_async (raw), statement prepared once",
+                Role::Raw,
+                "mysql_single_row_lookup",
+                "mysql_async_raw",
+                Some(0),
+                Some(3),
+            ),
+            c(
+                "mysql_async (raw), `exec_first(sql)` per call",
+                Role::Raw,
+                "mysql_single_row_lookup",
+                "mysql_async_raw_cached",
+                Some(0),
+                Some(3),
+            ),
+            c(
+                "sql-middleware",
+                Role::Middleware,
+                "mysql_single_row_lookup",
+                "middleware",
+                Some(0),
+                Some(3),
+            ),
+            c(
+                "SQLx",
+                Role::Sqlx,
+                "mysql_single_row_lookup_sqlx",
+                "sqlx",
+                Some(0),
+                Some(3),
+            ),
+            c(
+                "sql-middleware, `query(..).one()` per call",
+                Role::Middleware,
+                "mysql_single_row_lookup",
+                "middleware_query_one",
+                Some(0),
+                Some(6),
+            ),
+            c(
+                "sql-middleware, checkout + `query(..).one()` per call",
+                Role::Middleware,
+                "mysql_single_row_lookup",
+                "middleware_checkout_query_one",
+                Some(0),
+                Some(6),
+            ),
+            c(
+                "SQLx, `query_as(sql)` per call",
+                Role::Sqlx,
+                "mysql_single_row_lookup_sqlx",
+                "sqlx_query_one",
+                Some(0),
+                Some(6),
+            ),
+        ],
+        note: "The server (MariaDB or MySQL) runs on the same machine as the benchmark. Every row is divided by raw mysql_async with the lookup prepared once; the per-call rows of sql-middleware are divided by SQLx's per-call row in the last column (the prepared rows by SQLx's prepared row). The raw per-call row shows what the driver's own statement cache costs.",
+    },
+    Workload {
+        title: "MySQL/MariaDB fan-out (T tasks on a pool of C)",
+        key: "mysql_fanout",
+        operation: "a pool checkout, one per-call `SELECT … WHERE id = ?` decoded into `BenchRow`, the return; N operations split over T tasks sharing C connections",
+        contenders: &[
+            c(
+                "mysql_async::Pool (raw), `reset_connection` off",
+                Role::Raw,
+                "mysql_fanout",
+                "mysql_async_raw",
+                Some(0),
+                Some(3),
+            ),
+            c(
+                "mysql_async::Pool (raw), `reset_connection` on (its default)",
+                Role::Raw,
+                "mysql_fanout",
+                "mysql_async_raw_reset",
+                Some(0),
+                Some(3),
+            ),
+            c(
+                "sql-middleware",
+                Role::Middleware,
+                "mysql_fanout",
+                "middleware",
+                Some(0),
+                Some(3),
+            ),
+            c("SQLx", Role::Sqlx, "mysql_fanout", "sqlx", Some(0), Some(3)),
+        ],
+        note: "T = `BENCH_FANOUT_TASKS` (default 32), C = `BENCH_CONCURRENCY` (default 8). Raw: a `mysql_async::Pool` of exactly C connections, `get_conn()` + `exec_first(sql, (id,))` through the connection's statement cache; with `reset_connection` on, every return runs `COM_RESET_CONNECTION`, which also empties that cache. Middleware: `get_connection()` + `query(..).params(..).one()`. SQLx: `query_as(..).bind(..).fetch_one(&pool)` on a pool of C opened up front, `test_before_acquire` off. The SQLx row comes from the SQLx harness (`mysql_fanout_sqlx`).",
+    },
 ];
-
-/// Whether `group/function` is a raw-driver row of some workload: an in-run control of the
-/// nightly comparison, never a cost of the crate.
-pub fn is_control(group: &str, function: &str) -> bool {
-    WORKLOADS.iter().any(|w| {
-        w.contenders
-            .iter()
-            .any(|c| c.role == Role::Raw && c.group == group && c.function == function)
-    })
-}
-
-/// The in-run control of `group/function`: the raw-driver row a workload divides it by, else
-/// (for an id no workload lists, such as the micro-benches) the control of the first row its
-/// group has in a workload. `None` for a raw row itself and for an id without a raw row (a
-/// workload row whose raw index is `None`, a group no workload lists).
-pub fn control_of(group: &str, function: &str) -> Option<(&'static str, &'static str)> {
-    if is_control(group, function) {
-        return None;
-    }
-    let raw_of = |w: &Workload, c: &Contender| {
-        c.raw
-            .and_then(|i| w.contenders.get(i))
-            .filter(|r| r.role == Role::Raw)
-            .map(|r| (r.group, r.function))
-    };
-    let mut listed = false;
-    for w in WORKLOADS {
-        for c in w.contenders {
-            if c.group == group && c.function == function {
-                listed = true;
-                if let Some(r) = raw_of(w, c) {
-                    return Some(r);
-                }
-            }
-        }
-    }
-    if listed {
-        return None;
-    }
-    WORKLOADS.iter().find_map(|w| {
-        let c = w.contenders.iter().find(|c| c.group == group)?;
-        if c.role == Role::Raw {
-            Some((c.group, c.function))
-        } else {
-            raw_of(w, c)
-        }
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn controls() {
-        let s = "sqlite_single_row_lookup";
-        assert!(is_control(s, "rusqlite") && is_control(s, "rusqlite_prepare_cached"));
-        assert_eq!(control_of(s, "rusqlite"), None);
-        assert_eq!(control_of(s, "middleware"), Some((s, "rusqlite")));
-        assert_eq!(
-            control_of(s, "middleware_query_one"),
-            Some((s, "rusqlite_prepare_cached"))
-        );
-        assert_eq!(
-            control_of(s, "middleware_checkout_query_one"),
-            Some((s, "rusqlite_prepare_cached"))
-        );
-        // A micro-bench no workload lists: its group's raw row.
-        assert_eq!(control_of(s, "pool_acquire"), Some((s, "rusqlite")));
-        assert_eq!(
-            control_of("turso_single_row_lookup", "middleware_decode"),
-            Some(("turso_single_row_lookup", "turso_raw"))
-        );
-        // SQLx rows: the raw driver of their workload, in the main crate's group.
-        assert_eq!(
-            control_of("sqlite_single_row_lookup_sqlx", "sqlx_prepare"),
-            Some((s, "rusqlite"))
-        );
-        // Listed without a raw row, or in no workload at all: no control.
-        assert_eq!(control_of("bulk_load", "turso_middleware_bulk"), None);
-        assert_eq!(control_of("postgres_connect", "connect_tls"), None);
-    }
-}
