@@ -163,8 +163,8 @@ pub struct PoolStatus {
 /// and (with a runtime) starts the background upkeep (see [`upkeep`]).
 ///
 /// `recycle_waits` says whether the manager's recycle can wait (a network round trip): when it
-/// cannot (SQLite's is a synchronous local check), no recycle timer is armed per checkout, as
-/// it could never fire.
+/// cannot (SQLite's is a synchronous local check), or bounds its own rare network work (MySQL),
+/// no recycle timer is armed per checkout.
 pub(crate) fn build<M>(manager: M, opts: &PoolOptions, recycle_waits: bool) -> Result<Pool<M>>
 where
     M: Manager + 'static,
@@ -352,6 +352,13 @@ where
     SqlMiddlewareDbError: From<M::Error>,
     Object<M>: Send,
 {
+    let status = pool.status();
+    if deadline.is_none() && (status.available > 0 || status.size >= status.max_size) {
+        // An idle connection, or a full pool whose next free connection is one going back:
+        // no connect to bound, and the pool's own wait timeout bounds the wait (no task, no
+        // extra timer).
+        return get(pool).await;
+    }
     let wait = pool.timeouts().wait.unwrap_or(Duration::from_secs(10));
     let by_wait = Instant::now() + wait;
     let at = deadline.map_or(by_wait, |d| d.min(by_wait));
@@ -362,8 +369,8 @@ where
             "no connection could be checked out within the pool's wait timeout (the server did not answer in time); raise wait_timeout, or check the server",
         ),
     };
-    if pool.status().available > 0 {
-        // An idle connection: taken at once (no network, unless `test_before_acquire`).
+    if status.available > 0 || status.size >= status.max_size {
+        // No connect on the way: the pool's wait, cut to the deadline.
         return within(at, get(pool)).await.unwrap_or_else(|| Err(late()));
     }
     let Ok(handle) = tokio::runtime::Handle::try_current() else {

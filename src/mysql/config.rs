@@ -36,6 +36,8 @@ pub(crate) struct MyOptions {
     /// Bumped by every schema change made through the pool: connections behind it forget their
     /// cached statements (whose columns may have changed).
     pub(crate) schema_epoch: Arc<AtomicU64>,
+    /// The pool's recycle timeout, which bounds the rare recycle that needs the network.
+    pub(crate) recycle_timeout: std::time::Duration,
 }
 
 impl Default for MyOptions {
@@ -48,6 +50,7 @@ impl Default for MyOptions {
             counters: Arc::default(),
             after_connect: Default::default(),
             schema_epoch: Arc::default(),
+            recycle_timeout: std::time::Duration::from_secs(5),
         }
     }
 }
@@ -194,28 +197,49 @@ impl Manager for MyManager {
         Ok(c)
     }
 
-    async fn recycle(&self, c: &mut Box<MyClient>, _: &Metrics) -> RecycleResult<SqlMiddlewareDbError> {
+    /// Without the network, usually: a connection comes back clean (see `MyConnection`'s
+    /// `Drop`), so recycling checks flags; a transaction or a touched session left by a return
+    /// that could not clean (no runtime) is cleaned here, within the recycle timeout, and
+    /// `test_before_acquire` adds a `COM_PING`.
+    async fn recycle(
+        &self,
+        c: &mut Box<MyClient>,
+        _: &Metrics,
+    ) -> RecycleResult<SqlMiddlewareDbError> {
         if c.broken || c.conn.is_disconnected() {
             return Err(RecycleError::Message(
                 "the connection was left in an unknown state; it is discarded".into(),
             ));
         }
-        if super::conn::in_transaction(&c.conn) {
-            c.conn
-                .query_drop("ROLLBACK")
-                .await
-                .map_err(|e| RecycleError::Backend(super::error::map_err(e)))?;
+        let open = super::conn::in_transaction(&c.conn);
+        if !(open || c.dirty || c.opts.test_before_acquire) {
+            return Ok(());
         }
-        if c.dirty {
-            super::conn::reset(c).await.map_err(RecycleError::Backend)?;
+        let bound = self.opts.recycle_timeout;
+        let clean = async {
+            if open {
+                c.conn
+                    .query_drop("ROLLBACK")
+                    .await
+                    .map_err(super::error::map_err)?;
+            }
+            if c.dirty {
+                super::conn::reset(c).await?;
+            }
+            if c.opts.test_before_acquire {
+                c.conn.ping().await.map_err(super::error::map_err)?;
+            }
+            Ok::<(), SqlMiddlewareDbError>(())
+        };
+        match tokio::time::timeout(bound, clean).await {
+            Ok(r) => r.map_err(RecycleError::Backend),
+            Err(_) => {
+                c.broken = true;
+                Err(RecycleError::Message(
+                    format!("cleaning the connection took longer than the recycle timeout ({bound:?}); it is discarded").into(),
+                ))
+            }
         }
-        if c.opts.test_before_acquire {
-            c.conn
-                .ping()
-                .await
-                .map_err(|e| RecycleError::Backend(super::error::map_err(e)))?;
-        }
-        Ok(())
     }
 }
 
@@ -227,7 +251,11 @@ pub(crate) fn build_pool(
 ) -> Result<super::Pool> {
     my.counters = Arc::clone(&pool.counters);
     my.after_connect = pool.after_connect.clone();
+    my.recycle_timeout = pool.recycle_timeout;
     my.tls.check()?;
+    // Recycling needs no timer of deadpool's per checkout: it bounds its own rare network
+    // work (see `MyManager::recycle`).
+    let recycle_waits = false;
     let opts: mysql_async::Opts = mysql_async::OptsBuilder::from_opts(opts)
         // The middleware's own bounded cache; mysql_async's would keep a second copy.
         .stmt_cache_size(0)
@@ -249,7 +277,7 @@ pub(crate) fn build_pool(
         }),
         opts: Arc::new(my),
     };
-    pooling::build(manager, pool, true)
+    pooling::build(manager, pool, recycle_waits)
 }
 
 /// Checks out a connection, with the pool to replace it from if it must be discarded; bounded

@@ -133,10 +133,10 @@ fn statement_is_plain(stmt: &str) -> bool {
                     return false;
                 }
             }
-            Kind::Word | Kind::QuotedIdent if text(i + 1) == Some("(") => {
-                if !is_pure_call(&toks, stmt, i) {
-                    return false;
-                }
+            Kind::Word | Kind::QuotedIdent
+                if text(i + 1) == Some("(") && !is_pure_call(&toks, stmt, i) =>
+            {
+                return false;
             }
             _ => {}
         }
@@ -164,7 +164,7 @@ fn is_pure_call(toks: &[Token], stmt: &str, i: usize) -> bool {
     match prev {
         // `INSERT INTO t (…)`, `AS alias (…)`, a type `CAST(x AS DECIMAL(10, 2))`,
         // `WITH name (…) AS`.
-        Some(p) if p == ")" => return true,
+        Some(")") => return true,
         Some(p) if is_any(p, &["INTO", "AS", "WITH", "RECURSIVE", "TABLE", "JOIN"]) => {
             return true;
         }
