@@ -198,9 +198,8 @@ impl Manager for MyManager {
     }
 
     /// Without the network, usually: a connection comes back clean (see `MyConnection`'s
-    /// `Drop`), so recycling checks flags; a transaction or a touched session left by a return
-    /// that could not clean (no runtime) is cleaned here, within the recycle timeout, and
-    /// `test_before_acquire` adds a `COM_PING`.
+    /// `Drop`, which detaches one it cannot clean), so recycling checks flags; a touched session
+    /// is reset here, within the recycle timeout, and `test_before_acquire` adds a `COM_PING`.
     async fn recycle(
         &self,
         c: &mut Box<MyClient>,
@@ -211,18 +210,11 @@ impl Manager for MyManager {
                 "the connection was left in an unknown state; it is discarded".into(),
             ));
         }
-        let open = super::conn::in_transaction(&c.conn);
-        if !(open || c.dirty || c.opts.test_before_acquire) {
+        if !(c.dirty || c.opts.test_before_acquire) {
             return Ok(());
         }
         let bound = self.opts.recycle_timeout;
         let clean = async {
-            if open {
-                c.conn
-                    .query_drop("ROLLBACK")
-                    .await
-                    .map_err(super::error::map_err)?;
-            }
             if c.dirty {
                 super::conn::reset(c).await?;
             }

@@ -29,7 +29,9 @@ pub(super) type Obj = deadpool::managed::Object<super::config::MyManager>;
 
 const D: Dialect = Dialect::Mysql;
 
-/// Whether the server reported an open transaction in its last answer.
+/// Whether the server reported an open transaction in its last answer. Only right after a
+/// statement ran to its end: mysql_async keeps a prepare's answer as its "last OK packet" too,
+/// whose status bits mean nothing.
 #[inline]
 pub(crate) fn in_transaction(conn: &mysql_async::Conn) -> bool {
     conn.last_ok_packet().is_some_and(|ok| {
@@ -81,6 +83,9 @@ pub(crate) struct MyConnection {
     raw: bool,
     /// A stream was closed before its end: rows may still be on the wire.
     pub(super) unread: bool,
+    /// Outside a `Tx`, SQL ran that may have opened a transaction (transaction control, a
+    /// routine, raw access): asked of the server before `begin`, rolled back on return.
+    unknown: bool,
     /// The time limit of the next operation (see `Wing::set_deadline`).
     deadline: Option<std::time::Instant>,
 }
@@ -178,6 +183,7 @@ impl MyConnection {
             in_tx: false,
             raw: false,
             unread: false,
+            unknown: false,
             deadline: None,
         }
     }
@@ -273,6 +279,9 @@ impl MyConnection {
     pub(super) fn finish<R>(&mut self, s: &MyStmt, r: Result<R>) -> Result<R> {
         self.in_flight = false;
         let in_tx = self.in_tx;
+        if !s.plain {
+            self.unknown |= !in_tx;
+        }
         let Some(c) = self.obj.as_mut() else {
             return r;
         };
@@ -508,6 +517,7 @@ impl MyConnection {
         let plain = super::session::is_plain(sql);
         let ddl = crate::sql::changes_schema(sql, D);
         let own_tx = !in_tx && crate::sql::has_transaction_control(sql, D);
+        self.unknown |= !in_tx && (own_tx || !plain);
         let r = if in_tx || own_tx {
             self.simple(sql).await
         } else {
@@ -792,11 +802,16 @@ impl Wing for MyConnection {
     async fn begin(&mut self) -> Result<()> {
         let at = self.deadline;
         self.ready(at).await?;
-        if in_transaction(&self.client()?.conn) {
-            return Err(SqlMiddlewareDbError::new(
-                ErrorKind::TransactionState,
-                "a transaction begun by raw SQL is still open on this connection; commit or roll it back first",
-            ));
+        if self.unknown {
+            // Ask the server: `DO 1` answers with its transaction status.
+            self.simple("DO 1").await?;
+            if in_transaction(&self.client()?.conn) {
+                return Err(SqlMiddlewareDbError::new(
+                    ErrorKind::TransactionState,
+                    "a transaction begun by raw SQL is still open on this connection; commit or roll it back first",
+                ));
+            }
+            self.unknown = false;
         }
         // If this future is dropped after the statement went out, the flag rolls it back.
         self.needs_rollback = true;
@@ -848,9 +863,9 @@ impl Wing for MyConnection {
             return Ok(());
         }
         self.ready(None).await?;
-        if in_transaction(&self.client()?.conn) {
-            self.simple("ROLLBACK").await?;
-        }
+        // Whatever the cancelled call began is rolled back (harmless when nothing is open).
+        self.simple("ROLLBACK").await?;
+        self.unknown = false;
         Ok(())
     }
 
@@ -913,6 +928,7 @@ impl MyConnection {
         let at = self.deadline.take();
         self.ready(at).await?;
         self.raw = true;
+        self.unknown = true;
         let c = self.client()?;
         // Raw SQL may change the session and the schema.
         c.dirty = true;
@@ -936,7 +952,7 @@ impl Drop for MyConnection {
             super::timeout::abandon(obj, bound);
             return;
         }
-        let open = self.needs_rollback || self.in_tx || in_transaction(&obj.conn);
+        let open = self.needs_rollback || self.in_tx || self.unknown;
         let unread = self.unread;
         if !(open || obj.dirty || unread) {
             return;
@@ -958,7 +974,7 @@ impl Drop for MyConnection {
                         .await
                         .map_err(map_err)?;
                 }
-                if in_transaction(&obj.conn) || open {
+                if open {
                     obj.conn.query_drop("ROLLBACK").await.map_err(map_err)?;
                 }
                 if obj.dirty {
