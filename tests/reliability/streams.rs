@@ -21,7 +21,7 @@ use sql_middleware::prelude::*;
 
 use crate::backend_tests;
 use crate::common;
-use crate::common::backends::{Logical, TestDb};
+use crate::common::backends::{Kind, Logical, TestDb};
 use crate::common::reliability::{
     DropAt, Fate, Ledger, Polled, Rng, SeedGuard, check_idle, knob_usize, poll_at_most,
 };
@@ -48,16 +48,22 @@ struct Figures {
     never_polled: usize,
     read_to_end: usize,
     in_tx: usize,
+    /// Transactions aborted by a stream dropped while its statement was on its way (server
+    /// engines).
+    aborted_at_open: usize,
 }
 
 /// Reads up to `take` rows from `s`, checking them, then maybe interrupts one fetch part-way;
-/// returns the rows read.
+/// returns the rows read, and whether the interrupted fetch was the stream's first.
 async fn read_some<'c>(
     mut s: RowStream<'c, (i64,)>,
     take: usize,
     mid_fetch: Option<(usize, DropAt)>,
     label: &str,
-) -> usize {
+) -> (usize, bool) {
+    // Whether the stream was dropped in its first fetch, while its statement may still have
+    // been on its way to the server.
+    let mut cut_at_open = false;
     let mut read = 0usize;
     while read < take {
         match s.try_next().await {
@@ -76,11 +82,12 @@ async fn read_some<'c>(
                 assert_eq!(id, read as i64, "{label}: row {read} out of order");
             }
             Polled::Done(Some(Err(e)), _) => panic!("{label}: the stream failed: {e:?}"),
-            Polled::Done(None, _) | Polled::Dropped(_) => {}
+            Polled::Done(None, _) => {}
+            Polled::Dropped(_) => cut_at_open = read == 0,
         }
     }
     drop(s);
-    read
+    (read, cut_at_open)
 }
 
 async fn t_streams_dropped_at_random(db: &TestDb, label: &str) {
@@ -161,7 +168,7 @@ async fn t_streams_dropped_at_random(db: &TestDb, label: &str) {
         let mut conn = pool.get_connection().await.unwrap();
         let limit = [RowValues::Int(BASE)];
         if mode == Mode::Auto {
-            let read = if prepared {
+            let (read, _) = if prepared {
                 let mut stmt = conn.prepare(SELECT).await.unwrap();
                 read_some(stmt.stream::<(i64,)>(&limit), take, mid_fetch, &what).await
             } else {
@@ -183,7 +190,7 @@ async fn t_streams_dropped_at_random(db: &TestDb, label: &str) {
                 .dml()
                 .await
                 .unwrap();
-            let read = if prepared {
+            let (read, cut_at_open) = if prepared {
                 let mut stmt = tx.prepare(SELECT).await.unwrap();
                 read_some(stmt.stream::<(i64,)>(&limit), take, mid_fetch, &what).await
             } else {
@@ -191,13 +198,34 @@ async fn t_streams_dropped_at_random(db: &TestDb, label: &str) {
                 read_some(s, take, mid_fetch, &what).await
             };
             f.rows_read += read;
-            tx.query(INS)
+            let write = tx
+                .query(INS)
                 .params(&[RowValues::Int(first + 1), RowValues::Int(group)])
                 .dml()
-                .await
-                .unwrap_or_else(|e| {
-                    panic!("{what}: the transaction's write after the stream failed: {e:?}")
-                });
+                .await;
+            match write {
+                Ok(_) => {}
+                // On the server engines a stream dropped while its statement was still being
+                // prepared or sent is a cancelled statement (docs/Backends.md, "Streams"),
+                // which aborts the transaction as any cancelled statement does; dropped after
+                // its first rows, it does not.
+                Err(e)
+                    if matches!(db.kind, Kind::Mysql | Kind::Postgres)
+                        && cut_at_open
+                        && e.kind() == ErrorKind::TransactionAborted =>
+                {
+                    f.aborted_at_open += 1;
+                    tx.rollback().await.unwrap();
+                    ledger.record(group, Fate::Unacked, vec![first, first + 1]);
+                    drop(conn);
+                    let mut next = pool.get_connection().await.unwrap();
+                    if let Err(e) = check_idle(&mut next, db.kind).await {
+                        panic!("{what}: the next checkout is not idle: {e}");
+                    }
+                    continue;
+                }
+                Err(e) => panic!("{what}: the transaction's write after the stream failed: {e:?}"),
+            }
             let rows = vec![first, first + 1];
             match mode {
                 Mode::Commit => {
@@ -233,9 +261,10 @@ async fn t_streams_dropped_at_random(db: &TestDb, label: &str) {
         .unwrap();
     let audit = ledger.audit(&found);
     println!(
-        "streams backend={label} seed={seed} iterations={} in_tx={} mid_fetch={} never_polled={} read_to_end={} rows_read={} acked_rows={} acked_found={} lost={} phantom={}",
+        "streams backend={label} seed={seed} iterations={} in_tx={} aborted_at_open={} mid_fetch={} never_polled={} read_to_end={} rows_read={} acked_rows={} acked_found={} lost={} phantom={}",
         f.iterations,
         f.in_tx,
+        f.aborted_at_open,
         f.mid_fetch,
         f.never_polled,
         f.read_to_end,
