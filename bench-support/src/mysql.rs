@@ -65,13 +65,20 @@ pub fn url_with_database(url: &str, database: &str) -> String {
 }
 
 /// `mysql_async` options for `url` (`mariadb://` read as `mysql://`, which is the only scheme
-/// the driver parses).
+/// the driver parses), over the same transport as the middleware's: the URL's host and port.
+/// mysql_async's default (`prefer_socket`) would move a loopback connection to the server's
+/// Unix socket, which is faster than TCP; every contender talks TCP unless the URL asks for the
+/// socket (`prefer_socket=true`), as the middleware does.
 pub fn raw_opts(url: &str) -> Result<Opts> {
     let url = match url.strip_prefix("mariadb://") {
         Some(rest) => format!("mysql://{rest}"),
         None => url.to_owned(),
     };
-    Opts::from_url(&url).map_err(map_err)
+    let opts = Opts::from_url(&url).map_err(map_err)?;
+    if url.contains("prefer_socket=") {
+        return Ok(opts);
+    }
+    Ok(OptsBuilder::from_opts(opts).prefer_socket(false).into())
 }
 
 /// A raw `mysql_async` connection to `url`.
