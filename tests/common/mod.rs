@@ -20,3 +20,4 @@ pub mod pgaf;
 pub mod pgbouncer;
 pub mod proxy;
 pub mod reliability;
+pub mod unwind;

@@ -10,9 +10,8 @@
 //! parallel without seeing each other's tables.
 
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::panic::resume_unwind;
 use std::sync::OnceLock;
-use std::task::Poll;
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
@@ -280,22 +279,7 @@ where
 {
     let database = MyDatabase::create().await;
     let url = database.url.clone();
-    let outcome = match catch_unwind(AssertUnwindSafe(move || body(url))) {
-        Ok(future) => {
-            let mut future = Box::pin(future);
-            let outcome = std::future::poll_fn(|cx| {
-                match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
-                    Ok(Poll::Pending) => Poll::Pending,
-                    Ok(Poll::Ready(())) => Poll::Ready(Ok(())),
-                    Err(panic) => Poll::Ready(Err(panic)),
-                }
-            })
-            .await;
-            let dropped = catch_unwind(AssertUnwindSafe(move || drop(future)));
-            outcome.and(dropped)
-        }
-        Err(panic) => Err(panic),
-    };
+    let outcome = super::unwind::run_catching(body, url).await;
     match outcome {
         Ok(()) => database.drop_database().await,
         Err(panic) => {

@@ -12,10 +12,9 @@
 use std::collections::hash_map::RandomState;
 use std::future::Future;
 use std::hash::BuildHasher;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::panic::resume_unwind;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::Poll;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio_postgres::NoTls;
@@ -402,22 +401,7 @@ where
 {
     let schema = PgSchema::create().await;
     let url = schema.url.clone();
-    let outcome = match catch_unwind(AssertUnwindSafe(move || body(url))) {
-        Ok(future) => {
-            let mut future = Box::pin(future);
-            let outcome = std::future::poll_fn(|cx| {
-                match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
-                    Ok(Poll::Pending) => Poll::Pending,
-                    Ok(Poll::Ready(())) => Poll::Ready(Ok(())),
-                    Err(panic) => Poll::Ready(Err(panic)),
-                }
-            })
-            .await;
-            let dropped = catch_unwind(AssertUnwindSafe(move || drop(future)));
-            outcome.and(dropped)
-        }
-        Err(panic) => Err(panic),
-    };
+    let outcome = super::unwind::run_catching(body, url).await;
     match outcome {
         Ok(()) => schema.drop_schema().await,
         Err(panic) => {

@@ -28,6 +28,10 @@ pub mod pg;
 #[path = "../../../tests/common/pgbouncer.rs"]
 #[allow(dead_code)]
 pub mod pgbouncer;
+/// The panic-catching runner the shared server code uses to tear down after a test body.
+#[path = "../../../tests/common/unwind.rs"]
+#[allow(dead_code)]
+pub mod unwind;
 
 /// The timed-loop helpers of the main crate's benches (std and tokio only), shared as source:
 /// both harnesses spawn, fan out and split the ids the same way.
