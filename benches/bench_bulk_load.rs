@@ -15,6 +15,9 @@ mod pg;
 #[path = "../tests/common/pgbouncer.rs"]
 #[allow(dead_code)]
 mod pgbouncer;
+#[path = "../tests/common/unwind.rs"]
+#[allow(dead_code)]
+mod unwind;
 // The shared server code's TLS mode (`SQL_MIDDLEWARE_PG_TLS`) needs it.
 #[cfg(feature = "postgres-tls")]
 #[path = "../tests/common/pg_tls.rs"]

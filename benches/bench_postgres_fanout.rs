@@ -14,6 +14,9 @@
 mod common;
 #[path = "../tests/common/pg.rs"]
 mod pg;
+#[path = "../tests/common/unwind.rs"]
+#[allow(dead_code)]
+mod unwind;
 // `pg.rs` routes through the TLS cluster when the tests ask for it (feature `postgres-tls`).
 #[cfg(feature = "postgres-tls")]
 #[path = "../tests/common/pg_tls.rs"]

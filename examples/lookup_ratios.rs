@@ -35,6 +35,9 @@ mod pg_tls;
 #[path = "../tests/common/pgbouncer.rs"]
 #[allow(dead_code)]
 mod pgbouncer;
+#[path = "../tests/common/unwind.rs"]
+#[allow(dead_code)]
+mod unwind;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
