@@ -54,3 +54,58 @@ pub fn held(f: impl FnOnce()) -> Duration {
     f();
     mark.held_since()
 }
+
+/// How long a thread that only sleeps in short ticks is kept from running when its ticks end:
+/// time in which the machine (another process, the hypervisor) ran no waiting thread of this
+/// process. A timing bound that the code under test must meet is widened by this much, and by
+/// nothing else: a call that blocks its own thread or overruns its limit still fails the bound.
+#[derive(Debug)]
+pub struct StallMeter {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Duration>>,
+}
+
+impl StallMeter {
+    /// How long each tick sleeps.
+    const TICK: Duration = Duration::from_millis(2);
+    /// A tick that wakes later than this past its end counts in full (below it: timer jitter).
+    const NOISE: Duration = Duration::from_millis(1);
+
+    /// Starts measuring on a thread of its own.
+    pub fn start() -> Self {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut stalled = Duration::ZERO;
+            while !flag.load(Ordering::Relaxed) {
+                let before = Instant::now();
+                std::thread::sleep(Self::TICK);
+                let late = before.elapsed().saturating_sub(Self::TICK);
+                if late > Self::NOISE {
+                    stalled += late;
+                }
+            }
+            stalled
+        });
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops measuring; the stalls seen since [`StallMeter::start`].
+    pub fn finish(mut self) -> Duration {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for StallMeter {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}

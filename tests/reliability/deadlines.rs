@@ -1,5 +1,6 @@
 //! Reliability 16: the caller's limit is the bound (Postgres). A call with a limit `d` returns
-//! within `d` + 100 ms whatever the server does: a server whose processes are stopped
+//! within `d` + 100 ms whatever the server does (plus any time in which the machine itself ran
+//! no waiting thread, measured beside each call: see `common::cpu::StallMeter`): a server whose processes are stopped
 //! (SIGSTOP), or a loopback proxy that stops answering. The limit may be the call's own
 //! `.timeout(..)`, the pool's `statement_timeout`, the checkout wait or the URL's
 //! `connect_timeout`. Cancel requests and replacement connections run in the background; the
@@ -14,22 +15,47 @@ use std::time::{Duration, Instant};
 use sql_middleware::ErrorKind;
 use sql_middleware::prelude::*;
 
+use crate::common::cpu::StallMeter;
 use crate::common::groups;
 use crate::common::proxy::{Relay, config_at, target_of};
 
 /// How far past its limit a call may return (the bound).
 const SLACK: Duration = Duration::from_millis(100);
 
-/// Asserts that `r` failed within `limit` + [`SLACK`] of `t`, with one of `kinds`; returns the
-/// time it took.
+/// The start of a timed call: its clock, and a [`StallMeter`] beside it.
+struct Timed {
+    t: Instant,
+    stalls: StallMeter,
+}
+
+impl Timed {
+    fn start() -> Self {
+        let stalls = StallMeter::start();
+        Timed {
+            t: Instant::now(),
+            stalls,
+        }
+    }
+
+    /// The time since the start, and the bound for it: `limit` + [`SLACK`] + the time the
+    /// machine ran no waiting thread meanwhile (a stall of the machine delays every timer,
+    /// the caller's too; the code under test gets no other allowance).
+    fn stop(self, limit: Duration) -> (Duration, Duration) {
+        let took = self.t.elapsed();
+        (took, limit + SLACK + self.stalls.finish())
+    }
+}
+
+/// Asserts that `r` failed within `limit` + [`SLACK`] of the start of `timed` (see
+/// [`Timed::stop`]), with one of `kinds`; returns the time it took.
 fn within_limit<T: std::fmt::Debug>(
     what: &str,
-    t: Instant,
+    timed: Timed,
     limit: Duration,
     r: Result<T, SqlMiddlewareDbError>,
     kinds: &[ErrorKind],
 ) -> Duration {
-    let took = t.elapsed();
+    let (took, bound) = timed.stop(limit);
     let e = r.expect_err(&format!("{what}: an unanswering server cannot answer"));
     assert!(
         kinds.contains(&e.kind()),
@@ -37,8 +63,8 @@ fn within_limit<T: std::fmt::Debug>(
         e.kind()
     );
     assert!(
-        took <= limit + SLACK,
-        "{what}: returned after {took:?}, past its limit {limit:?} + {SLACK:?}"
+        took <= bound,
+        "{what}: returned after {took:?}, past its limit {limit:?} + {SLACK:?} (bound {bound:?} with the machine's stalls)"
     );
     took
 }
@@ -136,11 +162,11 @@ async fn a_stopped_server_costs_each_call_its_limit_and_the_pool_recovers() {
         .expect("a first query");
 
     let stopped = Stopped::stop(postmaster);
-    let t = Instant::now();
+    let t = Timed::start();
     let r = bounded("first call", conn.query("SELECT 2").select()).await;
     let first = within_limit("first call", t, limit, r, &[ErrorKind::Timeout]);
     // The same checkout again: its connection was given up; a replacement cannot connect.
-    let t = Instant::now();
+    let t = Timed::start();
     let r = bounded("second call", conn.query("SELECT 3").select()).await;
     let second = within_limit(
         "second call",
@@ -149,7 +175,7 @@ async fn a_stopped_server_costs_each_call_its_limit_and_the_pool_recovers() {
         r,
         &[ErrorKind::Timeout, ErrorKind::PoolTimeout],
     );
-    let t = Instant::now();
+    let t = Timed::start();
     let r = bounded("own limit", conn.query("SELECT 4").timeout(own).select()).await;
     let third = within_limit(
         "own limit",
@@ -161,7 +187,7 @@ async fn a_stopped_server_costs_each_call_its_limit_and_the_pool_recovers() {
     drop(conn);
     let mut checkouts = Vec::new();
     for i in 0..3 {
-        let t = Instant::now();
+        let t = Timed::start();
         let r = bounded("checkout", pool.get_connection()).await;
         checkouts.push(within_limit(
             &format!("checkout {i}"),
@@ -180,7 +206,7 @@ async fn a_stopped_server_costs_each_call_its_limit_and_the_pool_recovers() {
         .build()
         .await
         .expect("a pool that connects lazily");
-    let t = Instant::now();
+    let t = Timed::start();
     let r = bounded("connect", fresh.get_connection()).await;
     let connect = within_limit(
         "connect",
@@ -269,10 +295,10 @@ async fn a_silent_proxy_costs_each_call_its_limit() {
     drop(dropped_conn.begin().await.expect("begin"));
 
     relay.go_silent();
-    let t = Instant::now();
+    let t = Timed::start();
     let r = bounded("statement", conn.query("SELECT 2").select()).await;
     let first = within_limit("statement", t, limit, r, &[ErrorKind::Timeout]);
-    let t = Instant::now();
+    let t = Timed::start();
     let r = bounded("next statement", conn.query("SELECT 3").select()).await;
     let second = within_limit(
         "next statement",
@@ -282,7 +308,7 @@ async fn a_silent_proxy_costs_each_call_its_limit() {
         &[ErrorKind::Timeout, ErrorKind::PoolTimeout],
     );
     // Inside a transaction: the statement, then the rollback the caller asks for.
-    let t = Instant::now();
+    let t = Timed::start();
     let r = bounded("transaction", async {
         let r = tx.query("SELECT 4").select().await;
         let _ = tx.rollback().await;
@@ -296,7 +322,7 @@ async fn a_silent_proxy_costs_each_call_its_limit() {
         r,
         &[ErrorKind::Timeout, ErrorKind::PoolTimeout],
     );
-    let t = Instant::now();
+    let t = Timed::start();
     let r = bounded("begin after a dropped Tx", dropped_conn.begin()).await;
     let begin = within_limit(
         "begin after a dropped Tx",
@@ -321,7 +347,7 @@ async fn a_silent_proxy_costs_each_call_its_limit() {
         .build()
         .await
         .expect("a pool that connects lazily");
-    let t = Instant::now();
+    let t = Timed::start();
     let r = bounded("connect", fresh.get_connection()).await;
     let connect = within_limit(
         "connect",
@@ -377,7 +403,7 @@ async fn until_stopped(watcher: &tokio_postgres::Client, pid: i32) -> Option<Dur
 async fn past_limit<S>(
     what: &str,
     stream: &mut S,
-    t: Instant,
+    t: Timed,
     limit: Duration,
     watcher: &tokio_postgres::Client,
     pid: i32,
@@ -394,11 +420,11 @@ where
             None => panic!("{what}: the slow stream ended without an error"),
         }
     };
-    let ended = t.elapsed();
+    let (ended, bound) = t.stop(limit);
     assert_eq!(error.kind(), ErrorKind::Timeout, "{what}: {error:?}");
     assert!(
-        ended <= limit + SLACK,
-        "{what}: the stream ended {ended:?} after its start (limit {limit:?})"
+        ended <= bound,
+        "{what}: the stream ended {ended:?} after its start (limit {limit:?}, bound {bound:?})"
     );
     let stopped = until_stopped(watcher, pid).await;
     let state = backend_state(watcher, pid).await;
@@ -441,7 +467,7 @@ async fn a_stream_past_its_limit_stops_its_statement_on_the_server() {
             .one()
             .await
             .expect("pid");
-        let t = Instant::now();
+        let t = Timed::start();
         let (rows, ended, stopped) = if in_tx {
             let mut tx = conn.begin().await.expect("begin");
             let mut stream = tx.query(sql).timeout(limit).stream::<(i64,)>();
@@ -590,7 +616,7 @@ async fn a_proxy_silent_mid_result_costs_the_stream_its_limit() {
     let _group = groups::enter("deadlines");
     let limit = Duration::from_millis(500);
     let (relay, _pool, mut conn) = through_relay(2, limit).await;
-    let t = Instant::now();
+    let t = Timed::start();
     let mut stream = conn
         .query(
             "SELECT a * 100000 + b FROM generate_series(1, 1000) a, generate_series(1, 100000) b",
@@ -610,24 +636,50 @@ async fn a_proxy_silent_mid_result_costs_the_stream_its_limit() {
             None => panic!("the stream ended without an error"),
         }
     };
-    let ended = t.elapsed();
+    let (ended, bound) = t.stop(limit);
     assert_eq!(error.kind(), ErrorKind::Timeout, "{error:?}");
     assert!(
-        ended <= limit + SLACK,
-        "the stream failed {ended:?} after its start (limit {limit:?})"
+        ended <= bound,
+        "the stream failed {ended:?} after its start (limit {limit:?}, bound {bound:?})"
     );
     drop(stream);
-    let t = Instant::now();
+    let t = Timed::start();
     let (n,): (i64,) = bounded("next", conn.query("SELECT 3::bigint").one())
         .await
         .unwrap_or_else(|e| panic!("the next call failed: {e:?}"));
-    let next = t.elapsed();
+    let (next, bound) = t.stop(limit);
     assert_eq!(n, 3);
-    assert!(next <= limit + SLACK, "the next call took {next:?}");
+    assert!(
+        next <= bound,
+        "the next call took {next:?} (bound {bound:?})"
+    );
     println!(
         "deadline_silent_mid_result limit_ms={} rows={rows} error_ms={} next_ok_ms={}",
         limit.as_millis(),
         ended.as_millis(),
         next.as_millis()
     );
+}
+
+/// The allowance every bound above gets is real: a meter running while this whole process is
+/// stopped for 300 ms (SIGSTOP from another process) reports the stop. Its own group, so no
+/// other test is stopped with it.
+#[test]
+fn the_stall_meter_sees_the_process_stopped() {
+    let _group = groups::enter("stall_meter");
+    let meter = StallMeter::start();
+    std::thread::sleep(Duration::from_millis(20));
+    let pid = std::process::id();
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("kill -STOP {pid}; sleep 0.3; kill -CONT {pid}"))
+        .status()
+        .expect("sh");
+    assert!(status.success(), "sh: {status}");
+    let stalled = meter.finish();
+    assert!(
+        stalled >= Duration::from_millis(250),
+        "a 300 ms stop of the process showed as {stalled:?} of stalls"
+    );
+    println!("stall_meter stopped_ms=300 seen_ms={}", stalled.as_millis());
 }
