@@ -3,7 +3,9 @@
 //!
 //! - a test CA, and a server certificate it signs for the DNS name `localhost` **only** (no IP
 //!   address), so `verify-full` to `localhost` succeeds and to `127.0.0.1` fails on the name;
-//! - a second, unrelated CA (the wrong root).
+//! - a second, unrelated CA (the wrong root);
+//! - client certificates for a user created `REQUIRE X509`: one the test CA signed, and one the
+//!   unrelated CA signed (which the server must refuse).
 //!
 //! Whether a session is encrypted is the server's word (`Ssl_cipher` in its session status).
 //! The servers need the MariaDB server binaries (`mariadb-install-db`, `mariadbd`); the tests
@@ -35,6 +37,9 @@ struct Server {
     /// The CA that signed the server's certificate, and one that signed nothing (PEM files).
     ca: PathBuf,
     other_ca: PathBuf,
+    /// A client certificate and key the CA signed, and a pair the unrelated CA signed.
+    client: (PathBuf, PathBuf),
+    rogue: (PathBuf, PathBuf),
 }
 
 impl Drop for Server {
@@ -47,8 +52,12 @@ impl Drop for Server {
 
 impl Server {
     fn url(&self, host: &str, query: &str) -> String {
+        self.url_as("root", host, query)
+    }
+
+    fn url_as(&self, user: &str, host: &str, query: &str) -> String {
         let sep = if query.is_empty() { "" } else { "?" };
-        format!("mysql://root@{host}:{}/mysql{sep}{query}", self.port)
+        format!("mysql://{user}@{host}:{}/mysql{sep}{query}", self.port)
     }
 }
 
@@ -83,8 +92,22 @@ fn ca_params(name: &str) -> Result<CertificateParams, rcgen::Error> {
     Ok(p)
 }
 
-/// The CA, the unrelated CA, the server certificate and its key (PEM).
-fn material() -> Result<[String; 4], rcgen::Error> {
+/// The user that must present a client certificate signed by the server's CA.
+const X509_USER: &str = "sqlmw_x509";
+
+/// A client certificate for [`X509_USER`] signed by `issuer`, and its key (PEM).
+fn client_pair(issuer: &CertifiedIssuer<'_, KeyPair>) -> Result<[String; 2], rcgen::Error> {
+    let mut p = CertificateParams::new(Vec::<String>::new())?;
+    p.distinguished_name.push(DnType::CommonName, X509_USER);
+    p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let key = KeyPair::generate()?;
+    let cert = p.signed_by(&key, issuer)?;
+    Ok([cert.pem(), key.serialize_pem()])
+}
+
+/// The CA, the unrelated CA, the server certificate and its key, a client certificate and key
+/// the CA signed, and a client certificate and key the unrelated CA signed (PEM).
+fn material() -> Result<[String; 8], rcgen::Error> {
     let ca = CertifiedIssuer::self_signed(ca_params("sqlmw mysql test CA")?, KeyPair::generate()?)?;
     let other =
         CertifiedIssuer::self_signed(ca_params("sqlmw mysql unrelated CA")?, KeyPair::generate()?)?;
@@ -96,7 +119,18 @@ fn material() -> Result<[String; 4], rcgen::Error> {
     server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let key = KeyPair::generate()?;
     let cert = server.signed_by(&key, &ca)?;
-    Ok([ca.pem(), other.pem(), cert.pem(), key.serialize_pem()])
+    let [client, client_key] = client_pair(&ca)?;
+    let [rogue, rogue_key] = client_pair(&other)?;
+    Ok([
+        ca.pem(),
+        other.pem(),
+        cert.pem(),
+        key.serialize_pem(),
+        client,
+        client_key,
+        rogue,
+        rogue_key,
+    ])
 }
 
 /// Starts a throwaway server on a free loopback port: with TLS (the certificates above) or
@@ -115,7 +149,16 @@ async fn start(tls: bool) -> Server {
         .mode(0o700)
         .create(&dir)
         .expect("server directory");
-    let [ca, other_ca, cert, key] = material().expect("test certificates");
+    let [
+        ca,
+        other_ca,
+        cert,
+        key,
+        client,
+        client_key,
+        rogue,
+        rogue_key,
+    ] = material().expect("test certificates");
     let write = |name: &str, text: &str| -> PathBuf {
         let p = dir.join(name);
         fs::write(&p, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", p.display()));
@@ -126,6 +169,10 @@ async fn start(tls: bool) -> Server {
         write("other-ca.crt", &other_ca),
         write("server.crt", &cert),
         write("server.key", &key),
+        write("client.crt", &client),
+        write("client.key", &client_key),
+        write("rogue.crt", &rogue),
+        write("rogue.key", &rogue_key),
     ];
     // As root, the server runs as the `mysql` user, which must own its files.
     let user = if fs::metadata(&dir).map(|m| m.uid()).unwrap_or(1) == 0 {
@@ -194,6 +241,8 @@ async fn start(tls: bool) -> Server {
     let mut s = Server {
         ca: files[0].clone(),
         other_ca: files[1].clone(),
+        client: (files[4].clone(), files[5].clone()),
+        rogue: (files[6].clone(), files[7].clone()),
         dir,
         child,
         port,
@@ -206,9 +255,19 @@ async fn start(tls: bool) -> Server {
             panic!("mariadbd exited ({status}):\n{log}");
         }
         let plain = format!("mysql://root@127.0.0.1:{port}/mysql");
-        if let Ok(Ok(c)) =
+        if let Ok(Ok(mut c)) =
             tokio::time::timeout(Duration::from_secs(2), mysql_async::Conn::from_url(plain)).await
         {
+            use mysql_async::prelude::Queryable;
+            if tls {
+                // A user that may log in only with a client certificate the server's CA signed.
+                c.query_drop(format!(
+                    "CREATE USER '{X509_USER}'@'%' REQUIRE X509; \
+                     GRANT SELECT ON mysql.* TO '{X509_USER}'@'%'"
+                ))
+                .await
+                .expect("the client-certificate user");
+            }
             let _ = c.disconnect().await;
             break;
         }
@@ -328,6 +387,73 @@ async fn every_ssl_mode_against_a_tls_server_and_a_plain_one() {
                     .ssl_mode(SslMode::VerifyFull)
                     .ssl_root_cert(&ca),
                 None,
+            ),
+        ],
+        &mut problems,
+    )
+    .await;
+    // A user created `REQUIRE X509`: only a client certificate the server's CA signed logs in.
+    let x509 = |host: &str| ConfigAndPool::mysql(&s.url_as(X509_USER, host, ""));
+    let (client, rogue) = (&s.client, &s.rogue);
+    cases += check(
+        vec![
+            (
+                "client certificate the CA signed, verify-full",
+                x509("localhost")
+                    .ssl_mode(SslMode::VerifyFull)
+                    .ssl_root_cert(&ca)
+                    .ssl_client_cert(&client.0, &client.1),
+                Some(true),
+            ),
+            (
+                "client certificate the CA signed, require",
+                x509("127.0.0.1")
+                    .ssl_mode(SslMode::Require)
+                    .ssl_client_cert(&client.0, &client.1),
+                Some(true),
+            ),
+            (
+                "REQUIRE X509 user, no client certificate",
+                x509("localhost")
+                    .ssl_mode(SslMode::VerifyFull)
+                    .ssl_root_cert(&ca),
+                None,
+            ),
+            (
+                "client certificate the unrelated CA signed",
+                x509("localhost")
+                    .ssl_mode(SslMode::VerifyFull)
+                    .ssl_root_cert(&ca)
+                    .ssl_client_cert(&rogue.0, &rogue.1),
+                None,
+            ),
+            (
+                "URL ssl-cert and ssl-key, MySQL's spelling",
+                ConfigAndPool::from_url(&s.url_as(
+                    X509_USER,
+                    "localhost",
+                    &format!(
+                        "ssl-mode=VERIFY_IDENTITY&ssl-ca={ca}&ssl-cert={}&ssl-key={}",
+                        path_text(&client.0),
+                        path_text(&client.1)
+                    ),
+                ))
+                .expect("URL"),
+                Some(true),
+            ),
+            (
+                "URL sslcert and sslkey, libpq's spelling",
+                ConfigAndPool::from_url(&s.url_as(
+                    X509_USER,
+                    "127.0.0.1",
+                    &format!(
+                        "sslmode=require&sslcert={}&sslkey={}",
+                        path_text(&client.0),
+                        path_text(&client.1)
+                    ),
+                ))
+                .expect("URL"),
+                Some(true),
             ),
         ],
         &mut problems,
