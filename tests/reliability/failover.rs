@@ -16,6 +16,13 @@
 //! a read-only server or missing the row) and the write and error counts. The middleware's
 //! figures are asserted: gap within 2 s, nothing lost, no stale read. The scenarios run one at
 //! a time, about 30 s each: `cargo test --all-features --test reliability -- failover::`.
+//!
+//! The engine can fail the scenario's precondition: in one of about ten planned failovers
+//! run here, pg_auto_failover promoted the standby while the old primary still acknowledged
+//! writes for seconds, and the raw control lost as many writes as the middleware. Such a run
+//! (a probe write acknowledged by the other node more than 500 ms after the final primary
+//! accepted writes) says nothing about a client: it is printed, and the scenario starts over
+//! on a fresh formation, at most three times (`engine_splits` in the figures counts them).
 #![cfg(all(feature = "postgres", unix))]
 
 use std::collections::BTreeSet;
@@ -33,7 +40,36 @@ use crate::common::pgaf::Formation;
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// What a scenario does to the formation, once the load runs.
-type Fault = Box<dyn FnOnce(&Formation) -> Result<(), String> + Send>;
+type Fault = fn(&Formation) -> Result<(), String>;
+
+/// How many fresh formations a scenario may take when the engine itself promotes one node
+/// while the other still accepts writes (see [`split_brain`]).
+const ATTEMPTS: usize = 3;
+
+/// A node other than the final primary that acknowledged a probe write more than 500 ms after
+/// the final primary began to accept writes: both nodes took writes at once, so the engine
+/// itself lost what the old one acknowledged, for every client alike. The scenario's promise
+/// (nothing lost that the engine keeps) cannot be judged on such a run.
+fn split_brain(
+    probes: &[Vec<(Instant, bool)>],
+    primary: usize,
+    writable: Instant,
+) -> Option<String> {
+    let overlap = Duration::from_millis(500);
+    probes.iter().enumerate().find_map(|(i, p)| {
+        let last = p
+            .iter()
+            .filter(|(at, ok)| i != primary && *ok && *at > writable + overlap)
+            .map(|(at, _)| *at - writable)
+            .max()?;
+        Some(format!(
+            "node{} still acknowledged writes {} ms after node{} accepted writes",
+            i + 1,
+            last.as_millis(),
+            primary + 1
+        ))
+    })
+}
 
 async fn raw(port: u16) -> tokio_postgres::Client {
     crate::common::pg::raw_client(&format!("postgres://postgres@127.0.0.1:{port}/postgres")).await
@@ -65,11 +101,33 @@ async fn wait_synchronous(port: u16) -> Duration {
     }
 }
 
-/// Runs the load on a fresh formation (URL hosts in `order`), applies `fault` two seconds in,
-/// waits until a node has accepted writes for five seconds, and checks the figures.
+/// Runs [`attempt`] until the engine kept one primary at a time, at most [`ATTEMPTS`] times
+/// (each engine fault is printed); fails when it never did.
 async fn scenario(name: &str, order: [usize; 2], fault: Fault) {
     let _group = groups::enter("failover");
     let _one = ONE_AT_A_TIME.lock().await;
+    let mut faults = Vec::new();
+    while faults.len() < ATTEMPTS {
+        match attempt(name, order, fault, faults.len()).await {
+            Ok(()) => return,
+            Err(split) => {
+                eprintln!("[failover] {name}: the engine split: {split}; a fresh formation");
+                faults.push(split);
+            }
+        }
+    }
+    panic!("{name}: pg_auto_failover let two nodes take writes in every attempt: {faults:?}");
+}
+
+/// Runs the load on a fresh formation (URL hosts in `order`), applies `fault` two seconds in,
+/// waits until a node has accepted writes for five seconds, and checks the figures; `Err` when
+/// the engine let two nodes take writes at once (see [`split_brain`]).
+async fn attempt(
+    name: &str,
+    order: [usize; 2],
+    fault: Fault,
+    engine_splits: usize,
+) -> Result<(), String> {
     let f = tokio::task::spawn_blocking(Formation::start)
         .await
         .expect("formation")
@@ -150,13 +208,17 @@ async fn scenario(name: &str, order: [usize; 2], fault: Fault) {
         .collect();
     let m = load::Figures::of(&mw, writable, &found);
     let r = load::Figures::of(&control, writable, &found);
-    println!(
+    let line = format!(
         "failover_{name} final_primary={} fault_to_writable_ms={} {} {}",
         f.nodes[primary].name,
         (writable - fault_at).as_millis(),
         m.line("mw"),
         r.line("raw")
     );
+    if let Some(split) = split_brain(&probes.lock().unwrap(), primary, writable) {
+        return Err(format!("{split} ({line})"));
+    }
+    println!("{line} engine_splits={engine_splits}");
     assert!(
         m.gap.is_some_and(|g| g <= Duration::from_secs(2)),
         "{name}: the middleware wrote again {:?} after the new primary accepted writes (None: never)",
@@ -168,45 +230,35 @@ async fn scenario(name: &str, order: [usize; 2], fault: Fault) {
         "{name}: stale reads through the primary pool after settling"
     );
     drop(f);
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn planned_failover() {
-    scenario(
-        "planned",
-        [0, 1],
-        Box::new(|f: &Formation| f.perform_failover()),
-    )
-    .await;
+    scenario("planned", [0, 1], |f: &Formation| f.perform_failover()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_9_of_the_primarys_postmaster() {
-    scenario(
-        "kill_postmaster",
-        [0, 1],
-        Box::new(|f: &Formation| Formation::signal("KILL", f.postmaster(0)?)),
-    )
+    scenario("kill_postmaster", [0, 1], |f: &Formation| {
+        Formation::signal("KILL", f.postmaster(0)?)
+    })
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_of_the_whole_primary_node() {
-    scenario(
-        "kill_node",
-        [0, 1],
-        Box::new(|f: &Formation| Formation::signal("KILL", f.node_group(0))),
-    )
+    scenario("kill_node", [0, 1], |f: &Formation| {
+        Formation::signal("KILL", f.node_group(0))
+    })
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hung_primary_listed_first() {
-    scenario(
-        "sigstop_first",
-        [0, 1],
-        Box::new(|f: &Formation| Formation::signal("STOP", f.node_group(0))),
-    )
+    scenario("sigstop_first", [0, 1], |f: &Formation| {
+        Formation::signal("STOP", f.node_group(0))
+    })
     .await;
 }
 
@@ -216,31 +268,51 @@ async fn hung_primary_listed_first() {
 /// the old primary stays up, read-only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn old_primary_read_only_and_left_up() {
-    scenario(
-        "read_only_left_up",
-        [0, 1],
-        Box::new(|f: &Formation| {
-            for pid in f.keeper_pids(0) {
-                Formation::signal("STOP", pid)?;
-            }
-            let port = f.nodes[0].port;
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())?
-                .block_on(async move {
-                    let c = raw(port).await;
-                    c.batch_execute("ALTER SYSTEM SET default_transaction_read_only = on")
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    c.batch_execute("SELECT pg_reload_conf()")
-                        .await
-                        .map_err(|e| e.to_string())
-                })?;
-            // The new primary stays `wait_primary` (its standby is gone), so the command
-            // would wait for a `primary` that never comes.
-            f.ask_failover()
-        }),
-    )
+    scenario("read_only_left_up", [0, 1], |f: &Formation| {
+        for pid in f.keeper_pids(0) {
+            Formation::signal("STOP", pid)?;
+        }
+        let port = f.nodes[0].port;
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?
+            .block_on(async move {
+                let c = raw(port).await;
+                c.batch_execute("ALTER SYSTEM SET default_transaction_read_only = on")
+                    .await
+                    .map_err(|e| e.to_string())?;
+                c.batch_execute("SELECT pg_reload_conf()")
+                    .await
+                    .map_err(|e| e.to_string())
+            })?;
+        // The new primary stays `wait_primary` (its standby is gone), so the command
+        // would wait for a `primary` that never comes.
+        f.ask_failover()
+    })
     .await;
+}
+
+/// [`split_brain`] names the old primary when it acknowledged a write well after the new one
+/// took writes, and nothing when its last write came before, or within the 500 ms margin.
+#[test]
+fn split_brain_is_told_from_a_clean_switch() {
+    let t = Instant::now();
+    let at = |ms: u64| t + Duration::from_millis(ms);
+    let new_primary = vec![(at(0), false), (at(1000), true), (at(1050), true)];
+    let clean = vec![
+        (at(0), true),
+        (at(900), true),
+        (at(950), false),
+        (at(1400), true),
+    ];
+    assert_eq!(
+        split_brain(&[clean, new_primary.clone()], 1, at(1000)),
+        None
+    );
+    let split = vec![(at(0), true), (at(2500), true), (at(2550), false)];
+    assert_eq!(
+        split_brain(&[split, new_primary], 1, at(1000)).as_deref(),
+        Some("node1 still acknowledged writes 1500 ms after node2 accepted writes")
+    );
 }
