@@ -68,3 +68,21 @@ impl FromRow for BenchRow {
 pub(crate) fn driver_err(e: impl std::fmt::Display) -> sql_middleware::Error {
     sql_middleware::Error::new(sql_middleware::ErrorKind::Other, e.to_string())
 }
+
+/// Checks that a per-run `what` (a schema, a database) named `name` is a plain identifier
+/// (lower-case ASCII letters, digits and `_`), as the benches splice it into SQL.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) fn check_ident(what: &str, name: &str) -> sql_middleware::Result<()> {
+    if !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        Ok(())
+    } else {
+        Err(sql_middleware::Error::new(
+            sql_middleware::ErrorKind::InvalidInput,
+            format!("{what} name {name:?} must be lower-case ASCII letters, digits and _"),
+        ))
+    }
+}

@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use sql_middleware::{ConfigAndPool, ErrorKind, Result, RowValues, SqlMiddlewareDbError};
 
+use crate::check_ident;
 use crate::dataset::{self, BenchRow};
 use crate::driver_err as map_err;
 
@@ -192,24 +193,9 @@ pub async fn warm_raw_pool(pool: &Pool, size: usize, ids: &[i64]) -> Result<()> 
     Ok(())
 }
 
-fn check_ident(name: &str) -> Result<()> {
-    if !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-    {
-        Ok(())
-    } else {
-        Err(SqlMiddlewareDbError::new(
-            ErrorKind::InvalidInput,
-            format!("database name {name:?} must be lower-case ASCII letters, digits and _"),
-        ))
-    }
-}
-
 /// Drops `database` (and everything in it) if it exists, connecting through `base_url`.
 pub async fn drop_database(base_url: &str, database: &str) -> Result<()> {
-    check_ident(database)?;
+    check_ident("database", database)?;
     let mut conn = connect_raw(base_url).await?;
     conn.query_drop(format!("DROP DATABASE IF EXISTS {database}"))
         .await
@@ -222,7 +208,7 @@ pub async fn drop_database(base_url: &str, database: &str) -> Result<()> {
 /// `active` stored as the integer 0 or 1), inserted in one transaction through a prepared
 /// statement, then `ANALYZE TABLE`. Returns the URL of `base_url`'s server naming `database`.
 pub async fn create_lookup_database(base_url: &str, database: &str, n: usize) -> Result<String> {
-    check_ident(database)?;
+    check_ident("database", database)?;
     let mut admin = connect_raw(base_url).await?;
     admin
         .query_drop(format!("DROP DATABASE IF EXISTS {database}"))

@@ -7,6 +7,7 @@ use sql_middleware::{ErrorKind, Result, SqlMiddlewareDbError};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls};
 
+use crate::check_ident;
 use crate::dataset::{self, BenchRow};
 use crate::driver_err as map_err;
 use crate::workloads::{INSERT_SCHEMA_POSTGRES, InsertRecord};
@@ -37,24 +38,9 @@ pub fn plain_text_url(url: &str) -> String {
     }
 }
 
-fn check_ident(schema: &str) -> Result<()> {
-    if !schema.is_empty()
-        && schema
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-    {
-        Ok(())
-    } else {
-        Err(SqlMiddlewareDbError::new(
-            ErrorKind::InvalidInput,
-            format!("schema name {schema:?} must be lower-case ASCII letters, digits and _"),
-        ))
-    }
-}
-
 /// Drops `schema` (and everything in it) if it exists.
 pub async fn drop_schema(client: &Client, schema: &str) -> Result<()> {
-    check_ident(schema)?;
+    check_ident("schema", schema)?;
     client
         .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
         .await
