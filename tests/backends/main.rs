@@ -10,7 +10,9 @@ mod common;
 
 mod mysql;
 mod mysql_kill;
+mod mysql_procedures;
 mod mysql_tls;
+mod mysql_values;
 mod postgres;
 mod postgres_replicas;
 mod postgres_tls;

@@ -133,6 +133,22 @@ impl TestDb {
         }
     }
 
+    /// The database's URL, on the server engines (for raw clients of the engine's own driver).
+    pub fn url(&self) -> Option<&str> {
+        match &self.location {
+            Location::Url(u) => Some(u),
+            Location::File(_) => None,
+        }
+    }
+
+    /// The database file, on SQLite and Turso.
+    pub fn path(&self) -> Option<&Path> {
+        match &self.location {
+            Location::File(p) => Some(p),
+            Location::Url(_) => None,
+        }
+    }
+
     /// The column type for `l` on this backend (see [`ty`]).
     pub fn ty(&self, l: Logical) -> &'static str {
         ty(self.kind, l)

@@ -26,15 +26,19 @@ mod aggregates;
 mod bad_input;
 mod batches;
 mod bulk;
+mod cached_meaning;
 mod columns;
+mod counts;
 #[cfg(feature = "derive")]
 mod derive;
+mod durability;
 mod errors;
 mod executor;
 mod pool;
 mod round_trips;
 mod runtime;
 mod savepoints;
+mod server_ended;
 #[cfg(feature = "tracing")]
 mod spans;
 mod stats;
@@ -45,3 +49,4 @@ mod timeouts;
 mod transactions;
 mod urls;
 mod user_types;
+mod value_limits;

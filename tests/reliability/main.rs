@@ -47,6 +47,10 @@ mod model;
 mod outcomes;
 mod props;
 mod runtime;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod server_closed;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod server_statements;
 mod session;
 mod streams;
 #[cfg(feature = "postgres-tls")]
