@@ -193,6 +193,14 @@ pub(crate) trait Wing {
     /// connection. Never blocks on the network, never panics.
     fn abandon_tx(&mut self);
 
+    /// Whether the engine ended the open transaction by itself after a statement of it failed
+    /// (MySQL rolls the whole transaction back on a deadlock; SQLite on a trigger's
+    /// `RAISE(ROLLBACK)`): its savepoints are gone too, so the hall refuses every later call
+    /// of the `Tx` with `TransactionAborted` instead of sending them.
+    fn tx_ended(&self) -> bool {
+        false
+    }
+
     /// An operation failed with `ConnectionLost`: the connection must not be reused (it is
     /// replaced before the next operation, or discarded when it goes back). In-process engines
     /// never lose their connection this way.

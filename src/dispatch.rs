@@ -276,6 +276,12 @@ macro_rules! wings {
                 }
             }
 
+            pub(crate) fn tx_ended(&self) -> bool {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.tx_ended(),)+
+                }
+            }
+
             /// The connection's SQL dialect, for reading scripts as its engine will.
             pub(crate) fn dialect(&self) -> Dialect {
                 match self {

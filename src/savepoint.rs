@@ -83,6 +83,14 @@ impl MiddlewarePoolConnection {
     /// Undoes everything since savepoint `level` (a failed statement included) and releases
     /// it; the transaction is usable again when the engine did so.
     async fn sp_rollback_to(&mut self, level: u32) -> Result<()> {
+        if self.tx == TxFlag::Aborted && self.inner.tx_ended() {
+            // The engine rolled the whole transaction back, its savepoints with it: there is
+            // nothing to roll back to, and the transaction stays aborted.
+            return Err(SqlMiddlewareDbError::new(
+                ErrorKind::TransactionAborted,
+                "the engine ended the whole transaction after a statement of it failed (a deadlock, say), and its savepoints with it; roll the transaction back and start again",
+            ));
+        }
         let n = name(level);
         self.pending = true;
         let r = self

@@ -36,7 +36,11 @@ impl MyConnection {
             return self.load(target, rows).await;
         }
         self.simple("START TRANSACTION").await?;
-        match self.load(target, rows).await {
+        // Inside a transaction of its own: each INSERT is checked as one of a transaction.
+        self.in_tx = true;
+        let r = self.load(target, rows).await;
+        self.in_tx = false;
+        match r {
             Ok(n) => self.simple("COMMIT").await.map(|()| n),
             Err(e) => {
                 let _ = self.simple("ROLLBACK").await;
@@ -54,6 +58,7 @@ impl MyConnection {
         let per = rows_per_statement(width);
         // An `INSERT` also stays well under the server's packet limit.
         let max_bytes = self.client()?.max_packet / 2;
+        let utc = self.client()?.facts.utc;
         let mut values: Vec<Value> = Vec::with_capacity(per * width);
         let mut pending = 0usize;
         let mut bytes = 0u64;
@@ -65,7 +70,7 @@ impl MyConnection {
             }
             let mut row_bytes = 0u64;
             for (k, v) in row.iter().enumerate() {
-                let v = to_value(k, v)?;
+                let v = to_value(k, v, utc)?;
                 if let Value::Bytes(b) = &v {
                     row_bytes += b.len() as u64;
                 }
@@ -106,6 +111,6 @@ impl MyConnection {
         self.in_flight = true;
         let c = self.client()?;
         let r = count_rows(c, &s, values).await.map(drop);
-        self.finish(&s, r)
+        self.finish(s.fx, r).await
     }
 }

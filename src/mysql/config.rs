@@ -15,10 +15,6 @@ use crate::pooling::{self, PoolOptions};
 use crate::server::StatementCache;
 use crate::stmt_cache::StmtCache;
 
-/// What every session starts with (and gets back after a reset): UTC, so `TIMESTAMP` columns,
-/// `NOW()` and a bound `DateTime<Utc>` all mean UTC.
-const SETUP: &str = "SET time_zone = '+00:00'";
-
 /// MySQL-specific settings.
 #[derive(Debug, Clone)]
 pub(crate) struct MyOptions {
@@ -66,8 +62,16 @@ pub(crate) struct MyClient {
     pub(crate) flushed: crate::stats::Flushed,
     /// This connection's number, unique in the process (statements remember it).
     pub(crate) id: u64,
-    /// How many times the session was reset (a reset drops the server's prepared statements).
-    pub(crate) resets: u64,
+    /// Bumped whenever the server's prepared statements of this session were dropped (a reset)
+    /// or closed by the middleware: a statement of an older generation is prepared again.
+    pub(crate) generation: u64,
+    /// What the middleware last learnt of the session's settings (see `check.rs`).
+    pub(crate) facts: super::check::Facts,
+    /// Autocommit was found off inside a transaction: it is turned back on when that ends.
+    pub(crate) autocommit_off: bool,
+    /// Statements prepared for one run whose run was abandoned between rows (a stream dropped
+    /// early): closed on the server before the connection's next command.
+    pub(crate) pending_close: Vec<mysql_async::Statement>,
     /// A borrower may have left something in the session: reset before the next one.
     pub(crate) dirty: bool,
     /// Must not be reused (a cleaning that could not finish).
@@ -181,7 +185,10 @@ impl Manager for MyManager {
                 static NEXT: AtomicU64 = AtomicU64::new(1);
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             },
-            resets: 0,
+            generation: 0,
+            facts: super::check::Facts::fresh(),
+            autocommit_off: false,
+            pending_close: Vec::new(),
             dirty: false,
             broken: false,
             epoch: self.opts.schema_epoch.load(std::sync::atomic::Ordering::Acquire),
@@ -194,6 +201,10 @@ impl Manager for MyManager {
             endpoint: Arc::clone(&self.endpoint),
         });
         Box::pin(super::conn::set_up(&mut c)).await?;
+        // What the session now is, for the checks after statements that may change it.
+        if let Some(e) = Box::pin(super::check::session(&mut c, false)).await?.error() {
+            return Err(e);
+        }
         Ok(c)
     }
 
@@ -254,7 +265,7 @@ pub(crate) fn build_pool(
         // `UPDATE` counts the rows it matched, as on the other engines (not only those whose
         // value changed).
         .client_found_rows(true)
-        .setup(vec![SETUP])
+        .setup(vec![super::check::SETUP])
         .into();
     if opts.ip_or_hostname().is_empty() && opts.socket().is_none() {
         return Err(SqlMiddlewareDbError::new(

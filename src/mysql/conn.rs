@@ -10,10 +10,11 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{BinaryProtocol, QueryResult, Statement, Value};
 
 use super::config::MyClient;
+use super::counts::CountRule;
 use super::error::map_err;
 use super::params::to_values;
 use super::rows::{MyRow, columns_of, row_values};
-use super::stmt::MyStmt;
+use super::stmt::{Effects, MyStmt};
 use crate::contract::Wing;
 use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
@@ -41,25 +42,76 @@ pub(crate) fn in_transaction(conn: &mysql_async::Conn) -> bool {
 }
 
 /// Runs `$call` (an expression that awaits the operation) within the time limit the hall set
-/// for it, if any (see `timeout.rs`); without a limit it is `$call` alone, after one flag
-/// check. A connection given up by an earlier call is replaced first, within the limit, and a
-/// transaction dropped earlier is rolled back. `$writes`: the call may commit a change by itself
-/// (a write outside a transaction), so a limit passing after it was sent leaves its outcome
-/// unknown.
+/// for it, if any (see `timeout.rs`); without a limit it is `$call` alone, after a few flag
+/// checks. A connection given up by an earlier call is replaced first, within the limit, a
+/// transaction dropped earlier is rolled back, and what an earlier call left to do is done (see
+/// [`MyConnection::ready`]). `$writes`: the call may commit a change by itself (a write outside
+/// a transaction), so a limit passing after it was sent leaves its outcome unknown.
+///
+/// The first call on a connection that sat idle in the pool meets a connection the server may
+/// have closed meanwhile (see `liveness.rs`): a call that writes checks it first; one that does
+/// not runs at once, and runs again on another connection when the server had closed it.
 macro_rules! limited {
-    ($self:ident, $call:expr, $writes:expr) => {{
+    // A call that writes, and so never runs twice (its inputs may be consumed).
+    (@writes $self:ident, $call:expr) => {{
         let at = $self.deadline.take();
-        if $self.in_flight || $self.obj.is_none() || $self.needs_rollback || $self.raw {
-            Box::pin($self.ready(at)).await?;
+        if $self.in_flight
+            || $self.obj.is_none()
+            || $self.needs_rollback
+            || $self.raw
+            || $self.followup
+            || $self.unverified
+        {
+            Box::pin($self.ready(at, true)).await?;
         }
         match at {
             None => $call,
             Some(at) => {
                 crate::deadline::check(Some(at))?;
-                // Boxed: the limited path (a timer) would otherwise grow every future.
                 match Box::pin(super::timeout::within(at, async { $call })).await {
                     Some(r) => r,
-                    None => Err($self.after_limit($writes)),
+                    None => Err($self.after_limit(true)),
+                }
+            }
+        }
+    }};
+    ($self:ident, $call:expr, $writes:expr) => {{
+        let at = $self.deadline.take();
+        let mut replays = 0usize;
+        loop {
+            if $self.in_flight
+                || $self.obj.is_none()
+                || $self.needs_rollback
+                || $self.raw
+                || $self.followup
+                || ($self.unverified && $writes)
+            {
+                Box::pin($self.ready(at, $writes)).await?;
+            }
+            let replayable = $self.unverified && !$writes;
+            let r = match at {
+                None => $call,
+                Some(at) => {
+                    crate::deadline::check(Some(at))?;
+                    // Boxed: the limited path (a timer) would otherwise grow every future.
+                    match Box::pin(super::timeout::within(at, async { $call })).await {
+                        Some(r) => r,
+                        None => Err($self.after_limit($writes)),
+                    }
+                }
+            };
+            match r {
+                Err(e)
+                    if replayable
+                        && e.kind() == ErrorKind::ConnectionLost
+                        && replays < $self.replay_limit() =>
+                {
+                    replays += 1;
+                    $self.discard();
+                }
+                r => {
+                    $self.unverified = false;
+                    break r;
                 }
             }
         }
@@ -69,13 +121,13 @@ macro_rules! limited {
 /// A checked-out MySQL connection and what the middleware knows about its state.
 pub(crate) struct MyConnection {
     /// The pool, to replace a connection given up after an abandoned statement.
-    pool: super::Pool,
-    obj: Option<Obj>,
+    pub(super) pool: super::Pool,
+    pub(super) obj: Option<Obj>,
     /// A call was abandoned mid-way (its future dropped, or its limit passed): the protocol
     /// state is unknown and the statement may still run. The connection is given up.
     pub(super) in_flight: bool,
     /// A transaction was dropped without commit or rollback: rolled back before the next use.
-    needs_rollback: bool,
+    pub(super) needs_rollback: bool,
     /// Inside a transaction begun through the middleware.
     pub(super) in_tx: bool,
     /// The raw connection was handed out: a call of the caller's on it may have been dropped
@@ -88,6 +140,18 @@ pub(crate) struct MyConnection {
     unknown: bool,
     /// The time limit of the next operation (see `Wing::set_deadline`).
     deadline: Option<std::time::Instant>,
+    /// The connection came back from the pool and has not answered in this checkout yet: the
+    /// server may have closed it while it sat idle (see `liveness.rs`).
+    pub(super) unverified: bool,
+    /// Something an earlier call left is done before the next one: statements to close, or
+    /// autocommit to turn back on after a transaction.
+    pub(super) followup: bool,
+    /// The server ended the transaction by itself (a deadlock, say): every later call in the
+    /// `Tx` is refused until it is rolled back.
+    tx_ended: bool,
+    /// A savepoint guards the running statement of a transaction (a `CALL`): a routine that
+    /// commits or rolls back is seen when it is gone.
+    canary: bool,
 }
 
 impl std::fmt::Debug for MyConnection {
@@ -103,21 +167,39 @@ impl std::fmt::Debug for MyConnection {
 /// session the next reset goes back to, then runs the hook again.
 pub(crate) async fn set_up(c: &mut MyClient) -> Result<()> {
     let hook = c.opts.after_connect.clone();
-    if !hook.is_set() {
-        return Ok(());
+    if hook.is_set() {
+        let mut setup = MySetup(c);
+        hook.run(&mut setup).await?;
+        if in_transaction(&c.conn) {
+            return Err(SqlMiddlewareDbError::new(
+                ErrorKind::TransactionState,
+                "the after_connect hook left a transaction open; the connection is closed",
+            ));
+        }
     }
-    let mut setup = MySetup(c);
-    hook.run(&mut setup).await?;
-    if in_transaction(&c.conn) {
+    // What the session now is (the checks after statements that may change it compare with
+    // it), and what the hook may not change.
+    let found = super::check::session(c, false).await?;
+    if found.autocommit_was_off {
         return Err(SqlMiddlewareDbError::new(
             ErrorKind::TransactionState,
-            "the after_connect hook left a transaction open; the connection is closed",
+            "the after_connect hook turned autocommit off, or completion_type to chain or release; the middleware commits every statement outside a Tx, so the connection is closed",
         ));
     }
-    // The hook's statements were closed after it; nothing it did is left to reset.
-    c.dirty = false;
-    let cache = c.stmts.stats(c.opts.statement_cache_capacity);
-    c.flushed.skip(cache, Default::default());
+    if let Some(was) = found.charset_was {
+        return Err(SqlMiddlewareDbError::new(
+            ErrorKind::Config,
+            format!(
+                "the after_connect hook set the character set to {was}; the middleware binds and reads text as UTF-8, so the connection is closed"
+            ),
+        ));
+    }
+    if hook.is_set() {
+        // The hook's statements were closed after it; nothing it did is left to reset.
+        c.dirty = false;
+        let cache = c.stmts.stats(c.opts.statement_cache_capacity);
+        c.flushed.skip(cache, Default::default());
+    }
     Ok(())
 }
 
@@ -134,7 +216,8 @@ pub(crate) async fn reset(c: &mut MyClient) -> Result<()> {
         ));
     }
     c.stmts.clear();
-    c.resets += 1;
+    c.pending_close.clear();
+    c.generation += 1;
     // The reset keeps the current database: put back the pool's (a `USE` of a borrower's), or
     // refuse the connection when the pool names none and a borrower chose one.
     match c.endpoint.opts.db_name() {
@@ -165,7 +248,7 @@ pub(crate) async fn reset(c: &mut MyClient) -> Result<()> {
 /// reset).
 pub(super) async fn statement_for(c: &mut MyClient, s: &MyStmt) -> Result<(Statement, bool)> {
     match &s.stmt {
-        Some(st) if s.conn == (c.id, c.resets) => Ok((st.clone(), false)),
+        Some(st) if s.conn == (c.id, c.generation) => Ok((st.clone(), false)),
         _ => {
             let st = c.conn.prep(&*s.text).await.map_err(map_err)?;
             Ok((st, true))
@@ -177,6 +260,10 @@ impl MyConnection {
     pub(crate) fn new(pool: super::Pool, obj: Obj) -> Self {
         Self {
             pool,
+            unverified: super::liveness::reused(&obj),
+            followup: false,
+            tx_ended: false,
+            canary: false,
             obj: Some(obj),
             in_flight: false,
             needs_rollback: false,
@@ -203,7 +290,7 @@ impl MyConnection {
     }
 
     /// How long cleaning a connection may take: the pool's recycle timeout.
-    fn net_bound(&self) -> Duration {
+    pub(super) fn net_bound(&self) -> Duration {
         self.pool
             .timeouts()
             .recycle
@@ -232,9 +319,17 @@ impl MyConnection {
     }
 
     /// Before an operation: replaces a connection given up by an earlier call (within
-    /// `deadline`), and rolls back a transaction dropped earlier.
-    pub(super) async fn ready(&mut self, deadline: Option<std::time::Instant>) -> Result<()> {
-        if std::mem::take(&mut self.raw) {
+    /// `deadline`), rolls back a transaction dropped earlier, settles what raw access or an
+    /// earlier call left (statements to close, the session to check, autocommit to turn back
+    /// on), and, for a call that `writes`, makes sure a connection that sat idle in the pool
+    /// is still open (see `liveness.rs`).
+    pub(super) async fn ready(
+        &mut self,
+        deadline: Option<std::time::Instant>,
+        writes: bool,
+    ) -> Result<()> {
+        let raw = std::mem::take(&mut self.raw);
+        if raw {
             // mysql_async marks a connection whose command was dropped part-way as
             // disconnected: its protocol state is unknown.
             if self.obj.as_ref().is_some_and(|o| o.conn.is_disconnected()) {
@@ -245,10 +340,7 @@ impl MyConnection {
             self.give_up();
         }
         if self.obj.is_none() {
-            self.needs_rollback = false;
-            self.in_tx = false;
-            self.obj = Some(super::timeout::checkout(&self.pool, deadline).await?);
-            self.in_flight = false;
+            self.replace(deadline).await?;
         }
         if self.needs_rollback {
             let bound = self.net_bound();
@@ -269,14 +361,57 @@ impl MyConnection {
             self.in_flight = false;
             self.needs_rollback = false;
         }
+        if raw && self.obj.is_some() {
+            // Raw SQL may have changed the session (the database, the character set,
+            // autocommit) or dropped the server's statements: the cached ones are closed and
+            // the session checked, as after any statement the middleware cannot read.
+            let in_tx = self.in_tx;
+            self.in_flight = true;
+            let c = self.client()?;
+            forget_statements(c).await;
+            let found = super::check::session(c, in_tx).await?;
+            self.followup |= c.autocommit_off;
+            self.in_flight = false;
+            self.unverified = false;
+            if let Some(e) = found.error() {
+                return Err(e);
+            }
+        }
+        if std::mem::take(&mut self.followup) {
+            self.settle().await?;
+        }
+        if writes && self.unverified {
+            self.verify(deadline).await?;
+        }
         Ok(())
     }
 
-    /// Ends a call whose statement ran: what it left in the session, and a transaction the
-    /// server committed by itself (a statement with an implicit commit that reached the server
-    /// some way the middleware could not see, as through a stored procedure).
-    #[inline]
-    pub(super) fn finish<R>(&mut self, s: &MyStmt, r: Result<R>) -> Result<R> {
+    /// What an earlier call left to do: close the statements of abandoned streams, and turn
+    /// autocommit back on once no transaction is open.
+    async fn settle(&mut self) -> Result<()> {
+        let in_tx = self.in_tx;
+        self.in_flight = true;
+        let c = self.client()?;
+        for st in std::mem::take(&mut c.pending_close) {
+            c.conn.close(st).await.map_err(map_err)?;
+        }
+        if c.autocommit_off {
+            if in_tx {
+                self.followup = true;
+            } else {
+                super::check::restore_autocommit(c).await?;
+            }
+        }
+        self.in_flight = false;
+        Ok(())
+    }
+
+    /// Ends a call whose statement ran (`r` is its outcome): what it left in the session, a
+    /// value the server changed with only a warning, and a transaction the server ended or
+    /// committed by itself (a statement with an implicit commit that reached the server some way
+    /// the middleware could not see, as through a stored procedure; a deadlock). The common
+    /// case, a plain statement that went well, sends nothing.
+    pub(super) async fn finish<R>(&mut self, s: Effects, r: Result<R>) -> Result<R> {
         self.in_flight = false;
         let in_tx = self.in_tx;
         if !s.plain {
@@ -291,10 +426,101 @@ impl MyConnection {
         if s.ddl {
             schema_changed(c);
         }
-        if in_tx && !in_transaction(&c.conn) && r.is_ok() {
+        let canary = std::mem::take(&mut self.canary);
+        if let Err(e) = &r {
+            if in_tx && e.backend() == crate::Backend::Mysql && e.kind() != ErrorKind::ConnectionLost
+            {
+                // Did the server end the whole transaction (a deadlock does)? `DO 1` answers
+                // with the transaction status.
+                self.in_flight = true;
+                let open = {
+                    let c = self.client()?;
+                    c.conn.query_drop("DO 1").await.map_err(map_err)?;
+                    in_transaction(&c.conn)
+                };
+                self.in_flight = false;
+                self.tx_ended |= !open;
+            }
+            return r;
+        }
+        if canary {
+            self.in_flight = true;
+            let c = self.client()?;
+            let released = c.conn.query_drop(format!("RELEASE SAVEPOINT {CANARY}")).await;
+            self.in_flight = false;
+            if let Err(e) = released {
+                let e = map_err(e);
+                if e.driver_code() == Some("1305") {
+                    self.tx_ended = true;
+                    return Err(implicit_commit());
+                }
+                return Err(e);
+            }
+        }
+        if !s.plain {
+            self.in_flight = true;
+            let (found, off) = {
+                let c = self.client()?;
+                let found = super::check::session(c, in_tx).await?;
+                (found, c.autocommit_off)
+            };
+            self.followup |= off;
+            self.in_flight = false;
+            if let Some(e) = found.error() {
+                return Err(e);
+            }
+        }
+        if s.writes {
+            self.in_flight = true;
+            let changed = {
+                let c = self.client()?;
+                super::warnings::changed_value(c, in_tx).await?
+            };
+            self.in_flight = false;
+            if let Some(e) = changed {
+                return Err(e);
+            }
+        }
+        let open = in_transaction(&self.client()?.conn);
+        if in_tx && !open {
+            self.tx_ended = true;
             return Err(implicit_commit());
         }
+        if !in_tx && s.writes && !self.unknown && open {
+            // A write outside a transaction that the server did not commit: autocommit was off
+            // some way no check saw. Nothing uncommitted is acknowledged.
+            self.in_flight = true;
+            super::check::restore_autocommit(self.client()?).await?;
+            self.in_flight = false;
+            return Err(SqlMiddlewareDbError::new(
+                ErrorKind::TransactionState,
+                "the server left this write inside a transaction it did not commit (autocommit was off); it was rolled back and autocommit turned back on: run it again",
+            ));
+        }
         r
+    }
+
+    /// After a transaction of the middleware ended: autocommit turned back on if a statement of
+    /// it turned it off, and a transaction that `COMMIT` chained (a `completion_type` the
+    /// middleware did not see) rolled back.
+    async fn after_tx(&mut self) -> Result<()> {
+        let c = self.client()?;
+        if c.autocommit_off || in_transaction(&c.conn) {
+            self.in_flight = true;
+            super::check::restore_autocommit(self.client()?).await?;
+            self.in_flight = false;
+        }
+        Ok(())
+    }
+
+    /// Before a statement that may run a routine inside a transaction: a savepoint, whose
+    /// disappearance afterwards shows that the routine committed or rolled back.
+    async fn guard(&mut self, s: Effects) -> Result<()> {
+        if self.in_tx && s.routine {
+            self.simple(&format!("SAVEPOINT {CANARY}")).await?;
+            self.canary = true;
+        }
+        Ok(())
     }
 
     /// Converts the parameters and marks the call as running: what every statement call does
@@ -302,7 +528,8 @@ impl MyConnection {
     #[inline]
     fn start(&mut self, s: &MyStmt, p: &[RowValues]) -> Result<(&mut MyClient, Vec<Value>)> {
         s.check(p)?;
-        let values = to_values(p, s.order.as_deref())?;
+        let utc = self.client()?.facts.utc;
+        let values = to_values(p, s.order.as_deref(), utc)?;
         let c = self.client()?;
         check_size(c, &values)?;
         self.in_flight = true;
@@ -310,15 +537,17 @@ impl MyConnection {
     }
 
     async fn select_once(&mut self, s: &MyStmt, p: &[RowValues]) -> Result<ResultSet> {
+        self.guard(s.fx).await?;
         let (c, values) = self.start(s, p)?;
         let r = select_rows(c, s, values).await;
-        self.finish(s, r)
+        self.finish(s.fx, r).await
     }
 
     async fn dml_once(&mut self, s: &MyStmt, p: &[RowValues]) -> Result<u64> {
+        self.guard(s.fx).await?;
         let (c, values) = self.start(s, p)?;
         let r = count_rows(c, s, values).await;
-        self.finish(s, r)
+        self.finish(s.fx, r).await
     }
 
     async fn optional_once<T: FromRow + Send + 'static>(
@@ -326,16 +555,21 @@ impl MyConnection {
         s: &MyStmt,
         p: &[RowValues],
     ) -> Result<Option<T>> {
+        self.guard(s.fx).await?;
         let (c, values) = self.start(s, p)?;
         let r = async {
             let temp = execute(c, s, values).await?;
             let r = async {
                 let mut qr = QueryResult::<BinaryProtocol>::new(&mut c.conn);
-                let Some(row) = qr.next().await.map_err(map_err)? else {
+                let first = qr.next().await.map_err(map_err)?;
+                if first.is_some() {
+                    // The rest is read before the connection is used again.
+                    while qr.next().await.map_err(map_err)?.is_some() {}
+                }
+                super::sets::no_more(&mut qr).await?;
+                let Some(row) = first else {
                     return Ok(None);
                 };
-                // The rest is read before the connection is used again.
-                while qr.next().await.map_err(map_err)?.is_some() {}
                 let mut fresh = None;
                 let cols = current_columns(&row, &s.columns, &mut fresh);
                 T::from_row(&MyRow {
@@ -349,7 +583,7 @@ impl MyConnection {
             r
         }
         .await;
-        self.finish(s, r)
+        self.finish(s.fx, r).await
     }
 
     async fn all_once<T: FromRow + Send + 'static>(
@@ -357,6 +591,7 @@ impl MyConnection {
         s: &MyStmt,
         p: &[RowValues],
     ) -> Result<Vec<T>> {
+        self.guard(s.fx).await?;
         let (c, values) = self.start(s, p)?;
         let r = async {
             let temp = execute(c, s, values).await?;
@@ -371,6 +606,7 @@ impl MyConnection {
                         columns: cols,
                     })?);
                 }
+                super::sets::no_more(&mut qr).await?;
                 Ok(out)
             }
             .await;
@@ -378,7 +614,7 @@ impl MyConnection {
             r
         }
         .await;
-        self.finish(s, r)
+        self.finish(s.fx, r).await
     }
 
     /// [`Wing::prepare`] without its time limit.
@@ -473,15 +709,14 @@ impl MyConnection {
         };
         let s = Arc::new(MyStmt {
             stmt,
-            plain: super::session::is_plain(&text),
-            writes: super::session::writes(&text),
+            fx: Effects::of(&text),
+            count: CountRule::of(&text),
             dml: crate::sql::is_dml(&text, D),
-            ddl: crate::sql::changes_schema(&text, D),
             text: text.into(),
             columns,
             order,
             params,
-            conn: (c.id, c.resets),
+            conn: (c.id, c.generation),
         });
         let evicted = c.stmts.insert(
             sql,
@@ -491,7 +726,7 @@ impl MyConnection {
         );
         if let Some(old) = evicted {
             // Closed on the server, unless a reset since dropped it there already.
-            if let (Some(st), true) = (old.stmt.clone(), old.conn == (c.id, c.resets)) {
+            if let (Some(st), true) = (old.stmt.clone(), old.conn == (c.id, c.generation)) {
                 c.conn.close(st).await.map_err(map_err)?;
             }
         }
@@ -514,10 +749,14 @@ impl MyConnection {
     /// them.
     async fn execute_batch_within(&mut self, sql: &str, in_tx: bool) -> Result<()> {
         crate::sql::reject_nul(sql)?;
-        let plain = super::session::is_plain(sql);
-        let ddl = crate::sql::changes_schema(sql, D);
+        // A script binds no values: its literals are left to strict mode (see `warnings.rs`).
+        let fx = Effects {
+            writes: false,
+            ..Effects::of(sql)
+        };
         let own_tx = !in_tx && crate::sql::has_transaction_control(sql, D);
-        self.unknown |= !in_tx && (own_tx || !plain);
+        self.unknown |= !in_tx && (own_tx || !fx.plain);
+        self.guard(fx).await?;
         let r = if in_tx || own_tx {
             self.simple(sql).await
         } else {
@@ -537,27 +776,12 @@ impl MyConnection {
             }
             r
         };
-        if let Some(c) = self.obj.as_mut() {
-            if !plain {
-                c.dirty = true;
-            }
-            if ddl {
-                schema_changed(c);
-            }
-        }
         if r.is_err() && own_tx {
             // A failed script must not leave its own transaction open (the server's status is
             // not known after an error part-way through a script: roll back in any case).
             let _ = self.simple("ROLLBACK").await;
         }
-        if in_tx && r.is_ok() {
-            if let Some(c) = self.obj.as_ref() {
-                if !in_transaction(&c.conn) {
-                    return Err(implicit_commit());
-                }
-            }
-        }
-        r
+        self.finish(fx, r).await
     }
 
     /// Runs a script of ordinary statements inside `START TRANSACTION … COMMIT`.
@@ -593,6 +817,17 @@ pub(super) fn check_size(c: &MyClient, values: &[Value]) -> Result<()> {
             c.max_packet
         ),
     ))
+}
+
+/// The savepoint that guards a routine's run inside a transaction (see `MyConnection::guard`).
+const CANARY: &str = "sqlmw_routine_guard";
+
+/// A call in a transaction the server already ended.
+fn ended() -> SqlMiddlewareDbError {
+    SqlMiddlewareDbError::new(
+        ErrorKind::TransactionAborted,
+        "the server ended this transaction by itself (a deadlock, a lock wait, a conflict) and rolled it back; nothing of it was committed: start it again",
+    )
 }
 
 /// A statement that ended the middleware's transaction by itself.
@@ -665,13 +900,14 @@ async fn select_rows(c: &mut MyClient, s: &MyStmt, values: Vec<Value>) -> Result
             let rs = rs.get_or_insert_with(|| ResultSet::with_capacity(Arc::clone(cols), 1));
             rs.push_values(row_values(row, cols)?);
         }
+        super::sets::no_more(&mut qr).await?;
         Ok::<_, SqlMiddlewareDbError>(rs)
     }
     .await;
     close_temporary(c, temp).await?;
     let mut rs = r?.unwrap_or_else(|| ResultSet::with_capacity(Arc::clone(&s.columns), 0));
     if s.dml {
-        rs.rows_affected = changed(c, rs.results.len() as u64);
+        rs.rows_affected = changed(c, s, rs.results.len() as u64);
     }
     Ok(rs)
 }
@@ -690,33 +926,35 @@ pub(super) async fn count_rows(c: &mut MyClient, s: &MyStmt, values: Vec<Value>)
     .await;
     close_temporary(c, temp).await?;
     let rows = r?;
-    Ok(if s.dml { changed(c, rows) } else { 0 })
+    Ok(if s.dml { changed(c, s, rows) } else { 0 })
 }
 
-/// The rows a DML statement changed: the server's count, or, for `… RETURNING` (whose result
-/// set ends without one; MariaDB does not describe its columns at prepare time either), the
-/// rows it returned.
+/// The rows a DML statement changed, with the meaning the count has on every engine (see
+/// `counts.rs`): the server's count, or, for `… RETURNING` (whose result set ends without
+/// one; MariaDB does not describe its columns at prepare time either), the rows it returned.
 #[inline]
-fn changed(c: &MyClient, returned: u64) -> u64 {
-    if returned == 0 {
-        c.conn.affected_rows()
-    } else {
-        returned
+fn changed(c: &MyClient, s: &MyStmt, returned: u64) -> u64 {
+    if returned != 0 {
+        return returned;
+    }
+    match s.count {
+        CountRule::AsReported => c.conn.affected_rows(),
+        rule => rule.count(c.conn.affected_rows(), &c.conn.info()),
     }
 }
 
-/// The schema changed through `c`: every connection of the pool prepares its statements again.
+/// The schema changed through `c`: every connection of the pool, this one included, closes
+/// its cached statements before it prepares the next one (their columns may have changed).
 fn schema_changed(c: &mut MyClient) {
-    c.epoch = c.opts.schema_epoch.fetch_add(1, Ordering::AcqRel) + 1;
-    // Closed lazily: the server frees them with the connection or at the next reset.
-    c.dirty = true;
-    c.stmts.clear();
+    c.opts.schema_epoch.fetch_add(1, Ordering::AcqRel);
 }
 
-/// Closes and forgets every cached statement.
-async fn forget_statements(c: &mut MyClient) {
+/// Closes and forgets every cached statement (a statement still held by a caller is prepared
+/// again for its next run).
+pub(super) async fn forget_statements(c: &mut MyClient) {
     let all: Vec<Statement> = c.stmts.values().filter_map(|s| s.stmt.clone()).collect();
     c.stmts.clear();
+    c.generation += 1;
     for st in all {
         let _ = c.conn.close(st).await;
     }
@@ -732,11 +970,11 @@ impl Wing for MyConnection {
     }
 
     async fn select(&mut self, s: &Arc<MyStmt>, p: &[RowValues]) -> Result<ResultSet> {
-        limited!(self, self.select_once(s, p).await, s.writes)
+        limited!(self, self.select_once(s, p).await, s.fx.writes)
     }
 
     async fn dml(&mut self, s: &Arc<MyStmt>, p: &[RowValues]) -> Result<u64> {
-        limited!(self, self.dml_once(s, p).await, s.writes)
+        limited!(self, self.dml_once(s, p).await, s.fx.writes)
     }
 
     async fn optional<T: FromRow + Send + 'static>(
@@ -744,7 +982,7 @@ impl Wing for MyConnection {
         s: &Arc<MyStmt>,
         p: &[RowValues],
     ) -> Result<Option<T>> {
-        limited!(self, self.optional_once::<T>(s, p).await, s.writes)
+        limited!(self, self.optional_once::<T>(s, p).await, s.fx.writes)
     }
 
     async fn all<T: FromRow + Send + 'static>(
@@ -752,7 +990,7 @@ impl Wing for MyConnection {
         s: &Arc<MyStmt>,
         p: &[RowValues],
     ) -> Result<Vec<T>> {
-        limited!(self, self.all_once::<T>(s, p).await, s.writes)
+        limited!(self, self.all_once::<T>(s, p).await, s.fx.writes)
     }
 
     type Cursor<T: FromRow + Send + 'static> = super::stream::MyCursor<T>;
@@ -796,12 +1034,13 @@ impl Wing for MyConnection {
         I: Iterator<Item = R> + Send,
         R: AsRef<[RowValues]> + Send + Sync,
     {
-        limited!(self, self.bulk_load(target, rows, in_tx).await, true)
+        limited!(@writes self, self.bulk_load(target, rows, in_tx).await)
     }
 
     async fn begin(&mut self) -> Result<()> {
         let at = self.deadline;
-        self.ready(at).await?;
+        self.ready(at, false).await?;
+        self.tx_ended = false;
         if self.unknown {
             // Ask the server: `DO 1` answers with its transaction status.
             self.simple("DO 1").await?;
@@ -814,8 +1053,14 @@ impl Wing for MyConnection {
             self.unknown = false;
         }
         // If this future is dropped after the statement went out, the flag rolls it back.
-        self.needs_rollback = true;
-        limited!(self, self.simple("START TRANSACTION").await, false)?;
+        limited!(
+            self,
+            {
+                self.needs_rollback = true;
+                self.simple("START TRANSACTION").await
+            },
+            false
+        )?;
         self.needs_rollback = false;
         self.in_tx = true;
         Ok(())
@@ -824,9 +1069,13 @@ impl Wing for MyConnection {
     /// Commits. Past the limit the `COMMIT` may have raced the stop: its outcome is unknown.
     async fn commit(&mut self) -> Result<()> {
         self.in_tx = false;
+        if std::mem::take(&mut self.tx_ended) {
+            // The server ended the transaction; a `COMMIT` now would commit nothing and say Ok.
+            return Err(ended());
+        }
         let r = limited!(self, self.simple("COMMIT").await, true);
         match r {
-            Ok(()) => Ok(()),
+            Ok(()) => self.after_tx().await,
             // Past the limit after `COMMIT` was sent: its outcome is unknown (limited! says so);
             // before it was sent: a `Timeout`, and the transaction is rolled back on return.
             Err(e) if matches!(e.kind(), ErrorKind::OutcomeUnknown | ErrorKind::Timeout) => Err(e),
@@ -842,6 +1091,7 @@ impl Wing for MyConnection {
     async fn rollback(&mut self) -> Result<()> {
         self.needs_rollback = false;
         self.in_tx = false;
+        self.tx_ended = false;
         if self.in_flight {
             // A statement of the transaction was left running: the connection is given up,
             // which ends the transaction on the server.
@@ -849,8 +1099,9 @@ impl Wing for MyConnection {
             return Ok(());
         }
         match limited!(self, self.simple("ROLLBACK").await, false) {
+            Ok(()) => self.after_tx().await,
             Err(e) if e.kind() == ErrorKind::Timeout && self.in_flight => Ok(()),
-            r => r,
+            Err(e) => Err(e),
         }
     }
 
@@ -862,16 +1113,21 @@ impl Wing for MyConnection {
             self.give_up();
             return Ok(());
         }
-        self.ready(None).await?;
+        self.ready(None, false).await?;
         // Whatever the cancelled call began is rolled back (harmless when nothing is open).
         self.simple("ROLLBACK").await?;
         self.unknown = false;
         Ok(())
     }
 
+    fn tx_ended(&self) -> bool {
+        self.tx_ended
+    }
+
     fn abandon_tx(&mut self) {
         self.needs_rollback = true;
         self.in_tx = false;
+        self.tx_ended = false;
     }
 
     /// The server or the network ended the session: replace the connection before the next
@@ -926,11 +1182,14 @@ impl MyConnection {
     /// The raw connection, mutable (mysql_async's calls take `&mut`); see [`Wing::raw`].
     pub(crate) async fn raw_mut(&mut self) -> Result<&mut mysql_async::Conn> {
         let at = self.deadline.take();
-        self.ready(at).await?;
+        // The caller may write at once: a connection that sat idle is checked first.
+        self.ready(at, true).await?;
         self.raw = true;
         self.unknown = true;
         let c = self.client()?;
-        // Raw SQL may change the session and the schema.
+        // Raw SQL may change the session and the schema: the session is checked and the
+        // cached statements closed before the next operation (see `ready`), and the pool's
+        // other connections prepare theirs again.
         c.dirty = true;
         schema_changed(c);
         Ok(&mut c.conn)
@@ -1026,14 +1285,18 @@ impl MySetup<'_> {
             order,
             params: if n == 0 { usize::from(st.num_params()) } else { n },
             dml: crate::sql::is_dml(&text, D),
-            writes: true,
-            plain: true,
-            ddl: false,
+            fx: Effects {
+                writes: true,
+                plain: true,
+                ddl: false,
+                routine: false,
+            },
+            count: CountRule::of(&text),
             conn: (0, 0),
         };
         c.conn.close(st).await.map_err(map_err)?;
         s.check(params)?;
-        let values = to_values(params, s.order.as_deref())?;
+        let values = to_values(params, s.order.as_deref(), self.0.facts.utc)?;
         Ok((s, values))
     }
 }

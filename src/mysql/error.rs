@@ -72,6 +72,11 @@ fn redacted(code: u16, message: &str) -> String {
     }
 }
 
+/// A server message (an error's or a warning's) without the values it may quote.
+pub(crate) fn public_message(code: u16, message: &str) -> String {
+    redacted(code, message)
+}
+
 /// Maps a mysql_async error.
 pub(crate) fn map_err(err: E) -> SqlMiddlewareDbError {
     let (kind, code, message) = match &err {

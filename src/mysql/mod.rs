@@ -4,19 +4,27 @@
 //! The same file set as every wing — `config` (settings, manager, pool), `conn` (the
 //! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bulk`, `stream` —
 //! plus MySQL's extras: `session` (what a statement leaves in the session, and the reset on
-//! return), `timeout` (time limits that stop the server's work with `KILL QUERY`) and `tls`.
+//! return), `check` (asking the server what a statement did to the session), `warnings` (a
+//! value the server changed with only a warning), `counts` (row counts with one meaning),
+//! `sets` (several result sets), `liveness` (connections the server closed while idle),
+//! `timeout` (time limits that stop the server's work with `KILL QUERY`) and `tls`.
 
 pub(crate) mod bulk;
+pub(crate) mod check;
 pub(crate) mod config;
 pub(crate) mod conn;
+pub(crate) mod counts;
 pub(crate) mod error;
+mod liveness;
 pub(crate) mod params;
 pub(crate) mod rows;
 pub(crate) mod session;
+mod sets;
 pub(crate) mod stmt;
 pub(crate) mod stream;
 mod timeout;
 pub(crate) mod tls;
+mod warnings;
 
 pub(crate) use config::{build_pool, checkout};
 

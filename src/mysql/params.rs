@@ -6,6 +6,12 @@
 //! in UTC), a `Numeric` and a `JSON` value as their text, an `Interval` as a `TIME` when it has
 //! no months and fits MySQL's ±838:59:59. Arrays and other intervals are a
 //! [`ErrorKind::ParameterType`] error.
+//!
+//! A value the server would store as another value is refused here, before anything is sent,
+//! with [`ErrorKind::ParameterType`]: a date outside MySQL's years 0000–9999 (the server would
+//! store the zero date), a time or timestamp finer than a microsecond or on a leap second (the
+//! server keeps microseconds and has no leap seconds), and a `TimestampTz` while the session's
+//! `time_zone` is not UTC (a `TIMESTAMP` column would store another instant).
 
 use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use mysql_async::Value;
@@ -17,17 +23,22 @@ use crate::value::RowValues;
 const TIME_MAX_MICROS: i64 = (838 * 3600 + 59 * 60 + 59) * 1_000_000;
 
 /// Converts every parameter, in the order the statement's `?` placeholders take them
-/// (`order[k]` is the parameter the k-th `?` binds; `None`: in order).
-pub(crate) fn to_values(params: &[RowValues], order: Option<&[u16]>) -> Result<Vec<Value>> {
+/// (`order[k]` is the parameter the k-th `?` binds; `None`: in order). `utc`: the session's
+/// time zone is UTC.
+pub(crate) fn to_values(
+    params: &[RowValues],
+    order: Option<&[u16]>,
+    utc: bool,
+) -> Result<Vec<Value>> {
     match order {
         None => params
             .iter()
             .enumerate()
-            .map(|(i, v)| to_value(i, v))
+            .map(|(i, v)| to_value(i, v, utc))
             .collect(),
         Some(order) => order
             .iter()
-            .map(|&i| to_value(usize::from(i), &params[usize::from(i)]))
+            .map(|&i| to_value(usize::from(i), &params[usize::from(i)], utc))
             .collect(),
     }
 }
@@ -39,35 +50,54 @@ fn bad(i: usize, why: &str) -> SqlMiddlewareDbError {
     )
 }
 
-fn date(d: &NaiveDate) -> Value {
-    // chrono's years run beyond MySQL's 0..=9999; the server refuses those with a typed error.
-    let y = u16::try_from(d.year()).unwrap_or(u16::MAX);
-    Value::Date(y, d.month() as u8, d.day() as u8, 0, 0, 0, 0)
+/// MySQL's year, when `year` is one (chrono's years run far beyond 0000–9999, which the server
+/// would store as the zero date).
+fn year(i: usize, year: i32) -> Result<u16> {
+    match u16::try_from(year) {
+        Ok(y) if y <= 9999 => Ok(y),
+        _ => Err(bad(i, "MySQL's dates run from year 0000 to 9999")),
+    }
 }
 
-fn datetime(t: &NaiveDateTime) -> Value {
-    let y = u16::try_from(t.year()).unwrap_or(u16::MAX);
-    Value::Date(
-        y,
+/// The microseconds of a time of day, when it has no finer digits and is no leap second.
+fn micros(i: usize, nanos: u32) -> Result<u32> {
+    if nanos >= 1_000_000_000 {
+        return Err(bad(i, "MySQL has no leap seconds"));
+    }
+    if nanos % 1_000 != 0 {
+        return Err(bad(
+            i,
+            "MySQL keeps times to the microsecond; round the value first (chrono's `trunc_subsecs(6)`)",
+        ));
+    }
+    Ok(nanos / 1_000)
+}
+
+fn date(i: usize, d: &NaiveDate) -> Result<Value> {
+    Ok(Value::Date(year(i, d.year())?, d.month() as u8, d.day() as u8, 0, 0, 0, 0))
+}
+
+fn datetime(i: usize, t: &NaiveDateTime) -> Result<Value> {
+    Ok(Value::Date(
+        year(i, t.year())?,
         t.month() as u8,
         t.day() as u8,
         t.hour() as u8,
         t.minute() as u8,
         t.second() as u8,
-        // A leap second (nanoseconds past 1e9) is the last microsecond of its second.
-        (t.nanosecond() / 1_000).min(999_999),
-    )
+        micros(i, t.nanosecond())?,
+    ))
 }
 
-fn time(t: &NaiveTime) -> Value {
-    Value::Time(
+fn time(i: usize, t: &NaiveTime) -> Result<Value> {
+    Ok(Value::Time(
         false,
         0,
         t.hour() as u8,
         t.minute() as u8,
         t.second() as u8,
-        (t.nanosecond() / 1_000).min(999_999),
-    )
+        micros(i, t.nanosecond())?,
+    ))
 }
 
 /// A span of microseconds as a MySQL `TIME` (days carried into hours by the server).
@@ -89,8 +119,9 @@ pub(crate) fn time_span(micros: i64) -> Option<Value> {
     ))
 }
 
-/// Converts parameter `i` (0-based, for the error message).
-pub(crate) fn to_value(i: usize, v: &RowValues) -> Result<Value> {
+/// Converts parameter `i` (0-based, for the error message); `utc`: the session's time zone is
+/// UTC.
+pub(crate) fn to_value(i: usize, v: &RowValues, utc: bool) -> Result<Value> {
     Ok(match v {
         RowValues::Null => Value::NULL,
         RowValues::Int(n) => Value::Int(*n),
@@ -101,14 +132,20 @@ pub(crate) fn to_value(i: usize, v: &RowValues) -> Result<Value> {
         RowValues::Float(f) => Value::Double(*f),
         RowValues::Text(s) => Value::Bytes(s.as_bytes().to_vec()),
         RowValues::Bool(b) => Value::Int(i64::from(*b)),
-        RowValues::Timestamp(t) => datetime(t),
-        RowValues::TimestampTz(t) => datetime(&t.naive_utc()),
-        RowValues::Date(d) => date(d),
+        RowValues::Timestamp(t) => datetime(i, t)?,
+        RowValues::TimestampTz(_) if !utc => {
+            return Err(bad(
+                i,
+                "the session's time_zone is not UTC, so a TIMESTAMP column would store another instant; bind a Timestamp in the session's zone, or SET time_zone = '+00:00'",
+            ));
+        }
+        RowValues::TimestampTz(t) => datetime(i, &t.naive_utc())?,
+        RowValues::Date(d) => date(i, d)?,
         RowValues::Uuid(u) => Value::Bytes(u.hyphenated().to_string().into_bytes()),
         RowValues::Numeric(d) => Value::Bytes(d.to_string().into_bytes()),
         RowValues::Blob(b) => Value::Bytes(b.clone()),
         RowValues::JSON(j) => Value::Bytes(j.to_string().into_bytes()),
-        RowValues::Time(t) => time(t),
+        RowValues::Time(t) => time(i, t)?,
         RowValues::Interval(iv) => {
             if iv.months != 0 {
                 return Err(bad(
@@ -146,19 +183,39 @@ mod tests {
             microseconds: 0,
         };
         assert_eq!(
-            to_value(0, &RowValues::Interval(iv)).unwrap_err().kind(),
+            to_value(0, &RowValues::Interval(iv), true).unwrap_err().kind(),
             ErrorKind::ParameterType
         );
         assert_eq!(
-            to_value(2, &RowValues::Array(vec![])).unwrap_err().kind(),
+            to_value(2, &RowValues::Array(vec![]), true).unwrap_err().kind(),
             ErrorKind::ParameterType
         );
     }
 
     #[test]
+    fn values_the_server_would_change_are_refused() {
+        let at = |y, nano| {
+            RowValues::Timestamp(
+                NaiveDate::from_ymd_opt(y, 1, 1)
+                    .unwrap()
+                    .and_hms_nano_opt(23, 59, 59, nano)
+                    .unwrap(),
+            )
+        };
+        for v in [at(10_000, 0), at(-1, 0), at(2024, 1), at(2024, 1_500_000_000)] {
+            assert_eq!(to_value(0, &v, true).unwrap_err().kind(), ErrorKind::ParameterType, "{v:?}");
+        }
+        assert!(to_value(0, &at(0, 0), true).is_ok());
+        assert!(to_value(0, &at(9999, 999_999_000), true).is_ok());
+        let tz = RowValues::TimestampTz(chrono::DateTime::from_timestamp(0, 0).unwrap());
+        assert!(to_value(0, &tz, true).is_ok());
+        assert_eq!(to_value(0, &tz, false).unwrap_err().kind(), ErrorKind::ParameterType);
+    }
+
+    #[test]
     fn reordered_parameters_bind_by_position() {
         let p = [RowValues::Int(1), RowValues::Int(2)];
-        let v = to_values(&p, Some(&[1, 0, 1])).unwrap();
+        let v = to_values(&p, Some(&[1, 0, 1]), true).unwrap();
         assert_eq!(v, vec![Value::Int(2), Value::Int(1), Value::Int(2)]);
     }
 }

@@ -194,6 +194,17 @@ pub(crate) fn is_plain(sql: &str) -> bool {
     statements(sql, D).all(statement_is_plain)
 }
 
+/// Whether a statement of `sql` runs a routine or a prepared SQL statement (`CALL`, `EXECUTE`):
+/// the only statements a transaction can be committed or rolled back through unseen (stored
+/// functions and triggers may not end one).
+pub(crate) fn runs_routine(sql: &str) -> bool {
+    statements(sql, D).any(|s| {
+        tokens(s, D)
+            .find(|t| !t.kind.is_blank())
+            .is_some_and(|t| t.kind == Kind::Word && is_any(&s[t.start..t.end], &["CALL", "EXECUTE"]))
+    })
+}
+
 /// Whether running `sql` may change data (so a limit passing after it was sent, outside a
 /// transaction, leaves its outcome unknown): any statement other than a read, or a read that
 /// is not plain (it may call a routine that writes).
@@ -254,6 +265,14 @@ mod tests {
         ] {
             assert!(!is_plain(sql), "{sql}");
         }
+    }
+
+    #[test]
+    fn routines_are_calls_and_executes() {
+        assert!(runs_routine("CALL p()"));
+        assert!(runs_routine("SELECT 1; /* x */ execute s"));
+        assert!(!runs_routine("SELECT 'CALL p()'"));
+        assert!(!runs_routine("SELECT f()"));
     }
 
     #[test]

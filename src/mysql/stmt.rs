@@ -21,14 +21,37 @@ pub(crate) struct MyStmt {
     pub(super) params: usize,
     /// It changes rows: its affected-row count is a number of rows.
     pub(super) dml: bool,
-    /// It may change data (see `session::writes`).
-    pub(super) writes: bool,
-    /// It leaves nothing in the session (see `session.rs`).
-    pub(super) plain: bool,
-    /// It changes the schema.
-    pub(super) ddl: bool,
-    /// The connection it was prepared on, and that connection's reset count then.
+    /// How its affected-row count is read (see `counts.rs`).
+    pub(super) count: super::counts::CountRule,
+    /// What running it may do beyond its rows.
+    pub(super) fx: Effects,
+    /// The connection it was prepared on, and that connection's statement generation then.
     pub(super) conn: (u64, u64),
+}
+
+/// What running a statement (or a script) may do beyond its rows, read from its text.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Effects {
+    /// It may change data (see `session::writes`).
+    pub(crate) writes: bool,
+    /// It leaves nothing in the session (see `session.rs`).
+    pub(crate) plain: bool,
+    /// It changes the schema.
+    pub(crate) ddl: bool,
+    /// It may run a routine (`CALL`, `EXECUTE`) that ends a transaction by itself.
+    pub(crate) routine: bool,
+}
+
+impl Effects {
+    /// The effects of the SQL `text`.
+    pub(crate) fn of(text: &str) -> Self {
+        Self {
+            writes: super::session::writes(text),
+            plain: super::session::is_plain(text),
+            ddl: crate::sql::changes_schema(text, crate::sql::Dialect::Mysql),
+            routine: super::session::runs_routine(text),
+        }
+    }
 }
 
 impl std::fmt::Debug for MyStmt {
@@ -45,7 +68,7 @@ impl WingStmt for MyStmt {
     }
 
     fn writes(&self) -> bool {
-        self.writes
+        self.fx.writes
     }
 }
 

@@ -53,27 +53,44 @@ impl MyConnection {
     ) -> Result<MyCursor<T>> {
         let stop_at = self.take_deadline();
         crate::deadline::check(stop_at)?;
-        self.ready(stop_at).await?;
         s.check(&p)?;
-        let values = to_values(&p, s.order.as_deref())?;
-        self.in_flight = true;
-        let run = async {
-            let c = self.client()?;
-            let (st, temporary) = statement_for(c, s).await?;
-            // The result's metadata is read here; its rows stay on the wire.
-            c.conn.exec_iter(&st, values).await.map_err(map_err)?;
-            Ok::<_, crate::SqlMiddlewareDbError>(temporary.then_some(st))
-        };
-        let temporary = match stop_at {
-            None => run.await,
-            Some(at) => match super::timeout::within(at, run).await {
-                Some(r) => r,
-                None => return Err(self.after_limit(s.writes)),
-            },
-        };
-        let temporary = match temporary {
-            Ok(t) => t,
-            Err(e) => return self.finish(s, Err(e)),
+        let mut replays = 0;
+        let temporary = loop {
+            self.ready(stop_at, s.fx.writes).await?;
+            let values = to_values(&p, s.order.as_deref(), self.client()?.facts.utc)?;
+            // A first read on a connection that sat idle runs again on another one when the
+            // server had closed it (see `liveness.rs`).
+            let replayable = self.unverified && !s.fx.writes;
+            self.in_flight = true;
+            let run = async {
+                let c = self.client()?;
+                let (st, temporary) = statement_for(c, s).await?;
+                // The result's metadata is read here; its rows stay on the wire.
+                c.conn.exec_iter(&st, values).await.map_err(map_err)?;
+                Ok::<_, crate::SqlMiddlewareDbError>(temporary.then_some(st))
+            };
+            let r = match stop_at {
+                None => run.await,
+                Some(at) => match super::timeout::within(at, run).await {
+                    Some(r) => r,
+                    None => return Err(self.after_limit(s.fx.writes)),
+                },
+            };
+            match r {
+                Err(e)
+                    if replayable
+                        && e.kind() == crate::ErrorKind::ConnectionLost
+                        && replays < self.replay_limit() =>
+                {
+                    replays += 1;
+                    self.discard();
+                }
+                Err(e) => return self.finish(s.fx, Err(e)).await,
+                Ok(t) => {
+                    self.unverified = false;
+                    break t;
+                }
+            }
         };
         self.in_flight = false;
         Ok(MyCursor {
@@ -98,6 +115,7 @@ impl MyConnection {
             for _ in 0..BATCH_ROWS {
                 let mut qr: QueryResult<'_, 'static, BinaryProtocol> = QueryResult::new(&mut c.conn);
                 let Some(row) = qr.next().await.map_err(map_err)? else {
+                    super::sets::no_more(&mut qr).await?;
                     return Ok(false);
                 };
                 let cols = current_columns(&row, &k.stmt.columns, &mut k.fresh);
@@ -112,7 +130,7 @@ impl MyConnection {
             None => read.await,
             Some(at) => match super::timeout::within(at, read).await {
                 Some(r) => r,
-                None => return Err(self.after_limit(k.stmt.writes)),
+                None => return Err(self.after_limit(k.stmt.fx.writes)),
             },
         };
         match more {
@@ -123,29 +141,30 @@ impl MyConnection {
                     let c = self.client()?;
                     c.conn.close(st).await.map_err(map_err)?;
                 }
-                let s = Arc::clone(&k.stmt);
-                self.finish(&s, Ok(false))
+                self.finish(k.stmt.fx, Ok(false)).await
             }
-            Err(e) => {
-                let s = Arc::clone(&k.stmt);
-                self.finish(&s, Err(e))
-            }
+            Err(e) => self.finish(k.stmt.fx, Err(e)).await,
         }
     }
 
     /// Closes a cursor. Between batches the connection is clean: the driver reads the rest
-    /// of the result off before its next command (a statement prepared for the run stays on
-    /// the server until the session is reset). In the middle of a batch it is not.
+    /// of the result off before its next command, and a statement prepared for the run is
+    /// closed before the next one too. In the middle of a batch it is not.
     pub(super) fn close_stream<T>(&mut self, k: MyCursor<T>, finished: bool) -> bool {
         if !finished {
             // The rest of the result is read off before the next command, or before the
             // connection rejoins the pool.
             self.unread = true;
+            let plain = k.stmt.fx.plain;
             if let Some(c) = self.obj_mut() {
-                if k.temporary.is_some() || !k.stmt.plain {
+                if let Some(st) = k.temporary {
+                    c.pending_close.push(st);
+                }
+                if !plain {
                     c.dirty = true;
                 }
             }
+            self.followup = true;
         }
         !self.in_flight
     }

@@ -6,7 +6,7 @@
 use std::error::Error;
 
 use bytes::BytesMut;
-use chrono::{NaiveDate, NaiveTime};
+use chrono::{NaiveDate, NaiveTime, Timelike};
 use postgres_types::{IsNull, ToSql, Type, to_sql_checked};
 use rust_decimal::Decimal;
 use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
@@ -34,12 +34,30 @@ fn is_midnight(t: &chrono::NaiveDateTime) -> bool {
     t.time() == NaiveTime::MIN
 }
 
+/// Postgres keeps times to the microsecond and has no leap seconds: a time of day with finer
+/// digits, or on a leap second, would be stored as another value.
+fn exact_micros(v: &RowValues, nanos: u32) -> Result<(), BoxErr> {
+    if nanos >= 1_000_000_000 || nanos % 1_000 != 0 {
+        return Err(Box::new(BindError(format!(
+            "a {} value finer than a microsecond, or on a leap second, cannot be stored exactly (Postgres keeps microseconds); round it first (chrono's `trunc_subsecs(6)`)",
+            v.kind_name()
+        ))));
+    }
+    Ok(())
+}
+
 impl ToSql for PgParam<'_> {
     fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxErr> {
         let v = self.0;
         // A domain is written as its base type.
         let ty = types::base(ty);
         let bad = || lossy(v, ty);
+        match v {
+            RowValues::Timestamp(t) => exact_micros(v, t.nanosecond())?,
+            RowValues::TimestampTz(t) => exact_micros(v, t.nanosecond())?,
+            RowValues::Time(t) => exact_micros(v, t.nanosecond())?,
+            _ => {}
+        }
         match v {
             RowValues::Null => Ok(IsNull::Yes),
             RowValues::Int(i) => match *ty {

@@ -670,6 +670,12 @@ impl Wing for SqliteConn {
         Ok(())
     }
 
+    /// SQLite is back in autocommit mode while the hall holds a transaction open: the engine
+    /// rolled the whole transaction back (a trigger's `RAISE(ROLLBACK)`, a full disk).
+    fn tx_ended(&self) -> bool {
+        self.conn.as_ref().is_some_and(|c| c.is_autocommit())
+    }
+
     /// A transaction was dropped without commit: it is rolled back off the calling thread (see
     /// [`Self::rollback_off_thread`]); the connection's next operation takes it back first.
     fn abandon_tx(&mut self) {

@@ -745,6 +745,12 @@ impl Wing for TursoConn {
         self.simple("ROLLBACK").await
     }
 
+    /// Turso is back in autocommit mode while the hall holds a transaction open: the engine
+    /// ended the transaction by itself.
+    fn tx_ended(&self) -> bool {
+        self.rolling_back.is_none() && self.autocommit().unwrap_or(false)
+    }
+
     /// A transaction was dropped without commit: it is rolled back at once, off the calling
     /// thread ([`Self::rollback_in_background`]), so the write lock is free for other
     /// connections before this one is used again, and its next statement (or raw access)

@@ -122,7 +122,10 @@ impl V {
     }
 }
 
+/// A float by its bits, except the sign of zero: `-0.0 == 0.0`, and SQLite and MySQL store
+/// both as one zero.
 fn float_canon(f: f64) -> String {
+    let f = if f == 0.0 { 0.0 } else { f };
     format!("{f:e} ({:016x})", f.to_bits())
 }
 
