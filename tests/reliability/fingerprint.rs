@@ -443,6 +443,43 @@ const NOT_PREPARABLE: &str = "MySQL cannot prepare PREPARE (ER_UNSUPPORTED_PS): 
 const IMPLICIT_COMMIT: &str = "MySQL commits the open transaction implicitly around this \
      statement, so the middleware fails the Tx with TransactionState";
 
+/// Every path but raw access.
+const NOT_RAW: &[Path] = &[
+    QuerySelect,
+    QueryDml,
+    QueryOne,
+    QueryAll,
+    QueryStream,
+    PrepSelect,
+    PrepDml,
+    PrepOne,
+    PrepAll,
+    PrepStream,
+    ExecuteBatch,
+    Pipeline,
+    TxQuery,
+    TxPrepare,
+    TxBatch,
+    SpQuery,
+    SpBatch,
+    ExecConn,
+    ExecTx,
+    ExecSp,
+];
+
+/// Raw access.
+const RAW: &[Path] = &[Raw, TxRaw];
+
+const RAW_PUT_BACK: &str = "after raw access the middleware puts the setting back at the \
+     connection's next operation (the probes' own raw access), and fails that operation";
+
+const NOT_UTF8: &str = "the middleware binds and reads text as UTF-8: it puts the character \
+     set back and fails the statement (after raw access, the next operation)";
+
+const AUTOCOMMIT: &str = "outside a Tx the middleware commits every statement: it puts \
+     autocommit and completion_type back and fails the statement (after raw access, the next \
+     operation)";
+
 /// The paths inside a transaction whose statements the middleware runs itself (so it sees an
 /// implicit commit); raw SQL inside a `Tx` is the caller's own.
 const IN_TX_MIDDLEWARE: &[Path] = &[
@@ -466,10 +503,17 @@ fn mysql_cases(mariadb: bool) -> Vec<Case> {
         c("SET lock_wait_timeout = 77, @fp_x = 2"),
         c("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
         c("SET SESSION TRANSACTION READ ONLY"),
-        c("SET NAMES latin1"),
+        c("SET NAMES latin1").refused(NOT_RAW, NOT_UTF8).skip(RAW, RAW_PUT_BACK),
+        c("SET character_set_client = latin1").refused(NOT_RAW, NOT_UTF8).skip(RAW, RAW_PUT_BACK),
+        c("SET character_set_results = NULL").refused(NOT_RAW, NOT_UTF8).skip(RAW, RAW_PUT_BACK),
         c("SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci"),
+        c("SET collation_connection = 'utf8mb4_bin'"),
         c("SET foreign_key_checks = 0"),
-        c("SET autocommit = 0"),
+        c("SET autocommit = 0").refused(NOT_RAW, AUTOCOMMIT).skip(RAW, RAW_PUT_BACK),
+        c("SET SESSION autocommit = OFF").refused(NOT_RAW, AUTOCOMMIT).skip(RAW, RAW_PUT_BACK),
+        c("SET completion_type = 'CHAIN'").refused(NOT_RAW, AUTOCOMMIT).skip(RAW, RAW_PUT_BACK),
+        c("SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED"),
+        c("SET SESSION sql_mode = ''"),
         c("SET insert_id = 4242"),
         c("CREATE TEMPORARY TABLE fp_t (a INT)"),
         c("create temporary table if not exists `fp t2` (a int)"),
@@ -504,6 +548,8 @@ fn mysql_cases(mariadb: bool) -> Vec<Case> {
     ];
     if mariadb {
         v.extend([
+            r("SELECT 1 AS a /*M!, @fp_m := 5 */"),
+            r("SELECT 1 AS a /*M!100000 , @fp_m2 := 6 */"),
             c("SET max_statement_time = 77"),
             c("CREATE OR REPLACE TEMPORARY TABLE fp_r (a INT) ENGINE = MEMORY"),
             c("CREATE TEMPORARY SEQUENCE fp_tseq").refused(IN_TX_MIDDLEWARE, IMPLICIT_COMMIT),
@@ -558,14 +604,14 @@ fn mysql_probes(mariadb: bool) -> Vec<(&'static str, &'static str)> {
         (
             "user variables",
             "SELECT @fp_x, @`fp x2`, @fp_q, @fp_sel, @fp_into, @fp_sql, @fp_fn, @fp_fn2, \
-             @fp_proc, @fp_ec, @fp_ec2, @fp_st",
+             @fp_proc, @fp_ec, @fp_ec2, @fp_st, @fp_m, @fp_m2",
         ),
         (
             "named locks",
-            "SELECT IS_USED_LOCK('fp_lock') = CONNECTION_ID(), \
-             IS_USED_LOCK('fp_lock2') = CONNECTION_ID(), \
-             IS_USED_LOCK('fp_do_lock') = CONNECTION_ID(), \
-             IS_USED_LOCK('fp_fn_lock') = CONNECTION_ID()",
+            "SELECT IFNULL(IS_USED_LOCK('fp_lock') = CONNECTION_ID(), 0), \
+             IFNULL(IS_USED_LOCK('fp_lock2') = CONNECTION_ID(), 0), \
+             IFNULL(IS_USED_LOCK('fp_do_lock') = CONNECTION_ID(), 0), \
+             IFNULL(IS_USED_LOCK('fp_fn_lock') = CONNECTION_ID(), 0)",
         ),
         ("database", "SELECT DATABASE()"),
         ("last_insert_id", "SELECT LAST_INSERT_ID()"),
