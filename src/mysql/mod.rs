@@ -4,7 +4,8 @@
 //! The same file set as every wing — `config` (settings, manager, pool), `conn` (the
 //! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bulk`, `stream` —
 //! plus MySQL's extras: `session` (what a statement leaves in the session, and the reset on
-//! return), `timeout` (time limits that stop the server's work with `KILL QUERY`) and `tls`.
+//! return), `timeout` (time limits that stop the server's work with `KILL QUERY`) and `tls`
+//! (with `tls_probe` and `tls_names`, its chain-only check).
 
 pub(crate) mod bulk;
 pub(crate) mod config;
@@ -17,6 +18,10 @@ pub(crate) mod stmt;
 pub(crate) mod stream;
 mod timeout;
 pub(crate) mod tls;
+#[cfg(feature = "mysql-tls")]
+mod tls_names;
+#[cfg(feature = "mysql-tls")]
+mod tls_probe;
 
 pub(crate) use config::{build_pool, checkout};
 
