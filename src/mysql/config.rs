@@ -132,20 +132,11 @@ impl Endpoint {
     /// Opens a connection: with TLS as the mode asks, and for `prefer`, in plain text when
     /// the server offers no TLS.
     pub(crate) async fn connect(&self) -> Result<mysql_async::Conn> {
-        let plain = mysql_async::OptsBuilder::from_opts(self.opts.clone());
         #[cfg(feature = "mysql-tls")]
-        if let Some(ssl) = self.tls.ssl_opts() {
-            let tls = plain.clone().ssl_opts(Some(ssl));
-            return match mysql_async::Conn::new(tls).await {
-                Err(mysql_async::Error::Driver(mysql_async::DriverError::NoClientSslFlagFromServer))
-                    if self.tls.mode() == crate::SslMode::Prefer =>
-                {
-                    mysql_async::Conn::new(plain).await.map_err(super::error::map_err)
-                }
-                r => r.map_err(super::error::map_err),
-            };
+        if self.tls.mode() != crate::SslMode::Disable {
+            return self.tls.connect(&self.opts).await;
         }
-        mysql_async::Conn::new(plain)
+        mysql_async::Conn::new(self.opts.clone())
             .await
             .map_err(super::error::map_err)
     }

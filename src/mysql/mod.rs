@@ -7,7 +7,8 @@
 //! return), `check` (asking the server what a statement did to the session), `warnings` (a
 //! value the server changed with only a warning), `counts` (row counts with one meaning),
 //! `sets` (several result sets), `liveness` (connections the server closed while idle),
-//! `timeout` (time limits that stop the server's work with `KILL QUERY`) and `tls`.
+//! `timeout` (time limits that stop the server's work with `KILL QUERY`) and `tls` (with
+//! `tls_probe` and `tls_names`, its chain-only check).
 
 pub(crate) mod bulk;
 pub(crate) mod check;
@@ -24,6 +25,10 @@ pub(crate) mod stmt;
 pub(crate) mod stream;
 mod timeout;
 pub(crate) mod tls;
+#[cfg(feature = "mysql-tls")]
+mod tls_names;
+#[cfg(feature = "mysql-tls")]
+mod tls_probe;
 mod warnings;
 
 pub(crate) use config::{build_pool, checkout};

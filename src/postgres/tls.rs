@@ -110,6 +110,7 @@ fn validate(mode: SslMode, opts: &TlsOptions) -> Result<()> {
             "sslrootcert=system needs sslmode=verify-full (it is {mode})"
         )));
     }
+
     #[cfg(not(feature = "postgres-tls"))]
     {
         if matches!(
@@ -143,6 +144,17 @@ pub(crate) fn connector(opts: &TlsOptions, cfg: &mut tokio_postgres::Config) -> 
     use tokio_postgres::config::SslMode as Driver;
     let mode = opts.mode(cfg);
     validate(mode, opts)?;
+    if mode == SslMode::VerifyCa && opts.roots.is_none() {
+        // As libpq, and for the reason `sslrootcert=system` needs verify-full: verify-ca checks
+        // the chain and not the name, so the public roots would accept a certificate issued
+        // for any name. Checked here, when the pool is built, as the file may be given after
+        // the URL.
+        return Err(config_error(
+            "sslmode=verify-ca needs sslrootcert=PATH (the server's CA): it checks the chain \
+             and not the host name, so the built-in public roots would accept a certificate \
+             issued for any name; give the CA file, or use verify-full",
+        ));
+    }
     cfg.ssl_mode(match mode {
         SslMode::Disable => Driver::Disable,
         SslMode::Prefer => Driver::Prefer,
@@ -361,8 +373,9 @@ mod rustls_config {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let roots = match (&opts.roots, mode) {
             (Some(r), _) => Some(roots_of(r)?),
-            // verify-* without a file: the built-in Mozilla roots.
-            (None, SslMode::VerifyCa | SslMode::VerifyFull) => Some(roots_of(&Roots::System)?),
+            // verify-full without a file: the built-in Mozilla roots (`validate` refuses
+            // verify-ca without one).
+            (None, SslMode::VerifyFull) => Some(roots_of(&Roots::System)?),
             (None, _) => None,
         };
         let verifier = Verifier {
@@ -444,6 +457,25 @@ mod tests {
         let mut cfg = tokio_postgres::Config::new();
         cfg.ssl_mode(tokio_postgres::config::SslMode::Require);
         assert!(connector(&TlsOptions::default(), &mut cfg).is_err());
+    }
+
+    #[cfg(feature = "postgres-tls")]
+    #[test]
+    fn verify_ca_needs_a_root_file_when_the_pool_is_built() {
+        let opts = TlsOptions {
+            mode: Some(SslMode::VerifyCa),
+            ..Default::default()
+        };
+        // A URL may name the mode before the builder gives the file.
+        check(&opts).unwrap();
+        let e = connector(&opts, &mut tokio_postgres::Config::new()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Config);
+        assert!(e.to_string().contains("sslrootcert"), "{e}");
+        let full = TlsOptions {
+            mode: Some(SslMode::VerifyFull),
+            ..Default::default()
+        };
+        assert!(connector(&full, &mut tokio_postgres::Config::new()).is_ok());
     }
 
     #[cfg(feature = "postgres-tls")]

@@ -2,11 +2,14 @@
 //! over TCP and presents a certificate for `localhost` signed by a test CA (`common::pg_tls`):
 //! each `sslmode` does what libpq's does, a wrong root or a wrong host name is refused with
 //! [`ErrorKind::Tls`], plain text is refused by the server, client certificates authenticate, and
-//! the `Listener` and cancel requests use the pool's TLS too.
+//! the `Listener` and cancel requests use the pool's TLS too. `matrix` runs libpq's mode matrix
+//! (`common::tls_matrix`), by name and by address.
 //!
 //! These tests need the PostgreSQL server binaries (`initdb`, `pg_ctl`); without them they fail
 //! saying how to install them.
 #![cfg(feature = "postgres-tls")]
+
+mod matrix;
 
 use std::time::{Duration, Instant};
 

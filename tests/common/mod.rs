@@ -20,4 +20,6 @@ pub mod pgaf;
 pub mod pgbouncer;
 pub mod proxy;
 pub mod reliability;
+#[cfg(any(feature = "postgres-tls", feature = "mysql-tls"))]
+pub mod tls_matrix;
 pub mod unwind;

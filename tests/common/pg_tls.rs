@@ -3,7 +3,8 @@
 //! `postgres-tls`). Certificates are made at start with `rcgen`:
 //!
 //! - a test CA, and a server certificate it signs for the DNS name `localhost` **only** (no IP
-//!   address), so `verify-full` to `localhost` succeeds and to `127.0.0.1` fails on the name;
+//!   address), so `verify-full` to `localhost` succeeds and to `127.0.0.1` fails on the name
+//!   ([`start_named`] can add the address `127.0.0.1`);
 //! - a second, unrelated CA (the wrong root);
 //! - a client certificate for the role [`CERT_USER`], signed by the test CA.
 //!
@@ -20,7 +21,7 @@ use std::sync::OnceLock;
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair, KeyUsagePurpose,
+    KeyPair, KeyUsagePurpose, SanType,
 };
 
 /// Environment variable that, set to `1`, runs the Postgres tests over TLS.
@@ -93,7 +94,13 @@ pub fn start() -> Result<TlsServer, String> {
 /// [`start`]; with `plain_tcp`, the server also accepts plain-text TCP connections (the
 /// benches compare connecting with and without TLS on one server).
 pub fn start_with(plain_tcp: bool) -> Result<TlsServer, String> {
-    let m = Material::new().map_err(|e| format!("cannot make test certificates: {e}"))?;
+    start_named(plain_tcp, false)
+}
+
+/// [`start_with`]; with `ip_san`, the server certificate also names the IP address
+/// `127.0.0.1`, so `verify-full` to that address succeeds.
+pub fn start_named(plain_tcp: bool, ip_san: bool) -> Result<TlsServer, String> {
+    let m = Material::new(ip_san).map_err(|e| format!("cannot make test certificates: {e}"))?;
     let mut hba = format!(
         "local all all trust\n\
          hostssl all {CERT_USER} 127.0.0.1/32 cert\n\
@@ -196,11 +203,16 @@ struct Material {
 }
 
 impl Material {
-    fn new() -> Result<Material, rcgen::Error> {
+    fn new(ip_san: bool) -> Result<Material, rcgen::Error> {
         let ca = ca("sqlmw test CA")?;
         let other = ca_cert_only("sqlmw unrelated CA")?;
-        // `localhost` only: an IP address in the SANs would let 127.0.0.1 pass verify-full.
+        // Without `ip_san`, `localhost` only: then 127.0.0.1 is a name the certificate lacks.
         let mut server = CertificateParams::new(vec!["localhost".to_owned()])?;
+        if ip_san {
+            server
+                .subject_alt_names
+                .push(SanType::IpAddress([127, 0, 0, 1].into()));
+        }
         server
             .distinguished_name
             .push(DnType::CommonName, "localhost");
