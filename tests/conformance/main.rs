@@ -29,6 +29,8 @@ mod bulk;
 mod columns;
 #[cfg(feature = "derive")]
 mod derive;
+mod error_kinds;
+mod error_redaction;
 mod errors;
 mod executor;
 mod pool;
