@@ -7,24 +7,39 @@ use std::fmt;
 /// What went wrong, in terms an application can act on.
 ///
 /// Match on this (with a wildcard arm: more kinds may be added) instead of parsing messages.
+/// Each kind has one meaning on every engine: the same failing statement gives the same kind
+/// on SQLite, Postgres, Turso and MySQL/MariaDB. Where an engine cannot fail that way at all,
+/// the kind's entry says what it does instead. The engine's own code stays available through
+/// [`SqlMiddlewareDbError::driver_code`].
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
-    /// A `UNIQUE` or primary-key constraint rejected the row.
+    /// A `UNIQUE` or primary-key constraint rejected the row: an insert, an update, or a
+    /// cascade that would duplicate a key (Postgres `23505`, SQLite `2067`/`1555`, MySQL
+    /// `1062`, `1586`, `1761`, …).
     UniqueViolation,
     /// A foreign-key constraint rejected the change (also at `COMMIT` for deferred keys).
     ForeignKeyViolation,
-    /// A `NOT NULL` constraint rejected the row.
+    /// A `NOT NULL` column would be left without a value: an explicit `NULL`, or a row that
+    /// leaves out a column that has no default (Postgres `23502`, SQLite `1299`, MySQL `1048`
+    /// and `1364`).
     NotNullViolation,
-    /// A `CHECK` constraint rejected the row.
+    /// A `CHECK` constraint rejected the row (MariaDB also checks a `JSON` column this way).
     CheckViolation,
-    /// Another constraint (the engine did not say which kind).
+    /// Another integrity constraint, of a kind the engine did not name (a Postgres exclusion
+    /// constraint, `23P01`; SQLite's rarer constraint codes).
     ConstraintViolation,
-    /// The database stayed locked by another connection for longer than the busy timeout.
+    /// A lock stayed held by another connection for longer than the wait allows: SQLite's and
+    /// Turso's busy timeout, MySQL's `innodb_lock_wait_timeout` (`1205`), Postgres `NOWAIT` or
+    /// `lock_timeout` (`55P03`). SQLite and Turso detect no deadlocks and need not: a
+    /// transaction takes the database's write lock when it begins, so of two writers that
+    /// would deadlock on a server engine the second waits for the first and, past the busy
+    /// timeout, gets `Busy`. Retry the whole transaction.
     Busy,
     /// The transaction could not be serialized (Postgres `40001`, a stale Turso snapshot): retry it.
     SerializationFailure,
-    /// The server detected a deadlock and aborted this transaction (Postgres `40P01`): retry it.
+    /// The server detected a deadlock and aborted this transaction (Postgres `40P01`, MySQL
+    /// `1213`): retry it. SQLite and Turso report the same situation as [`ErrorKind::Busy`].
     Deadlock,
     /// The connection to the server was lost; the pool replaces it.
     ConnectionLost,
@@ -34,7 +49,15 @@ pub enum ErrorKind {
     PoolClosed,
     /// The number of parameters does not match the statement's placeholders.
     ParameterCount,
-    /// A parameter value cannot be bound to the parameter's declared type without loss.
+    /// A value does not fit the type it goes to: a parameter that cannot be bound to its
+    /// placeholder's declared type without loss, or a value the engine refuses for its column's
+    /// declared type, bound or written in the SQL: too long for a `VARCHAR(n)` (Postgres
+    /// `22001`, MySQL `1406`), out of the column's range or not a number or date at all (MySQL
+    /// `1264`, `1265`, `1292`, `1366`), of another type in a SQLite or Turso `STRICT` table.
+    /// (MySQL's errors cannot tell a bound value from a literal, so neither can this kind;
+    /// SQLite and Turso enforce no declared length: a `CHECK` does, as
+    /// [`ErrorKind::CheckViolation`].) A Postgres data exception raised by the SQL itself
+    /// (`2147483647::int4 + 1`, a bad literal cast) is [`ErrorKind::Other`].
     ParameterType,
     /// A column value could not be decoded into the requested Rust type (or was NULL for a non-`Option`).
     TypeMismatch,
@@ -46,14 +69,20 @@ pub enum ErrorKind {
     Syntax,
     /// The statement names a table, column or function that does not exist.
     UndefinedObject,
-    /// The input was rejected before it reached the engine (e.g. a NUL byte in SQL text).
+    /// The input was rejected before it reached the engine (e.g. a NUL byte in SQL text), or
+    /// is beyond what the engine can take at all (a statement too complex, a value larger than
+    /// the server's packet limit).
     InvalidInput,
     /// The transaction was already aborted by an earlier error and can only be rolled back.
     TransactionAborted,
     /// The transaction state does not allow this operation (e.g. nested `BEGIN`).
     TransactionState,
-    /// A write was sent to a read-only session: a reader connection (a replica, or the primary
-    /// serving readers), or a read-only transaction (Postgres `25006`).
+    /// A write was refused because the session, the database or the server is read-only, on
+    /// every engine: a reader connection or a standby (Postgres `25006`), a read-only
+    /// transaction or session (Postgres `25006`, MySQL `1792`), a server run read-only (MySQL
+    /// `1290` for `--read-only`, `1836`), `PRAGMA query_only` or a database file opened
+    /// read-only (SQLite `SQLITE_READONLY`, Turso). A database that cannot be opened or set up
+    /// at all is [`ErrorKind::Config`] instead.
     ReadOnly,
     /// The statement was interrupted (cancelled by another session, or by the engine).
     Interrupted,
@@ -83,13 +112,26 @@ pub enum ErrorKind {
     OutcomeUnknown,
     /// The operation does not exist on this connection's backend (e.g. raw SQLite access on Postgres).
     Unsupported,
-    /// The connection or pool configuration is invalid.
+    /// The connection or pool configuration is invalid, or the connection's user lacks a
+    /// privilege: a refused login, a database that does not exist or cannot be opened, and a
+    /// statement refused for want of a grant where the engine has users (Postgres `42501`,
+    /// MySQL `1044`, `1142`, `1143`, `1227`, `1370`). Fix the setup or the grants; retrying
+    /// does not help. (SQLite and Turso have no users or grants.)
     Config,
     /// The TLS handshake with the server failed: the server offers no TLS where it is required,
     /// its certificate does not chain to a trusted root or does not name the host, or the
     /// server refused the client certificate. The message carries the TLS library's reason.
     Tls,
     /// Anything else; see the message and [`SqlMiddlewareDbError::driver_code`].
+    ///
+    /// This includes an error the application's own SQL code raises: a trigger that refuses a
+    /// write or a routine that gives up (SQLite and Turso `RAISE(ABORT|FAIL|ROLLBACK, …)`,
+    /// Postgres `RAISE EXCEPTION` (`P0001`) and `ASSERT` (`P0004`), MySQL `SIGNAL SQLSTATE
+    /// '45000'` (`1644`)). Such an error means what its author meant, which the engines do not
+    /// say (Turso reports only its text), so the middleware does not guess a kind for it; its
+    /// text is not shown, since it may quote the row. Where the engine lets the author choose
+    /// a standard SQLSTATE (Postgres `RAISE … USING ERRCODE = 'check_violation'`), the kind
+    /// follows that code.
     Other,
 }
 

@@ -16,8 +16,9 @@ impl std::fmt::Display for BindError {
 
 impl std::error::Error for BindError {}
 
-/// The kind of a SQLSTATE. Data exceptions (class `22`) are [`ErrorKind::Other`] here: they
-/// name the parameters only when a bound value caused them (see [`caused_by_a_bound_value`]).
+/// The kind of a SQLSTATE. Data exceptions (class `22`) other than a value too long for its
+/// column are [`ErrorKind::Other`] here: they name the parameters only when a bound value
+/// caused them (see [`caused_by_a_bound_value`]).
 fn kind_of_sqlstate(code: &str) -> ErrorKind {
     match code {
         "23505" => ErrorKind::UniqueViolation,
@@ -38,7 +39,13 @@ fn kind_of_sqlstate(code: &str) -> ErrorKind {
         // $1`): the statement's parameters do not line up with its placeholders.
         "42P18" => ErrorKind::ParameterType,
         "08P01" => ErrorKind::ParameterCount,
-        "54000" | "54001" | "22001" => ErrorKind::InvalidInput,
+        // A value too long for its column's declared length (`varchar(n)`, `char(n)`,
+        // `bit(n)`): always the value's fault, whether it was bound or written in the SQL (an
+        // explicit cast truncates instead), as MySQL's `1406` is.
+        "22001" => ErrorKind::ParameterType,
+        // The role lacks a privilege: the grants are part of the setup, as a refused login is.
+        "42501" => ErrorKind::Config,
+        "54000" | "54001" => ErrorKind::InvalidInput,
         c if c.starts_with("23") => ErrorKind::ConstraintViolation,
         c if c.starts_with("08") => ErrorKind::ConnectionLost,
         c if c.starts_with("28") || c.starts_with("3D") => ErrorKind::Config,
@@ -90,7 +97,11 @@ pub(crate) fn map_err(err: tokio_postgres::Error) -> SqlMiddlewareDbError {
         // exists"), which are often the bound parameters. A data exception's message quotes
         // the value itself (`invalid input syntax for type integer: "…"`): those quotes are
         // blanked. Both stay reachable through `unredacted_message()`.
-        let mut message = public_message(&code, db.message());
+        let mut message = if raised_by_the_application(db) {
+            RAISED.to_owned()
+        } else {
+            public_message(&code, db.message())
+        };
         if kind == ErrorKind::TransactionAborted {
             message.push_str("; roll the transaction back and start again");
         }
@@ -179,12 +190,54 @@ fn append_sources(text: &mut String, err: &tokio_postgres::Error) {
     }
 }
 
-/// The server's message without the data it may quote. Data exceptions (class `22`) quote
+/// What the text of a `RAISE` or a failed `ASSERT` is replaced by.
+const RAISED: &str = "a trigger or function raised this error (RAISE or ASSERT in PL/pgSQL); its \
+     message text is the application's and may hold data, so it is not shown (see \
+     unredacted_message())";
+
+/// Whether the error's text was written by the application: PL/pgSQL's `RAISE` and `ASSERT`
+/// put any text, row values included (`RAISE EXCEPTION 'bad email %', NEW.email`), into the
+/// message, under any SQLSTATE the author chose. The server names the routine that raised it.
+fn raised_by_the_application(db: &tokio_postgres::error::DbError) -> bool {
+    matches!(db.routine(), Some("exec_stmt_raise" | "exec_stmt_assert"))
+}
+
+/// A syntax error's message quotes the token at which it stopped (`syntax error at or near
+/// "'secret'"`, `unterminated quoted string at or near "'secret…"`): a token that may be a
+/// literal (it holds a quote, or starts like a number or a `$` string) becomes `"…"`; a keyword
+/// or a name stays.
+fn without_quoted_literal(message: &str) -> String {
+    const NEAR: &str = "at or near \"";
+    let Some(i) = message.find(NEAR) else {
+        return message.to_owned();
+    };
+    let start = i + NEAR.len();
+    let token = message[start..]
+        .rfind('"')
+        .map_or(&message[start..], |end| &message[start..start + end]);
+    let literal = token.contains('\'')
+        || token
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit() || matches!(c, '$' | '.' | '-' | '+'));
+    if !literal {
+        return message.to_owned();
+    }
+    let rest = &message[start + token.len()..];
+    format!("{}…{rest}", &message[..start])
+}
+
+/// The server's message without the data it may quote. Syntax errors (`42601`) quote the
+/// token they stopped at, which may be a literal (see [`without_quoted_literal`]). Data
+/// exceptions (class `22`) quote
 /// the offending value (`invalid input syntax for type integer: "abc"`, `value "99999" is out of
 /// range for type smallint`, `invalid byte sequence for encoding "UTF8": 0x00`): every quoted
 /// part becomes `"…"` and an unquoted value after a colon is cut. Other classes quote only
 /// names (of a constraint, a column, a table, a type), which stay.
 pub(crate) fn public_message(code: &str, message: &str) -> String {
+    if code == "42601" {
+        return without_quoted_literal(message);
+    }
     if !code.starts_with("22") {
         return message.to_owned();
     }
@@ -259,5 +312,43 @@ mod tests {
         ] {
             assert_eq!(public_message(code, msg), want);
         }
+    }
+
+    #[test]
+    fn syntax_errors_lose_the_literal_they_stopped_at() {
+        for (msg, want) in [
+            (
+                "syntax error at or near \"'s3cret'\"",
+                "syntax error at or near \"…\"",
+            ),
+            (
+                "unterminated quoted string at or near \"'s3cret LIMIT 1\"",
+                "unterminated quoted string at or near \"…\"",
+            ),
+            (
+                "syntax error at or near \"4111111111111111\"",
+                "syntax error at or near \"…\"",
+            ),
+            (
+                "unterminated dollar-quoted string at or near \"$$s3cret\"",
+                "unterminated dollar-quoted string at or near \"…\"",
+            ),
+            (
+                "syntax error at or near \"SELEC\"",
+                "syntax error at or near \"SELEC\"",
+            ),
+            ("syntax error at end of input", "syntax error at end of input"),
+        ] {
+            assert_eq!(public_message("42601", msg), want);
+        }
+    }
+
+    #[test]
+    fn kinds_of_the_cross_engine_cases() {
+        assert_eq!(kind_of_sqlstate("22001"), ErrorKind::ParameterType);
+        assert_eq!(kind_of_sqlstate("42501"), ErrorKind::Config);
+        assert_eq!(kind_of_sqlstate("P0001"), ErrorKind::Other);
+        assert_eq!(kind_of_sqlstate("25006"), ErrorKind::ReadOnly);
+        assert_eq!(kind_of_sqlstate("40P01"), ErrorKind::Deadlock);
     }
 }

@@ -182,7 +182,8 @@ impl SqliteManager {
                     std::thread::sleep(pause.min(deadline - now));
                     pause = (pause * 2).min(Duration::from_millis(50));
                 }
-                r => return r,
+                // A read-only database that cannot be set up is a configuration error.
+                r => return r.map_err(super::error::at_open),
             }
         }
     }

@@ -4,7 +4,7 @@ use rusqlite::ErrorCode;
 use rusqlite::ffi;
 
 use crate::error::{Backend, ErrorKind, SqlMiddlewareDbError};
-use crate::sqlite_family::errors::classify_message;
+use crate::sqlite_family::errors::{RAISED, classify_message, public_text};
 
 /// Classifies a rusqlite error by its extended result code (and, for plain `SQLITE_ERROR`, by the
 /// engine's message, which is the only place SQLite says "syntax" or "no such table").
@@ -17,7 +17,12 @@ fn classify(err: &rusqlite::Error) -> (ErrorKind, Option<String>, String) {
     use rusqlite::Error as E;
     match err {
         E::SqliteFailure(e, msg) => {
-            let text = msg.clone().unwrap_or_else(|| e.to_string());
+            // A trigger's `RAISE(…)` text is the application's (any expression, row values
+            // included); every other message may quote a literal of the SQL.
+            let text = match e.extended_code {
+                ffi::SQLITE_CONSTRAINT_TRIGGER => RAISED.to_owned(),
+                _ => public_text(msg.as_deref().unwrap_or(&e.to_string())),
+            };
             let kind = match e.extended_code {
                 ffi::SQLITE_CONSTRAINT_UNIQUE | ffi::SQLITE_CONSTRAINT_PRIMARYKEY => {
                     ErrorKind::UniqueViolation
@@ -25,6 +30,12 @@ fn classify(err: &rusqlite::Error) -> (ErrorKind, Option<String>, String) {
                 ffi::SQLITE_CONSTRAINT_FOREIGNKEY => ErrorKind::ForeignKeyViolation,
                 ffi::SQLITE_CONSTRAINT_NOTNULL => ErrorKind::NotNullViolation,
                 ffi::SQLITE_CONSTRAINT_CHECK => ErrorKind::CheckViolation,
+                // A STRICT table refused a value of another type for its column, as MySQL's
+                // `1366` and a Postgres bind do.
+                ffi::SQLITE_CONSTRAINT_DATATYPE => ErrorKind::ParameterType,
+                // A trigger's `RAISE(ABORT|FAIL|ROLLBACK, …)`: an error of the application's
+                // own, `Other` as Postgres's `RAISE EXCEPTION` and MySQL's `SIGNAL` are.
+                ffi::SQLITE_CONSTRAINT_TRIGGER => ErrorKind::Other,
                 ffi::SQLITE_RANGE => ErrorKind::ParameterCount,
                 ffi::SQLITE_TOOBIG => ErrorKind::InvalidInput,
                 ffi::SQLITE_MISMATCH => ErrorKind::ParameterType,
@@ -42,9 +53,11 @@ fn classify(err: &rusqlite::Error) -> (ErrorKind, Option<String>, String) {
                     ErrorCode::ConstraintViolation => ErrorKind::ConstraintViolation,
                     ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => ErrorKind::Busy,
                     ErrorCode::OperationInterrupted => ErrorKind::Interrupted,
-                    ErrorCode::CannotOpen | ErrorCode::NotADatabase | ErrorCode::ReadOnly => {
-                        ErrorKind::Config
-                    }
+                    // A write the database refused: `PRAGMA query_only`, a database opened
+                    // read-only. (A database that cannot be set up at all because it is
+                    // read-only is reported as `Config` where it is opened: see `at_open`.)
+                    ErrorCode::ReadOnly => ErrorKind::ReadOnly,
+                    ErrorCode::CannotOpen | ErrorCode::NotADatabase => ErrorKind::Config,
                     _ => classify_message(&text),
                 },
             };
@@ -71,7 +84,7 @@ fn classify(err: &rusqlite::Error) -> (ErrorKind, Option<String>, String) {
         E::SqlInputError { msg, error, .. } => (
             classify_message(msg),
             Some(error.extended_code.to_string()),
-            msg.clone(),
+            public_text(msg),
         ),
         E::InvalidParameterCount(got, expected) => (
             ErrorKind::ParameterCount,
@@ -111,6 +124,17 @@ fn classify(err: &rusqlite::Error) -> (ErrorKind, Option<String>, String) {
             (e.kind(), None, e.message().to_owned())
         }
         _ => (ErrorKind::Other, None, err.to_string()),
+    }
+}
+
+/// An error met while a connection is opened and set up: a database that cannot be written
+/// is then a configuration error (the pool cannot set up WAL on a read-only file), as one that
+/// cannot be opened is, not a refused write.
+pub(crate) fn at_open(e: SqlMiddlewareDbError) -> SqlMiddlewareDbError {
+    if e.kind() == ErrorKind::ReadOnly {
+        e.with_kind(ErrorKind::Config)
+    } else {
+        e
     }
 }
 

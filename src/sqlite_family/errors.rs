@@ -59,9 +59,80 @@ pub(crate) fn classify_message(msg: &str) -> ErrorKind {
     }
 }
 
+/// What the text of a trigger's `RAISE(…)` is replaced by.
+pub(crate) const RAISED: &str = "a trigger refused the statement with RAISE; its message text is the \
+     application's and may hold data (RAISE takes any expression), so it is not shown (see \
+     unredacted_message())";
+
+/// Whether a token an engine quotes in a message may be a literal of the SQL (it holds a quote,
+/// or starts like a number or a blob): such a token is data, a keyword or a name is not.
+fn may_be_literal(token: &str) -> bool {
+    token.contains('\'')
+        || token
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+'))
+}
+
+/// An engine's message without the data it may quote. SQLite and Turso quote values in single
+/// quotes (a JSON path, an unterminated literal, a `CHECK` expression's constants) and the
+/// token a syntax error stopped at in double quotes (`near "'secret'": syntax error`,
+/// `unrecognized token: "'secret"`): a token that may be a literal becomes `…`, and everything
+/// from the first single quote left to the last one becomes `'…'`.
+pub(crate) fn public_text(message: &str) -> String {
+    let mut text = message.to_owned();
+    for lead in ["near \"", "unrecognized token: \""] {
+        if let Some(i) = text.find(lead) {
+            let start = i + lead.len();
+            let end = text[start..]
+                .rfind('"')
+                .map_or(text.len(), |e| start + e);
+            if may_be_literal(&text[start..end]) {
+                text.replace_range(start..end, "…");
+            }
+        }
+    }
+    match (text.find('\''), text.rfind('\'')) {
+        (Some(first), Some(last)) if last > first => {
+            text.replace_range(first..=last, "'…'");
+            text
+        }
+        (Some(only), _) => {
+            text.truncate(only);
+            text.push_str("'…");
+            text
+        }
+        _ => text,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quoted_literals_are_left_out() {
+        for (msg, want) in [
+            ("near \"'s3cret'\": syntax error", "near \"…\": syntax error"),
+            ("near \"4111111111111111\": syntax error", "near \"…\": syntax error"),
+            ("near \"SELEC\": syntax error", "near \"SELEC\": syntax error"),
+            ("unrecognized token: \"'s3cret\"", "unrecognized token: \"…\""),
+            (
+                "non-terminated literal ''s3cret' at offset 7",
+                "non-terminated literal '…' at offset 7",
+            ),
+            ("bad JSON path: '$.s3cret['", "bad JSON path: '…'"),
+            (
+                "CHECK constraint failed: s <> 'a''b'",
+                "CHECK constraint failed: s <> '…'",
+            ),
+            ("it's", "it'…"),
+            ("UNIQUE constraint failed: t.email", "UNIQUE constraint failed: t.email"),
+            ("no such column: nope", "no such column: nope"),
+        ] {
+            assert_eq!(public_text(msg), want, "{msg}");
+        }
+    }
 
     #[test]
     fn messages_map_to_kinds() {

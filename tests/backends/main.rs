@@ -9,6 +9,7 @@
 mod common;
 
 mod mysql;
+mod mysql_errors;
 mod mysql_kill;
 mod mysql_procedures;
 mod mysql_tls;

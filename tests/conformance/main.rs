@@ -32,6 +32,8 @@ mod counts;
 #[cfg(feature = "derive")]
 mod derive;
 mod durability;
+mod error_kinds;
+mod error_redaction;
 mod errors;
 mod executor;
 mod pool;
