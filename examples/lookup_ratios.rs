@@ -366,12 +366,33 @@ async fn mysql(
     n: usize,
     ids: &[i64],
 ) -> Result<(), SqlMiddlewareDbError> {
+    use mysql_async::prelude::Queryable;
     use sql_middleware_bench::mysql as bm;
     let sql = dataset::LOOKUP_SQL_DOLLAR;
+    // A write that changes nothing (`CLIENT_FOUND_ROWS` counts the row): the checkout that
+    // writes first, which checks a pooled connection with a ping.
+    let update = "UPDATE test SET score = score WHERE id = $1";
     let (mut raw, raw_stmt) = bm::raw_lookup_conn(url).await?;
+    let raw_update = raw
+        .prep("UPDATE test SET score = score WHERE id = ?")
+        .await
+        .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string()))?;
     let (db, mut a, mut conn) = middleware_pool(ConfigAndPool::mysql(url)).await?;
     let mut stmt = a.prepare(sql).await?;
     let mut side = async |i: usize| match i {
+        6 => {
+            timed(ids, async |id, _| {
+                raw.exec_drop(&raw_update, (id,)).await.expect("update");
+            })
+            .await
+        }
+        7 => {
+            timed(ids, async |_, p| {
+                let mut c = db.get_connection().await.expect("checkout");
+                black_box(c.query(update).params(p).dml().await.expect("update"));
+            })
+            .await
+        }
         0 => {
             timed(ids, async |id, _| {
                 black_box(
@@ -394,7 +415,7 @@ async fn mysql(
         label,
         rounds,
         n,
-        6,
+        8,
         &mut side,
         &[
             Target {
@@ -430,6 +451,13 @@ async fn mysql(
                 what: "checkout + `query().one()` ÷ mysql_async `exec_first(sql)`",
                 contender: 5,
                 floor: 1,
+                bound: f64::INFINITY,
+            },
+            Target {
+                id: "-",
+                what: "checkout + `query().dml()` (UPDATE) ÷ mysql_async (prepared UPDATE)",
+                contender: 7,
+                floor: 6,
                 bound: f64::INFINITY,
             },
         ],
