@@ -10,6 +10,7 @@ mod common;
 
 mod mysql;
 mod mysql_kill;
+mod mysql_kill_balancer;
 mod mysql_tls;
 mod postgres;
 mod postgres_replicas;
