@@ -13,6 +13,7 @@ mod mysql_kill;
 mod mysql_kill_balancer;
 mod mysql_tls;
 mod postgres;
+mod postgres_cancel_balancer;
 mod postgres_replicas;
 mod postgres_tls;
 mod sqlite;
