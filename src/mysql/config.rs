@@ -85,6 +85,9 @@ pub(crate) struct MyClient {
     pub(crate) host: (Arc<str>, u16),
     /// How to open another connection to the same server (a `KILL QUERY` for this one).
     pub(crate) endpoint: Arc<Endpoint>,
+    /// The server and the session this connection reached, recorded when it opened: a
+    /// `KILL QUERY` for it is sent only where the killer finds them (see `timeout::Mark`).
+    pub(crate) mark: Option<super::timeout::Mark>,
 }
 
 impl crate::pooling::Pooled for MyClient {
@@ -166,6 +169,7 @@ impl Manager for MyManager {
             .query_first("SELECT @@max_allowed_packet")
             .await
             .map_err(super::error::map_err)?;
+        let mark = super::timeout::Mark::record(&mut conn).await?;
         let mut c = Box::new(MyClient {
             conn,
             stmts: StmtCache::new(),
@@ -190,6 +194,7 @@ impl Manager for MyManager {
                 self.endpoint.opts.tcp_port(),
             ),
             endpoint: Arc::clone(&self.endpoint),
+            mark,
         });
         Box::pin(super::conn::set_up(&mut c)).await?;
         // What the session now is, for the checks after statements that may change it.

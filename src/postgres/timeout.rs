@@ -6,6 +6,14 @@
 //! of it may still run, or while a late cancel request could reach its next statement. The
 //! next call checks out a replacement within its own limit.
 //!
+//! A cancel request travels on a connection of its own, which a proxy or TCP load balancer may
+//! send to another server than the statement's. It names the session by its process id and a
+//! secret key the server chose for it, so on another server it stops nothing, even where the
+//! same process id is another client's. Nothing answers a cancel request, so the connection
+//! itself tells when its statement ended: a query queued behind the statement is answered then.
+//! Until it is, another cancel request goes out every [`CANCEL_WAIT`], up to [`CANCEL_TRIES`]
+//! in all, within the bound.
+//!
 //! Checkouts and connects are bounded the same way: a checkout by the pool's wait timeout
 //! (a connection being opened for it goes on in the background and joins the pool when it
 //! succeeds), and each host's connect (TCP, startup and authentication) by the URL's
@@ -21,18 +29,41 @@ type Obj = deadpool::managed::Object<super::config::PgManager>;
 
 pub(super) use crate::pooling::within;
 
+/// How many cancel requests go out, at most, for one abandoned statement.
+const CANCEL_TRIES: usize = 8;
+
+/// How long the connection may take to answer after a cancel request before another goes out:
+/// a server stops a statement within milliseconds of a cancel request that reached it.
+const CANCEL_WAIT: Duration = Duration::from_millis(250);
+
 /// Gives up `obj`, whose statement may still run: it leaves the pool now, and (when `cancel`)
-/// a cancel request goes out in the background, bounded by `bound`, before the connection
-/// closes. Without a runtime, or without `cancel` (a pooler in between), it closes at once.
+/// cancel requests go out in the background (see [`cancel_until_answered`]), bounded by
+/// `bound`, before the connection closes. Without a runtime, or without `cancel` (a pooler in
+/// between), it closes at once.
 pub(super) fn abandon(obj: Obj, cancel: bool, bound: Duration) {
-    let token = cancel.then(|| obj.cancel_request());
     let client: Box<PgClient> = deadpool::managed::Object::take(obj);
-    if let (Some(token), Ok(handle)) = (token, tokio::runtime::Handle::try_current()) {
+    if let (true, Ok(handle)) = (cancel, tokio::runtime::Handle::try_current()) {
         handle.spawn(async move {
-            let _ = tokio::time::timeout(bound, token.send()).await;
+            let _ = tokio::time::timeout(bound, cancel_until_answered(&client)).await;
             drop(client);
         });
     }
+}
+
+/// Sends cancel requests for the statement running on `client` until the connection answers
+/// an empty query queued behind it (the statement ended: stopped, finished, or the connection
+/// closed), [`CANCEL_WAIT`] apart and at most [`CANCEL_TRIES`]. Returns how many went out.
+pub(super) async fn cancel_until_answered(client: &PgClient) -> usize {
+    let answered = client.client.simple_query("");
+    tokio::pin!(answered);
+    for sent in 1..=CANCEL_TRIES {
+        // Best effort: a request that cannot be sent is followed by another.
+        let _ = client.cancel_request().send().await;
+        if tokio::time::timeout(CANCEL_WAIT, &mut answered).await.is_ok() {
+            return sent;
+        }
+    }
+    CANCEL_TRIES
 }
 
 /// Checks out a connection from `pool` within `deadline` (see `pooling::checkout_within`).

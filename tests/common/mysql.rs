@@ -312,6 +312,15 @@ pub async fn is_mariadb(url: &str) -> bool {
         .await
 }
 
+/// Starts another throwaway server, of its own, beside the one [`base_url`] found: for tests
+/// that need servers nobody else uses (several of them, or sessions numbered from the start).
+/// Returns its URL (`mysql://root@127.0.0.1:<port>/mysql`, root with an empty password), or
+/// the reason it cannot (no server binaries). It is stopped and its files are removed when this
+/// process exits.
+pub fn start_private_server() -> Result<String, String> {
+    try_start_throwaway_server()
+}
+
 /// Starts a throwaway server and returns its URL (`mysql://root@127.0.0.1:<port>/mysql`,
 /// root with an empty password), or the reason it cannot.
 #[cfg(not(unix))]

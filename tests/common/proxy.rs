@@ -2,11 +2,15 @@
 //! packets (or a server that hangs) without closing connections. Existing connections stop
 //! relaying; the relay stops accepting, and once its small accept queue is full (see
 //! [`Relay::fill_backlog`]) new connection attempts hang as they do towards an unreachable host.
+//!
+//! In front of several servers ([`Relay::spread`]) it is a TCP load balancer: each new
+//! connection goes to the next server in turn (round robin), or to one chosen server
+//! ([`Relay::pin_new_connections`]), and it counts how many went to each.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -39,10 +43,40 @@ async fn connect(target: &Target) -> Option<Halves> {
     }
 }
 
+/// Rewrites the first bytes a client sends on a new connection, given the index of the server
+/// the connection goes to (see [`Relay::rewrite_first_packet`]).
+pub type Rewrite = Arc<dyn Fn(usize, &mut Vec<u8>) + Send + Sync>;
+
+/// How a relay in front of several servers chooses one for each new connection.
+#[derive(Default)]
+struct Spread {
+    /// The next server in turn.
+    next: AtomicUsize,
+    /// 1 + the index of the server every new connection goes to; 0: round robin.
+    pinned: AtomicUsize,
+    /// How many connections went to each server.
+    counts: Vec<std::sync::atomic::AtomicU64>,
+    rewrite: Mutex<Option<Rewrite>>,
+}
+
+impl Spread {
+    /// The server for a new connection, counted.
+    fn choose(&self) -> usize {
+        let n = self.counts.len();
+        let i = match self.pinned.load(Ordering::SeqCst) {
+            0 => self.next.fetch_add(1, Ordering::SeqCst) % n,
+            p => (p - 1) % n,
+        };
+        self.counts[i].fetch_add(1, Ordering::SeqCst);
+        i
+    }
+}
+
 /// The relay; it stops when dropped (with the runtime's tasks).
 pub struct Relay {
     /// Where clients connect.
     pub addr: SocketAddr,
+    spread: Arc<Spread>,
     silent: Arc<AtomicBool>,
     /// Connections accepted before the last [`Relay::cut_existing`] are cut.
     generation: Arc<std::sync::atomic::AtomicU64>,
@@ -59,6 +93,23 @@ impl Relay {
 
     /// Starts relaying loopback port `port` (0: any free one) to `target`.
     pub async fn start_on(port: u16, target: Target) -> Relay {
+        Self::start_spread(port, vec![target]).await
+    }
+
+    /// Starts a TCP load balancer on a free loopback port in front of `targets`: each new
+    /// connection goes to the next one in turn, starting with the first.
+    pub async fn spread(targets: Vec<Target>) -> Relay {
+        assert!(!targets.is_empty(), "a relay needs a target");
+        Self::start_spread(0, targets).await
+    }
+
+    /// Starts relaying loopback port `port` (0: any free one) to `targets` in turn.
+    async fn start_spread(port: u16, targets: Vec<Target>) -> Relay {
+        let spread = Arc::new(Spread {
+            counts: targets.iter().map(|_| Default::default()).collect(),
+            ..Default::default()
+        });
+        let chooser = Arc::clone(&spread);
         let socket = tokio::net::TcpSocket::new_v4().expect("relay socket");
         socket.set_reuseaddr(true).expect("reuseaddr");
         socket
@@ -84,7 +135,14 @@ impl Relay {
                     return;
                 };
                 let flag = Arc::clone(&flag);
-                let target = target.clone();
+                let index = chooser.choose();
+                let target = targets[index].clone();
+                let rewrite = chooser
+                    .rewrite
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone()
+                    .map(|f| (index, f));
                 let gens = Arc::clone(&gen_all);
                 let born = gen_all.load(Ordering::SeqCst);
                 let delay = delays.load(Ordering::SeqCst);
@@ -107,17 +165,40 @@ impl Relay {
                         generation: gens,
                         born,
                     };
-                    tokio::join!(pump(cr, sw, cut.clone()), pump(sr, cw, cut));
+                    tokio::join!(pump(cr, sw, cut.clone(), rewrite), pump(sr, cw, cut, None));
                 });
             }
         });
         Relay {
             addr,
+            spread,
             silent,
             generation,
             delay_ms,
             task,
         }
+    }
+
+    /// How many connections went to target `index` so far.
+    pub fn relayed(&self, index: usize) -> u64 {
+        self.spread.counts[index].load(Ordering::SeqCst)
+    }
+
+    /// From now on every new connection goes to target `index`; `None`: round robin again.
+    pub fn pin_new_connections(&self, index: Option<usize>) {
+        self.spread
+            .pinned
+            .store(index.map_or(0, |i| i + 1), Ordering::SeqCst);
+    }
+
+    /// New connections pass the first bytes their client sends (one read, as it arrived)
+    /// through `f`, with the index of the target they go to, before relaying them.
+    pub fn rewrite_first_packet(&self, f: Rewrite) {
+        *self
+            .spread
+            .rewrite
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(f);
     }
 
     /// New connections wait `d` before they are relayed (a slow network or server to connect
@@ -175,8 +256,9 @@ impl Cut {
     }
 }
 
-/// Copies bytes until EOF or until the connection is cut; then holds both ends open.
-async fn pump<R, W>(mut from: R, mut to: W, cut: Cut)
+/// Copies bytes until EOF or until the connection is cut; then holds both ends open. The first
+/// bytes read pass through `rewrite` (with its target's index), if any.
+async fn pump<R, W>(mut from: R, mut to: W, cut: Cut, mut rewrite: Option<(usize, Rewrite)>)
 where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
@@ -192,7 +274,15 @@ where
             std::future::pending::<()>().await;
             return;
         }
-        if to.write_all(&buf[..n]).await.is_err() {
+        let sent = match rewrite.take() {
+            Some((index, f)) => {
+                let mut first = buf[..n].to_vec();
+                f(index, &mut first);
+                to.write_all(&first).await
+            }
+            None => to.write_all(&buf[..n]).await,
+        };
+        if sent.is_err() {
             return;
         }
     }
