@@ -1198,15 +1198,11 @@ impl Drop for PgConnection {
         obj.returned_at = obj.opts.counters.returned_now();
         let bound = self.net_bound();
         if self.in_flight {
-            // A statement may still run: cancel it and close the connection (never reuse it,
-            // since a late cancel could hit the next user's statement).
-            let token = cancels(&obj).then(|| obj.cancel_request());
-            drop(deadpool::managed::Object::take(obj));
-            if let (Some(token), Ok(handle)) = (token, tokio::runtime::Handle::try_current()) {
-                handle.spawn(async move {
-                    let _ = tokio::time::timeout(bound, token.send()).await;
-                });
-            }
+            // A statement may still run: cancel it (until the connection answers, as after a
+            // time limit) and close the connection (never reuse it, since a late cancel could
+            // hit the next user's statement).
+            let cancel = cancels(&obj);
+            super::timeout::abandon(obj, cancel, bound);
             return;
         }
         if self.deallocated {

@@ -13,6 +13,7 @@ mod mysql_errors;
 mod mysql_kill;
 mod mysql_kill_balancer;
 mod mysql_procedures;
+mod mysql_server_defaults;
 mod mysql_tls;
 mod mysql_values;
 mod postgres;

@@ -8,8 +8,8 @@
 //! its first row, and runs a statement prepared on another connection. After every cycle the
 //! session's own count of prepared statements must be at most the capacity:
 //! - Postgres: `pg_prepared_statements` of the session, minus those made with SQL `PREPARE`;
-//! - MySQL/MariaDB: the session's `Com_stmt_prepare` minus `Com_stmt_close` (the session
-//!   holds every statement it prepared and did not close; nothing resets it during the test).
+//! - MySQL/MariaDB: the server's `Prepared_stmt_count`, on a server of the test's own (the
+//!   count is server-wide), which then holds the test's two connections only.
 //!
 //! Prints `server_statements backend=X cycles=N capacity=C max_held=M`.
 
@@ -71,6 +71,7 @@ async fn cycles(builder: PoolBuilder, backend: &str) {
             .await
             .expect("row");
     }
+    // What the two connections hold before the cycles (the other one's statement comes later).
     let base = held(&mut conn).await;
     let mut max_held = 0;
     let mut over = Vec::new();
@@ -148,9 +149,19 @@ async fn postgres_prepared_statements_stay_within_the_cache() {
 #[cfg(feature = "mysql")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_prepared_statements_stay_within_the_cache() {
+    use mysql_async::prelude::Queryable;
     let _group = common::groups::enter("server_statements");
-    common::mysql::with_database(|url| async move {
-        cycles(ConfigAndPool::mysql(&url), "mysql").await;
-    })
-    .await;
+    // A server of the test's own: `Prepared_stmt_count` counts every session's statements.
+    let base = tokio::task::spawn_blocking(common::mysql::start_private_server)
+        .await
+        .expect("start task")
+        .unwrap_or_else(|e| panic!("a private MariaDB/MySQL server is needed for this test: {e}"));
+    let mut admin = common::mysql::raw_conn(&base).await;
+    admin
+        .query_drop("CREATE DATABASE ss")
+        .await
+        .expect("database");
+    let _ = admin.disconnect().await;
+    let url = common::mysql::url_with_database(&base, "ss");
+    cycles(ConfigAndPool::mysql(&url), "mysql").await;
 }
