@@ -543,9 +543,10 @@ impl PoolBuilder {
     }
 
     /// Postgres (feature `postgres-tls`): the PEM file of CA certificates the server's
-    /// certificate must chain to (libpq's `sslrootcert`), instead of the Mozilla root set built
-    /// into the crate. With `prefer` or `require` it turns on the chain check (as `verify-ca`
-    /// does), as libpq does when it finds a root file. The file is read when the pool is built:
+    /// certificate must chain to (libpq's `sslrootcert`), in place of the Mozilla root set built
+    /// into the crate (which only `verify-full` uses without a file; `verify-ca` needs one).
+    /// With `prefer` or `require` it turns on the chain check (as `verify-ca` does), as libpq
+    /// does when it finds a root file. The file is read when the pool is built:
     /// a missing or unreadable file fails [`Self::build`] with [`ErrorKind::Config`]. MySQL
     /// (feature `mysql-tls`): the same, as MySQL's `ssl-ca`.
     #[cfg(any(feature = "postgres-tls", feature = "mysql-tls"))]

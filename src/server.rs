@@ -35,9 +35,11 @@ pub enum SslMode {
     /// an active attacker could stand in for the server) unless a root certificate file is given:
     /// then its chain is checked against it, as in `verify-ca`, as libpq does.
     Require,
-    /// TLS, and the server's certificate must chain to a trusted root: the `sslrootcert` file,
-    /// else the Mozilla root set built into the crate (`webpki-roots`). The host name is not
-    /// checked.
+    /// TLS, and the server's certificate must chain to the `sslrootcert` file, which it needs
+    /// (without one the mode is an [`ErrorKind::Config`](crate::ErrorKind::Config) error: the
+    /// public roots and no name check would accept any publicly issued certificate). The host
+    /// name is not checked, so a host given as an IP address works with a certificate that
+    /// names only a DNS name.
     VerifyCa,
     /// As `verify-ca`, and the certificate must also name the host connected to (a DNS name or
     /// an IP address in its subject alternative names).

@@ -51,7 +51,11 @@ const READS: [Read; 8] = [
 ];
 
 /// Runs `sql` through `path`; `Ok(n)` is the number of result sets the caller saw.
-async fn read(conn: &mut MiddlewarePoolConnection, path: Read, sql: &str) -> Result<usize, SqlMiddlewareDbError> {
+async fn read(
+    conn: &mut MiddlewarePoolConnection,
+    path: Read,
+    sql: &str,
+) -> Result<usize, SqlMiddlewareDbError> {
     match path {
         Read::Select => conn.query(sql).select().await.map(|_| 1),
         Read::One => conn.query(sql).one::<(i64,)>().await.map(|_| 1),
@@ -75,10 +79,16 @@ async fn read(conn: &mut MiddlewarePoolConnection, path: Read, sql: &str) -> Res
 async fn procedures_give_every_result_set_or_an_error_and_their_commits_are_seen() {
     let _group = groups::enter("mysql");
     mysql::with_database(|url| async move {
-        let db = ConfigAndPool::mysql(&url).max_size(2).build().await.expect("pool");
+        let db = ConfigAndPool::mysql(&url)
+            .max_size(2)
+            .build()
+            .await
+            .expect("pool");
         let mut conn = db.get_connection().await.expect("checkout");
         for stmt in SETUP.split(";\n").map(str::trim).filter(|s| !s.is_empty()) {
-            conn.execute_batch(stmt).await.unwrap_or_else(|e| panic!("{stmt}: {e}"));
+            conn.execute_batch(stmt)
+                .await
+                .unwrap_or_else(|e| panic!("{stmt}: {e}"));
         }
         let mut silent = Vec::new();
         let mut multi = 0;
@@ -86,11 +96,16 @@ async fn procedures_give_every_result_set_or_an_error_and_their_commits_are_seen
             multi += 1;
             // Two result sets: all of them, or an error that says so.
             match read(&mut conn, path, "CALL two_sets()").await {
-                Err(e) if e.kind() == ErrorKind::Unsupported || e.kind() == ErrorKind::InvalidInput => {}
+                Err(e)
+                    if e.kind() == ErrorKind::Unsupported
+                        || e.kind() == ErrorKind::InvalidInput => {}
                 // `dml` returns a count and reads every result set off, as it does for any
                 // statement that returns rows.
                 Ok(_) if matches!(path, Read::Dml) => {}
-                Err(e) => silent.push(format!("{path:?}: two result sets gave {:?}: {e}", e.kind())),
+                Err(e) => silent.push(format!(
+                    "{path:?}: two result sets gave {:?}: {e}",
+                    e.kind()
+                )),
                 Ok(n) => silent.push(format!("{path:?}: two result sets, the caller saw {n}")),
             }
             // The connection is usable afterwards.
@@ -107,11 +122,20 @@ async fn procedures_give_every_result_set_or_an_error_and_their_commits_are_seen
         let mut undetected = Vec::new();
         let mut tx_cases = 0;
         for proc in ["p_commit", "p_rollback", "p_restart", "p_ddl"] {
-            for path in ["query.dml", "query.select", "prepare", "execute_batch", "pipeline"] {
+            for path in [
+                "query.dml",
+                "query.select",
+                "prepare",
+                "execute_batch",
+                "pipeline",
+            ] {
                 tx_cases += 1;
                 let sql = format!("CALL {proc}()");
                 let mut tx = conn.begin().await.expect("begin");
-                tx.query("UPDATE pr SET v = v + 100 WHERE id = 2").dml().await.expect("work");
+                tx.query("UPDATE pr SET v = v + 100 WHERE id = 2")
+                    .dml()
+                    .await
+                    .expect("work");
                 let r = match path {
                     "query.dml" => tx.query(&sql).dml().await.map(drop),
                     "query.select" => tx.query(&sql).select().await.map(drop),
@@ -125,11 +149,13 @@ async fn procedures_give_every_result_set_or_an_error_and_their_commits_are_seen
                 let what = format!("{proc} via {path}");
                 match r {
                     Err(e) if e.kind() == ErrorKind::TransactionState => {}
-                    other => undetected.push(format!("{what}: {:?}", other.map_err(|e| format!("{:?}: {e}", e.kind())))),
+                    other => undetected.push(format!(
+                        "{what}: {:?}",
+                        other.map_err(|e| format!("{:?}: {e}", e.kind()))
+                    )),
                 }
-                match tx.commit().await {
-                    Ok(()) => undetected.push(format!("{what}: commit claimed success")),
-                    Err(_) => {}
+                if tx.commit().await.is_ok() {
+                    undetected.push(format!("{what}: commit claimed success"));
                 }
                 // The connection is outside any transaction again (MariaDB reports it; MySQL
                 // has no such variable).
@@ -137,7 +163,9 @@ async fn procedures_give_every_result_set_or_an_error_and_their_commits_are_seen
                     if n == 0 {
                         continue;
                     }
-                    undetected.push(format!("{what}: the connection is still inside a transaction"));
+                    undetected.push(format!(
+                        "{what}: the connection is still inside a transaction"
+                    ));
                     let _ = conn.execute_batch("ROLLBACK").await;
                 }
             }

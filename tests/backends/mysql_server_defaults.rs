@@ -59,8 +59,16 @@ async fn visible(observer: &ConfigAndPool, id: i64) -> bool {
 async fn the_servers_defaults_never_break_the_middlewares_promises() {
     let _group = groups::enter("mysql");
     let url = hostile_server().await;
-    let pool = ConfigAndPool::mysql(&url).max_size(1).build().await.expect("pool");
-    let observer = ConfigAndPool::mysql(&url).max_size(1).build().await.expect("observer");
+    let pool = ConfigAndPool::mysql(&url)
+        .max_size(1)
+        .build()
+        .await
+        .expect("pool");
+    let observer = ConfigAndPool::mysql(&url)
+        .max_size(1)
+        .build()
+        .await
+        .expect("observer");
     let mut setup = pool.get_connection().await.expect("checkout");
     setup
         .execute_batch(
@@ -79,7 +87,13 @@ async fn the_servers_defaults_never_break_the_middlewares_promises() {
         let mut conn = pool.get_connection().await.expect("checkout");
         let mut wrote = Vec::new();
         id += 10;
-        let p = |i: i64| vec![RowValues::Int(i), RowValues::Text("é 😀 ü".into()), RowValues::Int(1)];
+        let p = |i: i64| {
+            vec![
+                RowValues::Int(i),
+                RowValues::Text("é 😀 ü".into()),
+                RowValues::Int(1),
+            ]
+        };
         let ins = "INSERT INTO hd (id, t, n) VALUES ($1, $2, $3)";
         match conn.query(ins).params(&p(id)).dml().await {
             Ok(_) => wrote.push(id),
@@ -93,7 +107,10 @@ async fn the_servers_defaults_never_break_the_middlewares_promises() {
             Err(e) => failures.push(format!("round {round}: prepare: {e}")),
         }
         match conn
-            .execute_batch(&format!("INSERT INTO hd (id, t, n) VALUES ({}, 'x', 2)", id + 2))
+            .execute_batch(&format!(
+                "INSERT INTO hd (id, t, n) VALUES ({}, 'x', 2)",
+                id + 2
+            ))
             .await
         {
             Ok(()) => wrote.push(id + 2),
@@ -125,7 +142,11 @@ async fn the_servers_defaults_never_break_the_middlewares_promises() {
         // Not strict by default: a value too large for TINYINT must still be refused.
         match conn
             .query(ins)
-            .params(&[RowValues::Int(id + 8), RowValues::Text("big".into()), RowValues::Int(1000)])
+            .params(&[
+                RowValues::Int(id + 8),
+                RowValues::Text("big".into()),
+                RowValues::Int(1000),
+            ])
             .dml()
             .await
         {
@@ -137,7 +158,9 @@ async fn the_servers_defaults_never_break_the_middlewares_promises() {
             if visible(&observer, *w).await {
                 seen += 1;
             } else {
-                failures.push(format!("round {round}: row {w} was acknowledged but is not visible"));
+                failures.push(format!(
+                    "round {round}: row {w} was acknowledged but is not visible"
+                ));
             }
         }
         // The text came back as bound.
@@ -155,12 +178,19 @@ async fn the_servers_defaults_never_break_the_middlewares_promises() {
         drop(conn);
         for w in &wrote {
             if !visible(&observer, *w).await {
-                failures.push(format!("round {round}: row {w} is gone after the connection went back"));
+                failures.push(format!(
+                    "round {round}: row {w} is gone after the connection went back"
+                ));
             }
         }
     }
     println!(
         "mysql_server_defaults sessions={sessions} writes={writes} visible={seen} refused={refused}"
     );
-    assert!(failures.is_empty(), "{} failure(s):\n  {}", failures.len(), failures.join("\n  "));
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n  {}",
+        failures.len(),
+        failures.join("\n  ")
+    );
 }

@@ -42,16 +42,28 @@ CREATE TABLE n_my (id INT PRIMARY KEY, v VARCHAR(3)) ENGINE = Aria;
 /// A value that does not fit its table's column.
 fn narrow_cases() -> Vec<(&'static str, RowValues)> {
     vec![
-        ("n_dec", RowValues::Numeric(Decimal::from_str("1.235").expect("decimal"))),
-        ("n_dec", RowValues::Numeric(Decimal::from_str("1234.5").expect("decimal"))),
+        (
+            "n_dec",
+            RowValues::Numeric(Decimal::from_str("1.235").expect("decimal")),
+        ),
+        (
+            "n_dec",
+            RowValues::Numeric(Decimal::from_str("1234.5").expect("decimal")),
+        ),
         ("n_var", RowValues::Text("abcd".into())),
         ("n_mb3", RowValues::Text("😀".into())),
         ("n_lat", RowValues::Text("ĉ".into())),
         ("n_int", RowValues::Int(2_147_483_648)),
         ("n_tiny", RowValues::Int(-1)),
-        ("n_ts", RowValues::Timestamp(
-            NaiveDate::from_ymd_opt(2040, 1, 1).expect("date").and_hms_opt(0, 0, 0).expect("time"),
-        )),
+        (
+            "n_ts",
+            RowValues::Timestamp(
+                NaiveDate::from_ymd_opt(2040, 1, 1)
+                    .expect("date")
+                    .and_hms_opt(0, 0, 0)
+                    .expect("time"),
+            ),
+        ),
         ("n_date", RowValues::Text("2024-02-30".into())),
         ("n_flt", RowValues::Float(0.0005)),
         ("n_txtnum", RowValues::Text("12abc".into())),
@@ -120,7 +132,11 @@ async fn values_that_do_not_fit_are_refused_in_every_session() {
         let mut failures = Vec::new();
         let (mut cases, mut refused) = (0, 0);
         let mut id = 0i64;
-        for session in [Session::Default, Session::HookNotStrict, Session::BorrowerNotStrict] {
+        for session in [
+            Session::Default,
+            Session::HookNotStrict,
+            Session::BorrowerNotStrict,
+        ] {
             let db = pool_for(&url, session).await;
             for (table, v) in narrow_cases() {
                 for ignore in [false, true] {
@@ -129,17 +145,25 @@ async fn values_that_do_not_fit_are_refused_in_every_session() {
                         cases += 1;
                         let mut conn = db.get_connection().await.expect("checkout");
                         if matches!(session, Session::BorrowerNotStrict) {
-                            conn.execute_batch("SET SESSION sql_mode = ''").await.expect("set");
+                            conn.execute_batch("SET SESSION sql_mode = ''")
+                                .await
+                                .expect("set");
                         }
                         let verb = if ignore { "INSERT IGNORE" } else { "INSERT" };
                         let sql = format!("{verb} INTO {table} (id, v) VALUES ($1, $2)");
                         let what = format!("{session:?} {sql} {v:?} in_tx={in_tx}");
                         match write(&mut conn, &sql, id, &v, in_tx).await {
-                            Ok(n) => failures.push(format!("{what}: Ok({n}), the value was changed")),
+                            Ok(n) => {
+                                failures.push(format!("{what}: Ok({n}), the value was changed"))
+                            }
                             Err(e) => {
                                 refused += 1;
-                                if !matches!(e.kind(), ErrorKind::ParameterType | ErrorKind::InvalidInput) {
-                                    failures.push(format!("{what}: wrong kind {:?}: {e}", e.kind()));
+                                if !matches!(
+                                    e.kind(),
+                                    ErrorKind::ParameterType | ErrorKind::InvalidInput
+                                ) {
+                                    failures
+                                        .push(format!("{what}: wrong kind {:?}: {e}", e.kind()));
                                 }
                                 // Nothing stays behind: inside a Tx it is rolled back, and a
                                 // write the server refused before writing never took effect.
@@ -156,9 +180,13 @@ async fn values_that_do_not_fit_are_refused_in_every_session() {
                                 // An Aria (non-transactional) table keeps what a statement
                                 // wrote even when its transaction rolls back: the error says
                                 // so.
-                                let kept = rounded_note || (table == "n_my" && e.message().contains("not transactional"));
+                                let kept = rounded_note
+                                    || (table == "n_my"
+                                        && e.message().contains("not transactional"));
                                 if written.is_some() && ((in_tx && table != "n_my") || !kept) {
-                                    failures.push(format!("{what}: refused ({e}), yet the row was written"));
+                                    failures.push(format!(
+                                        "{what}: refused ({e}), yet the row was written"
+                                    ));
                                 }
                             }
                         }
@@ -170,7 +198,12 @@ async fn values_that_do_not_fit_are_refused_in_every_session() {
             "mysql_narrow_values cases={cases} refused={refused} changed={}",
             failures.len()
         );
-        assert!(failures.is_empty(), "{} case(s) failed:\n  {}", failures.len(), failures.join("\n  "));
+        assert!(
+            failures.is_empty(),
+            "{} case(s) failed:\n  {}",
+            failures.len(),
+            failures.join("\n  ")
+        );
     })
     .await;
 }
@@ -188,7 +221,11 @@ async fn reader(url: &str) -> mysql_async::Conn {
 async fn a_borrowers_session_never_changes_what_is_stored() {
     let _group = groups::enter("mysql");
     mysql::with_database(|url| async move {
-        let db = ConfigAndPool::mysql(&url).max_size(1).build().await.expect("pool");
+        let db = ConfigAndPool::mysql(&url)
+            .max_size(1)
+            .build()
+            .await
+            .expect("pool");
         let mut setup = db.get_connection().await.expect("checkout");
         setup
             .execute_batch(
@@ -199,13 +236,26 @@ async fn a_borrowers_session_never_changes_what_is_stored() {
             .await
             .expect("tables");
         drop(setup);
-        let instant: DateTime<Utc> = DateTime::from_timestamp(1_700_000_000, 123_456_000).expect("instant");
+        let instant: DateTime<Utc> =
+            DateTime::from_timestamp(1_700_000_000, 123_456_000).expect("instant");
         let cases: Vec<(&str, &str, RowValues)> = vec![
             ("SET NAMES latin1", "s_txt", RowValues::Text("é ü ß".into())),
             ("SET NAMES latin1", "s_txt", RowValues::Text("😀".into())),
-            ("SET character_set_client = latin1", "s_txt", RowValues::Text("naïve".into())),
-            ("SET time_zone = '+05:00'", "s_ts", RowValues::TimestampTz(instant)),
-            ("SET time_zone = '-08:00'", "s_ts", RowValues::TimestampTz(instant)),
+            (
+                "SET character_set_client = latin1",
+                "s_txt",
+                RowValues::Text("naïve".into()),
+            ),
+            (
+                "SET time_zone = '+05:00'",
+                "s_ts",
+                RowValues::TimestampTz(instant),
+            ),
+            (
+                "SET time_zone = '-08:00'",
+                "s_ts",
+                RowValues::TimestampTz(instant),
+            ),
             ("SET sql_mode = ''", "s_int", RowValues::Int(1000)),
             ("SET sql_mode = 'ANSI'", "s_int", RowValues::Int(-1000)),
         ];
@@ -222,7 +272,12 @@ async fn a_borrowers_session_never_changes_what_is_stored() {
                 if let Err(e) = conn.query(set).dml().await {
                     // The crate may refuse the setting itself; then nothing changed.
                     refused += 1;
-                    if !matches!(e.kind(), ErrorKind::TransactionState | ErrorKind::InvalidInput | ErrorKind::Unsupported) {
+                    if !matches!(
+                        e.kind(),
+                        ErrorKind::TransactionState
+                            | ErrorKind::InvalidInput
+                            | ErrorKind::Unsupported
+                    ) {
                         failures.push(format!("{what}: the SET failed with {:?}: {e}", e.kind()));
                     }
                     continue;
@@ -259,13 +314,33 @@ async fn a_borrowers_session_never_changes_what_is_stored() {
                         };
                         let got: mysql_async::Value = row.take(0).expect("column");
                         let same = match (v, &got) {
-                            (RowValues::Text(t), mysql_async::Value::Bytes(b)) => t.as_bytes() == b.as_slice(),
+                            (RowValues::Text(t), mysql_async::Value::Bytes(b)) => {
+                                t.as_bytes() == b.as_slice()
+                            }
                             (RowValues::Int(i), mysql_async::Value::Int(j)) => i == j,
-                            (RowValues::TimestampTz(t), mysql_async::Value::Date(y, mo, d, h, mi, s, us)) => {
+                            (
+                                RowValues::TimestampTz(t),
+                                mysql_async::Value::Date(y, mo, d, h, mi, s, us),
+                            ) => {
                                 let n = t.naive_utc();
                                 use chrono::{Datelike, Timelike};
-                                (i32::from(*y), u32::from(*mo), u32::from(*d), u32::from(*h), u32::from(*mi), u32::from(*s), *us)
-                                    == (n.year(), n.month(), n.day(), n.hour(), n.minute(), n.second(), n.nanosecond() / 1000)
+                                (
+                                    i32::from(*y),
+                                    u32::from(*mo),
+                                    u32::from(*d),
+                                    u32::from(*h),
+                                    u32::from(*mi),
+                                    u32::from(*s),
+                                    *us,
+                                ) == (
+                                    n.year(),
+                                    n.month(),
+                                    n.day(),
+                                    n.hour(),
+                                    n.minute(),
+                                    n.second(),
+                                    n.nanosecond() / 1000,
+                                )
                             }
                             _ => false,
                         };
@@ -283,7 +358,12 @@ async fn a_borrowers_session_never_changes_what_is_stored() {
             "mysql_session_values cases={n} exact={exact} refused={refused} changed={}",
             failures.len()
         );
-        assert!(failures.is_empty(), "{} case(s) failed:\n  {}", failures.len(), failures.join("\n  "));
+        assert!(
+            failures.is_empty(),
+            "{} case(s) failed:\n  {}",
+            failures.len(),
+            failures.join("\n  ")
+        );
     })
     .await;
 }

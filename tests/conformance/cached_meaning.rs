@@ -105,9 +105,9 @@ async fn apply(conn: &mut Conn, how: &How) -> Result<(), SqlMiddlewareDbError> {
         How::MysqlRawUse(db) => {
             use mysql_async::prelude::Queryable;
             let raw = conn.mysql_connection().await?;
-            raw.query_drop(format!("USE `{db}`"))
-                .await
-                .map_err(|e| SqlMiddlewareDbError::new(sql_middleware::ErrorKind::Other, e.to_string()))
+            raw.query_drop(format!("USE `{db}`")).await.map_err(|e| {
+                SqlMiddlewareDbError::new(sql_middleware::ErrorKind::Other, e.to_string())
+            })
         }
     }
 }
@@ -207,7 +207,11 @@ async fn cached_meaning(db: &TestDb) {
             let what = format!("{} / {path:?}", change.name);
             match run(&mut conn, path, change.sql).await {
                 Ok(got) if got == change.before => {}
-                other => panic!("[{}] {what}: before the change read {other:?}, expected {:?}", db.kind.name(), change.before),
+                other => panic!(
+                    "[{}] {what}: before the change read {other:?}, expected {:?}",
+                    db.kind.name(),
+                    change.before
+                ),
             }
             apply(&mut conn, &change.how)
                 .await
@@ -215,7 +219,10 @@ async fn cached_meaning(db: &TestDb) {
             runs += 1;
             match run(&mut conn, path, change.sql).await {
                 Ok(got) if got == change.after => {}
-                other => stale.push(format!("{what}: read {other:?}, the engine reads {:?}", change.after)),
+                other => stale.push(format!(
+                    "{what}: read {other:?}, the engine reads {:?}",
+                    change.after
+                )),
             }
             drop(conn);
             pool.close();
@@ -231,7 +238,13 @@ async fn cached_meaning(db: &TestDb) {
         changes.len(),
         stale.len()
     );
-    assert!(stale.is_empty(), "[{}] {} cached statement(s) kept their old meaning:\n  {}", db.kind.name(), stale.len(), stale.join("\n  "));
+    assert!(
+        stale.is_empty(),
+        "[{}] {} cached statement(s) kept their old meaning:\n  {}",
+        db.kind.name(),
+        stale.len(),
+        stale.join("\n  ")
+    );
 }
 
 backend_tests! {

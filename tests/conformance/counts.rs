@@ -24,7 +24,12 @@ enum Path {
     InTx,
 }
 
-async fn dml_via(conn: &mut Conn, path: Path, sql: &str, p: &[RowValues]) -> Result<u64, SqlMiddlewareDbError> {
+async fn dml_via(
+    conn: &mut Conn,
+    path: Path,
+    sql: &str,
+    p: &[RowValues],
+) -> Result<u64, SqlMiddlewareDbError> {
     match path {
         Path::Query => conn.query(sql).params(p).dml().await,
         Path::Prepared => {
@@ -41,7 +46,9 @@ async fn dml_via(conn: &mut Conn, path: Path, sql: &str, p: &[RowValues]) -> Res
 }
 
 fn upsert(kind: Kind, rows: usize) -> String {
-    let values: Vec<String> = (0..rows).map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2)).collect();
+    let values: Vec<String> = (0..rows)
+        .map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2))
+        .collect();
     match kind {
         Kind::Mysql => format!(
             "INSERT INTO cnt (id, v) VALUES {} ON DUPLICATE KEY UPDATE v = VALUES(v)",
@@ -55,56 +62,116 @@ fn upsert(kind: Kind, rows: usize) -> String {
 }
 
 fn insert_skip(kind: Kind, rows: usize) -> String {
-    let values: Vec<String> = (0..rows).map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2)).collect();
+    let values: Vec<String> = (0..rows)
+        .map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2))
+        .collect();
     match kind {
-        Kind::Mysql => format!("INSERT IGNORE INTO cnt (id, v) VALUES {}", values.join(", ")),
-        _ => format!("INSERT INTO cnt (id, v) VALUES {} ON CONFLICT DO NOTHING", values.join(", ")),
+        Kind::Mysql => format!(
+            "INSERT IGNORE INTO cnt (id, v) VALUES {}",
+            values.join(", ")
+        ),
+        _ => format!(
+            "INSERT INTO cnt (id, v) VALUES {} ON CONFLICT DO NOTHING",
+            values.join(", ")
+        ),
     }
 }
 
 fn replace(rows: usize) -> String {
-    let values: Vec<String> = (0..rows).map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2)).collect();
+    let values: Vec<String> = (0..rows)
+        .map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2))
+        .collect();
     format!("REPLACE INTO cnt (id, v) VALUES {}", values.join(", "))
 }
 
 fn pairs(rows: &[(i64, i64)]) -> Vec<RowValues> {
-    rows.iter().flat_map(|(a, b)| [RowValues::Int(*a), RowValues::Int(*b)]).collect()
+    rows.iter()
+        .flat_map(|(a, b)| [RowValues::Int(*a), RowValues::Int(*b)])
+        .collect()
 }
 
 async fn counts(db: &TestDb) {
     let mut conn = db.conn().await;
-    batch(&mut conn, "CREATE TABLE cnt (id BIGINT PRIMARY KEY, v BIGINT, u BIGINT UNIQUE)").await;
+    batch(
+        &mut conn,
+        "CREATE TABLE cnt (id BIGINT PRIMARY KEY, v BIGINT, u BIGINT UNIQUE)",
+    )
+    .await;
     let mut wrong = Vec::new();
     let mut statements = 0;
     for path in [Path::Query, Path::Prepared, Path::InTx] {
         batch(&mut conn, "DELETE FROM cnt").await;
-        batch(&mut conn, "INSERT INTO cnt (id, v, u) VALUES (1, 10, 1), (2, 20, 2)").await;
+        batch(
+            &mut conn,
+            "INSERT INTO cnt (id, v, u) VALUES (1, 10, 1), (2, 20, 2)",
+        )
+        .await;
         // (what, sql, params, expected count)
         let mut cases: Vec<(&str, String, Vec<RowValues>, u64)> = vec![
-            ("upsert inserts a new row", upsert(db.kind, 1), pairs(&[(3, 30)]), 1),
-            ("upsert updates a row", upsert(db.kind, 1), pairs(&[(1, 11)]), 1),
-            ("upsert sets a row to its own values", upsert(db.kind, 1), pairs(&[(2, 20)]), 1),
+            (
+                "upsert inserts a new row",
+                upsert(db.kind, 1),
+                pairs(&[(3, 30)]),
+                1,
+            ),
+            (
+                "upsert updates a row",
+                upsert(db.kind, 1),
+                pairs(&[(1, 11)]),
+                1,
+            ),
+            (
+                "upsert sets a row to its own values",
+                upsert(db.kind, 1),
+                pairs(&[(2, 20)]),
+                1,
+            ),
             (
                 "multi-row upsert: two new, one changed, one unchanged",
                 upsert(db.kind, 4),
                 pairs(&[(4, 40), (5, 50), (1, 12), (2, 20)]),
                 4,
             ),
-            ("insert skipping a conflicting row", insert_skip(db.kind, 1), pairs(&[(1, 99)]), 0),
-            ("insert: one new row, one skipped", insert_skip(db.kind, 2), pairs(&[(6, 60), (2, 99)]), 1),
+            (
+                "insert skipping a conflicting row",
+                insert_skip(db.kind, 1),
+                pairs(&[(1, 99)]),
+                0,
+            ),
+            (
+                "insert: one new row, one skipped",
+                insert_skip(db.kind, 2),
+                pairs(&[(6, 60), (2, 99)]),
+                1,
+            ),
             (
                 "UPDATE that sets rows to their own values",
                 "UPDATE cnt SET v = v WHERE id IN ($1, $2)".to_owned(),
                 vec![RowValues::Int(4), RowValues::Int(5)],
                 2,
             ),
-            ("DELETE", "DELETE FROM cnt WHERE id = $1".to_owned(), vec![RowValues::Int(6)], 1),
+            (
+                "DELETE",
+                "DELETE FROM cnt WHERE id = $1".to_owned(),
+                vec![RowValues::Int(6)],
+                1,
+            ),
         ];
         if db.kind != Kind::Postgres {
             cases.extend([
                 ("REPLACE of a new row", replace(1), pairs(&[(7, 70)]), 1),
-                ("REPLACE of an existing row", replace(1), pairs(&[(7, 71)]), 1),
-                ("REPLACE: one new, one existing", replace(2), pairs(&[(8, 80), (7, 72)]), 2),
+                (
+                    "REPLACE of an existing row",
+                    replace(1),
+                    pairs(&[(7, 71)]),
+                    1,
+                ),
+                (
+                    "REPLACE: one new, one existing",
+                    replace(2),
+                    pairs(&[(8, 80), (7, 72)]),
+                    2,
+                ),
             ]);
         }
         for (what, sql, params, want) in cases {
@@ -118,21 +185,38 @@ async fn counts(db: &TestDb) {
         // write one counts that one row.
         if db.kind != Kind::Postgres {
             statements += 1;
-            batch(&mut conn, "INSERT INTO cnt (id, v, u) VALUES (20, 0, 20), (21, 0, 21)").await;
-            match dml_via(&mut conn, path, "REPLACE INTO cnt (id, v, u) VALUES ($1, $2, $3)", &[
-                RowValues::Int(20),
-                RowValues::Int(1),
-                RowValues::Int(21),
-            ])
+            batch(
+                &mut conn,
+                "INSERT INTO cnt (id, v, u) VALUES (20, 0, 20), (21, 0, 21)",
+            )
+            .await;
+            match dml_via(
+                &mut conn,
+                path,
+                "REPLACE INTO cnt (id, v, u) VALUES ($1, $2, $3)",
+                &[RowValues::Int(20), RowValues::Int(1), RowValues::Int(21)],
+            )
             .await
             {
                 Ok(1) => {}
-                other => wrong.push(format!("REPLACE over two rows ({path:?}): got {other:?}, expected 1")),
+                other => wrong.push(format!(
+                    "REPLACE over two rows ({path:?}): got {other:?}, expected 1"
+                )),
             }
         }
     }
-    println!("counts backend={} statements={statements} wrong={}", db.kind.name(), wrong.len());
-    assert!(wrong.is_empty(), "[{}] {} count(s) mean something else:\n  {}", db.kind.name(), wrong.len(), wrong.join("\n  "));
+    println!(
+        "counts backend={} statements={statements} wrong={}",
+        db.kind.name(),
+        wrong.len()
+    );
+    assert!(
+        wrong.is_empty(),
+        "[{}] {} count(s) mean something else:\n  {}",
+        db.kind.name(),
+        wrong.len(),
+        wrong.join("\n  ")
+    );
 }
 
 backend_tests! {

@@ -69,7 +69,12 @@ const PATHS: [Path; 6] = [
 ];
 
 /// Writes row `id` (and `id + 1` for the paths that write two) through `path`.
-async fn write(db: &TestDb, conn: &mut Conn, path: Path, id: i64) -> Result<Vec<i64>, SqlMiddlewareDbError> {
+async fn write(
+    db: &TestDb,
+    conn: &mut Conn,
+    path: Path,
+    id: i64,
+) -> Result<Vec<i64>, SqlMiddlewareDbError> {
     let ins = "INSERT INTO dur (id, v) VALUES ($1, $2)";
     let p = |i: i64| vec![RowValues::Int(i), RowValues::Text(format!("v{i}"))];
     match path {
@@ -114,7 +119,10 @@ async fn prepare_session(conn: &mut Conn, before: Before) -> Result<(), SqlMiddl
     match before {
         Before::Nothing | Before::LeftOpen | Before::LeftAutocommitOff => Ok(()),
         Before::AutocommitOff => conn.query("SET autocommit = 0").dml().await.map(drop),
-        Before::AutocommitOffScript => conn.execute_batch("SET @x = 1; SET SESSION autocommit = OFF").await,
+        Before::AutocommitOffScript => {
+            conn.execute_batch("SET @x = 1; SET SESSION autocommit = OFF")
+                .await
+        }
         Before::ChainedCommit => {
             conn.query("SET completion_type = 'CHAIN'").dml().await?;
             let mut tx = conn.begin().await?;
@@ -129,7 +137,11 @@ async fn previous_borrower(db: &TestDb, pool: &ConfigAndPool, before: Before) {
     let mut c = pool.get_connection().await.expect("checkout");
     match before {
         Before::LeftOpen => {
-            let begin = if db.kind == Kind::Mysql { "START TRANSACTION" } else { "BEGIN" };
+            let begin = if db.kind == Kind::Mysql {
+                "START TRANSACTION"
+            } else {
+                "BEGIN"
+            };
             c.execute_batch(begin).await.expect("raw begin");
             c.query("INSERT INTO dur (id, v) VALUES ($1, 'left open')")
                 .params(&[RowValues::Int(-1)])
@@ -169,11 +181,20 @@ async fn acknowledged_writes(db: &TestDb) {
     let mut setup = db.conn().await;
     batch(
         &mut setup,
-        &format!("CREATE TABLE dur (id {} PRIMARY KEY, v {})", db.ty(Logical::Int), db.ty(Logical::Text)),
+        &format!(
+            "CREATE TABLE dur (id {} PRIMARY KEY, v {})",
+            db.ty(Logical::Int),
+            db.ty(Logical::Text)
+        ),
     )
     .await;
     drop(setup);
-    let observer = db.builder().max_size(1).build().await.expect("observer pool");
+    let observer = db
+        .builder()
+        .max_size(1)
+        .build()
+        .await
+        .expect("observer pool");
     let mut failures = Vec::new();
     let (mut writes, mut seen, mut refused, mut n_sessions) = (0usize, 0usize, 0usize, 0usize);
     let mut id = 0i64;
@@ -187,7 +208,10 @@ async fn acknowledged_writes(db: &TestDb) {
             if let Err(e) = prepare_session(&mut conn, before).await {
                 refused += 1;
                 if e.kind() != ErrorKind::TransactionState {
-                    failures.push(format!("{before:?}: the setting was refused with {:?}: {e}", e.kind()));
+                    failures.push(format!(
+                        "{before:?}: the setting was refused with {:?}: {e}",
+                        e.kind()
+                    ));
                 }
             }
             id += 10;
@@ -197,7 +221,10 @@ async fn acknowledged_writes(db: &TestDb) {
                     writes += ids.len();
                     let now = visible(&observer, &ids).await;
                     if now != ids.len() {
-                        failures.push(format!("{what}: Ok, but only {now} of {} row(s) visible to another connection", ids.len()));
+                        failures.push(format!(
+                            "{what}: Ok, but only {now} of {} row(s) visible to another connection",
+                            ids.len()
+                        ));
                     }
                     seen += now;
                     // A second write on the same checkout, then the connection goes back.
@@ -218,7 +245,10 @@ async fn acknowledged_writes(db: &TestDb) {
                     drop(conn);
                     let after = visible(&observer, &ids).await;
                     if after != ids.len() {
-                        failures.push(format!("{what}: {after} of {} row(s) left after the connection went back", ids.len()));
+                        failures.push(format!(
+                            "{what}: {after} of {} row(s) left after the connection went back",
+                            ids.len()
+                        ));
                     }
                     // The next borrower: its own write is committed too.
                     let mut next = pool.get_connection().await.expect("next checkout");
@@ -231,10 +261,14 @@ async fn acknowledged_writes(db: &TestDb) {
                     {
                         Ok(_) => {
                             if visible(&observer, &[nid]).await != 1 {
-                                failures.push(format!("{what}: the next borrower's Ok write is not visible"));
+                                failures.push(format!(
+                                    "{what}: the next borrower's Ok write is not visible"
+                                ));
                             }
                         }
-                        Err(e) => failures.push(format!("{what}: the next borrower's write failed: {e}")),
+                        Err(e) => {
+                            failures.push(format!("{what}: the next borrower's write failed: {e}"))
+                        }
                     }
                     drop(next);
                 }
@@ -247,7 +281,9 @@ async fn acknowledged_writes(db: &TestDb) {
             }
             // Rows a previous borrower wrote in a transaction it never committed stay unwritten.
             if visible(&observer, &[-1]).await != 0 {
-                failures.push(format!("{what}: a previous borrower's uncommitted write became visible"));
+                failures.push(format!(
+                    "{what}: a previous borrower's uncommitted write became visible"
+                ));
             }
         }
     }
@@ -255,7 +291,13 @@ async fn acknowledged_writes(db: &TestDb) {
         "durability backend={} sessions={n_sessions} writes={writes} visible={seen} refused={refused}",
         db.kind.name()
     );
-    assert!(failures.is_empty(), "[{}] {} failure(s):\n  {}", db.kind.name(), failures.len(), failures.join("\n  "));
+    assert!(
+        failures.is_empty(),
+        "[{}] {} failure(s):\n  {}",
+        db.kind.name(),
+        failures.len(),
+        failures.join("\n  ")
+    );
 }
 
 /// A hook that turns autocommit off (MySQL) or leaves the session as the engine has it: the
@@ -264,7 +306,11 @@ async fn hook_settings(db: &TestDb) {
     let mut setup = db.conn().await;
     batch(
         &mut setup,
-        &format!("CREATE TABLE dur (id {} PRIMARY KEY, v {})", db.ty(Logical::Int), db.ty(Logical::Text)),
+        &format!(
+            "CREATE TABLE dur (id {} PRIMARY KEY, v {})",
+            db.ty(Logical::Int),
+            db.ty(Logical::Text)
+        ),
     )
     .await;
     drop(setup);

@@ -544,13 +544,20 @@ async fn t_round_trip_subsecond_timestamps(db: &TestDb) {
         let sql = "INSERT INTO sub (id, ts, tz) VALUES ($1, $2, $3)";
         let finer = n.nanosecond() % 1_000 != 0;
         if micros_only && finer {
-            for v in [RowValues::Timestamp(*n), RowValues::TimestampTz(n.and_utc())] {
+            for v in [
+                RowValues::Timestamp(*n),
+                RowValues::TimestampTz(n.and_utc()),
+            ] {
                 let r = conn
                     .query(sql)
                     .params(&[RowValues::Int(k as i64), v.clone(), RowValues::Null])
                     .dml()
                     .await;
-                expect_kind(&format!("[{}] {v:?}", db.kind.name()), r, ErrorKind::ParameterType);
+                expect_kind(
+                    &format!("[{}] {v:?}", db.kind.name()),
+                    r,
+                    ErrorKind::ParameterType,
+                );
             }
         }
         let stored = if micros_only {

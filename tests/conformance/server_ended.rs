@@ -56,9 +56,20 @@ fn check(what: &str, r: Result<(), SqlMiddlewareDbError>, wrong: &mut Vec<String
 /// A later call that leaves `target` open.
 async fn call(target: &mut Tx<'_>, later: Later) -> Result<(), SqlMiddlewareDbError> {
     match later {
-        Later::Statement => target.query("SELECT COUNT(*) FROM se").select().await.map(drop),
-        Later::Prepare => target.prepare("SELECT id FROM se WHERE id = $1").await.map(drop),
-        Later::Script => target.execute_batch("UPDATE se SET v = v + 100 WHERE id = 3").await,
+        Later::Statement => target
+            .query("SELECT COUNT(*) FROM se")
+            .select()
+            .await
+            .map(drop),
+        Later::Prepare => target
+            .prepare("SELECT id FROM se WHERE id = $1")
+            .await
+            .map(drop),
+        Later::Script => {
+            target
+                .execute_batch("UPDATE se SET v = v + 100 WHERE id = 3")
+                .await
+        }
         Later::SavepointOpen => target.savepoint().await.map(drop),
         Later::SavepointRollback => match target.savepoint().await {
             Ok(s) => s.rollback().await,
@@ -88,10 +99,22 @@ async fn second_then_later(
             Err(e) => {
                 let cause = format!("after {:?}", e.kind());
                 match later {
-                    Later::SavepointRollback => check(&format!("{cause}: the savepoint's rollback"), sp.rollback().await, &mut wrong),
-                    Later::Commit => check(&format!("{cause}: the savepoint's commit"), sp.commit().await, &mut wrong),
+                    Later::SavepointRollback => check(
+                        &format!("{cause}: the savepoint's rollback"),
+                        sp.rollback().await,
+                        &mut wrong,
+                    ),
+                    Later::Commit => check(
+                        &format!("{cause}: the savepoint's commit"),
+                        sp.commit().await,
+                        &mut wrong,
+                    ),
                     other => {
-                        check(&format!("{cause}: {other:?} in the savepoint"), call(&mut sp, other).await, &mut wrong);
+                        check(
+                            &format!("{cause}: {other:?} in the savepoint"),
+                            call(&mut sp, other).await,
+                            &mut wrong,
+                        );
                         let _ = sp.rollback().await;
                     }
                 }
@@ -103,7 +126,11 @@ async fn second_then_later(
             Err(e) => {
                 let cause = format!("after {:?}", e.kind());
                 if !matches!(later, Later::Commit) {
-                    check(&format!("{cause}: {later:?}"), call(tx, later).await, &mut wrong);
+                    check(
+                        &format!("{cause}: {later:?}"),
+                        call(tx, later).await,
+                        &mut wrong,
+                    );
                 }
             }
         }
@@ -149,8 +176,16 @@ async fn side(
 
 async fn server_ended(db: &TestDb) {
     let mut conn = db.conn().await;
-    batch(&mut conn, "CREATE TABLE se (id BIGINT PRIMARY KEY, v BIGINT)").await;
-    batch(&mut conn, "INSERT INTO se (id, v) VALUES (1, 0), (2, 0), (3, 0)").await;
+    batch(
+        &mut conn,
+        "CREATE TABLE se (id BIGINT PRIMARY KEY, v BIGINT)",
+    )
+    .await;
+    batch(
+        &mut conn,
+        "INSERT INTO se (id, v) VALUES (1, 0), (2, 0), (3, 0)",
+    )
+    .await;
     let mut wrong = Vec::new();
     let mut cases = 0;
     for in_savepoint in [false, true] {
@@ -167,20 +202,44 @@ async fn server_ended(db: &TestDb) {
             }
             cases += 1;
             let what = format!("{later:?} (in a savepoint: {in_savepoint})");
-            let before: Vec<(i64, i64)> = conn.query("SELECT id, v FROM se ORDER BY id").all().await.expect("before");
+            let before: Vec<(i64, i64)> = conn
+                .query("SELECT id, v FROM se ORDER BY id")
+                .all()
+                .await
+                .expect("before");
             let lost = match db.kind {
                 Kind::Postgres | Kind::Mysql => {
                     let b = db.builder().max_size(2);
                     let b = if db.kind == Kind::Postgres {
                         // The default deadlock check waits a second.
-                        b.after_connect(|c| Box::pin(async move { c.execute_batch("SET deadlock_timeout = '100ms'").await }))
+                        b.after_connect(|c| {
+                            Box::pin(async move {
+                                c.execute_batch("SET deadlock_timeout = '100ms'").await
+                            })
+                        })
                     } else {
                         b
                     };
                     let pool = b.build().await.expect("pool");
                     let barrier = Arc::new(tokio::sync::Barrier::new(2));
-                    let a = tokio::spawn(side(pool.clone(), 1, 2, in_savepoint, later, Arc::clone(&barrier), Duration::ZERO));
-                    let b = tokio::spawn(side(pool.clone(), 2, 1, in_savepoint, later, barrier, Duration::from_millis(150)));
+                    let a = tokio::spawn(side(
+                        pool.clone(),
+                        1,
+                        2,
+                        in_savepoint,
+                        later,
+                        Arc::clone(&barrier),
+                        Duration::ZERO,
+                    ));
+                    let b = tokio::spawn(side(
+                        pool.clone(),
+                        2,
+                        1,
+                        in_savepoint,
+                        later,
+                        barrier,
+                        Duration::from_millis(150),
+                    ));
                     let (a, b) = (a.await.expect("side a"), b.await.expect("side b"));
                     match (a, b) {
                         (Some(w), None) | (None, Some(w)) => w,
@@ -196,8 +255,18 @@ async fn server_ended(db: &TestDb) {
                     )
                     .await;
                     let mut tx = conn.begin().await.expect("begin");
-                    tx.query("UPDATE se SET v = v + 1 WHERE id = 1").dml().await.expect("first");
-                    match second_then_later(&mut tx, in_savepoint, "UPDATE se SET v = 5000 WHERE id = 2", later).await {
+                    tx.query("UPDATE se SET v = v + 1 WHERE id = 1")
+                        .dml()
+                        .await
+                        .expect("first");
+                    match second_then_later(
+                        &mut tx,
+                        in_savepoint,
+                        "UPDATE se SET v = 5000 WHERE id = 2",
+                        later,
+                    )
+                    .await
+                    {
                         None => {
                             let _ = tx.rollback().await;
                             vec!["the trigger did not end the transaction".to_owned()]
@@ -213,16 +282,34 @@ async fn server_ended(db: &TestDb) {
                 wrong.push(format!("{what}: {w}"));
             }
             // The loser's work is gone (the winner's is committed on the server engines).
-            let after: Vec<(i64, i64)> = conn.query("SELECT id, v FROM se ORDER BY id").all().await.expect("after");
+            let after: Vec<(i64, i64)> = conn
+                .query("SELECT id, v FROM se ORDER BY id")
+                .all()
+                .await
+                .expect("after");
             let changed: i64 = before.iter().zip(&after).map(|(b, a)| a.1 - b.1).sum();
-            let expected = if matches!(db.kind, Kind::Postgres | Kind::Mysql) { 2 } else { 0 };
+            let expected = if matches!(db.kind, Kind::Postgres | Kind::Mysql) {
+                2
+            } else {
+                0
+            };
             if changed != expected {
                 wrong.push(format!("{what}: the table changed by {changed}, expected {expected} (the winner's two updates only)"));
             }
         }
     }
-    println!("server_ended backend={} cases={cases} wrong={}", db.kind.name(), wrong.len());
-    assert!(wrong.is_empty(), "[{}] {} wrong answer(s) after the engine ended a transaction:\n  {}", db.kind.name(), wrong.len(), wrong.join("\n  "));
+    println!(
+        "server_ended backend={} cases={cases} wrong={}",
+        db.kind.name(),
+        wrong.len()
+    );
+    assert!(
+        wrong.is_empty(),
+        "[{}] {} wrong answer(s) after the engine ended a transaction:\n  {}",
+        db.kind.name(),
+        wrong.len(),
+        wrong.join("\n  ")
+    );
 }
 
 backend_tests! {

@@ -136,11 +136,9 @@ fn hex(b: &[u8]) -> String {
         s.push_str(&format!("{x:02x}"));
     }
     // A digest of the rest, so large values compare whole without printing them whole.
-    let sum = b
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, x| {
-            (h ^ u64::from(*x)).wrapping_mul(0x0100_0000_01b3)
-        });
+    let sum = b.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, x| {
+        (h ^ u64::from(*x)).wrapping_mul(0x0100_0000_01b3)
+    });
     s.push_str(&format!(" #{sum:016x}"));
     s
 }
@@ -202,7 +200,10 @@ fn json_canon(v: &serde_json::Value) -> String {
         return format!("{{{}}}", pairs.join(","));
     }
     if let serde_json::Value::Array(a) = &s {
-        return format!("[{}]", a.iter().map(json_canon).collect::<Vec<_>>().join(","));
+        return format!(
+            "[{}]",
+            a.iter().map(json_canon).collect::<Vec<_>>().join(",")
+        );
     }
     s.to_string()
 }
@@ -338,7 +339,10 @@ fn json_edges() -> Vec<serde_json::Value> {
 
 /// Every edge value of every type, each on its own.
 fn edges() -> Vec<V> {
-    let mut v: Vec<V> = [i64::MIN, i64::MAX, 0, -1].into_iter().map(V::Int).collect();
+    let mut v: Vec<V> = [i64::MIN, i64::MAX, 0, -1]
+        .into_iter()
+        .map(V::Int)
+        .collect();
     v.extend(float_edges().into_iter().map(V::Float));
     v.extend(text_edges().into_iter().map(V::Text));
     v.extend(blob_edges().into_iter().map(V::Blob));
@@ -420,7 +424,9 @@ async fn crate_read(conn: &mut Conn, like: &V, id: i64) -> Result<Option<String>
         V::Timestamp(_) => read!(NaiveDateTime, |v: NaiveDateTime| ts_canon(&v)),
         V::TimestampTz(_) => read!(DateTime<Utc>, |v: DateTime<Utc>| ts_canon(&v.naive_utc())),
         V::Date(_) => read!(NaiveDate, |v: NaiveDate| v.format("%Y-%m-%d").to_string()),
-        V::Time(_) => read!(NaiveTime, |v: NaiveTime| v.format("%H:%M:%S%.9f").to_string()),
+        V::Time(_) => read!(NaiveTime, |v: NaiveTime| v
+            .format("%H:%M:%S%.9f")
+            .to_string()),
         V::Numeric(_) => read!(Decimal, |v: Decimal| decimal_canon(&v.to_string())),
         V::Uuid(_) => read!(Uuid, |v: Uuid| v.hyphenated().to_string()),
         V::Json(_) => read!(serde_json::Value, |v: serde_json::Value| json_canon(&v)),
@@ -430,7 +436,12 @@ async fn crate_read(conn: &mut Conn, like: &V, id: i64) -> Result<Option<String>
 /// Parses a stored text form of a timestamp (SQLite and Turso store them as text).
 #[cfg(any(feature = "sqlite", feature = "turso"))]
 fn parse_ts_text(s: &str) -> Option<NaiveDateTime> {
-    for f in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"] {
+    for f in [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%dT%H:%M:%S",
+    ] {
         if let Ok(t) = NaiveDateTime::parse_from_str(s, f) {
             return Some(t);
         }
@@ -469,10 +480,14 @@ fn stored_canon(like: &V, s: Stored) -> String {
         (V::Timestamp(_) | V::TimestampTz(_), Stored::Text(t)) => {
             parse_ts_text(&t).map_or_else(|| format!("unparsed {t:?}"), |v| ts_canon(&v))
         }
-        (V::Date(_), Stored::Text(t)) => NaiveDate::parse_from_str(&t, "%Y-%m-%d")
-            .map_or_else(|_| format!("unparsed {t:?}"), |d| d.format("%Y-%m-%d").to_string()),
-        (V::Time(_), Stored::Text(t)) => NaiveTime::parse_from_str(&t, "%H:%M:%S%.f")
-            .map_or_else(|_| format!("unparsed {t:?}"), |d| d.format("%H:%M:%S%.9f").to_string()),
+        (V::Date(_), Stored::Text(t)) => NaiveDate::parse_from_str(&t, "%Y-%m-%d").map_or_else(
+            |_| format!("unparsed {t:?}"),
+            |d| d.format("%Y-%m-%d").to_string(),
+        ),
+        (V::Time(_), Stored::Text(t)) => NaiveTime::parse_from_str(&t, "%H:%M:%S%.f").map_or_else(
+            |_| format!("unparsed {t:?}"),
+            |d| d.format("%H:%M:%S%.9f").to_string(),
+        ),
         (V::Numeric(_), Stored::Text(t)) => decimal_canon(&t),
         (V::Uuid(_), Stored::Text(t)) => t.to_ascii_lowercase(),
         (V::Json(_), Stored::Text(t)) => serde_json::from_str::<serde_json::Value>(&t)
@@ -488,7 +503,12 @@ fn stored_canon(like: &V, s: Stored) -> String {
 }
 
 /// The value of row `id` as the engine's own driver reads it.
-async fn raw_read(db: &TestDb, conn: &mut Conn, like: &V, id: i64) -> Result<Option<String>, String> {
+async fn raw_read(
+    db: &TestDb,
+    conn: &mut Conn,
+    like: &V,
+    id: i64,
+) -> Result<Option<String>, String> {
     let col = like.column();
     match db.kind {
         #[cfg(feature = "sqlite")]
@@ -544,7 +564,11 @@ async fn raw_read(db: &TestDb, conn: &mut Conn, like: &V, id: i64) -> Result<Opt
                 _ => "",
             };
             let sql = format!("SELECT {col}{cast} FROM vl WHERE id = $1");
-            let Some(row) = client.query_opt(&sql, &[&id]).await.map_err(|e| e.to_string())? else {
+            let Some(row) = client
+                .query_opt(&sql, &[&id])
+                .await
+                .map_err(|e| e.to_string())?
+            else {
                 return Ok(None);
             };
             macro_rules! get {
@@ -560,13 +584,19 @@ async fn raw_read(db: &TestDb, conn: &mut Conn, like: &V, id: i64) -> Result<Opt
                 V::Blob(_) => get!(Vec<u8>, |v: Vec<u8>| hex(&v)),
                 V::Bool(_) => get!(bool, |v: bool| v.to_string()),
                 V::Timestamp(_) => get!(NaiveDateTime, |v: NaiveDateTime| ts_canon(&v)),
-                V::TimestampTz(_) => get!(DateTime<Utc>, |v: DateTime<Utc>| ts_canon(&v.naive_utc())),
+                V::TimestampTz(_) => {
+                    get!(DateTime<Utc>, |v: DateTime<Utc>| ts_canon(&v.naive_utc()))
+                }
                 V::Date(_) => get!(NaiveDate, |v: NaiveDate| v.format("%Y-%m-%d").to_string()),
-                V::Time(_) => get!(NaiveTime, |v: NaiveTime| v.format("%H:%M:%S%.9f").to_string()),
+                V::Time(_) => get!(NaiveTime, |v: NaiveTime| v
+                    .format("%H:%M:%S%.9f")
+                    .to_string()),
                 V::Numeric(_) => get!(String, |v: String| decimal_canon(&v)),
                 V::Uuid(_) => get!(Uuid, |v: Uuid| v.hyphenated().to_string()),
-                V::Json(_) => get!(String, |v: String| serde_json::from_str::<serde_json::Value>(&v)
-                    .map_or_else(|_| format!("unparsed {v:?}"), |j| json_canon(&j))),
+                V::Json(_) => get!(String, |v: String| {
+                    serde_json::from_str::<serde_json::Value>(&v)
+                        .map_or_else(|_| format!("unparsed {v:?}"), |j| json_canon(&j))
+                }),
             }
         }
         #[cfg(feature = "mysql")]
@@ -576,8 +606,10 @@ async fn raw_read(db: &TestDb, conn: &mut Conn, like: &V, id: i64) -> Result<Opt
             let _ = conn;
             let mut raw = crate::common::mysql::raw_conn(db.url().expect("url")).await;
             let sql = format!("SELECT {col} FROM vl WHERE id = ?");
-            let row: Option<mysql_async::Row> =
-                raw.exec_first(&sql, (id,)).await.map_err(|e| e.to_string())?;
+            let row: Option<mysql_async::Row> = raw
+                .exec_first(&sql, (id,))
+                .await
+                .map_err(|e| e.to_string())?;
             let _ = raw.disconnect().await;
             let Some(mut row) = row else {
                 return Ok(None);
@@ -653,7 +685,11 @@ async fn create(db: &TestDb, conn: &mut Conn) {
         .collect();
     batch(
         conn,
-        &format!("CREATE TABLE vl (id {} PRIMARY KEY, {})", db.ty(Logical::Int), cols.join(", ")),
+        &format!(
+            "CREATE TABLE vl (id {} PRIMARY KEY, {})",
+            db.ty(Logical::Int),
+            cols.join(", ")
+        ),
     )
     .await;
 }
@@ -680,7 +716,11 @@ async fn check_value(db: &TestDb, conn: &mut Conn, id: i64, v: &V, t: &mut Tally
     match written {
         Ok(n) => {
             if n != 1 {
-                t.failures.push(format!("{:?} {}: dml returned {n}", v.logical(), short(&want)));
+                t.failures.push(format!(
+                    "{:?} {}: dml returned {n}",
+                    v.logical(),
+                    short(&want)
+                ));
             }
             match crate_read(conn, v, id).await {
                 Ok(Some(got)) if got == want => {}

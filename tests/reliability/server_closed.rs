@@ -47,28 +47,61 @@ const FIRSTS: [First; 8] = [
     First::Bulk,
 ];
 
-async fn first_call(conn: &mut MiddlewarePoolConnection, first: First, id: i64) -> Result<(), SqlMiddlewareDbError> {
+async fn first_call(
+    conn: &mut MiddlewarePoolConnection,
+    first: First,
+    id: i64,
+) -> Result<(), SqlMiddlewareDbError> {
     let p = [RowValues::Int(id)];
     match first {
-        First::Select => conn.query("SELECT id FROM sc WHERE id < $1").params(&p).select().await.map(drop),
-        First::Dml => conn.query("INSERT INTO sc (id) VALUES ($1)").params(&p).dml().await.map(drop),
+        First::Select => conn
+            .query("SELECT id FROM sc WHERE id < $1")
+            .params(&p)
+            .select()
+            .await
+            .map(drop),
+        First::Dml => conn
+            .query("INSERT INTO sc (id) VALUES ($1)")
+            .params(&p)
+            .dml()
+            .await
+            .map(drop),
         First::Prepared => {
-            let mut s = conn.prepare("SELECT COUNT(*) FROM sc WHERE id < $1").await?;
+            let mut s = conn
+                .prepare("SELECT COUNT(*) FROM sc WHERE id < $1")
+                .await?;
             s.one::<(i64,)>(&p).await.map(drop)
         }
         First::Tx => {
             let mut tx = conn.begin().await?;
-            tx.query("INSERT INTO sc (id) VALUES ($1)").params(&p).dml().await?;
+            tx.query("INSERT INTO sc (id) VALUES ($1)")
+                .params(&p)
+                .dml()
+                .await?;
             tx.commit().await
         }
-        First::Batch => conn.execute_batch(&format!("INSERT INTO sc (id) VALUES ({id})")).await,
-        First::Pipeline => conn.pipeline("INSERT INTO sc (id) VALUES ($1)", &[&p]).await.map(drop),
+        First::Batch => {
+            conn.execute_batch(&format!("INSERT INTO sc (id) VALUES ({id})"))
+                .await
+        }
+        First::Pipeline => conn
+            .pipeline("INSERT INTO sc (id) VALUES ($1)", &[&p])
+            .await
+            .map(drop),
         First::Stream => {
-            let rows: Vec<(i64,)> = conn.query("SELECT id FROM sc WHERE id < $1").params(&p).stream::<(i64,)>().try_collect().await?;
+            let rows: Vec<(i64,)> = conn
+                .query("SELECT id FROM sc WHERE id < $1")
+                .params(&p)
+                .stream::<(i64,)>()
+                .try_collect()
+                .await?;
             let _ = rows;
             Ok(())
         }
-        First::Bulk => conn.bulk_insert("sc", &["id"], [p.to_vec()]).await.map(drop),
+        First::Bulk => conn
+            .bulk_insert("sc", &["id"], [p.to_vec()])
+            .await
+            .map(drop),
     }
 }
 
@@ -89,7 +122,12 @@ async fn run(server: &impl Server, backend: &str) {
     let mut cases = 0;
     let mut id = 0i64;
     {
-        let setup = server.builder(Cause::Killed).max_size(1).build().await.expect("pool");
+        let setup = server
+            .builder(Cause::Killed)
+            .max_size(1)
+            .build()
+            .await
+            .expect("pool");
         setup
             .get_connection()
             .await
@@ -102,11 +140,19 @@ async fn run(server: &impl Server, backend: &str) {
         for first in FIRSTS {
             cases += 1;
             id += 1;
-            let pool = server.builder(cause).max_size(2).build().await.expect("pool");
+            let pool = server
+                .builder(cause)
+                .max_size(2)
+                .build()
+                .await
+                .expect("pool");
             // Two connections open and idle in the pool.
             let mut a = pool.get_connection().await.expect("checkout a");
             let mut b = pool.get_connection().await.expect("checkout b");
-            let ids = [server.session_id(&mut a).await, server.session_id(&mut b).await];
+            let ids = [
+                server.session_id(&mut a).await,
+                server.session_id(&mut b).await,
+            ];
             drop(a);
             drop(b);
             // Let both rejoin the pool (a connection whose session changed is cleaned first).
@@ -119,17 +165,31 @@ async fn run(server: &impl Server, backend: &str) {
             }
             let gone_by = Instant::now() + Duration::from_secs(15);
             while server.any_open(&ids).await {
-                assert!(Instant::now() < gone_by, "[{backend}] {cause:?}: the sessions never closed");
+                assert!(
+                    Instant::now() < gone_by,
+                    "[{backend}] {cause:?}: the sessions never closed"
+                );
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            let mut conn = pool.get_connection().await.expect("checkout after the close");
+            let mut conn = pool
+                .get_connection()
+                .await
+                .expect("checkout after the close");
             if let Err(e) = first_call(&mut conn, first, id).await {
                 failures.push(format!("{cause:?} / {first:?}: the first call failed: {e}"));
             }
         }
     }
-    println!("server_closed backend={backend} cases={cases} first_call_errors={}", failures.len());
-    assert!(failures.is_empty(), "[{backend}] {} first call(s) failed:\n  {}", failures.len(), failures.join("\n  "));
+    println!(
+        "server_closed backend={backend} cases={cases} first_call_errors={}",
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "[{backend}] {} first call(s) failed:\n  {}",
+        failures.len(),
+        failures.join("\n  ")
+    );
 }
 
 #[cfg(feature = "postgres")]
@@ -151,7 +211,11 @@ impl Server for Pg {
     }
 
     async fn session_id(&self, conn: &mut MiddlewarePoolConnection) -> i64 {
-        let (pid,): (i32,) = conn.query("SELECT pg_backend_pid()").one().await.expect("pid");
+        let (pid,): (i32,) = conn
+            .query("SELECT pg_backend_pid()")
+            .one()
+            .await
+            .expect("pid");
         i64::from(pid)
     }
 
@@ -166,10 +230,16 @@ impl Server for Pg {
     }
 
     async fn any_open(&self, ids: &[i64]) -> bool {
-        let pids: Vec<i32> = ids.iter().map(|i| i32::try_from(*i).expect("pid")).collect();
+        let pids: Vec<i32> = ids
+            .iter()
+            .map(|i| i32::try_from(*i).expect("pid"))
+            .collect();
         let n: i64 = self
             .admin
-            .query_one("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)", &[&pids])
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)",
+                &[&pids],
+            )
             .await
             .expect("pg_stat_activity")
             .get(0);
@@ -206,7 +276,11 @@ impl Server for My {
     }
 
     async fn session_id(&self, conn: &mut MiddlewarePoolConnection) -> i64 {
-        let (id,): (i64,) = conn.query("SELECT CONNECTION_ID()").one().await.expect("id");
+        let (id,): (i64,) = conn
+            .query("SELECT CONNECTION_ID()")
+            .one()
+            .await
+            .expect("id");
         id
     }
 
@@ -224,7 +298,9 @@ impl Server for My {
         let mut admin = common::mysql::raw_conn(&self.url).await;
         let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
         let n: Option<i64> = admin
-            .query_first(format!("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID IN ({list})"))
+            .query_first(format!(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID IN ({list})"
+            ))
             .await
             .expect("processlist");
         let _ = admin.disconnect().await;

@@ -33,7 +33,9 @@ async fn held(conn: &mut MiddlewarePoolConnection) -> i64 {
                 .expect("pg_prepared_statements");
             rows.iter()
                 .find_map(|m| match m {
-                    tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(|s| s.parse::<i64>().expect("count")),
+                    tokio_postgres::SimpleQueryMessage::Row(r) => {
+                        r.get(0).map(|s| s.parse::<i64>().expect("count"))
+                    }
                     _ => None,
                 })
                 .expect("a row")
@@ -88,7 +90,9 @@ async fn cycles(builder: PoolBuilder, backend: &str) {
         }
         match cycle % 6 {
             0 => conn
-                .execute_batch(&format!("CREATE TABLE ss_{cycle} (a BIGINT); DROP TABLE ss_{cycle}"))
+                .execute_batch(&format!(
+                    "CREATE TABLE ss_{cycle} (a BIGINT); DROP TABLE ss_{cycle}"
+                ))
                 .await
                 .expect("ddl script"),
             1 => {
@@ -96,7 +100,10 @@ async fn cycles(builder: PoolBuilder, backend: &str) {
                     .dml()
                     .await
                     .expect("ddl");
-                conn.query(&format!("DROP TABLE ss_q{cycle}")).dml().await.expect("drop");
+                conn.query(&format!("DROP TABLE ss_q{cycle}"))
+                    .dml()
+                    .await
+                    .expect("drop");
             }
             2 => {
                 let _ = held(&mut conn).await;
@@ -112,28 +119,44 @@ async fn cycles(builder: PoolBuilder, backend: &str) {
                 );
             }
             4 => {
-                let mut s = conn.query("SELECT id FROM ss ORDER BY id").stream::<(i64,)>();
+                let mut s = conn
+                    .query("SELECT id FROM ss ORDER BY id")
+                    .stream::<(i64,)>();
                 let _ = s.next().await;
             }
             _ => {
                 // A statement prepared on the other connection runs here.
-                let mut p = other.prepare("SELECT COUNT(*) FROM ss").await.expect("prepare");
+                let mut p = other
+                    .prepare("SELECT COUNT(*) FROM ss")
+                    .await
+                    .expect("prepare");
                 let _: (i64,) = p.one(&[]).await.expect("run");
                 drop(p);
-                let _: (i64,) = conn.query("SELECT COUNT(*) FROM ss").one().await.expect("same sql");
+                let _: (i64,) = conn
+                    .query("SELECT COUNT(*) FROM ss")
+                    .one()
+                    .await
+                    .expect("same sql");
             }
         }
         let now = held(&mut conn).await - base;
         max_held = max_held.max(now);
         // The other connection holds one statement of its own.
         if now > CAPACITY as i64 + 1 {
-            over.push(format!("cycle {cycle} (step {}): {now} statements held", cycle % 6));
+            over.push(format!(
+                "cycle {cycle} (step {}): {now} statements held",
+                cycle % 6
+            ));
         }
     }
     println!(
         "server_statements backend={backend} cycles={CYCLES} capacity={CAPACITY} max_held={max_held}"
     );
-    assert!(over.is_empty(), "[{backend}] the server held more statements than the cache capacity {CAPACITY}:\n  {}", over.join("\n  "));
+    assert!(
+        over.is_empty(),
+        "[{backend}] the server held more statements than the cache capacity {CAPACITY}:\n  {}",
+        over.join("\n  ")
+    );
 }
 
 #[cfg(feature = "postgres")]
