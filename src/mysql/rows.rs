@@ -4,16 +4,20 @@
 //! | MySQL | value |
 //! |---|---|
 //! | `TINYINT` … `BIGINT`, `YEAR` (signed, or unsigned up to `i64::MAX`) | `Int` |
-//! | `BIGINT UNSIGNED` above `i64::MAX` | `Numeric` |
-//! | `DECIMAL` | `Numeric` (beyond `Decimal`'s 28 digits: its text) |
-//! | `FLOAT`, `DOUBLE` | `Float` |
+//! | `BIGINT UNSIGNED` (and unsigned results such as `BIT_OR`) above `i64::MAX` | `Numeric` |
+//! | `DECIMAL` | `Numeric` when a `Decimal` holds it exactly (at most 28 decimal places and a 96-bit mantissa); otherwise `Text`, the server's exact digits (so every value of a `DECIMAL(65,30)` column) |
+//! | `FLOAT`, `DOUBLE` | `Float`; a `FLOAT` is widened exactly, as Postgres widens a `float4` (0.1 stored in a `FLOAT` reads as 0.10000000149011612, the `f32` it is) |
 //! | `DATE` | `Date` |
 //! | `DATETIME`, `TIMESTAMP` | `Timestamp` |
 //! | `TIME` from 00:00 to 24:00 | `Time`; negative or longer: `Interval` |
 //! | `CHAR`, `VARCHAR`, `TEXT`s, `ENUM`, `SET` | `Text` |
 //! | `BINARY`, `VARBINARY`, `BLOB`s, `GEOMETRY` | `Blob` |
-//! | `BIT(n)` | `Int` |
+//! | `BIT(n)` | `Int` (`Numeric` above `i64::MAX`) |
 //! | `JSON` (MySQL) | `JSON`; on MariaDB `JSON` is `LONGTEXT`: `Text` |
+//!
+//! Nothing is rounded: a `DECIMAL` too wide for `Numeric` decodes into `String` digit for digit,
+//! and into `Decimal` only when its value fits (trailing zeros past 28 places are dropped;
+//! anything more is a [`ErrorKind::TypeMismatch`]).
 //!
 //! A zero date (`0000-00-00`, or a zero month or day) is a [`ErrorKind::TypeMismatch`] error:
 //! no date type of Rust holds it.
@@ -74,11 +78,15 @@ fn unsigned<'a>(u: u64) -> ValueRef<'a> {
     }
 }
 
-/// A `FLOAT` as the nearest `f64` to its shortest decimal form (0.1f32 reads as 0.1, not
-/// 0.10000000149011612).
-#[cold]
-fn widen(f: f32) -> f64 {
-    f.to_string().parse().unwrap_or(f64::from(f))
+
+/// A `DECIMAL`'s text as `Numeric` when a [`Decimal`] holds it exactly, digits and scale
+/// (at most 28 decimal places and a 96-bit mantissa), else as the text itself: never rounded.
+#[inline]
+fn decimal(s: &str) -> ValueRef<'_> {
+    match Decimal::from_str_exact(s) {
+        Ok(d) => ValueRef::Numeric(d),
+        Err(_) => ValueRef::Text(Cow::Borrowed(s)),
+    }
 }
 
 /// A `TIME` value: a time of day when it is one, else a signed span.
@@ -109,7 +117,8 @@ pub(crate) fn value_ref<'a>(
         Value::Int(i) => ValueRef::Int(*i),
         Value::UInt(u) => unsigned(*u),
         Value::Double(f) => ValueRef::Float(*f),
-        Value::Float(f) => ValueRef::Float(widen(*f)),
+        // Exactly the stored value, as Postgres widens a `float4`.
+        Value::Float(f) => ValueRef::Float(f64::from(*f)),
         Value::Date(y, mo, d, h, mi, s, us) => {
             let Some(day) = date(*y, *mo, *d) else {
                 return Err(bad(
@@ -138,14 +147,7 @@ fn bytes<'a>(b: &'a [u8], col: &Column, idx: usize, columns: &Columns) -> Result
         std::str::from_utf8(b).map_err(|_| bad(columns, idx, "the text is not valid UTF-8"))
     };
     Ok(match col.column_type() {
-        T::MYSQL_TYPE_NEWDECIMAL | T::MYSQL_TYPE_DECIMAL => {
-            let s = text()?;
-            match s.parse::<Decimal>() {
-                Ok(d) => ValueRef::Numeric(d),
-                // Beyond Decimal's 28 digits: the exact text (decodes as String).
-                Err(_) => ValueRef::Text(Cow::Borrowed(s)),
-            }
-        }
+        T::MYSQL_TYPE_NEWDECIMAL | T::MYSQL_TYPE_DECIMAL => decimal(text()?),
         T::MYSQL_TYPE_JSON => {
             let s = text()?;
             match serde_json::from_str(s) {
@@ -175,7 +177,12 @@ fn bytes<'a>(b: &'a [u8], col: &Column, idx: usize, columns: &Columns) -> Result
                 },
             }
         }
-        T::MYSQL_TYPE_FLOAT | T::MYSQL_TYPE_DOUBLE => match text()?.parse::<f64>() {
+        // A `FLOAT` is read as the `f32` it is, then widened, as the binary protocol's is.
+        T::MYSQL_TYPE_FLOAT => match text()?.parse::<f32>() {
+            Ok(f) => ValueRef::Float(f64::from(f)),
+            Err(_) => return Err(bad(columns, idx, "an unreadable number")),
+        },
+        T::MYSQL_TYPE_DOUBLE => match text()?.parse::<f64>() {
             Ok(f) => ValueRef::Float(f),
             Err(_) => return Err(bad(columns, idx, "an unreadable number")),
         },
@@ -268,6 +275,61 @@ mod tests {
         }
         assert!(matches!(unsigned(u64::MAX), ValueRef::Numeric(_)));
         assert!(matches!(unsigned(7), ValueRef::Int(7)));
-        assert_eq!(widen(0.1), 0.1);
+    }
+
+    /// `v` read as a column of type `ty`.
+    fn read(v: Value, ty: ColumnType) -> RowValues {
+        let columns = Columns::new(vec!["c".into()]);
+        value_ref(&v, &Column::new(ty), 0, &columns)
+            .expect("readable")
+            .to_owned_value()
+    }
+
+    #[test]
+    fn decimals_are_numeric_only_when_exact_else_their_text() {
+        let dec = |s: &str| read(Value::Bytes(s.as_bytes().to_vec()), ColumnType::MYSQL_TYPE_NEWDECIMAL);
+        // Exact: every digit and the scale survive.
+        for s in [
+            "0.00",
+            "-12.50",
+            "12345678901234567890.12345678",
+            "0.0000000000000000000000000001",
+            "-79228162514264337593543950335",
+            "18446744073709551615",
+        ] {
+            match dec(s) {
+                RowValues::Numeric(d) => assert_eq!(d.to_string(), s),
+                other => panic!("{s}: {other:?}"),
+            }
+        }
+        // Beyond a Decimal (more than 28 places, or a mantissa past 96 bits): the text itself,
+        // never a rounded number.
+        for s in [
+            "1.500000000000000000000000000000",
+            "0.00000000000000000000000000001",
+            "9999999999999999999999999999.9",
+            "-79228162514264337593543950336",
+            "99999999999999999999999999999999999.999999999999999999999999999999",
+        ] {
+            match dec(s) {
+                RowValues::Text(t) => assert_eq!(t, s),
+                other => panic!("{s}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn floats_widen_exactly() {
+        for f in [0.1f32, -f32::from_bits(1), f32::MIN_POSITIVE, f32::MAX, 16_777_216.0] {
+            match read(Value::Float(f), ColumnType::MYSQL_TYPE_FLOAT) {
+                RowValues::Float(x) => assert_eq!(x.to_bits(), f64::from(f).to_bits(), "{f}"),
+                other => panic!("{f}: {other:?}"),
+            }
+        }
+        // The text protocol's FLOAT is the same f32, widened.
+        match read(Value::Bytes(b"0.1".to_vec()), ColumnType::MYSQL_TYPE_FLOAT) {
+            RowValues::Float(x) => assert_eq!(x, f64::from(0.1f32)),
+            other => panic!("{other:?}"),
+        }
     }
 }
