@@ -20,7 +20,8 @@
 //! The raw sides: SQLite is a `rusqlite::Connection` of its own on the same file; Postgres is a
 //! `tokio_postgres::Client` of its own on the same schema; Turso is the `turso::Connection` of a
 //! checkout of its own, reached through raw access (Turso has one `Database` per file in a
-//! process, which the pool holds).
+//! process, which the pool holds); MySQL/MariaDB is a `mysql_async::Conn` of its own on the same
+//! database (binary protocol, session in UTC as the crate's are), and another loads the rows.
 //!
 //! The mapping compared under, raw value -> crate value (`RowValues`, or `T` in a tuple):
 //! - SQLite and Turso, on columns declared `INTEGER`, `REAL`, `TEXT`, `BLOB` and with no type
@@ -31,10 +32,26 @@
 //!   `float4`/`float8` -> `Float` (`f64`, bit for bit, `float4` widened), `text`/`varchar` ->
 //!   `Text`, `bool` -> `Bool`, `bytea` -> `Blob`, `timestamp` -> `Timestamp`
 //!   (`NaiveDateTime`), `timestamptz` -> `TimestampTz` (`DateTime<Utc>`), `date` -> `Date`,
-//!   `uuid` -> `Uuid`, `numeric` -> `Numeric` (`Decimal`, compared with its scale), `json`/
-//!   `jsonb` -> `JSON` (`serde_json::Value`; a JSON `null` is not SQL `NULL`), `time` -> `Time`
-//!   (`NaiveTime`), `bigint[]`/`text[]` -> `Array` of the elements (`Vec<Option<T>>`), SQL
-//!   `NULL` -> `Null` (`None`).
+//!   `uuid` -> `Uuid`, `numeric` (its raw binary form, written out as the server prints it) ->
+//!   `Numeric` when a `Decimal` holds every digit and the scale (compared with its scale), else
+//!   `Text` of those exact digits (`NaN` and the infinities too), `json`/`jsonb` -> `JSON`
+//!   (`serde_json::Value`; a JSON `null` is not SQL `NULL`), `time` -> `Time` (`NaiveTime`),
+//!   `bigint[]`/`text[]` -> `Array` of the elements (`Vec<Option<T>>`), SQL `NULL` -> `Null`
+//!   (`None`).
+//! - MySQL, by the column type and flags of the result's metadata (the table in
+//!   `src/mysql/rows.rs`): `Int`/`UInt` -> `Int` (`Numeric` above `i64::MAX`), `DECIMAL` ->
+//!   `Numeric` when a `Decimal` holds every digit and the scale, else `Text` of the exact digits,
+//!   `FLOAT` -> `Float` (the `f32` widened exactly), `DOUBLE` -> `Float`, `DATE` -> `Date`,
+//!   `DATETIME`/`TIMESTAMP` -> `Timestamp`, `TIME` -> `Time` from 00:00 to 24:00, else
+//!   `Interval` (negative or longer), `BIT` -> `Int` (`Numeric` above `i64::MAX`), `JSON`
+//!   (MySQL's) -> `JSON`, bytes of the binary character set -> `Blob`, other strings (`ENUM`,
+//!   `SET`, MariaDB's `JSON`) -> `Text`; a zero date and text that is not UTF-8 have no value,
+//!   and the crate must refuse them.
+//! - Typed decoding (`T` in a tuple) is compared with what `FromValue` gives from the raw value
+//!   under that mapping: the same value when `T` is the Rust type of its kind, and the
+//!   conversions its table lists otherwise (a `Numeric` into `u64`, a `Time` into `Interval`,
+//!   a decimal's text into `Decimal` when the value fits, MariaDB's JSON text into
+//!   `serde_json::Value`); a value `T` cannot hold must make the call fail.
 //! - Text that is not UTF-8 (SQLite `CAST(blob AS TEXT)`) cannot be a `String`: rusqlite's own
 //!   `String` read refuses it, and so must the crate.
 //! - A query the raw driver refuses (an integer overflow, say) must fail through the crate too;
@@ -55,6 +72,7 @@ use futures::TryStreamExt;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestRunner};
 use rust_decimal::Decimal;
+use sql_middleware::Interval;
 use sql_middleware::prelude::*;
 use uuid::Uuid;
 
@@ -79,6 +97,8 @@ enum Canon {
     Numeric(String),
     Json(serde_json::Value),
     Time(NaiveTime),
+    /// `Interval` as (months, days, microseconds).
+    Interval(i32, i32, i64),
     Array(Vec<Canon>),
     /// A crate value outside the mapping (never equal to a raw value).
     Other(String),
@@ -162,6 +182,20 @@ impl ToCanon for NaiveTime {
         Canon::Time(self)
     }
 }
+impl ToCanon for u64 {
+    fn canon(self) -> Canon {
+        // As the mapping reads an unsigned value: `Int` when it fits, else `Numeric`.
+        match i64::try_from(self) {
+            Ok(i) => Canon::Int(i),
+            Err(_) => Canon::Numeric(self.to_string()),
+        }
+    }
+}
+impl ToCanon for Interval {
+    fn canon(self) -> Canon {
+        Canon::Interval(self.months, self.days, self.microseconds)
+    }
+}
 impl<T: ToCanon> ToCanon for Vec<Option<T>> {
     fn canon(self) -> Canon {
         Canon::Array(self.into_iter().map(ToCanon::canon).collect())
@@ -183,6 +217,7 @@ impl ToCanon for RowValues {
             RowValues::Blob(b) => Canon::Blob(b),
             RowValues::JSON(j) => Canon::Json(j),
             RowValues::Time(t) => Canon::Time(t),
+            RowValues::Interval(i) => i.canon(),
             RowValues::Array(items) => {
                 Canon::Array(items.into_iter().map(ToCanon::canon).collect())
             }
@@ -215,6 +250,10 @@ enum Ty {
     IntArray,
     /// `text[]`, as `Vec<Option<String>>`.
     TextArray,
+    /// An unsigned MySQL integer (up to `u64::MAX`), as `u64`.
+    U64,
+    /// A MySQL `TIME` (a time of day or a signed span), as `Interval`.
+    Interval,
     /// Any storage class (SQLite's untyped values): decoded as `RowValues`.
     Any,
 }
@@ -306,7 +345,8 @@ const PG_TABLE: &str = "CREATE TABLE d (id BIGINT PRIMARY KEY, i BIGINT, i4 INTE
 
 const PG_INSERT: &str = "INSERT INTO d \
     (id, i, i4, s2, f, r4, t, vc, b, y, ts, tz, dt, u, n, j, js, tm, ia, ta) VALUES \
-    ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)";
+    ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::text::numeric, $16, $17, \
+    $18, $19, $20)";
 
 #[derive(Debug, Clone)]
 struct PgRow {
@@ -323,7 +363,8 @@ struct PgRow {
     tz: Option<DateTime<Utc>>,
     dt: Option<NaiveDate>,
     u: Option<Uuid>,
-    n: Option<Decimal>,
+    /// The text of a `numeric`: any width, `NaN`, `Infinity`, `-Infinity`.
+    n: Option<String>,
     j: Option<serde_json::Value>,
     js: Option<serde_json::Value>,
     tm: Option<NaiveTime>,
@@ -357,6 +398,9 @@ const PG_ROW_ITEMS: Items = &[
     ("CAST(n AS float8)", Ty::Float),
     ("i::numeric(30, 3)", Ty::Numeric),
     ("n * 2", Ty::Numeric),
+    ("n / 3", Ty::Numeric),
+    ("round(n, 40)", Ty::Numeric),
+    ("n::text", Ty::Text),
     ("t || 'x'", Ty::Text),
     ("i > 3", Ty::Bool),
     ("t = 'a'", Ty::Bool),
@@ -408,6 +452,7 @@ const PG_AGG_ITEMS: Items = &[
     ("bool_and(b)", Ty::Bool),
     ("sum(n)", Ty::Numeric),
     ("max(n)", Ty::Numeric),
+    ("avg(n)", Ty::Numeric),
     ("max(dt)", Ty::Date),
     ("count(y)", Ty::Int),
     ("string_agg(t, ',' ORDER BY id)", Ty::Text),
@@ -418,11 +463,194 @@ const PG_AGG_ITEMS: Items = &[
     ("array_agg(t ORDER BY id)", Ty::TextArray),
 ];
 
+/// Every column type the MySQL mapping covers (the database's default collation is
+/// `utf8mb4_bin`; `vg` compares case-insensitively).
+const MY_TABLE: &str = "CREATE TABLE d (id BIGINT PRIMARY KEY, \
+    ti TINYINT, tu TINYINT UNSIGNED, si SMALLINT, su SMALLINT UNSIGNED, \
+    mi MEDIUMINT, mu MEDIUMINT UNSIGNED, ii INT, iu INT UNSIGNED, bi BIGINT, \
+    bu BIGINT UNSIGNED, dw DECIMAL(65,30), dm DECIMAL(38,10), d2 DECIMAL(12,2), fl FLOAT, \
+    db DOUBLE, dt DATE, dtm DATETIME(6), tsm TIMESTAMP(6) NULL DEFAULT NULL, tm TIME(6), \
+    yr YEAR, ch CHAR(4), vc VARCHAR(20), vg VARCHAR(20) COLLATE utf8mb4_general_ci, tx TEXT, \
+    bn BINARY(4), vb VARBINARY(20), bl BLOB, en ENUM('a', 'b', 'ü', '😀'), \
+    st SET('x', 'y', '😀'), bt BIT(64), b5 BIT(5), js JSON)";
+
+const MY_INSERT: &str = "INSERT INTO d (id, ti, tu, si, su, mi, mu, ii, iu, bi, bu, dw, dm, \
+    d2, fl, db, dt, dtm, tsm, tm, yr, ch, vc, vg, tx, bn, vb, bl, en, st, bt, b5, js) VALUES \
+    (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, \
+    ?, ?, ?)";
+
+/// A MySQL date or datetime as stored: a real one, or a zero/invalid one written as text
+/// (the loader's session allows them).
+#[derive(Debug, Clone)]
+enum MyDate {
+    Valid(NaiveDateTime),
+    Zero(&'static str),
+}
+
+#[derive(Debug, Clone)]
+struct MyRowData {
+    ints: [Option<i64>; 6],
+    unsigned: [Option<u64>; 5],
+    dw: Option<String>,
+    dm: Option<String>,
+    d2: Option<String>,
+    fl: Option<f32>,
+    db: Option<f64>,
+    dt: Option<MyDate>,
+    dtm: Option<MyDate>,
+    tsm: Option<NaiveDateTime>,
+    /// (negative, hours, minutes, seconds, microseconds)
+    tm: Option<(bool, u32, u8, u8, u32)>,
+    yr: Option<u16>,
+    texts: [Option<String>; 4],
+    blobs: [Option<Vec<u8>>; 3],
+    en: Option<&'static str>,
+    st: Option<String>,
+    bt: Option<u64>,
+    b5: Option<u8>,
+    js: Option<serde_json::Value>,
+}
+
+const MY_ROW_ITEMS: Items = &[
+    ("ti", Ty::Int),
+    ("tu", Ty::Int),
+    ("si", Ty::Int),
+    ("su", Ty::Int),
+    ("mi", Ty::Int),
+    ("mu", Ty::Int),
+    ("ii", Ty::Int),
+    ("iu", Ty::Int),
+    ("bi", Ty::Int),
+    ("bu", Ty::U64),
+    ("dw", Ty::Numeric),
+    ("dm", Ty::Numeric),
+    ("d2", Ty::Numeric),
+    ("fl", Ty::Float),
+    ("db", Ty::Float),
+    ("dt", Ty::Date),
+    ("dtm", Ty::Timestamp),
+    ("tsm", Ty::Timestamp),
+    ("tm", Ty::Interval),
+    ("yr", Ty::Int),
+    ("ch", Ty::Text),
+    ("vc", Ty::Text),
+    ("vg", Ty::Text),
+    ("tx", Ty::Text),
+    ("bn", Ty::Blob),
+    ("vb", Ty::Blob),
+    ("bl", Ty::Blob),
+    ("en", Ty::Text),
+    ("st", Ty::Text),
+    ("bt", Ty::U64),
+    ("b5", Ty::Int),
+    ("js", Ty::Json),
+    // Expressions whose type differs from their column's.
+    ("ti + 1", Ty::Int),
+    ("tu - 1", Ty::U64),
+    ("bi + 0.5", Ty::Numeric),
+    ("bu + 0", Ty::U64),
+    ("CAST(bu AS SIGNED)", Ty::Int),
+    ("bi DIV 3", Ty::Int),
+    ("bi / 3", Ty::Numeric),
+    ("ii % 7", Ty::Int),
+    ("dm * 2", Ty::Numeric),
+    ("dw + 1", Ty::Numeric),
+    ("dm / 3", Ty::Numeric),
+    ("-d2", Ty::Numeric),
+    ("ROUND(dw, 2)", Ty::Numeric),
+    ("CAST(dw AS CHAR)", Ty::Text),
+    ("CAST(dm AS DOUBLE)", Ty::Float),
+    ("CAST(bi AS DECIMAL(65, 30))", Ty::Numeric),
+    ("fl * 2", Ty::Float),
+    ("fl + 0", Ty::Float),
+    ("CAST(fl AS DOUBLE)", Ty::Float),
+    ("CAST(db AS FLOAT)", Ty::Float),
+    ("db / 3", Ty::Float),
+    ("-db", Ty::Float),
+    ("dt + INTERVAL 1 DAY", Ty::Date),
+    ("DATE(dtm)", Ty::Date),
+    ("dtm + INTERVAL 1 SECOND", Ty::Timestamp),
+    ("CAST(dt AS DATETIME)", Ty::Timestamp),
+    ("YEAR(dt)", Ty::Int),
+    ("TIME(dtm)", Ty::Time),
+    ("CAST(tm AS TIME(6))", Ty::Time),
+    ("SEC_TO_TIME(si * 60)", Ty::Interval),
+    ("TIMEDIFF(dtm, '2000-01-01 00:00:00')", Ty::Interval),
+    ("CAST(tm AS CHAR)", Ty::Text),
+    ("HOUR(tm)", Ty::Int),
+    ("yr + 0", Ty::Int),
+    ("CONCAT(vc, 'x')", Ty::Text),
+    ("CONCAT(ii, '')", Ty::Text),
+    ("UPPER(tx)", Ty::Text),
+    ("LENGTH(vc)", Ty::Int),
+    ("CHAR_LENGTH(vc)", Ty::Int),
+    ("vc = 'a'", Ty::Int),
+    ("vg = 'A'", Ty::Int),
+    ("vc COLLATE utf8mb4_general_ci = 'A'", Ty::Int),
+    ("HEX(vb)", Ty::Text),
+    ("CAST(vc AS BINARY)", Ty::Blob),
+    ("CAST(bl AS CHAR)", Ty::Text),
+    ("UNHEX(HEX(bl))", Ty::Blob),
+    ("en + 0", Ty::Int),
+    ("st + 0", Ty::Int),
+    ("FIND_IN_SET('x', st)", Ty::Int),
+    ("bt + 0", Ty::U64),
+    ("b5 | 0", Ty::U64),
+    ("BIN(b5)", Ty::Text),
+    ("bt >> 60", Ty::U64),
+    ("JSON_EXTRACT(js, '$.k')", Ty::Json),
+    ("JSON_UNQUOTE(JSON_EXTRACT(js, '$.k'))", Ty::Text),
+    ("JSON_TYPE(js)", Ty::Text),
+    ("JSON_LENGTH(js)", Ty::Int),
+    ("JSON_OBJECT('i', ii)", Ty::Json),
+    ("NULL", Ty::Any),
+    ("x'00ff'", Ty::Blob),
+    ("_utf8mb4'😀'", Ty::Text),
+    ("1.5", Ty::Numeric),
+    ("1e0", Ty::Float),
+    ("18446744073709551615", Ty::U64),
+    ("99999999999999999999999999999999", Ty::Numeric),
+    ("COALESCE(ii, bu)", Ty::Any),
+    ("IF(ti > 0, vc, vb)", Ty::Any),
+    ("IF(ti > 0, ti, fl)", Ty::Any),
+    ("CASE WHEN ti > 0 THEN dt ELSE dtm END", Ty::Any),
+    ("GREATEST(ti, si)", Ty::Int),
+    ("ii IS NULL", Ty::Int),
+];
+
+const MY_AGG_ITEMS: Items = &[
+    ("COUNT(*)", Ty::Int),
+    ("SUM(bi)", Ty::Numeric),
+    ("SUM(bu)", Ty::Numeric),
+    ("SUM(ti)", Ty::Numeric),
+    ("AVG(ii)", Ty::Numeric),
+    ("SUM(dw)", Ty::Numeric),
+    ("MAX(dm)", Ty::Numeric),
+    ("AVG(d2)", Ty::Numeric),
+    ("SUM(fl)", Ty::Float),
+    ("AVG(db)", Ty::Float),
+    ("STD(db)", Ty::Float),
+    ("MIN(dt)", Ty::Date),
+    ("MAX(dtm)", Ty::Timestamp),
+    ("MAX(tsm)", Ty::Timestamp),
+    ("MIN(tm)", Ty::Interval),
+    ("MAX(yr)", Ty::Int),
+    ("MAX(vc)", Ty::Text),
+    ("GROUP_CONCAT(vc ORDER BY id)", Ty::Text),
+    ("GROUP_CONCAT(vb ORDER BY id)", Ty::Blob),
+    ("MIN(bl)", Ty::Blob),
+    ("MAX(en)", Ty::Text),
+    ("MAX(st)", Ty::Text),
+    ("COUNT(DISTINCT en)", Ty::Int),
+    ("BIT_OR(bt)", Ty::U64),
+    ("BIT_AND(b5)", Ty::U64),
+    ("BIT_XOR(bu)", Ty::U64),
+    ("JSON_ARRAYAGG(ii)", Ty::Json),
+];
+
 fn items(kind: Kind) -> (Items, Items) {
     match kind {
-        Kind::Mysql => unreachable!(
-            "the differential check has no MySQL side (it runs SQLite, Turso and Postgres)"
-        ),
+        Kind::Mysql => (MY_ROW_ITEMS, MY_AGG_ITEMS),
         Kind::Sqlite | Kind::Turso => (LITE_ROW_ITEMS, LITE_AGG_ITEMS),
         Kind::Postgres => (PG_ROW_ITEMS, PG_AGG_ITEMS),
     }
@@ -486,6 +714,156 @@ fn json() -> impl Strategy<Value = serde_json::Value> {
     })
 }
 
+/// Decimal text with up to `int` integer and `frac` fraction digits, and the type's limits.
+fn decimal_text(int: usize, frac: usize) -> BoxedStrategy<String> {
+    let nines = |n: usize| "9".repeat(n);
+    let max = if frac == 0 {
+        nines(int)
+    } else {
+        format!("{}.{}", nines(int), nines(frac))
+    };
+    let digits = if frac == 0 {
+        format!("-?[0-9]{{1,{int}}}")
+    } else {
+        format!("-?[0-9]{{1,{int}}}(\\.[0-9]{{1,{frac}}})?")
+    };
+    prop_oneof![
+        4 => proptest::string::string_regex(&digits).expect("regex"),
+        1 => (-100_000i64..100_000, 0u32..3).prop_map(|(m, s)| Decimal::new(m, s).to_string()),
+        1 => Just(max.clone()),
+        1 => Just(format!("-{max}")),
+        1 => Just("0".to_owned()),
+    ]
+    .boxed()
+}
+
+fn my_date() -> impl Strategy<Value = MyDate> {
+    prop_oneof![
+        8 => (1000i32..=9999, 1u32..=12, 1u32..=28, 0u32..24, 0u32..60, 0u32..60, 0u32..1_000_000)
+            .prop_map(|(y, mo, d, h, mi, s, us)| MyDate::Valid(
+                NaiveDate::from_ymd_opt(y, mo, d)
+                    .and_then(|x| x.and_hms_micro_opt(h, mi, s, us))
+                    .expect("a valid datetime")
+            )),
+        1 => Just(MyDate::Zero("0000-00-00 00:00:00")),
+        1 => Just(MyDate::Zero("2024-02-00 10:00:00")),
+    ]
+}
+
+fn my_row() -> impl Strategy<Value = MyRowData> {
+    use prop::option::of;
+    let ints = (
+        of(any::<i8>().prop_map(i64::from)),
+        of(any::<i16>().prop_map(i64::from)),
+        of(-8_388_608i64..=8_388_607),
+        of(any::<i32>().prop_map(i64::from)),
+        of(int()),
+        of(prop_oneof![1 => Just(-128i64), 1 => Just(127i64), 3 => -5i64..5]),
+    )
+        .prop_map(|(a, b, c, d, e, f)| [a, b, c, d, e, f]);
+    let unsigned = (
+        of(any::<u8>().prop_map(u64::from)),
+        of(any::<u16>().prop_map(u64::from)),
+        of(0u64..=16_777_215),
+        of(any::<u32>().prop_map(u64::from)),
+        of(prop_oneof![2 => any::<u64>(), 1 => Just(u64::MAX), 1 => 0u64..3]),
+    )
+        .prop_map(|(a, b, c, d, e)| [a, b, c, d, e]);
+    let numbers = (
+        of(decimal_text(35, 30)),
+        of(decimal_text(28, 10)),
+        of(decimal_text(10, 2)),
+        of(prop_oneof![
+            3 => any::<f32>().prop_filter("finite", |f| f.is_finite()),
+            1 => Just(0.1f32),
+            1 => Just(f32::MAX),
+            1 => Just(f32::from_bits(1)),
+        ]),
+        of(prop_oneof![
+            3 => any::<f64>().prop_filter("finite", |f| f.is_finite()),
+            1 => -1.0e6f64..1.0e6,
+            1 => Just(f64::MAX),
+            1 => Just(-0.0f64),
+        ]),
+    );
+    let times = (
+        of(my_date().prop_map(|d| match d {
+            MyDate::Valid(t) => MyDate::Valid(t.date().and_time(NaiveTime::MIN)),
+            zero => zero,
+        })),
+        of(my_date()),
+        of((
+            1971i32..2038,
+            1u32..=12,
+            1u32..=28,
+            0u32..24,
+            0u32..60,
+            0u32..60,
+            0u32..1_000_000,
+        )
+            .prop_map(|(y, mo, d, h, mi, s, us)| {
+                NaiveDate::from_ymd_opt(y, mo, d)
+                    .and_then(|x| x.and_hms_micro_opt(h, mi, s, us))
+                    .expect("a valid timestamp")
+            })),
+        of((
+            any::<bool>(),
+            prop_oneof![3 => 0u32..24, 1 => 24u32..=838],
+            0u8..60,
+            0u8..60,
+            prop_oneof![Just(0u32), 0u32..1_000_000],
+        )),
+        of(prop_oneof![Just(0u16), 1901u16..=2155]),
+    );
+    let strings = (
+        [
+            of("\\PC{0,4}"),
+            of("\\PC{0,8}"),
+            of("\\PC{0,8}"),
+            of("\\PC{0,12}"),
+        ],
+        [
+            of(prop::collection::vec(any::<u8>(), 0..=4)),
+            of(prop::collection::vec(any::<u8>(), 0..8)),
+            of(prop::collection::vec(any::<u8>(), 0..16)),
+        ],
+        of(prop::sample::select(vec!["a", "b", "ü", "😀"])),
+        of(prop::sample::subsequence(vec!["x", "y", "😀"], 0..=3).prop_map(|v| v.join(","))),
+        of(any::<u64>()),
+        of(0u8..32),
+        of(json()),
+    );
+    (ints, unsigned, numbers, times, strings).prop_map(
+        |(
+            ints,
+            unsigned,
+            (dw, dm, d2, fl, db),
+            (dt, dtm, tsm, tm, yr),
+            (texts, blobs, en, st, bt, b5, js),
+        )| MyRowData {
+            ints,
+            unsigned,
+            dw,
+            dm,
+            d2,
+            fl,
+            db,
+            dt,
+            dtm,
+            tsm,
+            tm,
+            yr,
+            texts,
+            blobs,
+            en,
+            st,
+            bt,
+            b5,
+            js,
+        },
+    )
+}
+
 fn stored() -> impl Strategy<Value = Stored> {
     prop_oneof![
         Just(Stored::Null),
@@ -526,8 +904,14 @@ fn pg_row() -> impl Strategy<Value = PgRow> {
             of(timestamp().prop_map(|t| t.and_utc())),
             of(timestamp().prop_map(|t| t.date())),
             of(any::<u128>().prop_map(Uuid::from_u128)),
-            of((-1_000_000_000_000i64..1_000_000_000_000, 0u32..7)
-                .prop_map(|(m, s)| Decimal::new(m, s))),
+            of(prop_oneof![
+                4 => (-1_000_000_000_000i64..1_000_000_000_000, 0u32..7)
+                    .prop_map(|(m, s)| Decimal::new(m, s).to_string()),
+                3 => "-?[0-9]{1,40}(\\.[0-9]{1,40})?",
+                1 => Just("NaN".to_owned()),
+                1 => Just("Infinity".to_owned()),
+                1 => Just("-Infinity".to_owned()),
+            ]),
             of(json()),
             of(json()),
         ),
@@ -566,6 +950,7 @@ fn pg_row() -> impl Strategy<Value = PgRow> {
 enum Data {
     Lite(Vec<LiteRow>),
     Pg(Vec<PgRow>),
+    My(Vec<MyRowData>),
 }
 
 impl Data {
@@ -573,6 +958,7 @@ impl Data {
         match self {
             Data::Lite(r) => r.len() as i64,
             Data::Pg(r) => r.len() as i64,
+            Data::My(r) => r.len() as i64,
         }
     }
 }
@@ -598,9 +984,9 @@ fn case(kind: Kind) -> BoxedStrategy<Case> {
     let (rows, aggs) = items(kind);
     let (nr, na) = (rows.len(), aggs.len());
     let data = match kind {
-        Kind::Mysql => unreachable!(
-            "the differential check has no MySQL side (it runs SQLite, Turso and Postgres)"
-        ),
+        Kind::Mysql => prop::collection::vec(my_row(), 0..6)
+            .prop_map(Data::My)
+            .boxed(),
         Kind::Sqlite | Kind::Turso => prop::collection::vec(lite_row(), 0..6)
             .prop_map(Data::Lite)
             .boxed(),
@@ -642,6 +1028,13 @@ enum Raw {
     Postgres(sql_middleware::drivers::tokio_postgres::Client),
     #[cfg(feature = "turso")]
     Turso(MiddlewarePoolConnection),
+    /// A session that runs the compared queries (in UTC, as the crate's sessions are), and one
+    /// that loads the rows (whose `sql_mode` also admits zero dates).
+    #[cfg(feature = "mysql")]
+    Mysql {
+        conn: mysql_async::Conn,
+        loader: mysql_async::Conn,
+    },
 }
 
 fn e(x: impl std::fmt::Display) -> String {
@@ -689,6 +1082,80 @@ fn turso_canon(v: sql_middleware::drivers::turso::Value) -> Canon {
     }
 }
 
+/// A decimal's exact text under the mapping: `Numeric` when a `Decimal` holds every digit and
+/// the scale, else `Text`.
+fn numeric_canon(t: String) -> Canon {
+    match Decimal::from_str_exact(&t) {
+        Ok(d) if d.to_string() == t => Canon::Numeric(t),
+        _ => Canon::Text(t),
+    }
+}
+
+/// A `numeric` as the server prints it (`numeric_out`), from the raw binary form: the
+/// base-10000 digits written out, the point placed by the weight, the fraction cut or padded
+/// to the display scale.
+#[cfg(feature = "postgres")]
+struct PgNumericText(String);
+
+#[cfg(feature = "postgres")]
+impl<'a> sql_middleware::drivers::tokio_postgres::types::FromSql<'a> for PgNumericText {
+    fn from_sql(
+        _: &sql_middleware::drivers::tokio_postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        let word = |i: usize| -> Result<u16, String> {
+            raw.get(i..i + 2)
+                .map(|b| u16::from_be_bytes([b[0], b[1]]))
+                .ok_or_else(|| "numeric: short".to_owned())
+        };
+        let (n, weight, sign, dscale) = (word(0)?, word(2)? as i16, word(4)?, word(6)?);
+        match sign {
+            0xC000 => return Ok(PgNumericText("NaN".into())),
+            0xD000 => return Ok(PgNumericText("Infinity".into())),
+            0xF000 => return Ok(PgNumericText("-Infinity".into())),
+            _ => {}
+        }
+        let mut digits = String::new();
+        for k in 0..usize::from(n) {
+            digits.push_str(&format!("{:04}", word(8 + 2 * k)?));
+        }
+        // The decimal point sits after 4 * (weight + 1) digits of `digits`.
+        let point = 4 * (i64::from(weight) + 1);
+        let (int, frac) = if point <= 0 {
+            (
+                String::new(),
+                format!("{}{digits}", "0".repeat((-point) as usize)),
+            )
+        } else {
+            let point = point as usize;
+            if digits.len() < point {
+                digits.push_str(&"0".repeat(point - digits.len()));
+            }
+            let (a, b) = digits.split_at(point);
+            (a.to_owned(), b.to_owned())
+        };
+        let int = int.trim_start_matches('0');
+        let mut frac: String = frac.chars().take(usize::from(dscale)).collect();
+        while frac.len() < usize::from(dscale) {
+            frac.push('0');
+        }
+        let mut out = String::new();
+        if sign == 0x4000 {
+            out.push('-');
+        }
+        out.push_str(if int.is_empty() { "0" } else { int });
+        if !frac.is_empty() {
+            out.push('.');
+            out.push_str(&frac);
+        }
+        Ok(PgNumericText(out))
+    }
+
+    fn accepts(ty: &sql_middleware::drivers::tokio_postgres::types::Type) -> bool {
+        *ty == sql_middleware::drivers::tokio_postgres::types::Type::NUMERIC
+    }
+}
+
 #[cfg(feature = "postgres")]
 fn pg_canon(row: &sql_middleware::drivers::tokio_postgres::Row, i: usize) -> Result<Canon, String> {
     use sql_middleware::drivers::tokio_postgres::types::Type;
@@ -712,12 +1179,110 @@ fn pg_canon(row: &sql_middleware::drivers::tokio_postgres::Row, i: usize) -> Res
         Type::TIMESTAMPTZ => get::<DateTime<Utc>>(row, i)?.canon(),
         Type::DATE => get::<NaiveDate>(row, i)?.canon(),
         Type::UUID => get::<Uuid>(row, i)?.canon(),
-        Type::NUMERIC => get::<Decimal>(row, i)?.canon(),
+        Type::NUMERIC => match get::<PgNumericText>(row, i)? {
+            None => Canon::Null,
+            Some(PgNumericText(t)) => numeric_canon(t),
+        },
         Type::JSON | Type::JSONB => get::<serde_json::Value>(row, i)?.canon(),
         Type::TIME => get::<NaiveTime>(row, i)?.canon(),
         Type::INT8_ARRAY => get::<Vec<Option<i64>>>(row, i)?.canon(),
         Type::TEXT_ARRAY => get::<Vec<Option<String>>>(row, i)?.canon(),
         other => return Err(format!("the test maps no column of type {other}")),
+    })
+}
+
+/// `$N` as MySQL writes parameters (`?`, in order; the compared queries use them in order).
+#[cfg(feature = "mysql")]
+fn mysql_marks(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '$' && chars.peek().is_some_and(char::is_ascii_digit) {
+            while chars.peek().is_some_and(char::is_ascii_digit) {
+                chars.next();
+            }
+            out.push('?');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A MySQL value under the mapping `src/mysql/rows.rs` documents, read by its column's type in
+/// the result's metadata; `Err` where the crate must refuse it (a zero date, text that is not
+/// UTF-8).
+#[cfg(feature = "mysql")]
+fn my_canon(v: &mysql_async::Value, col: &mysql_async::Column) -> Result<Canon, String> {
+    use mysql_async::Value as V;
+    use mysql_async::consts::{ColumnFlags, ColumnType as T};
+    let unsigned = |u: u64| u.canon();
+    let name = col.name_str();
+    Ok(match v {
+        V::NULL => Canon::Null,
+        V::Int(i) => Canon::Int(*i),
+        V::UInt(u) => unsigned(*u),
+        V::Float(f) => float(f64::from(*f)),
+        V::Double(f) => float(*f),
+        V::Date(y, mo, d, h, mi, s, us) => {
+            let day = NaiveDate::from_ymd_opt(i32::from(*y), u32::from(*mo), u32::from(*d))
+                .ok_or_else(|| format!("`{name}`: a zero date has no Rust value"))?;
+            match col.column_type() {
+                T::MYSQL_TYPE_DATE | T::MYSQL_TYPE_NEWDATE => Canon::Date(day),
+                _ => Canon::Timestamp(
+                    day.and_hms_micro_opt(u32::from(*h), u32::from(*mi), u32::from(*s), *us)
+                        .ok_or_else(|| format!("`{name}`: no time of day"))?,
+                ),
+            }
+        }
+        V::Time(neg, days, h, m, s, us) => {
+            let hours = days * 24 + u32::from(*h);
+            match NaiveTime::from_hms_micro_opt(hours, u32::from(*m), u32::from(*s), *us) {
+                Some(t) if !*neg => Canon::Time(t),
+                _ => {
+                    let secs = (i64::from(hours) * 60 + i64::from(*m)) * 60 + i64::from(*s);
+                    let us = secs * 1_000_000 + i64::from(*us);
+                    Canon::Interval(0, 0, if *neg { -us } else { us })
+                }
+            }
+        }
+        V::Bytes(b) => {
+            let text =
+                || String::from_utf8(b.clone()).map_err(|_| format!("`{name}`: text not UTF-8"));
+            match col.column_type() {
+                T::MYSQL_TYPE_NEWDECIMAL | T::MYSQL_TYPE_DECIMAL => {
+                    let t = text()?;
+                    // `Numeric` only when a Decimal holds every digit and the scale.
+                    match Decimal::from_str_exact(&t) {
+                        Ok(d) if d.to_string() == t => Canon::Numeric(t),
+                        _ => Canon::Text(t),
+                    }
+                }
+                T::MYSQL_TYPE_JSON => {
+                    let t = text()?;
+                    match serde_json::from_str(&t) {
+                        Ok(j) => Canon::Json(j),
+                        Err(_) => Canon::Text(t),
+                    }
+                }
+                T::MYSQL_TYPE_BIT => {
+                    if b.len() > 8 {
+                        return Err(format!("`{name}`: a BIT wider than 64 bits"));
+                    }
+                    let mut be = [0u8; 8];
+                    be[8 - b.len()..].copy_from_slice(b);
+                    unsigned(u64::from_be_bytes(be))
+                }
+                _ if col.character_set() == 63
+                    && !col
+                        .flags()
+                        .intersects(ColumnFlags::ENUM_FLAG | ColumnFlags::SET_FLAG) =>
+                {
+                    Canon::Blob(b.clone())
+                }
+                _ => Canon::Text(text()?),
+            }
+        }
     })
 }
 
@@ -794,6 +1359,57 @@ impl Raw {
                 }
                 Ok(())
             }
+            #[cfg(feature = "mysql")]
+            (Raw::Mysql { loader, .. }, Data::My(rows)) => {
+                use mysql_async::Value as V;
+                use mysql_async::prelude::Queryable;
+                fn opt<T>(v: &Option<T>, f: impl FnOnce(&T) -> V) -> V {
+                    v.as_ref().map_or(V::NULL, f)
+                }
+                fn text(s: &str) -> V {
+                    V::Bytes(s.as_bytes().to_vec())
+                }
+                fn date(d: &MyDate) -> V {
+                    match d {
+                        MyDate::Valid(t) => text(&t.format("%Y-%m-%d %H:%M:%S%.6f").to_string()),
+                        MyDate::Zero(z) => text(z),
+                    }
+                }
+                loader.query_drop("DELETE FROM d").await.map_err(e)?;
+                for (n, r) in rows.iter().enumerate() {
+                    let mut vals = vec![V::Int(n as i64 + 1)];
+                    vals.extend(
+                        r.ints[..4]
+                            .iter()
+                            .map(|i| opt(i, |i| V::Int(*i)))
+                            .zip(r.unsigned[..4].iter().map(|u| opt(u, |u| V::UInt(*u))))
+                            .flat_map(|(a, b)| [a, b]),
+                    );
+                    vals.push(opt(&r.ints[4], |i| V::Int(*i)));
+                    vals.push(opt(&r.unsigned[4], |u| V::UInt(*u)));
+                    vals.push(opt(&r.dw, |s| text(s)));
+                    vals.push(opt(&r.dm, |s| text(s)));
+                    vals.push(opt(&r.d2, |s| text(s)));
+                    vals.push(opt(&r.fl, |f| V::Float(*f)));
+                    vals.push(opt(&r.db, |f| V::Double(*f)));
+                    vals.push(opt(&r.dt, date));
+                    vals.push(opt(&r.dtm, date));
+                    vals.push(opt(&r.tsm, |t| date(&MyDate::Valid(*t))));
+                    vals.push(opt(&r.tm, |&(neg, hours, m, s, us)| {
+                        V::Time(neg, hours / 24, (hours % 24) as u8, m, s, us)
+                    }));
+                    vals.push(opt(&r.yr, |y| V::UInt(u64::from(*y))));
+                    vals.extend(r.texts.iter().map(|t| opt(t, |t| text(t))));
+                    vals.extend(r.blobs.iter().map(|b| opt(b, |b| V::Bytes(b.clone()))));
+                    vals.push(opt(&r.en, |t| text(t)));
+                    vals.push(opt(&r.st, |t| text(t)));
+                    vals.push(opt(&r.bt, |u| V::UInt(*u)));
+                    vals.push(opt(&r.b5, |u| V::UInt(u64::from(*u))));
+                    vals.push(opt(&r.js, |j| text(&j.to_string())));
+                    loader.exec_drop(MY_INSERT, vals).await.map_err(e)?;
+                }
+                Ok(())
+            }
             #[allow(unreachable_patterns)]
             _ => Err("rows of another engine".into()),
         }
@@ -835,6 +1451,26 @@ impl Raw {
                     let mut vals = Vec::with_capacity(names.len());
                     for i in 0..names.len() {
                         vals.push(turso_canon(row.get_value(i).map_err(e)?));
+                    }
+                    out.push(vals);
+                }
+                Ok((names, out))
+            }
+            #[cfg(feature = "mysql")]
+            Raw::Mysql { conn, .. } => {
+                use mysql_async::prelude::Queryable;
+                let params: Vec<mysql_async::Value> =
+                    p.iter().map(|i| mysql_async::Value::Int(*i)).collect();
+                let mut result = conn.exec_iter(mysql_marks(sql), params).await.map_err(e)?;
+                let cols = result.columns().ok_or("no result set")?;
+                let names = cols.iter().map(|c| c.name_str().into_owned()).collect();
+                let rows: Vec<mysql_async::Row> = result.collect().await.map_err(e)?;
+                let mut out = Vec::with_capacity(rows.len());
+                for row in &rows {
+                    let mut vals = Vec::with_capacity(cols.len());
+                    for (i, col) in cols.iter().enumerate() {
+                        let v = row.as_ref(i).ok_or("a value taken")?;
+                        vals.push(my_canon(v, col)?);
                     }
                     out.push(vals);
                 }
@@ -962,8 +1598,134 @@ async fn crate_typed_as(
         Ty::Time => crate_typed::<NaiveTime>(conn, sql, p, t).await,
         Ty::IntArray => crate_typed::<Vec<Option<i64>>>(conn, sql, p, t).await,
         Ty::TextArray => crate_typed::<Vec<Option<String>>>(conn, sql, p, t).await,
+        Ty::U64 => crate_typed::<u64>(conn, sql, p, t).await,
+        Ty::Interval => crate_typed::<Interval>(conn, sql, p, t).await,
         Ty::Any => crate_typed::<RowValues>(conn, sql, p, t).await,
     }
+}
+
+// ---- what typed decoding gives, from the raw value -------------------------------------------
+
+/// The largest mantissa of a `Decimal`: 2^96 - 1.
+const DECIMAL_MAX_MANTISSA: u128 = (1 << 96) - 1;
+
+/// A decimal's exact text, split: sign, integer digits, fraction digits.
+fn decimal_parts(s: &str) -> Option<(bool, &str, &str)> {
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
+    let digits = int.bytes().chain(frac.bytes());
+    (int.len() + frac.len() > 0 && digits.clone().all(|b| b.is_ascii_digit()))
+        .then_some((neg, int, frac))
+}
+
+/// `Decimal` decoding of a decimal's exact text (the form a value too wide for `Numeric` reads
+/// as): the value when at most 28 places that are not trailing zeros and a 96-bit mantissa hold
+/// it, with as much of its scale as then fits; anything more is an error, never rounded.
+fn decimal_of_text(s: &str) -> Result<Canon, String> {
+    let (neg, int, frac) = decimal_parts(s).ok_or_else(|| format!("{s:?} is no decimal"))?;
+    let kept = frac.trim_end_matches('0');
+    let too_wide = || format!("{s} has more digits than a Decimal holds");
+    if kept.len() > 28 {
+        return Err(too_wide());
+    }
+    let mut m: u128 = 0;
+    for b in int.bytes().chain(kept.bytes()) {
+        m = m * 10 + u128::from(b - b'0');
+        if m > DECIMAL_MAX_MANTISSA {
+            return Err(too_wide());
+        }
+    }
+    let mut scale = kept.len();
+    while scale < frac.len().min(28) && m * 10 <= DECIMAL_MAX_MANTISSA {
+        m *= 10;
+        scale += 1;
+    }
+    let m = i128::try_from(m).expect("96 bits");
+    let d = Decimal::from_i128_with_scale(if neg { -m } else { m }, scale as u32);
+    Ok(Canon::Numeric(d.to_string()))
+}
+
+/// An integral decimal text as an integer of the range `T` has.
+fn integral<T: TryFrom<i128> + ToCanon>(s: &str) -> Result<Canon, String> {
+    let (neg, int, frac) = decimal_parts(s).ok_or_else(|| format!("{s:?} is no decimal"))?;
+    if frac.bytes().any(|b| b != b'0') {
+        return Err(format!("{s} has a fractional part"));
+    }
+    let magnitude: i128 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| format!("{s} is out of range"))?
+    };
+    let v = if neg { -magnitude } else { magnitude };
+    T::try_from(v)
+        .map(ToCanon::canon)
+        .map_err(|_| format!("{s} is out of range"))
+}
+
+/// What decoding the raw value `c` into `ty` gives, under the crate's `FromValue` table (the
+/// conversions the compared items can meet; anything else is an error the crate must raise too).
+fn expect_typed(ty: Ty, c: Canon) -> Result<Canon, String> {
+    use Canon as C;
+    Ok(match (ty, c) {
+        (_, C::Null) => C::Null,
+        (Ty::Any, c) => c,
+        (Ty::Int, C::Int(i)) => C::Int(i),
+        (Ty::Int, C::Bool(b)) => C::Int(i64::from(b)),
+        (Ty::Int, C::Numeric(s)) => integral::<i64>(&s)?,
+        (Ty::U64, C::Int(i)) => u64::try_from(i)
+            .map(ToCanon::canon)
+            .map_err(|_| format!("{i} is no u64"))?,
+        (Ty::U64, C::Numeric(s)) => integral::<u64>(&s)?,
+        (Ty::Float, C::Float(bits)) => C::Float(bits),
+        (Ty::Float, C::Int(i)) => float(i as f64),
+        (Ty::Float, C::Numeric(s)) => float(s.parse::<f64>().map_err(|x| x.to_string())?),
+        (Ty::Text, C::Text(s) | C::Numeric(s)) => C::Text(s),
+        (Ty::Text, C::Json(j)) => C::Text(j.to_string()),
+        (Ty::Text, C::Uuid(u)) => C::Text(u.hyphenated().to_string()),
+        (Ty::Blob, C::Blob(b)) => C::Blob(b),
+        (Ty::Bool, C::Bool(b)) => C::Bool(b),
+        (Ty::Bool, C::Int(i @ (0 | 1))) => C::Bool(i == 1),
+        (Ty::Timestamp, C::Timestamp(t)) => C::Timestamp(t),
+        (Ty::Timestamp, C::Date(d)) => C::Timestamp(d.and_time(NaiveTime::MIN)),
+        (Ty::TimestampTz, C::TimestampTz(t)) => C::TimestampTz(t),
+        (Ty::TimestampTz, C::Timestamp(t)) => C::TimestampTz(t.and_utc()),
+        (Ty::Date, C::Date(d)) => C::Date(d),
+        (Ty::Uuid, C::Uuid(u)) => C::Uuid(u),
+        (Ty::Numeric, C::Numeric(s)) => C::Numeric(s),
+        (Ty::Numeric, C::Int(i)) => C::Numeric(i.to_string()),
+        (Ty::Numeric, C::Text(s)) => decimal_of_text(&s)?,
+        (Ty::Json, C::Json(j)) => C::Json(j),
+        (Ty::Json, C::Text(s)) => C::Json(serde_json::from_str(&s).map_err(|x| x.to_string())?),
+        (Ty::Time, C::Time(t)) => C::Time(t),
+        (Ty::Interval, C::Interval(m, d, us)) => C::Interval(m, d, us),
+        (Ty::Interval, C::Time(t)) => {
+            use chrono::Timelike;
+            let us = i64::from(t.num_seconds_from_midnight()) * 1_000_000
+                + i64::from(t.nanosecond() / 1_000);
+            C::Interval(0, 0, us)
+        }
+        (Ty::IntArray | Ty::TextArray, C::Array(a)) => C::Array(a),
+        (ty, c) => return Err(format!("{c} does not decode into {ty:?}")),
+    })
+}
+
+/// The rows typed decoding gives from the raw answer: the first column an `i64` (when
+/// `with_id`), the others `ty`. A value that cannot decode makes the whole call an error.
+fn expect_rows(ty: Ty, raw: &Answer, with_id: bool) -> Answer {
+    let (names, rows) = raw.as_ref().map_err(Clone::clone)?;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let mut cells = Vec::with_capacity(row.len());
+        for (i, c) in row.iter().enumerate() {
+            let t = if with_id && i == 0 { Ty::Int } else { ty };
+            cells.push(expect_typed(t, c.clone())?);
+        }
+        out.push(cells);
+    }
+    Ok((names.clone(), out))
 }
 
 // ---- comparing -----------------------------------------------------------------------------
@@ -1133,7 +1895,7 @@ async fn check(
             &sql,
             &labels,
             ours.map(|r| (None, r)),
-            raw_rows,
+            expect_rows(ty, &raw_rows, true),
         );
     }
 
@@ -1149,7 +1911,7 @@ async fn check(
         &sql,
         &labels,
         ours.map(|r| (None, r)),
-        raw_rows,
+        expect_rows(ty, &raw_rows, true),
     );
     let by_id = format!("SELECT id, {item} FROM d WHERE id = $1");
     let n = c.data.len();
@@ -1163,7 +1925,7 @@ async fn check(
             &by_id,
             &labels,
             ours.map(|r| (None, r)),
-            raw_rows,
+            expect_rows(ty, &raw_rows, true),
         );
     }
     let id = [c.probe];
@@ -1175,7 +1937,7 @@ async fn check(
         &by_id,
         &labels,
         ours.map(|r| (None, r)),
-        raw_rows,
+        expect_rows(ty, &raw_rows, true),
     );
 
     // Every aggregate item on its own: `select()` and `one()` into `(Option<T>,)`.
@@ -1187,7 +1949,8 @@ async fn check(
         compare(report, "select", &sql, &[item], ours, raw_rows.clone());
         let ours = crate_typed_as(conn, ty, &sql, &p, Terminal::OneAgg).await;
         let ours = ours.map(|r| (None, r));
-        compare(report, "one (aggregate)", &sql, &[item], ours, raw_rows);
+        let expected = expect_rows(ty, &raw_rows, false);
+        compare(report, "one (aggregate)", &sql, &[item], ours, expected);
     }
     Ok(())
 }
@@ -1260,6 +2023,35 @@ fn differential_turso() {
         .expect("table");
     let raw = rt.block_on(db.db.get_connection()).expect("raw checkout");
     run(Kind::Turso, conn, Raw::Turso(raw), rt.handle());
+}
+
+#[cfg(feature = "mysql")]
+#[test]
+fn differential_mysql() {
+    use mysql_async::prelude::Queryable;
+    let rt = common::reliability::runtime();
+    rt.block_on(common::mysql::with_database(|url| async move {
+        let db = common::backends::mysql(&url).await;
+        let mut conn = db.conn().await;
+        conn.execute_batch(MY_TABLE).await.expect("table");
+        let mut raw = common::mysql::raw_conn(&url).await;
+        // The crate's sessions run in UTC; so does the raw one, or TIMESTAMP would differ.
+        raw.query_drop("SET time_zone = '+00:00'")
+            .await
+            .expect("raw time zone");
+        let mut loader = common::mysql::raw_conn(&url).await;
+        loader
+            .query_drop("SET time_zone = '+00:00', sql_mode = ''")
+            .await
+            .expect("loader session");
+        let handle = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            run(Kind::Mysql, conn, Raw::Mysql { conn: raw, loader }, &handle);
+            drop(db);
+        })
+        .await
+        .expect("differential thread");
+    }));
 }
 
 #[cfg(feature = "postgres")]
