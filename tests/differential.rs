@@ -1766,13 +1766,14 @@ fn compare(
             return;
         }
         (Err(x), Ok(_)) => {
-            let key = format!("{terminal}: fails where the raw driver succeeds");
+            let key = format!("{terminal}: fails where the raw side succeeds");
             report.note(key, format!("{sql}: {x}"));
             return;
         }
         (Ok(_), Err(x)) => {
-            let key = format!("{terminal}: succeeds where the raw driver fails");
-            report.note(key, format!("{sql}: raw driver: {x}"));
+            // The raw driver failed, or the mapping says the crate must refuse the value.
+            let key = format!("{terminal}: succeeds where the raw side fails");
+            report.note(key, format!("{sql}: raw side: {x}"));
             return;
         }
         (Ok(a), Ok(b)) => ((a.0, b.0), (a.1, b.1)),
