@@ -65,6 +65,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 #[cfg(feature = "mysql")]
+mod corpus;
+#[cfg(feature = "mysql")]
 mod mysql;
 
 use std::cell::RefCell;

@@ -353,19 +353,45 @@ pub(crate) fn my_row() -> impl Strategy<Value = MyRowData> {
 
 /// `$N` as MySQL writes parameters (`?`, in order; the compared queries use them in order).
 pub(crate) fn mysql_marks(sql: &str) -> String {
+    mysql_marks_ordered(sql).0
+}
+
+/// `$N` as MySQL writes parameters: the text with a `?` for each, and which parameter (from 1)
+/// each `?` takes. Quoted strings and identifiers are copied as they are.
+pub(crate) fn mysql_marks_ordered(sql: &str) -> (String, Vec<usize>) {
     let mut out = String::with_capacity(sql.len());
+    let mut order = Vec::new();
     let mut chars = sql.chars().peekable();
+    let mut quote: Option<char> = None;
     while let Some(c) = chars.next() {
-        if c == '$' && chars.peek().is_some_and(char::is_ascii_digit) {
-            while chars.peek().is_some_and(char::is_ascii_digit) {
-                chars.next();
+        match quote {
+            Some(q) => {
+                out.push(c);
+                if c == '\\' {
+                    if let Some(n) = chars.next() {
+                        out.push(n);
+                    }
+                } else if c == q {
+                    quote = None;
+                }
             }
-            out.push('?');
-        } else {
-            out.push(c);
+            None if matches!(c, '\'' | '"' | '`') => {
+                quote = Some(c);
+                out.push(c);
+            }
+            None if c == '$' && chars.peek().is_some_and(char::is_ascii_digit) => {
+                let mut n = 0usize;
+                while let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
+                    n = n * 10 + d as usize;
+                    chars.next();
+                }
+                order.push(n);
+                out.push('?');
+            }
+            None => out.push(c),
         }
     }
-    out
+    (out, order)
 }
 
 /// A MySQL value under the mapping `src/mysql/rows.rs` documents, read by its column's type in
