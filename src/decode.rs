@@ -94,7 +94,7 @@ pub(crate) fn column_out_of_range(idx: usize, len: usize) -> SqlMiddlewareDbErro
 /// |---|---|
 /// | `i8`…`i64`, `u8`…`u64`, `i128`, `u128` | `Int` and `Bool` (0/1); a `Numeric` with no fractional part (`7.00` is 7). A fractional `Numeric`, or a value out of the type's range, is an [`crate::ErrorKind::TypeMismatch`] that says which |
 /// | `f64`, `f32` | `Float`, `Int`, any `Numeric` (the nearest float, as Postgres's `::float8` cast gives it); a finite `Float` beyond `f32`'s range is a `TypeMismatch` |
-/// | [`Decimal`] | `Numeric`, `Int`, a finite `Float` (without its binary noise: `0.1` is `0.1`, as a SQLite `NUMERIC` column reads back), `Text` holding a decimal that a `Decimal` holds exactly (trailing zeros past 28 places dropped; more digits than that are a `TypeMismatch`, never rounded) |
+/// | [`Decimal`] | `Numeric`, `Int`, a finite `Float` (without its binary noise: `0.1` is `0.1`, as a SQLite `NUMERIC` column reads back), `Text` holding a decimal whose value a `Decimal` holds exactly (trailing zeros past 28 places dropped; more significant digits than that are a `TypeMismatch`, never rounded) |
 ///
 /// A `Float` never decodes into an integer type, and `Text` never into a number type other than
 /// `Decimal`: SQLite returns text for `min`/`max` of a column with TEXT affinity (such as
@@ -380,15 +380,45 @@ impl FromValue for Decimal {
     }
 }
 
-/// A decimal written as text, exactly or not at all: more significant digits than a `Decimal`
-/// holds (a mantissa past 96 bits, or more than 28 decimal places that are not trailing zeros)
-/// is an error, never a rounded number. Trailing zeros past 28 places are dropped, as few as
-/// need be, so the value and as much of its scale as fits are kept. This is how a `numeric` or
-/// `DECIMAL` too wide for `RowValues::Numeric` (which reads as its text) decodes.
+/// The [`Decimal`] that holds the decimal text `s` exactly, value for value: every nonzero
+/// digit kept, and as much of the scale as fits (trailing zeros past 28 decimal places, or past
+/// a full 96-bit mantissa, are dropped, as few as need be). `None` when a `Decimal` cannot hold
+/// the value (more significant digits than that), or `s` is no plain decimal: never rounded.
+#[inline]
+pub(crate) fn exact_decimal(s: &str) -> Option<Decimal> {
+    match Decimal::from_str_exact(s) {
+        Ok(d) => Some(d),
+        Err(_) => exact_decimal_trimmed(s),
+    }
+}
+
+/// [`exact_decimal`] of a text with more digits than a `Decimal` holds as written.
+#[cold]
+#[inline(never)]
+fn exact_decimal_trimmed(s: &str) -> Option<Decimal> {
+    let (int, frac) = s.split_once('.')?;
+    let digits = frac.trim_end_matches('0');
+    if digits.len() == frac.len() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut d = if digits.is_empty() {
+        Decimal::from_str_exact(int)
+    } else {
+        Decimal::from_str_exact(&format!("{int}.{digits}"))
+    }
+    .ok()?;
+    // Widening the scale never rounds: it stops where the mantissa is full.
+    d.rescale(frac.len().min(28) as u32);
+    Some(d)
+}
+
+/// A decimal written as text, exactly or not at all (see [`exact_decimal`]): more significant
+/// digits than a `Decimal` holds are an error, never a rounded number. Scientific notation is
+/// read when its digits fit.
 #[cold]
 #[inline(never)]
 fn decimal_from_text(s: &str) -> std::result::Result<Decimal, DecodeError> {
-    if let Ok(d) = Decimal::from_str_exact(s) {
+    if let Some(d) = exact_decimal(s) {
         return Ok(d);
     }
     if let Some((base, _)) = s.split_once(['e', 'E']) {
@@ -398,21 +428,6 @@ fn decimal_from_text(s: &str) -> std::result::Result<Decimal, DecodeError> {
                 .map_err(|_| DecodeError::new("Decimal", "Text beyond Decimal's range"));
         }
         return Err(DecodeError::new("Decimal", "unparsable Text"));
-    }
-    if let Some((int, frac)) = s.split_once('.') {
-        let digits = frac.trim_end_matches('0');
-        if digits.len() < frac.len() && digits.bytes().all(|b| b.is_ascii_digit()) {
-            let exact = if digits.is_empty() {
-                Decimal::from_str_exact(int)
-            } else {
-                Decimal::from_str_exact(&format!("{int}.{digits}"))
-            };
-            if let Ok(mut d) = exact {
-                // Widening the scale never rounds: it stops where the mantissa is full.
-                d.rescale(frac.len().min(28) as u32);
-                return Ok(d);
-            }
-        }
     }
     let unsigned = s.strip_prefix(['-', '+']).unwrap_or(s);
     let (int, frac) = unsigned.split_once('.').unwrap_or((unsigned, ""));

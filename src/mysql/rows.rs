@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `TINYINT` … `BIGINT`, `YEAR` (signed, or unsigned up to `i64::MAX`) | `Int` |
 //! | `BIGINT UNSIGNED` (and unsigned results such as `BIT_OR`) above `i64::MAX` | `Numeric` |
-//! | `DECIMAL` | `Numeric` when a `Decimal` holds it exactly (at most 28 decimal places and a 96-bit mantissa); otherwise `Text`, the server's exact digits (so every value of a `DECIMAL(65,30)` column) |
+//! | `DECIMAL` | `Numeric` when a `Decimal` holds its value exactly (a 96-bit mantissa, at most 28 decimal places: trailing zeros past those are dropped, as few as need be); otherwise `Text`, the server's exact digits |
 //! | `FLOAT`, `DOUBLE` | `Float`; a `FLOAT` is widened exactly, as Postgres widens a `float4` (0.1 stored in a `FLOAT` reads as 0.10000000149011612, the `f32` it is) |
 //! | `DATE` | `Date` |
 //! | `DATETIME`, `TIMESTAMP` | `Timestamp` |
@@ -15,9 +15,9 @@
 //! | `BIT(n)` | `Int` (`Numeric` above `i64::MAX`) |
 //! | `JSON` (MySQL) | `JSON`; on MariaDB `JSON` is `LONGTEXT`: `Text` |
 //!
-//! Nothing is rounded: a `DECIMAL` too wide for `Numeric` decodes into `String` digit for digit,
-//! and into `Decimal` only when its value fits (trailing zeros past 28 places are dropped;
-//! anything more is a [`ErrorKind::TypeMismatch`]).
+//! Nothing is rounded: a `DECIMAL` too wide for `Numeric` (say `0.000000000000000000000000000001`
+//! in a `DECIMAL(65,30)`) reads as its text, which decodes into `String` digit for digit and
+//! into `Decimal` not at all (a [`ErrorKind::TypeMismatch`]).
 //!
 //! A zero date (`0000-00-00`, or a zero month or day) is a [`ErrorKind::TypeMismatch`] error:
 //! no date type of Rust holds it.
@@ -79,13 +79,13 @@ fn unsigned<'a>(u: u64) -> ValueRef<'a> {
 }
 
 
-/// A `DECIMAL`'s text as `Numeric` when a [`Decimal`] holds it exactly, digits and scale
-/// (at most 28 decimal places and a 96-bit mantissa), else as the text itself: never rounded.
+/// A `DECIMAL`'s text as `Numeric` when a [`Decimal`] holds its value exactly (trailing zeros
+/// past 28 places dropped, as few as need be), else as the text itself: never rounded.
 #[inline]
 fn decimal(s: &str) -> ValueRef<'_> {
-    match Decimal::from_str_exact(s) {
-        Ok(d) => ValueRef::Numeric(d),
-        Err(_) => ValueRef::Text(Cow::Borrowed(s)),
+    match crate::decode::exact_decimal(s) {
+        Some(d) => ValueRef::Numeric(d),
+        None => ValueRef::Text(Cow::Borrowed(s)),
     }
 }
 
@@ -288,24 +288,30 @@ mod tests {
     #[test]
     fn decimals_are_numeric_only_when_exact_else_their_text() {
         let dec = |s: &str| read(Value::Bytes(s.as_bytes().to_vec()), ColumnType::MYSQL_TYPE_NEWDECIMAL);
-        // Exact: every digit and the scale survive.
-        for s in [
-            "0.00",
-            "-12.50",
-            "12345678901234567890.12345678",
-            "0.0000000000000000000000000001",
-            "-79228162514264337593543950335",
-            "18446744073709551615",
+        // Exact: every digit and the scale survive; trailing zeros past what a Decimal holds
+        // are dropped, only those.
+        for (s, want) in [
+            ("0.00", "0.00"),
+            ("-12.50", "-12.50"),
+            ("12345678901234567890.12345678", "12345678901234567890.12345678"),
+            ("0.0000000000000000000000000001", "0.0000000000000000000000000001"),
+            ("-79228162514264337593543950335", "-79228162514264337593543950335"),
+            ("18446744073709551615", "18446744073709551615"),
+            ("1.500000000000000000000000000000", "1.5000000000000000000000000000"),
+            (
+                "42.0000000000000000000000000000",
+                "42.000000000000000000000000000",
+            ),
         ] {
             match dec(s) {
-                RowValues::Numeric(d) => assert_eq!(d.to_string(), s),
+                RowValues::Numeric(d) => assert_eq!(d.to_string(), want),
                 other => panic!("{s}: {other:?}"),
             }
         }
-        // Beyond a Decimal (more than 28 places, or a mantissa past 96 bits): the text itself,
-        // never a rounded number.
+        // Beyond a Decimal (more than 28 places, or a mantissa past 96 bits, that are not
+        // zeros): the text itself, never a rounded number.
         for s in [
-            "1.500000000000000000000000000000",
+            "1.500000000000000000000000000001",
             "0.00000000000000000000000000001",
             "9999999999999999999999999999.9",
             "-79228162514264337593543950336",

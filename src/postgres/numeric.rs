@@ -1,10 +1,11 @@
 //! Reading `numeric` from its binary form exactly.
 //!
-//! A `numeric` is a [`Decimal`] only when a `Decimal` holds it exactly: at most 28 decimal
-//! places and a mantissa within 96 bits. Anything else (more digits, a larger scale, `NaN`,
-//! `Infinity`, `-Infinity`) is the server's own text form of the value, as `numeric_out` prints
-//! it, so nothing is ever rounded. rust_decimal's own `FromSql` rounds past 28 decimal places
-//! and fails on large values, which is why the wing does not use it.
+//! A `numeric` is a [`Decimal`] only when a `Decimal` holds its value exactly: a mantissa
+//! within 96 bits and at most 28 decimal places (trailing zeros past those are dropped, as few
+//! as need be, so `round(x, 40)` of 1.5 is 1.5 at scale 28). Anything else (more significant
+//! digits, `NaN`, `Infinity`, `-Infinity`) is the server's own text form of the value, as
+//! `numeric_out` prints it, so nothing is ever rounded. rust_decimal's own `FromSql` rounds
+//! past 28 decimal places and fails on large values, which is why the wing does not use it.
 
 use std::error::Error;
 
@@ -15,7 +16,7 @@ type BoxErr = Box<dyn Error + Sync + Send>;
 /// A `numeric` value as read.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum PgNumeric {
-    /// The value, digit for digit and with its scale.
+    /// The value, digit for digit, with its scale (or as much of it as fits).
     Exact(Decimal),
     /// The server's text form of a value no `Decimal` holds exactly.
     Text(String),
@@ -61,11 +62,37 @@ impl Parts<'_> {
         }
     }
 
-    /// The mantissa at scale `dscale`, when a `Decimal` holds it.
-    fn mantissa(&self) -> Option<u128> {
-        if self.dscale > MAX_SCALE {
-            return None;
+    /// The decimal places up to the last nonzero digit of the fraction, within `dscale`
+    /// (digits past the display scale are not part of the value, as `numeric_out` prints it).
+    fn significant_scale(&self) -> u16 {
+        let dscale = i64::from(self.dscale);
+        for i in (0..self.ndigits() as isize).rev() {
+            // Decimal places before this digit's four (none: it is in the integer part).
+            let before = 4 * (i as i64 - i64::from(self.weight) - 1);
+            if before < 0 {
+                return 0;
+            }
+            if before >= dscale {
+                continue;
+            }
+            // Its places within the display scale.
+            let kept = (dscale - before).min(4);
+            let mut d = self.digit(i) / 10u16.pow((4 - kept) as u32);
+            if d == 0 {
+                continue;
+            }
+            let mut last = before + kept;
+            while d % 10 == 0 {
+                d /= 10;
+                last -= 1;
+            }
+            return u16::try_from(last).unwrap_or(self.dscale);
         }
+        0
+    }
+
+    /// The mantissa at `scale` decimal places (at most `dscale`), when it fits 96 bits.
+    fn mantissa(&self, scale: u16) -> Option<u128> {
         let mut m: u128 = 0;
         // The integer part: digits of weight `weight` down to 0.
         for i in 0..=isize::from(self.weight) {
@@ -74,9 +101,8 @@ impl Parts<'_> {
                 return None;
             }
         }
-        // The fraction, `dscale` decimal places (as `numeric_out` prints it: digits past the
-        // scale are not part of the value).
-        let mut left = self.dscale;
+        // The fraction, `scale` decimal places.
+        let mut left = scale;
         let mut i = isize::from(self.weight) + 1;
         while left > 0 {
             let take = left.min(4);
@@ -89,6 +115,24 @@ impl Parts<'_> {
             i += 1;
         }
         Some(m)
+    }
+
+    /// The `Decimal` that holds the value exactly: every nonzero digit, and as much of the
+    /// display scale as then fits (trailing zeros dropped, as few as need be).
+    fn exact(&self) -> Option<Decimal> {
+        let significant = self.significant_scale();
+        if significant > MAX_SCALE {
+            return None;
+        }
+        let mut m = self.mantissa(significant)?;
+        let mut scale = significant;
+        while scale < self.dscale.min(MAX_SCALE) && m * 10 <= MAX_MANTISSA {
+            m *= 10;
+            scale += 1;
+        }
+        // The mantissa fits 96 bits and the scale is at most 28: both conversions hold.
+        let m = i128::try_from(m).ok()?;
+        Decimal::try_from_i128_with_scale(if self.neg { -m } else { m }, u32::from(scale)).ok()
     }
 
     /// The text `numeric_out` prints.
@@ -164,16 +208,8 @@ pub(crate) fn numeric_from_sql(raw: &[u8]) -> Result<PgNumeric, BoxErr> {
     if (0..ndigits as isize).any(|i| parts.digit(i) >= NBASE) {
         return Err("numeric: a digit out of range".into());
     }
-    Ok(match parts.mantissa() {
-        Some(m) => {
-            // The mantissa fits 96 bits and the scale is at most 28: both conversions hold.
-            let m = i128::try_from(m).unwrap_or(i128::MAX);
-            let m = if neg { -m } else { m };
-            match Decimal::try_from_i128_with_scale(m, u32::from(dscale)) {
-                Ok(d) => PgNumeric::Exact(d),
-                Err(_) => PgNumeric::Text(parts.text()),
-            }
-        }
+    Ok(match parts.exact() {
+        Some(d) => PgNumeric::Exact(d),
         None => PgNumeric::Text(parts.text()),
     })
 }
@@ -230,6 +266,28 @@ mod tests {
     }
 
     #[test]
+    fn trailing_zeros_past_a_decimal_are_dropped_only_as_needed() {
+        for (s, want) in [
+            ("1.000000000000000000000000000000", "1.0000000000000000000000000000"),
+            ("-1.5000000000000000000000000000000000000000", "-1.5000000000000000000000000000"),
+            (
+                "12345678901234567890.500000000000000000000000000000",
+                "12345678901234567890.500000000",
+            ),
+            ("0.000000000000000000000000000000", "0.0000000000000000000000000000"),
+            (
+                "79228162514264337593543950335.00",
+                "79228162514264337593543950335",
+            ),
+        ] {
+            match numeric_from_sql(&wire(s)).unwrap() {
+                PgNumeric::Exact(d) => assert_eq!(d.to_string(), want, "{s}"),
+                other => panic!("{s}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
     fn values_a_decimal_holds_are_exact_with_their_scale() {
         for s in [
             "0",
@@ -254,7 +312,7 @@ mod tests {
     #[test]
     fn values_beyond_a_decimal_are_their_exact_text() {
         for s in [
-            "1.000000000000000000000000000000",
+            "1.000000000000000000000000000001",
             "0.00000000000000000000000000001",
             "79228162514264337593543950336",
             "-92345678901234567890123456789.9",
@@ -304,7 +362,21 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert_eq!(t.len(), 1 + 4 * 32767 + 1 + 16383);
+        // A digit past the display scale is not part of the value (`numeric_out` prints
+        // zeros): zero, at as much of the scale as a Decimal holds.
         raw[2..4].copy_from_slice(&(-32768i16).to_be_bytes());
-        assert!(matches!(numeric_from_sql(&raw).unwrap(), PgNumeric::Text(_)));
+        assert_eq!(
+            numeric_from_sql(&raw).unwrap(),
+            PgNumeric::Exact(Decimal::new(0, 28))
+        );
+        // A digit within the display scale but too far to hold: the text.
+        raw[2..4].copy_from_slice(&(-10i16).to_be_bytes());
+        let t = match numeric_from_sql(&raw).unwrap() {
+            PgNumeric::Text(t) => t,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(&t[..2], "0.");
+        assert_eq!(t.len(), 2 + 16383);
+        assert_eq!(t.find('1'), Some(2 + 39));
     }
 }

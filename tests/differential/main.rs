@@ -33,14 +33,15 @@
 //!   `Text`, `bool` -> `Bool`, `bytea` -> `Blob`, `timestamp` -> `Timestamp`
 //!   (`NaiveDateTime`), `timestamptz` -> `TimestampTz` (`DateTime<Utc>`), `date` -> `Date`,
 //!   `uuid` -> `Uuid`, `numeric` (its raw binary form, written out as the server prints it) ->
-//!   `Numeric` when a `Decimal` holds every digit and the scale (compared with its scale), else
-//!   `Text` of those exact digits (`NaN` and the infinities too), `json`/`jsonb` -> `JSON`
+//!   `Numeric` when a `Decimal` holds its value (compared with its scale: the server's, or as
+//!   much of it as fits, trailing zeros past 28 places dropped), else `Text` of those exact
+//!   digits (`NaN` and the infinities too), `json`/`jsonb` -> `JSON`
 //!   (`serde_json::Value`; a JSON `null` is not SQL `NULL`), `time` -> `Time` (`NaiveTime`),
 //!   `bigint[]`/`text[]` -> `Array` of the elements (`Vec<Option<T>>`), SQL `NULL` -> `Null`
 //!   (`None`).
 //! - MySQL, by the column type and flags of the result's metadata (the table in
 //!   `src/mysql/rows.rs`): `Int`/`UInt` -> `Int` (`Numeric` above `i64::MAX`), `DECIMAL` ->
-//!   `Numeric` when a `Decimal` holds every digit and the scale, else `Text` of the exact digits,
+//!   `Numeric` when a `Decimal` holds its value (as for `numeric`), else `Text` of the digits,
 //!   `FLOAT` -> `Float` (the `f32` widened exactly), `DOUBLE` -> `Float`, `DATE` -> `Date`,
 //!   `DATETIME`/`TIMESTAMP` -> `Timestamp`, `TIME` -> `Time` from 00:00 to 24:00, else
 //!   `Interval` (negative or longer), `BIT` -> `Int` (`Numeric` above `i64::MAX`), `JSON`
@@ -760,14 +761,11 @@ fn turso_canon(v: sql_middleware::drivers::turso::Value) -> Canon {
     }
 }
 
-/// A decimal's exact text under the mapping: `Numeric` when a `Decimal` holds every digit and
-/// the scale, else `Text`.
+/// A decimal's exact text under the mapping: `Numeric` when a `Decimal` holds its value (as
+/// much of the scale as fits: trailing zeros past 28 places dropped), else `Text` of the digits.
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 fn numeric_canon(t: String) -> Canon {
-    match Decimal::from_str_exact(&t) {
-        Ok(d) if d.to_string() == t => Canon::Numeric(t),
-        _ => Canon::Text(t),
-    }
+    decimal_of_text(&t).unwrap_or(Canon::Text(t))
 }
 
 /// A `numeric` as the server prints it (`numeric_out`), from the raw binary form: the
@@ -1138,9 +1136,10 @@ fn decimal_parts(s: &str) -> Option<(bool, &str, &str)> {
         .then_some((neg, int, frac))
 }
 
-/// `Decimal` decoding of a decimal's exact text (the form a value too wide for `Numeric` reads
-/// as): the value when at most 28 places that are not trailing zeros and a 96-bit mantissa hold
-/// it, with as much of its scale as then fits; anything more is an error, never rounded.
+/// The `Decimal` of a decimal's exact text, as the mapping reads a `DECIMAL`/`numeric` and
+/// `Decimal` decoding reads text: the value when at most 28 places that are not trailing zeros
+/// and a 96-bit mantissa hold it, with as much of its scale as then fits; anything more is an
+/// error, never rounded.
 fn decimal_of_text(s: &str) -> Result<Canon, String> {
     let (neg, int, frac) = decimal_parts(s).ok_or_else(|| format!("{s:?} is no decimal"))?;
     let kept = frac.trim_end_matches('0');
