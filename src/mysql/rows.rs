@@ -12,7 +12,7 @@
 //! | `TIME` from 00:00 to 24:00 | `Time`; negative or longer: `Interval` |
 //! | `CHAR`, `VARCHAR`, `TEXT`s, `ENUM`, `SET` | `Text` |
 //! | `BINARY`, `VARBINARY`, `BLOB`s, `GEOMETRY` | `Blob` |
-//! | `BIT(n)` | `Int` (`Numeric` above `i64::MAX`) |
+//! | `BIT(n)` | `Int` (`Numeric` above `i64::MAX`); sent as bits, or as decimal text by the expressions the server flags `BINARY` (`MIN`, `MAX`, `IFNULL`, …), read as what they mean |
 //! | `JSON` (MySQL) | `JSON`; on MariaDB `JSON` is `LONGTEXT`: `Text` |
 //!
 //! Nothing is rounded: a `DECIMAL` too wide for `Numeric` (say `0.000000000000000000000000000001`
@@ -89,6 +89,30 @@ fn decimal(s: &str) -> ValueRef<'_> {
     }
 }
 
+/// A `BIT` value. A column of a table sends its bits, most significant byte first. Some
+/// expressions of type `BIT` (`MIN`, `MAX`, `IFNULL`, `COALESCE`, `IF`, `GREATEST`, a scalar
+/// subquery, …) are sent as their decimal text instead, by MySQL and MariaDB alike (MySQL bug
+/// 63457): the column then carries the `BINARY` flag, which a table's `BIT` column does not.
+/// A single byte below `2^n` of a `BIT(n)` with `n <= 5` cannot be a digit's text, so it is
+/// read as bits whatever the flag (servers have sent those too).
+fn bit<'a>(b: &[u8], col: &Column) -> std::result::Result<ValueRef<'a>, &'static str> {
+    let n = col.column_length();
+    let small_bits = n <= 5 && b.len() == 1 && u32::from(b[0]) < (1 << n);
+    if col.flags().contains(ColumnFlags::BINARY_FLAG) && !small_bits {
+        return std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+            .map(unsigned)
+            .ok_or("an unreadable BIT value");
+    }
+    if b.len() > 8 {
+        return Err("a BIT value wider than 64 bits");
+    }
+    Ok(unsigned(
+        b.iter().fold(0u64, |acc, &x| (acc << 8) | u64::from(x)),
+    ))
+}
+
 /// A `TIME` value: a time of day when it is one, else a signed span.
 fn time<'a>(neg: bool, days: u32, h: u8, m: u8, s: u8, us: u32) -> ValueRef<'a> {
     if !neg && days == 0 {
@@ -155,12 +179,7 @@ fn bytes<'a>(b: &'a [u8], col: &Column, idx: usize, columns: &Columns) -> Result
                 Err(_) => ValueRef::Text(Cow::Borrowed(s)),
             }
         }
-        T::MYSQL_TYPE_BIT => {
-            if b.len() > 8 {
-                return Err(bad(columns, idx, "a BIT value wider than 64 bits"));
-            }
-            unsigned(b.iter().fold(0u64, |acc, &x| (acc << 8) | u64::from(x)))
-        }
+        T::MYSQL_TYPE_BIT => bit(b, col).map_err(|why| bad(columns, idx, why))?,
         // The text protocol's numbers (a server-side prepared statement never sends these).
         T::MYSQL_TYPE_TINY
         | T::MYSQL_TYPE_SHORT
@@ -322,6 +341,38 @@ mod tests {
                 other => panic!("{s}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn bits_are_read_as_bits_or_as_the_decimal_text_the_server_flags() {
+        let columns = Columns::new(vec!["c".into()]);
+        let read = |b: &[u8], len: u32, flags: ColumnFlags| {
+            let col = Column::new(ColumnType::MYSQL_TYPE_BIT)
+                .with_column_length(len)
+                .with_flags(flags);
+            value_ref(&Value::Bytes(b.to_vec()), &col, 0, &columns).map(|v| v.to_owned_value())
+        };
+        let column = ColumnFlags::UNSIGNED_FLAG;
+        let expression = ColumnFlags::UNSIGNED_FLAG | ColumnFlags::BINARY_FLAG;
+        // A table's column: the bits, most significant byte first.
+        assert_eq!(read(&[0x31], 8, column).unwrap(), RowValues::Int(49));
+        assert_eq!(read(&[0x01, 0x00], 9, column).unwrap(), RowValues::Int(256));
+        assert_eq!(
+            read(&[0xff; 8], 64, column).unwrap(),
+            RowValues::Numeric(Decimal::from(u64::MAX))
+        );
+        // `MAX(bit_column)` and the like: the decimal text, flagged BINARY.
+        assert_eq!(read(b"1", 1, expression).unwrap(), RowValues::Int(1));
+        assert_eq!(read(b"200", 8, expression).unwrap(), RowValues::Int(200));
+        assert_eq!(
+            read(b"18446744073709551615", 64, expression).unwrap(),
+            RowValues::Numeric(Decimal::from(u64::MAX))
+        );
+        // A byte no digit's text can be, in a BIT(n <= 5): the bits.
+        assert_eq!(read(&[0x03], 5, expression).unwrap(), RowValues::Int(3));
+        // Neither: a typed error, not a guess.
+        assert!(read(b"x", 8, expression).is_err());
+        assert!(read(&[0; 9], 64, column).is_err());
     }
 
     #[test]
