@@ -306,7 +306,10 @@ mod tests {
 
     #[test]
     fn decimals_are_numeric_only_when_exact_else_their_text() {
-        let dec = |s: &str| read(Value::Bytes(s.as_bytes().to_vec()), ColumnType::MYSQL_TYPE_NEWDECIMAL);
+        let dec = |s: &str| {
+            let bytes = Value::Bytes(s.as_bytes().to_vec());
+            read(bytes, ColumnType::MYSQL_TYPE_NEWDECIMAL)
+        };
         // Exact: every digit and the scale survive; trailing zeros past what a Decimal holds
         // are dropped, only those.
         for (s, want) in [

@@ -62,6 +62,10 @@
 //! terminal) and fails listing them. Prints
 //! `differential backend=X cases=N queries=Q errors_agreed=E mismatches=M`.
 //! `DIFFERENTIAL_CASES` sets the case count (default 48 per engine).
+//!
+//! The MySQL side lives in `mysql.rs` (with a check of its `BIT` rule against the server's own
+//! arithmetic); `corpus.rs` runs the sqllogictest-style MySQL corpus of `tests/corpus/mysql/`
+//! through the crate and raw `mysql_async` (`mysql_corpus …` figures).
 
 #[path = "../common/mod.rs"]
 mod common;

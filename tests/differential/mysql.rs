@@ -248,7 +248,11 @@ pub(crate) fn my_row() -> impl Strategy<Value = MyRowData> {
             2 => -5i64..5,
         ]),
         of(any::<i16>().prop_map(i64::from)),
-        of(prop_oneof![3 => -8_388_608i64..=8_388_607, 1 => Just(-8_388_608), 1 => Just(8_388_607)]),
+        of(prop_oneof![
+            3 => -8_388_608i64..=8_388_607,
+            1 => Just(-8_388_608),
+            1 => Just(8_388_607),
+        ]),
         of(prop_oneof![3 => any::<i32>().prop_map(i64::from), 1 => Just(i64::from(i32::MIN))]),
         of(int()),
     )
