@@ -94,7 +94,7 @@ pub(crate) fn column_out_of_range(idx: usize, len: usize) -> SqlMiddlewareDbErro
 /// |---|---|
 /// | `i8`…`i64`, `u8`…`u64`, `i128`, `u128` | `Int` and `Bool` (0/1); a `Numeric` with no fractional part (`7.00` is 7). A fractional `Numeric`, or a value out of the type's range, is an [`crate::ErrorKind::TypeMismatch`] that says which |
 /// | `f64`, `f32` | `Float`, `Int`, any `Numeric` (the nearest float, as Postgres's `::float8` cast gives it); a finite `Float` beyond `f32`'s range is a `TypeMismatch` |
-/// | [`Decimal`] | `Numeric`, `Int`, a finite `Float` (without its binary noise: `0.1` is `0.1`, as a SQLite `NUMERIC` column reads back), `Text` holding a decimal |
+/// | [`Decimal`] | `Numeric`, `Int`, a finite `Float` (without its binary noise: `0.1` is `0.1`, as a SQLite `NUMERIC` column reads back), `Text` holding a decimal whose value a `Decimal` holds exactly (trailing zeros past 28 places dropped; more significant digits than that are a `TypeMismatch`, never rounded) |
 ///
 /// A `Float` never decodes into an integer type, and `Text` never into a number type other than
 /// `Decimal`: SQLite returns text for `min`/`max` of a column with TEXT affinity (such as
@@ -374,12 +374,73 @@ impl FromValue for Decimal {
             // As SQLite reads a REAL stored in a NUMERIC column: without the binary noise
             // (0.1 decodes as 0.1, not 0.1000000000000000055...).
             ValueRef::Float(f) => float_to_decimal(f),
-            ValueRef::Text(s) => s
-                .parse::<Decimal>()
-                .map_err(|_| DecodeError::new("Decimal", "unparsable Text")),
+            ValueRef::Text(s) => decimal_from_text(&s),
             other => mismatch("Decimal", &other),
         }
     }
+}
+
+/// The [`Decimal`] that holds the decimal text `s` exactly, value for value: every nonzero
+/// digit kept, and as much of the scale as fits (trailing zeros past 28 decimal places, or past
+/// a full 96-bit mantissa, are dropped, as few as need be). `None` when a `Decimal` cannot hold
+/// the value (more significant digits than that), or `s` is no plain decimal: never rounded.
+#[inline]
+pub(crate) fn exact_decimal(s: &str) -> Option<Decimal> {
+    match Decimal::from_str_exact(s) {
+        Ok(d) => Some(d),
+        Err(_) => exact_decimal_trimmed(s),
+    }
+}
+
+/// [`exact_decimal`] of a text with more digits than a `Decimal` holds as written.
+#[cold]
+#[inline(never)]
+fn exact_decimal_trimmed(s: &str) -> Option<Decimal> {
+    let (int, frac) = s.split_once('.')?;
+    let digits = frac.trim_end_matches('0');
+    if digits.len() == frac.len() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut d = if digits.is_empty() {
+        Decimal::from_str_exact(int)
+    } else {
+        Decimal::from_str_exact(&format!("{int}.{digits}"))
+    }
+    .ok()?;
+    // Widening the scale never rounds: it stops where the mantissa is full.
+    d.rescale(frac.len().min(28) as u32);
+    Some(d)
+}
+
+/// A decimal written as text, exactly or not at all (see [`exact_decimal`]): more significant
+/// digits than a `Decimal` holds are an error, never a rounded number. Scientific notation is
+/// read when its digits fit.
+#[cold]
+#[inline(never)]
+fn decimal_from_text(s: &str) -> std::result::Result<Decimal, DecodeError> {
+    if let Some(d) = exact_decimal(s) {
+        return Ok(d);
+    }
+    if let Some((base, _)) = s.split_once(['e', 'E']) {
+        // Scientific notation, when its digits fit (the exponent then only moves the point).
+        if Decimal::from_str_exact(base).is_ok() {
+            return Decimal::from_scientific(s)
+                .map_err(|_| DecodeError::new("Decimal", "Text beyond Decimal's range"));
+        }
+        return Err(DecodeError::new("Decimal", "unparsable Text"));
+    }
+    let unsigned = s.strip_prefix(['-', '+']).unwrap_or(s);
+    let (int, frac) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+    let number = int.len() + frac.len() > 0
+        && int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit());
+    Err(DecodeError::new(
+        "Decimal",
+        if number {
+            "Text with more digits than a Decimal holds"
+        } else {
+            "unparsable Text"
+        },
+    ))
 }
 
 #[cold]
@@ -666,6 +727,49 @@ mod tests {
         let neg_zero = f64::from_value(num("-0")).unwrap();
         assert_eq!(neg_zero, 0.0);
         assert_eq!(Option::<f64>::from_value(num("1.5")), Ok(Some(1.5)));
+    }
+
+    #[test]
+    fn decimal_text_decodes_exactly_or_not_at_all() {
+        let text = |s: &'static str| Decimal::from_value(ValueRef::Text(Cow::Borrowed(s)));
+        for (s, want) in [
+            ("12.50", "12.50"),
+            ("-0.0000000000000000000000000001", "-0.0000000000000000000000000001"),
+            ("79228162514264337593543950335", "79228162514264337593543950335"),
+            // Trailing zeros past 28 places: only those are dropped.
+            (
+                "1.500000000000000000000000000000",
+                "1.5000000000000000000000000000",
+            ),
+            (
+                "12345678901234567890.500000000000000000000000000000",
+                "12345678901234567890.500000000",
+            ),
+            ("7.000000000000000000000000000000", "7.0000000000000000000000000000"),
+            ("1.5e3", "1500"),
+        ] {
+            assert_eq!(text(s).map(|d| d.to_string()), Ok(want.to_owned()), "{s}");
+        }
+        for (s, why) in [
+            (
+                "1.2345678901234567890123456789012",
+                "Text with more digits than a Decimal holds",
+            ),
+            (
+                "79228162514264337593543950336",
+                "Text with more digits than a Decimal holds",
+            ),
+            (
+                "0.00000000000000000000000000001",
+                "Text with more digits than a Decimal holds",
+            ),
+            ("NaN", "unparsable Text"),
+            ("Infinity", "unparsable Text"),
+            ("", "unparsable Text"),
+            ("1.2.3", "unparsable Text"),
+        ] {
+            assert_eq!(text(s).unwrap_err().found, why, "{s}");
+        }
     }
 
     #[test]

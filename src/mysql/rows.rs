@@ -4,16 +4,20 @@
 //! | MySQL | value |
 //! |---|---|
 //! | `TINYINT` … `BIGINT`, `YEAR` (signed, or unsigned up to `i64::MAX`) | `Int` |
-//! | `BIGINT UNSIGNED` above `i64::MAX` | `Numeric` |
-//! | `DECIMAL` | `Numeric` (beyond `Decimal`'s 28 digits: its text) |
-//! | `FLOAT`, `DOUBLE` | `Float` |
+//! | `BIGINT UNSIGNED` (and unsigned results such as `BIT_OR`) above `i64::MAX` | `Numeric` |
+//! | `DECIMAL` | `Numeric` when a `Decimal` holds its value exactly (a 96-bit mantissa, at most 28 decimal places: trailing zeros past those are dropped, as few as need be); otherwise `Text`, the server's exact digits |
+//! | `FLOAT`, `DOUBLE` | `Float`; a `FLOAT` is widened exactly, as Postgres widens a `float4` (0.1 stored in a `FLOAT` reads as 0.10000000149011612, the `f32` it is) |
 //! | `DATE` | `Date` |
 //! | `DATETIME`, `TIMESTAMP` | `Timestamp` |
 //! | `TIME` from 00:00 to 24:00 | `Time`; negative or longer: `Interval` |
 //! | `CHAR`, `VARCHAR`, `TEXT`s, `ENUM`, `SET` | `Text` |
 //! | `BINARY`, `VARBINARY`, `BLOB`s, `GEOMETRY` | `Blob` |
-//! | `BIT(n)` | `Int` |
+//! | `BIT(n)` | `Int` (`Numeric` above `i64::MAX`); sent as bits, or as decimal text by the expressions the server flags `BINARY` (`MIN`, `MAX`, `IFNULL`, …), read as what they mean |
 //! | `JSON` (MySQL) | `JSON`; on MariaDB `JSON` is `LONGTEXT`: `Text` |
+//!
+//! Nothing is rounded: a `DECIMAL` too wide for `Numeric` (say `0.000000000000000000000000000001`
+//! in a `DECIMAL(65,30)`) reads as its text, which decodes into `String` digit for digit and
+//! into `Decimal` not at all (a [`ErrorKind::TypeMismatch`]).
 //!
 //! A zero date (`0000-00-00`, or a zero month or day) is a [`ErrorKind::TypeMismatch`] error:
 //! no date type of Rust holds it.
@@ -74,11 +78,39 @@ fn unsigned<'a>(u: u64) -> ValueRef<'a> {
     }
 }
 
-/// A `FLOAT` as the nearest `f64` to its shortest decimal form (0.1f32 reads as 0.1, not
-/// 0.10000000149011612).
-#[cold]
-fn widen(f: f32) -> f64 {
-    f.to_string().parse().unwrap_or(f64::from(f))
+
+/// A `DECIMAL`'s text as `Numeric` when a [`Decimal`] holds its value exactly (trailing zeros
+/// past 28 places dropped, as few as need be), else as the text itself: never rounded.
+#[inline]
+fn decimal(s: &str) -> ValueRef<'_> {
+    match crate::decode::exact_decimal(s) {
+        Some(d) => ValueRef::Numeric(d),
+        None => ValueRef::Text(Cow::Borrowed(s)),
+    }
+}
+
+/// A `BIT` value. A column of a table sends its bits, most significant byte first. Some
+/// expressions of type `BIT` (`MIN`, `MAX`, `IFNULL`, `COALESCE`, `IF`, `GREATEST`, a scalar
+/// subquery, …) are sent as their decimal text instead, by MySQL and MariaDB alike (MySQL bug
+/// 63457): the column then carries the `BINARY` flag, which a table's `BIT` column does not.
+/// A single byte below `2^n` of a `BIT(n)` with `n <= 5` cannot be a digit's text, so it is
+/// read as bits whatever the flag (servers have sent those too).
+fn bit<'a>(b: &[u8], col: &Column) -> std::result::Result<ValueRef<'a>, &'static str> {
+    let n = col.column_length();
+    let small_bits = n <= 5 && b.len() == 1 && u32::from(b[0]) < (1 << n);
+    if col.flags().contains(ColumnFlags::BINARY_FLAG) && !small_bits {
+        return std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+            .map(unsigned)
+            .ok_or("an unreadable BIT value");
+    }
+    if b.len() > 8 {
+        return Err("a BIT value wider than 64 bits");
+    }
+    Ok(unsigned(
+        b.iter().fold(0u64, |acc, &x| (acc << 8) | u64::from(x)),
+    ))
 }
 
 /// A `TIME` value: a time of day when it is one, else a signed span.
@@ -109,7 +141,8 @@ pub(crate) fn value_ref<'a>(
         Value::Int(i) => ValueRef::Int(*i),
         Value::UInt(u) => unsigned(*u),
         Value::Double(f) => ValueRef::Float(*f),
-        Value::Float(f) => ValueRef::Float(widen(*f)),
+        // Exactly the stored value, as Postgres widens a `float4`.
+        Value::Float(f) => ValueRef::Float(f64::from(*f)),
         Value::Date(y, mo, d, h, mi, s, us) => {
             let Some(day) = date(*y, *mo, *d) else {
                 return Err(bad(
@@ -138,14 +171,7 @@ fn bytes<'a>(b: &'a [u8], col: &Column, idx: usize, columns: &Columns) -> Result
         std::str::from_utf8(b).map_err(|_| bad(columns, idx, "the text is not valid UTF-8"))
     };
     Ok(match col.column_type() {
-        T::MYSQL_TYPE_NEWDECIMAL | T::MYSQL_TYPE_DECIMAL => {
-            let s = text()?;
-            match s.parse::<Decimal>() {
-                Ok(d) => ValueRef::Numeric(d),
-                // Beyond Decimal's 28 digits: the exact text (decodes as String).
-                Err(_) => ValueRef::Text(Cow::Borrowed(s)),
-            }
-        }
+        T::MYSQL_TYPE_NEWDECIMAL | T::MYSQL_TYPE_DECIMAL => decimal(text()?),
         T::MYSQL_TYPE_JSON => {
             let s = text()?;
             match serde_json::from_str(s) {
@@ -153,12 +179,7 @@ fn bytes<'a>(b: &'a [u8], col: &Column, idx: usize, columns: &Columns) -> Result
                 Err(_) => ValueRef::Text(Cow::Borrowed(s)),
             }
         }
-        T::MYSQL_TYPE_BIT => {
-            if b.len() > 8 {
-                return Err(bad(columns, idx, "a BIT value wider than 64 bits"));
-            }
-            unsigned(b.iter().fold(0u64, |acc, &x| (acc << 8) | u64::from(x)))
-        }
+        T::MYSQL_TYPE_BIT => bit(b, col).map_err(|why| bad(columns, idx, why))?,
         // The text protocol's numbers (a server-side prepared statement never sends these).
         T::MYSQL_TYPE_TINY
         | T::MYSQL_TYPE_SHORT
@@ -175,7 +196,12 @@ fn bytes<'a>(b: &'a [u8], col: &Column, idx: usize, columns: &Columns) -> Result
                 },
             }
         }
-        T::MYSQL_TYPE_FLOAT | T::MYSQL_TYPE_DOUBLE => match text()?.parse::<f64>() {
+        // A `FLOAT` is read as the `f32` it is, then widened, as the binary protocol's is.
+        T::MYSQL_TYPE_FLOAT => match text()?.parse::<f32>() {
+            Ok(f) => ValueRef::Float(f64::from(f)),
+            Err(_) => return Err(bad(columns, idx, "an unreadable number")),
+        },
+        T::MYSQL_TYPE_DOUBLE => match text()?.parse::<f64>() {
             Ok(f) => ValueRef::Float(f),
             Err(_) => return Err(bad(columns, idx, "an unreadable number")),
         },
@@ -268,6 +294,102 @@ mod tests {
         }
         assert!(matches!(unsigned(u64::MAX), ValueRef::Numeric(_)));
         assert!(matches!(unsigned(7), ValueRef::Int(7)));
-        assert_eq!(widen(0.1), 0.1);
+    }
+
+    /// `v` read as a column of type `ty`.
+    fn read(v: Value, ty: ColumnType) -> RowValues {
+        let columns = Columns::new(vec!["c".into()]);
+        value_ref(&v, &Column::new(ty), 0, &columns)
+            .expect("readable")
+            .to_owned_value()
+    }
+
+    #[test]
+    fn decimals_are_numeric_only_when_exact_else_their_text() {
+        let dec = |s: &str| {
+            let bytes = Value::Bytes(s.as_bytes().to_vec());
+            read(bytes, ColumnType::MYSQL_TYPE_NEWDECIMAL)
+        };
+        // Exact: every digit and the scale survive; trailing zeros past what a Decimal holds
+        // are dropped, only those.
+        for (s, want) in [
+            ("0.00", "0.00"),
+            ("-12.50", "-12.50"),
+            ("12345678901234567890.12345678", "12345678901234567890.12345678"),
+            ("0.0000000000000000000000000001", "0.0000000000000000000000000001"),
+            ("-79228162514264337593543950335", "-79228162514264337593543950335"),
+            ("18446744073709551615", "18446744073709551615"),
+            ("1.500000000000000000000000000000", "1.5000000000000000000000000000"),
+            (
+                "42.0000000000000000000000000000",
+                "42.000000000000000000000000000",
+            ),
+        ] {
+            match dec(s) {
+                RowValues::Numeric(d) => assert_eq!(d.to_string(), want),
+                other => panic!("{s}: {other:?}"),
+            }
+        }
+        // Beyond a Decimal (more than 28 places, or a mantissa past 96 bits, that are not
+        // zeros): the text itself, never a rounded number.
+        for s in [
+            "1.500000000000000000000000000001",
+            "0.00000000000000000000000000001",
+            "9999999999999999999999999999.9",
+            "-79228162514264337593543950336",
+            "99999999999999999999999999999999999.999999999999999999999999999999",
+        ] {
+            match dec(s) {
+                RowValues::Text(t) => assert_eq!(t, s),
+                other => panic!("{s}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn bits_are_read_as_bits_or_as_the_decimal_text_the_server_flags() {
+        let columns = Columns::new(vec!["c".into()]);
+        let read = |b: &[u8], len: u32, flags: ColumnFlags| {
+            let col = Column::new(ColumnType::MYSQL_TYPE_BIT)
+                .with_column_length(len)
+                .with_flags(flags);
+            value_ref(&Value::Bytes(b.to_vec()), &col, 0, &columns).map(|v| v.to_owned_value())
+        };
+        let column = ColumnFlags::UNSIGNED_FLAG;
+        let expression = ColumnFlags::UNSIGNED_FLAG | ColumnFlags::BINARY_FLAG;
+        // A table's column: the bits, most significant byte first.
+        assert_eq!(read(&[0x31], 8, column).unwrap(), RowValues::Int(49));
+        assert_eq!(read(&[0x01, 0x00], 9, column).unwrap(), RowValues::Int(256));
+        assert_eq!(
+            read(&[0xff; 8], 64, column).unwrap(),
+            RowValues::Numeric(Decimal::from(u64::MAX))
+        );
+        // `MAX(bit_column)` and the like: the decimal text, flagged BINARY.
+        assert_eq!(read(b"1", 1, expression).unwrap(), RowValues::Int(1));
+        assert_eq!(read(b"200", 8, expression).unwrap(), RowValues::Int(200));
+        assert_eq!(
+            read(b"18446744073709551615", 64, expression).unwrap(),
+            RowValues::Numeric(Decimal::from(u64::MAX))
+        );
+        // A byte no digit's text can be, in a BIT(n <= 5): the bits.
+        assert_eq!(read(&[0x03], 5, expression).unwrap(), RowValues::Int(3));
+        // Neither: a typed error, not a guess.
+        assert!(read(b"x", 8, expression).is_err());
+        assert!(read(&[0; 9], 64, column).is_err());
+    }
+
+    #[test]
+    fn floats_widen_exactly() {
+        for f in [0.1f32, -f32::from_bits(1), f32::MIN_POSITIVE, f32::MAX, 16_777_216.0] {
+            match read(Value::Float(f), ColumnType::MYSQL_TYPE_FLOAT) {
+                RowValues::Float(x) => assert_eq!(x.to_bits(), f64::from(f).to_bits(), "{f}"),
+                other => panic!("{f}: {other:?}"),
+            }
+        }
+        // The text protocol's FLOAT is the same f32, widened.
+        match read(Value::Bytes(b"0.1".to_vec()), ColumnType::MYSQL_TYPE_FLOAT) {
+            RowValues::Float(x) => assert_eq!(x, f64::from(0.1f32)),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -10,6 +10,7 @@ pub(crate) mod conn;
 pub(crate) mod error;
 pub(crate) mod hosts;
 pub(crate) mod listen;
+pub(crate) mod numeric;
 pub(crate) mod params;
 pub(crate) mod replica;
 pub(crate) mod rows;

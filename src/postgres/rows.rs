@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Utc};
 use postgres_types::{FromSql, Kind, Type};
-use rust_decimal::Decimal;
 use tokio_postgres::Row;
 
+use super::numeric::{PgNumeric, numeric_from_sql};
 use super::types::{PgScalar, base, is_text_like};
 use crate::decode::SqlRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
@@ -50,7 +50,11 @@ pub(crate) fn value_ref<'a>(row: &'a Row, idx: usize, columns: &Columns) -> Resu
         Type::CHAR => v!(i8, Int),
         Type::FLOAT4 => v!(f32, Float),
         Type::FLOAT8 => v!(f64, Float),
-        Type::NUMERIC => v!(Decimal, Numeric),
+        Type::NUMERIC => match get::<PgNumericSql>(row, idx, columns)? {
+            None => ValueRef::Null,
+            Some(PgNumericSql(PgNumeric::Exact(d))) => ValueRef::Numeric(d),
+            Some(PgNumericSql(PgNumeric::Text(s))) => ValueRef::Text(Cow::Owned(s)),
+        },
         Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => {
             get::<&str>(row, idx, columns)?
                 .map_or(ValueRef::Null, |x| ValueRef::Text(Cow::Borrowed(x)))
@@ -88,6 +92,22 @@ pub(crate) fn value_ref<'a>(row: &'a Row, idx: usize, columns: &Columns) -> Resu
             ));
         }
     })
+}
+
+/// A `numeric`, read exactly (see [`super::numeric`]).
+struct PgNumericSql(PgNumeric);
+
+impl<'a> FromSql<'a> for PgNumericSql {
+    fn from_sql(
+        _: &Type,
+        raw: &'a [u8],
+    ) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        numeric_from_sql(raw).map(PgNumericSql)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::NUMERIC
+    }
 }
 
 /// Text of any text-like type (enums, `citext`), borrowed from the row.

@@ -1,6 +1,6 @@
 //! Postgres types beyond tokio-postgres' built-in conversions, in the binary wire format:
 //! `interval`, `money`, `inet`/`cidr`, `timetz`, text-like types (enums, `citext`), domains,
-//! and one-dimensional arrays of the scalar types.
+//! and one-dimensional arrays of the scalar types (`numeric` is read by `numeric.rs`).
 
 use std::error::Error;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -10,6 +10,7 @@ use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use postgres_types::{FromSql, Kind, Type};
 use rust_decimal::Decimal;
 
+use super::numeric::{PgNumeric, numeric_from_sql};
 use crate::interval::Interval;
 use crate::value::RowValues;
 
@@ -218,7 +219,10 @@ impl<'a> FromSql<'a> for PgScalar {
             Type::OID => RowValues::Int(u32::from_sql(ty, raw)?.into()),
             Type::FLOAT4 => RowValues::Float(f32::from_sql(ty, raw)?.into()),
             Type::FLOAT8 => RowValues::Float(f64::from_sql(ty, raw)?),
-            Type::NUMERIC => RowValues::Numeric(Decimal::from_sql(ty, raw)?),
+            Type::NUMERIC => match numeric_from_sql(raw)? {
+                PgNumeric::Exact(d) => RowValues::Numeric(d),
+                PgNumeric::Text(s) => RowValues::Text(s),
+            },
             Type::MONEY => RowValues::Numeric(money_from_sql(raw)?),
             Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => {
                 RowValues::Text(<&str>::from_sql(ty, raw)?.to_owned())
