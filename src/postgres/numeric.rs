@@ -214,9 +214,110 @@ pub(crate) fn numeric_from_sql(raw: &[u8]) -> Result<PgNumeric, BoxErr> {
     })
 }
 
+/// Writes the decimal text `s` (`-12.5`, `1e-40`, `NaN`, `Infinity`, digits beyond any
+/// `Decimal`) as a binary `numeric`, digit for digit: what `numeric_in` would store for it.
+/// `Err` for text that is no number, or beyond the wire form's weight and scale.
+pub(crate) fn text_to_sql(s: &str, out: &mut bytes::BytesMut) -> Result<(), BoxErr> {
+    let bad = || -> BoxErr { "not a numeric value".into() };
+    let t = s.trim();
+    let special = match t.to_ascii_lowercase().as_str() {
+        "nan" => Some(SIGN_NAN),
+        "infinity" | "+infinity" | "inf" | "+inf" => Some(SIGN_PINF),
+        "-infinity" | "-inf" => Some(SIGN_NINF),
+        _ => None,
+    };
+    if let Some(sign) = special {
+        for half in [0u16, 0, sign, 0] {
+            out.extend_from_slice(&half.to_be_bytes());
+        }
+        return Ok(());
+    }
+    let (neg, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (mantissa, exp) = match body.find(['e', 'E']) {
+        Some(i) => (&body[..i], body[i + 1..].parse::<i64>().map_err(|_| bad())?),
+        None => (body, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if (int.is_empty() && frac.is_empty())
+        || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+    {
+        return Err(bad());
+    }
+    // All the digits, and where the point stands among them (after `point` digits).
+    let digits: Vec<u8> = int.bytes().chain(frac.bytes()).map(|b| b - b'0').collect();
+    let point = i64::try_from(int.len()).map_err(|_| bad())? + exp;
+    let dscale = (i64::try_from(digits.len()).map_err(|_| bad())? - point).max(0);
+    if dscale > i64::from(DSCALE_MASK) {
+        return Err(bad());
+    }
+    // Base-10000 groups aligned on the point: zeros before the first digit (and after the
+    // last) make every group four decimal places that end on a multiple of four.
+    let lead = (4 - point.rem_euclid(4)) % 4;
+    let mut padded: Vec<u8> = vec![0; usize::try_from(lead).map_err(|_| bad())?];
+    padded.extend_from_slice(&digits);
+    while padded.len() % 4 != 0 {
+        padded.push(0);
+    }
+    let aligned_point = point + lead;
+    let mut groups: Vec<u16> = padded
+        .chunks(4)
+        .map(|c| c.iter().fold(0u16, |acc, d| acc * 10 + u16::from(*d)))
+        .collect();
+    let mut weight = aligned_point / 4 - 1;
+    // No leading or trailing zero groups on the wire.
+    let lead_zeros = groups.iter().take_while(|g| **g == 0).count();
+    groups.drain(..lead_zeros);
+    weight -= i64::try_from(lead_zeros).map_err(|_| bad())?;
+    while groups.last() == Some(&0) {
+        groups.pop();
+    }
+    if groups.is_empty() {
+        weight = 0;
+    }
+    let weight = i16::try_from(weight).map_err(|_| bad())?;
+    let ndigits = u16::try_from(groups.len()).map_err(|_| bad())?;
+    let sign = if neg && !groups.is_empty() { SIGN_NEG } else { SIGN_POS };
+    out.extend_from_slice(&ndigits.to_be_bytes());
+    out.extend_from_slice(&weight.to_be_bytes());
+    out.extend_from_slice(&sign.to_be_bytes());
+    out.extend_from_slice(&(dscale as u16).to_be_bytes());
+    for g in groups {
+        debug_assert!(g < NBASE);
+        out.extend_from_slice(&g.to_be_bytes());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Encodes `s` and reads it back through the decoder.
+    fn round(s: &str) -> PgNumeric {
+        let mut out = bytes::BytesMut::new();
+        text_to_sql(s, &mut out).unwrap_or_else(|e| panic!("{s}: {e}"));
+        numeric_from_sql(&out).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn text_is_written_digit_for_digit() {
+        let wide = "123456789012345678901234567890.123456789012345678901234567890";
+        assert_eq!(round(wide), PgNumeric::Text(wide.to_owned()));
+        assert_eq!(round("1.50"), PgNumeric::Exact(Decimal::new(150, 2)));
+        assert_eq!(round("-0.00001"), PgNumeric::Exact(Decimal::new(-1, 5)));
+        assert_eq!(round("1e5"), PgNumeric::Exact(Decimal::new(100_000, 0)));
+        assert_eq!(round("1e-10"), PgNumeric::Exact(Decimal::new(1, 10)));
+        assert_eq!(round("-0"), PgNumeric::Exact(Decimal::ZERO));
+        assert_eq!(round("NaN"), PgNumeric::Text("NaN".to_owned()));
+        assert_eq!(round("-Infinity"), PgNumeric::Text("-Infinity".to_owned()));
+        for bad in ["", ".", "1.2.3", "abc", "1e", "--1", "1e99999999999999999999", "1e-99999"] {
+            assert!(text_to_sql(bad, &mut bytes::BytesMut::new()).is_err(), "{bad}");
+        }
+    }
 
     /// The wire form of the decimal text `s` (as `numeric_send` writes it), built by hand.
     fn wire(s: &str) -> Vec<u8> {

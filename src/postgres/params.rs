@@ -98,24 +98,36 @@ impl ToSql for PgParam<'_> {
                     .map_err(|_| bad())?
                     .to_sql(ty, out),
                 Type::UUID => uuid::Uuid::parse_str(s).map_err(|_| bad())?.to_sql(ty, out),
-                Type::NUMERIC => s.parse::<Decimal>().map_err(|_| bad())?.to_sql(ty, out),
+                // Digit for digit, however many digits: a `Decimal` would round past 28.
+                Type::NUMERIC => {
+                    super::numeric::text_to_sql(s, out).map_err(|_| bad())?;
+                    Ok(IsNull::No)
+                }
                 Type::DATE => NaiveDate::parse_from_str(s, "%Y-%m-%d")
                     .map_err(|_| bad())?
                     .to_sql(ty, out),
-                Type::TIMESTAMP => crate::value::parse_timestamp(s)
-                    .ok_or_else(bad)?
-                    .to_sql(ty, out),
-                Type::TIMESTAMPTZ => crate::value::parse_timestamptz(s)
-                    .ok_or_else(bad)?
-                    .to_sql(ty, out),
-                Type::TIME => crate::value::parse_time(s).ok_or_else(bad)?.to_sql(ty, out),
+                Type::TIMESTAMP => {
+                    let t = crate::value::parse_timestamp(s).ok_or_else(bad)?;
+                    exact_micros(v, t.nanosecond())?;
+                    t.to_sql(ty, out)
+                }
+                Type::TIMESTAMPTZ => {
+                    let t = crate::value::parse_timestamptz(s).ok_or_else(bad)?;
+                    exact_micros(v, t.nanosecond())?;
+                    t.to_sql(ty, out)
+                }
+                Type::TIME => {
+                    let t = crate::value::parse_time(s).ok_or_else(bad)?;
+                    exact_micros(v, t.nanosecond())?;
+                    t.to_sql(ty, out)
+                }
                 Type::INTERVAL => {
                     let i: crate::Interval = s.parse().map_err(|_| bad())?;
                     types::interval_to_sql(&i, out);
                     Ok(IsNull::No)
                 }
                 Type::MONEY => {
-                    let d = s.parse::<Decimal>().map_err(|_| bad())?;
+                    let d = Decimal::from_str_exact(s).map_err(|_| bad())?;
                     PgParam(&RowValues::Numeric(d)).to_sql(ty, out)
                 }
                 Type::INET | Type::CIDR => {

@@ -108,7 +108,8 @@ impl ColumnHint {
                 .ok()
                 .map(ValueRef::Date),
             ColumnHint::Uuid => uuid::Uuid::parse_str(s).ok().map(ValueRef::Uuid),
-            ColumnHint::Numeric => s.parse().ok().map(ValueRef::Numeric),
+            // Exactly, or not at all (the text is kept): a `Decimal` would round past 28 places.
+            ColumnHint::Numeric => crate::decode::exact_decimal(s).map(ValueRef::Numeric),
             ColumnHint::Json => serde_json::from_str(s)
                 .ok()
                 .map(|j| ValueRef::JSON(Cow::Owned(j))),

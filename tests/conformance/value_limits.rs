@@ -47,6 +47,8 @@ enum V {
     Date(NaiveDate),
     Time(NaiveTime),
     Numeric(Decimal),
+    /// A decimal wider than a `Decimal` holds, bound as its text into the decimal column.
+    WideDecimal(&'static str),
     Uuid(Uuid),
     Json(serde_json::Value),
 }
@@ -63,7 +65,7 @@ impl V {
             V::TimestampTz(_) => Logical::TimestampTz,
             V::Date(_) => Logical::Date,
             V::Time(_) => Logical::Time,
-            V::Numeric(_) => Logical::Numeric,
+            V::Numeric(_) | V::WideDecimal(_) => Logical::Numeric,
             V::Uuid(_) => Logical::Uuid,
             V::Json(_) => Logical::Json,
         }
@@ -80,7 +82,7 @@ impl V {
             V::TimestampTz(_) => "c_tz",
             V::Date(_) => "c_date",
             V::Time(_) => "c_time",
-            V::Numeric(_) => "c_num",
+            V::Numeric(_) | V::WideDecimal(_) => "c_num",
             V::Uuid(_) => "c_uuid",
             V::Json(_) => "c_json",
         }
@@ -98,6 +100,7 @@ impl V {
             V::Date(v) => RowValues::Date(*v),
             V::Time(v) => RowValues::Time(*v),
             V::Numeric(v) => RowValues::Numeric(*v),
+            V::WideDecimal(v) => RowValues::Text((*v).to_owned()),
             V::Uuid(v) => RowValues::Uuid(*v),
             V::Json(v) => RowValues::JSON(v.clone()),
         }
@@ -116,6 +119,7 @@ impl V {
             V::Date(v) => v.format("%Y-%m-%d").to_string(),
             V::Time(v) => v.format("%H:%M:%S%.9f").to_string(),
             V::Numeric(v) => decimal_canon(&v.to_string()),
+            V::WideDecimal(v) => decimal_canon(v),
             V::Uuid(v) => v.hyphenated().to_string(),
             V::Json(v) => json_canon(v),
         }
@@ -354,6 +358,17 @@ fn edges() -> Vec<V> {
     v.extend(date_edges().into_iter().map(V::Date));
     v.extend(time_edges().into_iter().map(V::Time));
     v.extend(decimal_edges().into_iter().map(V::Numeric));
+    v.extend(
+        [
+            // 65 digits, 35 before the point and 30 after: MySQL's widest DECIMAL.
+            "12345678901234567890123456789012345.123456789012345678901234567890",
+            "-99999999999999999999999999999999999.999999999999999999999999999999",
+            // 66 digits, one more before the point than MySQL holds.
+            "123456789012345678901234567890123456.123456789012345678901234567890",
+            "0.000000000000000000000000000001",
+        ]
+        .map(V::WideDecimal),
+    );
     v.extend([V::Uuid(Uuid::nil()), V::Uuid(Uuid::max())]);
     v.extend(json_edges().into_iter().map(V::Json));
     v
@@ -428,6 +443,16 @@ async fn crate_read(conn: &mut Conn, like: &V, id: i64) -> Result<Option<String>
             .format("%H:%M:%S%.9f")
             .to_string()),
         V::Numeric(_) => read!(Decimal, |v: Decimal| decimal_canon(&v.to_string())),
+        // Wider than a `Decimal`: exact text (or a `Numeric`, where it fits).
+        V::WideDecimal(_) => {
+            let rs = q.select().await.map_err(|e| format!("{e}"))?;
+            Ok(rs.results.first().map(|row| match row.get_by_index(0) {
+                Some(RowValues::Numeric(d)) => decimal_canon(&d.to_string()),
+                Some(RowValues::Text(t)) => decimal_canon(t),
+                Some(RowValues::Null) | None => "NULL".to_owned(),
+                Some(other) => format!("{other:?}"),
+            }))
+        }
         V::Uuid(_) => read!(Uuid, |v: Uuid| v.hyphenated().to_string()),
         V::Json(_) => read!(serde_json::Value, |v: serde_json::Value| json_canon(&v)),
     }
@@ -488,7 +513,7 @@ fn stored_canon(like: &V, s: Stored) -> String {
             |_| format!("unparsed {t:?}"),
             |d| d.format("%H:%M:%S%.9f").to_string(),
         ),
-        (V::Numeric(_), Stored::Text(t)) => decimal_canon(&t),
+        (V::Numeric(_) | V::WideDecimal(_), Stored::Text(t)) => decimal_canon(&t),
         (V::Uuid(_), Stored::Text(t)) => t.to_ascii_lowercase(),
         (V::Json(_), Stored::Text(t)) => serde_json::from_str::<serde_json::Value>(&t)
             .map_or_else(|_| format!("unparsed {t:?}"), |j| json_canon(&j)),
@@ -560,7 +585,7 @@ async fn raw_read(
             let client = conn.postgres_client().await.map_err(|e| e.to_string())?;
             // Numeric and JSON as the server's own text; the rest in the driver's types.
             let cast = match like {
-                V::Numeric(_) | V::Json(_) => "::text",
+                V::Numeric(_) | V::WideDecimal(_) | V::Json(_) => "::text",
                 _ => "",
             };
             let sql = format!("SELECT {col}{cast} FROM vl WHERE id = $1");
@@ -591,7 +616,7 @@ async fn raw_read(
                 V::Time(_) => get!(NaiveTime, |v: NaiveTime| v
                     .format("%H:%M:%S%.9f")
                     .to_string()),
-                V::Numeric(_) => get!(String, |v: String| decimal_canon(&v)),
+                V::Numeric(_) | V::WideDecimal(_) => get!(String, |v: String| decimal_canon(&v)),
                 V::Uuid(_) => get!(Uuid, |v: Uuid| v.hyphenated().to_string()),
                 V::Json(_) => get!(String, |v: String| {
                     serde_json::from_str::<serde_json::Value>(&v)
@@ -630,7 +655,7 @@ async fn raw_read(
                 (V::Time(_), M::Time(false, 0, h, mi, s, us)) => {
                     format!("{h:02}:{mi:02}:{s:02}.{us:06}000")
                 }
-                (V::Numeric(_), M::Bytes(b)) => decimal_canon(&text(&b)?),
+                (V::Numeric(_) | V::WideDecimal(_), M::Bytes(b)) => decimal_canon(&text(&b)?),
                 (V::Uuid(_), M::Bytes(b)) => text(&b)?,
                 (V::Json(_), M::Bytes(b)) => {
                     let t = text(&b)?;
