@@ -178,17 +178,7 @@ async fn visible(observer: &ConfigAndPool, ids: &[i64]) -> usize {
 }
 
 async fn acknowledged_writes(db: &TestDb) {
-    let mut setup = db.conn().await;
-    batch(
-        &mut setup,
-        &format!(
-            "CREATE TABLE dur (id {} PRIMARY KEY, v {})",
-            db.ty(Logical::Int),
-            db.ty(Logical::Text)
-        ),
-    )
-    .await;
-    drop(setup);
+    create_table(db, &mut db.conn().await, "dur", &[("v", Logical::Text)]).await;
     let observer = db
         .builder()
         .max_size(1)
@@ -303,17 +293,7 @@ async fn acknowledged_writes(db: &TestDb) {
 /// A hook that turns autocommit off (MySQL) or leaves the session as the engine has it: the
 /// pool's writes are still committed, or the pool refuses the connection.
 async fn hook_settings(db: &TestDb) {
-    let mut setup = db.conn().await;
-    batch(
-        &mut setup,
-        &format!(
-            "CREATE TABLE dur (id {} PRIMARY KEY, v {})",
-            db.ty(Logical::Int),
-            db.ty(Logical::Text)
-        ),
-    )
-    .await;
-    drop(setup);
+    create_table(db, &mut db.conn().await, "dur", &[("v", Logical::Text)]).await;
     let script = match db.kind {
         Kind::Mysql => "SET autocommit = 0",
         Kind::Postgres => "SET default_transaction_isolation = 'serializable'",

@@ -7,7 +7,10 @@
 //! expressions of its family). Each file runs in two fresh databases on the same server, one
 //! for each side, so that every statement really runs on both: the crate's pool works in the
 //! first, a raw `mysql_async` connection in the second, set up as the crate documents its
-//! sessions (UTC, and `UPDATE` counting the rows it matched). Since both sides run on the same
+//! sessions (UTF-8, UTC, strict, autocommit, and `UPDATE` counting the rows it matched), and
+//! read under the crate's documented rules: a write the server accepts only with a warning that
+//! it changed a value is a failure, and an upsert or a `REPLACE` counts each row it wrote once.
+//! Since both sides run on the same
 //! server, no expected output is stored: whatever MySQL or MariaDB answers, the crate must
 //! answer the same.
 //!
@@ -1030,6 +1033,53 @@ fn compare_rows(
     }
 }
 
+/// The warnings and notes that say the server stored a value other than the one given: the crate
+/// documents a write the server accepted only so as an error (see `src/mysql/warnings.rs`).
+const CHANGED: [u16; 14] = [
+    1048, 1246, 1262, 1263, 1264, 1265, 1292, 1300, 1364, 1366, 1367, 1406, 1411, 1918,
+];
+
+/// The code of a warning of the raw side's last statement that says a value was changed.
+async fn changed_value(raw: &mut mysql_async::Conn) -> Option<u16> {
+    if raw.get_warnings() == 0 {
+        return None;
+    }
+    let rows: Vec<(String, u16, String)> = raw.query("SHOW WARNINGS").await.ok()?;
+    rows.into_iter()
+        .map(|(_, code, _)| code)
+        .find(|c| CHANGED.contains(c))
+}
+
+/// The raw side's row count with the meaning the crate documents for every engine (see
+/// `src/mysql/counts.rs`): a statement other than DML counts 0 (MySQL's own count of a
+/// `CREATE TABLE … AS SELECT` is the rows it copied); an upsert (`ON DUPLICATE KEY UPDATE`) and a
+/// `REPLACE` count each row they wrote once, as the server's `Records: N` says (one row, when the
+/// info has none).
+fn documented_count(sql: &str, affected: u64, info: &str) -> u64 {
+    let upper = sql.trim_start().to_ascii_uppercase();
+    let dml = ["INSERT", "UPDATE", "DELETE", "REPLACE", "WITH"]
+        .iter()
+        .any(|w| upper.starts_with(w));
+    if !dml {
+        return 0;
+    }
+    let rule = upper.starts_with("REPLACE") || upper.contains("ON DUPLICATE KEY UPDATE");
+    if !rule {
+        return affected;
+    }
+    info.split("Records:")
+        .nth(1)
+        .and_then(|rest| {
+            let d: String = rest
+                .trim_start()
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            d.parse().ok()
+        })
+        .unwrap_or(affected.min(1))
+}
+
 /// Runs one statement, query or batch through both sides. Returns whether the crate's call
 /// failed (which aborts a transaction).
 async fn step<E: Exec>(
@@ -1045,8 +1095,11 @@ async fn step<E: Exec>(
             tally.statements += 1;
             let ours = ex.query_builder(&r.sql).params(&params).dml().await;
             let theirs = match raw_statement(&r.sql, &r.params) {
-                Ok((sql, values)) => match raw.exec_drop(sql, values).await {
-                    Ok(()) => Ok(raw.affected_rows()),
+                Ok((sql, values)) => match raw.exec_drop(&sql, values).await {
+                    Ok(()) => match changed_value(raw).await {
+                        Some(code) => Err(format!("the server changed a value (warning {code})")),
+                        None => Ok(documented_count(&sql, raw.affected_rows(), &raw.info())),
+                    },
                     Err(x) => Err(x.to_string()),
                 },
                 Err(x) => Err(x),
@@ -1210,7 +1263,10 @@ async fn run_fresh(records: Vec<Record>, tally: &mut Tally) {
         // The session the crate documents for its own: UTC, and UPDATE counting matched rows.
         let opts = mysql_async::OptsBuilder::from_opts(opts)
             .client_found_rows(true)
-            .setup(vec!["SET time_zone = '+00:00'"]);
+            .setup(vec![
+                "SET NAMES utf8mb4, time_zone = '+00:00', autocommit = 1, \
+                 sql_mode = CONCAT_WS(',', NULLIF(@@session.sql_mode, ''), 'STRICT_ALL_TABLES')",
+            ]);
         let mut raw = mysql_async::Conn::new(opts).await.expect("raw connection");
         run_file(&mut conn, &mut raw, records, file_tally).await;
         drop(conn);

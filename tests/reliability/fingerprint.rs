@@ -443,31 +443,7 @@ const NOT_PREPARABLE: &str = "MySQL cannot prepare PREPARE (ER_UNSUPPORTED_PS): 
 const IMPLICIT_COMMIT: &str = "MySQL commits the open transaction implicitly around this \
      statement, so the middleware fails the Tx with TransactionState";
 
-/// Every path but raw access.
-const NOT_RAW: &[Path] = &[
-    QuerySelect,
-    QueryDml,
-    QueryOne,
-    QueryAll,
-    QueryStream,
-    PrepSelect,
-    PrepDml,
-    PrepOne,
-    PrepAll,
-    PrepStream,
-    ExecuteBatch,
-    Pipeline,
-    TxQuery,
-    TxPrepare,
-    TxBatch,
-    SpQuery,
-    SpBatch,
-    ExecConn,
-    ExecTx,
-    ExecSp,
-];
-
-/// Raw access.
+/// Raw access (skipped where a case is refused on every other path: see [`RAW_PUT_BACK`]).
 const RAW: &[Path] = &[Raw, TxRaw];
 
 const RAW_PUT_BACK: &str = "after raw access the middleware puts the setting back at the \
@@ -504,25 +480,25 @@ fn mysql_cases(mariadb: bool) -> Vec<Case> {
         c("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
         c("SET SESSION TRANSACTION READ ONLY"),
         c("SET NAMES latin1")
-            .refused(NOT_RAW, NOT_UTF8)
+            .refused(&PATHS, NOT_UTF8)
             .skip(RAW, RAW_PUT_BACK),
         c("SET character_set_client = latin1")
-            .refused(NOT_RAW, NOT_UTF8)
+            .refused(&PATHS, NOT_UTF8)
             .skip(RAW, RAW_PUT_BACK),
         c("SET character_set_results = NULL")
-            .refused(NOT_RAW, NOT_UTF8)
+            .refused(&PATHS, NOT_UTF8)
             .skip(RAW, RAW_PUT_BACK),
         c("SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci"),
         c("SET collation_connection = 'utf8mb4_bin'"),
         c("SET foreign_key_checks = 0"),
         c("SET autocommit = 0")
-            .refused(NOT_RAW, AUTOCOMMIT)
+            .refused(&PATHS, AUTOCOMMIT)
             .skip(RAW, RAW_PUT_BACK),
         c("SET SESSION autocommit = OFF")
-            .refused(NOT_RAW, AUTOCOMMIT)
+            .refused(&PATHS, AUTOCOMMIT)
             .skip(RAW, RAW_PUT_BACK),
         c("SET completion_type = 'CHAIN'")
-            .refused(NOT_RAW, AUTOCOMMIT)
+            .refused(&PATHS, AUTOCOMMIT)
             .skip(RAW, RAW_PUT_BACK),
         c("SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED"),
         c("SET SESSION sql_mode = ''"),
