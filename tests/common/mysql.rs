@@ -334,6 +334,10 @@ fn try_start_throwaway_server() -> Result<String, String> {
     server::start()
 }
 
+#[cfg(unix)]
+#[allow(unused_imports)]
+pub use server::install_data_dir;
+
 /// The unix-only machinery behind the throwaway server.
 #[cfg(unix)]
 mod server {
@@ -506,29 +510,7 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
             None
         };
         let data = base.join("data");
-        let mut cmd = Command::new(install);
-        cmd.arg("--no-defaults")
-            .arg(format!("--datadir={}", data.display()))
-            .arg("--auth-root-authentication-method=normal")
-            .arg("--skip-test-db")
-            .arg("--skip-name-resolve");
-        if let Some(user) = &user {
-            cmd.arg(format!("--user={user}"));
-        }
-        let out = cmd
-            .current_dir(base)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", install.display()))?;
-        if !out.status.success() {
-            return Err(format!(
-                "{} failed ({}): {}{}",
-                install.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stdout).trim(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
+        install_data_dir(install, &data, user.as_deref(), base)?;
 
         let mut last_error = String::new();
         for _ in 0..3 {
@@ -542,6 +524,46 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
             }
         }
         Err(last_error)
+    }
+
+    /// Runs `install` (`mariadb-install-db`) for the data directory `data` (as `user`, from
+    /// `cwd`). Under load the installation of the system tables now and then fails: it is run
+    /// again on an empty directory, three times at most.
+    pub fn install_data_dir(
+        install: &Path,
+        data: &Path,
+        user: Option<&str>,
+        cwd: &Path,
+    ) -> Result<(), String> {
+        let mut last = String::new();
+        for _ in 0..3 {
+            let _ = fs::remove_dir_all(data);
+            let mut cmd = Command::new(install);
+            cmd.arg("--no-defaults")
+                .arg(format!("--datadir={}", data.display()))
+                .arg("--auth-root-authentication-method=normal")
+                .arg("--skip-test-db")
+                .arg("--skip-name-resolve");
+            if let Some(user) = user {
+                cmd.arg(format!("--user={user}"));
+            }
+            let out = cmd
+                .current_dir(cwd)
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| format!("cannot run {}: {e}", install.display()))?;
+            if out.status.success() {
+                return Ok(());
+            }
+            last = format!(
+                "{} failed ({}): {}{}",
+                install.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stdout).trim(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Err(last)
     }
 
     /// Starts the server on `port` and waits until it accepts connections.

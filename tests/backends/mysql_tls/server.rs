@@ -258,27 +258,8 @@ pub async fn start(setup: Setup) -> Server {
         None
     };
     let data = dir.join("data");
-    let mut cmd = Command::new(&install);
-    cmd.arg("--no-defaults")
-        .arg(format!("--datadir={}", data.display()))
-        .arg("--auth-root-authentication-method=normal")
-        .arg("--skip-test-db")
-        .arg("--skip-name-resolve");
-    if let Some(u) = user {
-        cmd.arg(format!("--user={u}"));
-    }
-    let out = cmd
-        .current_dir(&dir)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run mariadb-install-db");
-    assert!(
-        out.status.success(),
-        "{} failed: {}{}",
-        install.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::mysql::install_data_dir(&install, &data, user, &dir)
+        .unwrap_or_else(|e| panic!("{e}"));
     let port = TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
