@@ -90,6 +90,11 @@ impl MiddlewarePoolConnection {
 /// What a span shows for a bulk load: the statement's shape, never a value.
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 fn describe(t: &BulkTarget) -> String {
-    let d = crate::sql::Dialect::Postgres;
+    let d = crate::sql::Dialect {
+        lexer: crate::sql::Lexer::Plain,
+        ident_quote: '"',
+        folds_to_lower: true,
+        outside_tx_only: |_| None,
+    };
     format!("BULK INSERT INTO {} ({})", t.table_sql(d), t.columns_sql(d))
 }

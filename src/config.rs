@@ -7,19 +7,7 @@ use crate::pool::{MiddlewarePool, MiddlewarePoolConnection, PoolStatus};
 use crate::pooling::PoolOptions;
 use crate::translation::TranslationMode;
 
-/// Which engine a pool talks to.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DatabaseType {
-    /// SQLite through rusqlite.
-    Sqlite,
-    /// PostgreSQL through tokio-postgres.
-    Postgres,
-    /// Turso through the `turso` crate.
-    Turso,
-    /// MySQL or MariaDB through mysql_async.
-    Mysql,
-}
+pub use crate::engine::DatabaseType;
 
 #[derive(Debug, Clone)]
 pub(crate) enum Target {

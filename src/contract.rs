@@ -28,7 +28,6 @@ use std::sync::Arc;
 use crate::decode::FromRow;
 use crate::error::Result;
 use crate::results::{Columns, ResultSet};
-use crate::sql::Dialect;
 use crate::sql::ident::BulkTarget;
 use crate::stmt_cache::StatementCacheStats;
 use crate::translation::TranslationMode;
@@ -54,14 +53,6 @@ pub(crate) trait Wing {
     type Stmt: WingStmt;
     /// The engine's own connection type, for raw access.
     type Raw: ?Sized;
-    /// The lexer rules of the engine's SQL, for reading scripts the way the engine will.
-    const DIALECT: Dialect;
-
-    /// [`Self::DIALECT`], reachable through the pool's object wrapper.
-    fn dialect(&self) -> Dialect {
-        Self::DIALECT
-    }
-
     /// What the connection's statement cache has done since the connection opened.
     fn cache_stats(&self) -> StatementCacheStats;
 

@@ -77,6 +77,20 @@ macro_rules! wings {
                     $(#[cfg(feature = $feature)] PoolInner::$name(_) => DatabaseType::$name,)+
                 }
             }
+
+            /// The engine's name as the OpenTelemetry conventions give it (`db.system`).
+            pub(crate) fn system(&self) -> &'static str {
+                match self {
+                    $(#[cfg(feature = $feature)] PoolInner::$name(_) => crate::$wing::SYSTEM,)+
+                }
+            }
+
+            /// The engine's SQL dialect.
+            pub(crate) fn dialect(&self) -> Dialect {
+                match self {
+                    $(#[cfg(feature = $feature)] PoolInner::$name(_) => crate::$wing::DIALECT,)+
+                }
+            }
         }
 
         impl StmtHandle {
@@ -285,7 +299,7 @@ macro_rules! wings {
             /// The connection's SQL dialect, for reading scripts as its engine will.
             pub(crate) fn dialect(&self) -> Dialect {
                 match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.dialect(),)+
+                    $(#[cfg(feature = $feature)] ConnInner::$name(_) => crate::$wing::DIALECT,)+
                 }
             }
 

@@ -135,21 +135,7 @@ pub enum ErrorKind {
     Other,
 }
 
-/// Which engine produced an error.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Backend {
-    /// SQLite through rusqlite.
-    Sqlite,
-    /// PostgreSQL through tokio-postgres.
-    Postgres,
-    /// Turso through the `turso` crate.
-    Turso,
-    /// MySQL or MariaDB through mysql_async.
-    Mysql,
-    /// Raised by the middleware itself, before any engine was involved.
-    Middleware,
-}
+pub use crate::engine::Backend;
 
 /// The error type of every fallible call in this crate.
 ///
@@ -185,21 +171,10 @@ pub struct DriverError {
     raw: Box<dyn StdError + Send + Sync + 'static>,
 }
 
-impl DriverError {
-    fn engine(&self) -> &'static str {
-        match self.backend {
-            Backend::Sqlite => "SQLite",
-            Backend::Postgres => "PostgreSQL",
-            Backend::Turso => "Turso",
-            Backend::Mysql => "MySQL",
-            Backend::Middleware => "middleware",
-        }
-    }
-}
 
 impl fmt::Display for DriverError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} driver error", self.engine())?;
+        write!(f, "{} driver error", self.backend.name())?;
         if let Some(code) = &self.code {
             write!(f, " [{code}]")?;
         }

@@ -38,6 +38,7 @@ macro_rules! with_an_engine {
 with_an_engine! {
     // core
     pub mod decode;
+    mod engine;
     pub mod error;
     mod interval;
     mod json;

@@ -100,13 +100,8 @@ impl MiddlewarePool {
             }
         };
         // `db.system` as the OpenTelemetry conventions name the engines.
-        let (system, dialect) = match inner.database_type() {
-            DatabaseType::Sqlite => ("sqlite", crate::sql::Dialect::Sqlite),
-            DatabaseType::Postgres => ("postgresql", crate::sql::Dialect::Postgres),
-            DatabaseType::Turso => ("turso", crate::sql::Dialect::Sqlite),
-            DatabaseType::Mysql => ("mysql", crate::sql::Dialect::Mysql),
-        };
-        let trace = crate::telemetry::PoolTrace::new(&trace_opts, system, dialect, server);
+        let trace =
+            crate::telemetry::PoolTrace::new(&trace_opts, inner.system(), inner.dialect(), server);
         Ok(Self {
             inner,
             translation,

@@ -270,10 +270,10 @@ mod on {
                         target: "sql_middleware",
                         $($parent)*
                         "statement",
-                        otel.name = operation(sql, s.dialect),
+                        otel.name = operation(sql, s.dialect.lexer),
                         otel.kind = "client",
                         db.system = s.system,
-                        db.operation.name = operation(sql, s.dialect),
+                        db.operation.name = operation(sql, s.dialect.lexer),
                         db.query.text = sql,
                         db.namespace = s.namespace.as_deref(),
                         server.address = self.host.as_ref().map(|h| &*h.0).or(s.address.as_deref()),
@@ -361,7 +361,7 @@ mod on {
     }
 
     /// The statement's first keyword, upper-cased: `SELECT`, `INSERT`, `WITH`, ….
-    fn operation(sql: &str, d: Dialect) -> String {
+    fn operation(sql: &str, d: crate::sql::Lexer) -> String {
         crate::sql::scanner::tokens(sql, d)
             .find(|t| !t.kind.is_blank())
             .filter(|t| t.kind == crate::sql::scanner::Kind::Word)
@@ -372,16 +372,17 @@ mod on {
     #[cfg(test)]
     mod tests {
         use super::*;
+        use crate::sql::Lexer;
 
         #[test]
         fn operation_is_the_first_keyword() {
-            assert_eq!(operation("  select 1", Dialect::Sqlite), "SELECT");
+            assert_eq!(operation("  select 1", Lexer::Plain), "SELECT");
             assert_eq!(
-                operation("/* x */ -- y\n insert into t values (1)", Dialect::Postgres),
+                operation("/* x */ -- y\n insert into t values (1)", Lexer::DollarQuotes),
                 "INSERT"
             );
-            assert_eq!(operation("", Dialect::Sqlite), "");
-            assert_eq!(operation("'lit'", Dialect::Sqlite), "");
+            assert_eq!(operation("", Lexer::Plain), "");
+            assert_eq!(operation("'lit'", Lexer::Plain), "");
         }
     }
 }

@@ -8,7 +8,6 @@ use mysql_async::Value;
 use super::conn::{MyConnection, count_rows};
 use super::params::to_value;
 use crate::error::Result;
-use crate::sql::Dialect;
 use crate::sql::ident::BulkTarget;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
@@ -105,7 +104,7 @@ impl MyConnection {
     /// Runs one `INSERT` of `rows` rows.
     async fn insert(&mut self, target: &BulkTarget, rows: usize, values: Vec<Value>) -> Result<()> {
         let s = self
-            .prepare_within(&target.insert_sql(Dialect::Mysql, rows), TranslationMode::Off)
+            .prepare_within(&target.insert_sql(super::dialect::DIALECT, rows), TranslationMode::Off)
             .await?;
         super::conn::check_size(self.client()?, &values)?;
         self.in_flight = true;

@@ -28,7 +28,7 @@ use crate::value::RowValues;
 /// A pooled MySQL connection as deadpool hands it out.
 pub(super) type Obj = deadpool::managed::Object<super::config::MyManager>;
 
-const D: Dialect = Dialect::Mysql;
+const D: Dialect = super::dialect::DIALECT;
 
 /// Whether the server reported an open transaction in its last answer. Only right after a
 /// statement ran to its end: mysql_async keeps a prepare's answer as its "last OK packet" too,
@@ -668,13 +668,13 @@ impl MyConnection {
                 "the SQL text holds more than one statement; run scripts with execute_batch",
             ));
         }
-        let crate::translation::MysqlText {
+        let super::dialect::MysqlText {
             text,
             order,
             params,
         } = match mode {
-            TranslationMode::On => crate::translation::to_mysql(sql)?,
-            TranslationMode::Off => crate::translation::MysqlText {
+            TranslationMode::On => super::dialect::to_mysql(sql)?,
+            TranslationMode::Off => super::dialect::MysqlText {
                 text: Cow::Borrowed(sql),
                 order: None,
                 params: usize::MAX,
@@ -963,7 +963,6 @@ pub(super) async fn forget_statements(c: &mut MyClient) {
 impl Wing for MyConnection {
     type Stmt = MyStmt;
     type Raw = mysql_async::Conn;
-    const DIALECT: Dialect = Dialect::Mysql;
 
     async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<MyStmt>> {
         limited!(self, self.prepare_within(sql, mode).await, false)
@@ -1271,11 +1270,11 @@ impl MySetup<'_> {
     /// its own, as the unnamed mode does).
     async fn statement(&mut self, sql: &str, params: &[RowValues]) -> Result<(MyStmt, Vec<Value>)> {
         crate::sql::reject_nul(sql)?;
-        let crate::translation::MysqlText {
+        let super::dialect::MysqlText {
             text,
             order,
             params: n,
-        } = crate::translation::to_mysql(sql)?;
+        } = super::dialect::to_mysql(sql)?;
         let c = &mut *self.0;
         let st = c.conn.prep(text.as_ref()).await.map_err(map_err)?;
         let s = MyStmt {

@@ -10,7 +10,6 @@
 //! which a statement of several rows carries: every record is one row written. A statement of
 //! one row carries none; it wrote that row once.
 
-use crate::sql::Dialect;
 use crate::sql::scanner::{Kind, tokens};
 
 /// How a statement's affected-row count is read.
@@ -25,7 +24,7 @@ pub(crate) enum CountRule {
 impl CountRule {
     /// The rule for a statement's text (placeholders already `?`).
     pub(crate) fn of(sql: &str) -> Self {
-        let mut words = tokens(sql, Dialect::Mysql)
+        let mut words = tokens(sql, super::dialect::DIALECT)
             .filter(|t| t.kind == Kind::Word)
             .map(|t| &sql[t.start..t.end]);
         let Some(first) = words.next() else {

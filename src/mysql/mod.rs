@@ -15,6 +15,7 @@ pub(crate) mod check;
 pub(crate) mod config;
 pub(crate) mod conn;
 pub(crate) mod counts;
+pub(crate) mod dialect;
 pub(crate) mod error;
 mod liveness;
 pub(crate) mod params;
@@ -41,3 +42,7 @@ pub(crate) type Stmt = stmt::MyStmt;
 pub(crate) type Conn = conn::MyConnection;
 /// A statement of the MySQL wing being streamed.
 pub(crate) type Cursor<T> = stream::MyCursor<T>;
+
+/// The engine's name as the OpenTelemetry conventions give it (`db.system`).
+pub(crate) const SYSTEM: &str = "mysql";
+pub(crate) use dialect::DIALECT;

@@ -17,7 +17,7 @@ use crate::sql::Dialect;
 use crate::sql::scanner::{Kind, Token, tokens};
 use crate::sql::script::statements;
 
-const D: Dialect = Dialect::Mysql;
+const D: Dialect = super::dialect::DIALECT;
 
 /// First words of statements that may be plain.
 const PLAIN_HEADS: [&str; 14] = [

@@ -48,7 +48,7 @@ impl Effects {
         Self {
             writes: super::session::writes(text),
             plain: super::session::is_plain(text),
-            ddl: crate::sql::changes_schema(text, crate::sql::Dialect::Mysql),
+            ddl: crate::sql::changes_schema(text, super::dialect::DIALECT),
             routine: super::session::runs_routine(text),
         }
     }

@@ -39,7 +39,7 @@ impl PgConnection {
         if self.needs_rollback || self.in_flight {
             self.repair().await?;
         }
-        let d = crate::sql::Dialect::Postgres;
+        let d = super::dialect::DIALECT;
         let (table, cols) = (target.table_sql(d), target.columns_sql(d));
         let select = format!("SELECT {cols} FROM {table} LIMIT 0");
         let copy = format!("COPY {table} ({cols}) FROM STDIN (FORMAT binary)");

@@ -71,7 +71,7 @@ use crate::contract::Wing;
 use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
-use crate::sql::Session;
+use super::effects::Session;
 use crate::sql::ident::BulkTarget;
 use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
 use crate::value::RowValues;
@@ -231,14 +231,14 @@ impl PgConnection {
     /// changes, and (outside a `Tx`) transaction control, after which the server's transaction
     /// status is no longer known and is checked or reset before the connection is reused.
     fn note_sql(&mut self, sql: &str) {
-        let s = crate::sql::session_change(sql);
+        let s = super::effects::session_change(sql);
         if s > self.session {
             self.session = s;
         }
-        if s != Session::Untouched && crate::sql::pg_effects::deallocates(sql) {
+        if s != Session::Untouched && super::effects::deallocates(sql) {
             self.deallocated = true;
         }
-        if !self.in_tx && crate::sql::has_transaction_control(sql, crate::sql::Dialect::Postgres) {
+        if !self.in_tx && crate::sql::has_transaction_control(sql, super::dialect::DIALECT) {
             self.unknown = true;
         }
     }
@@ -587,11 +587,11 @@ impl PgConnection {
             TranslationMode::On => translate_placeholders(sql, PlaceholderStyle::Postgres),
             TranslationMode::Off => std::borrow::Cow::Borrowed(sql),
         };
-        const PG: crate::sql::Dialect = crate::sql::Dialect::Postgres;
-        let session = crate::sql::session_change(&translated);
+        const PG: crate::sql::Dialect = super::dialect::DIALECT;
+        let session = super::effects::session_change(&translated);
         let tx_control = crate::sql::has_transaction_control(&translated, PG);
         let deallocates =
-            session != Session::Untouched && crate::sql::pg_effects::deallocates(&translated);
+            session != Session::Untouched && super::effects::deallocates(&translated);
         // Parsed in the session the pool configured (not after a `SET search_path`, which a
         // prepared statement keeps), so it stays valid across a reset.
         let clean = self.session == Session::Untouched;
@@ -703,12 +703,12 @@ impl PgConnection {
         crate::sql::reject_nul(sql)?;
         self.note_sql(sql);
         let own_tx =
-            !in_tx && crate::sql::has_transaction_control(sql, crate::sql::Dialect::Postgres);
+            !in_tx && crate::sql::has_transaction_control(sql, super::dialect::DIALECT);
         if own_tx {
             self.unknown = true;
         }
         // After a `DEALLOCATE` or `DISCARD ALL` the cached statements may be gone on the server.
-        if self.deallocated || crate::sql::changes_schema(sql, crate::sql::Dialect::Postgres) {
+        if self.deallocated || crate::sql::changes_schema(sql, super::dialect::DIALECT) {
             // Plans cached on this connection may describe tables the script changes; a stale
             // one would fail ("cached plan must not change result type") and, inside a
             // transaction, abort it. Prepare them again instead.
@@ -722,8 +722,8 @@ impl PgConnection {
             // Each run of ordinary statements is one implicit transaction; a statement that
             // cannot run inside one (`VACUUM`, `CREATE INDEX CONCURRENTLY`, …) runs on its own.
             let mut r = Ok(());
-            for (part, _) in crate::sql::segments(sql, crate::sql::Dialect::Postgres) {
-                if !crate::sql::is_blank(part, crate::sql::Dialect::Postgres) {
+            for (part, _) in crate::sql::segments(sql, super::dialect::DIALECT) {
+                if !crate::sql::is_blank(part, super::dialect::DIALECT) {
                     r = self.simple(part).await;
                     if r.is_err() {
                         break;
@@ -743,7 +743,6 @@ impl PgConnection {
 impl Wing for PgConnection {
     type Stmt = PgStmt;
     type Raw = tokio_postgres::Client;
-    const DIALECT: crate::sql::Dialect = crate::sql::Dialect::Postgres;
 
     /// After an operation of the middleware was cancelled outside a transaction: whatever it
     /// left (a running statement, an open `BEGIN`) is cleaned before the next one.

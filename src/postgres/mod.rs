@@ -7,6 +7,8 @@
 pub(crate) mod bulk;
 pub(crate) mod config;
 pub(crate) mod conn;
+pub(crate) mod dialect;
+pub(crate) mod effects;
 pub(crate) mod error;
 pub(crate) mod hosts;
 pub(crate) mod listen;
@@ -32,3 +34,7 @@ pub(crate) type Stmt = stmt::PgStmt;
 pub(crate) type Conn = conn::PgConnection;
 /// A statement of the postgres wing being streamed.
 pub(crate) type Cursor<T> = stream::PgCursor<T>;
+
+/// The engine's name as the OpenTelemetry conventions give it (`db.system`).
+pub(crate) const SYSTEM: &str = "postgresql";
+pub(crate) use dialect::DIALECT;

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use crate::contract::WingStmt;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::Columns;
-use crate::sql::scanner::{Dialect, Kind};
+use crate::sql::scanner::Kind;
 use crate::value::RowValues;
 
 /// The most parameters one Postgres statement can take (the protocol counts them in 16 bits).
@@ -30,7 +30,7 @@ pub(crate) struct PgStmt {
     pub(super) dml: bool,
     /// What running it may change in the session (anything but a plain statement, see
     /// `crate::sql::pg_effects`).
-    pub(super) session: crate::sql::Session,
+    pub(super) session: super::effects::Session,
     /// Prepared while the session was as the pool configured it (so a reset leaves it valid).
     pub(super) clean: bool,
     /// It deallocates prepared statements (`DEALLOCATE`, `DISCARD ALL`).
@@ -56,7 +56,7 @@ impl WingStmt for PgStmt {
     /// other than the known built-ins, `DO`, `CALL` (see `crate::sql::pg_effects`). Only a
     /// plain query that returns rows is a read (a data-changing CTE counts as DML).
     fn writes(&self) -> bool {
-        self.dml || self.columns.is_empty() || self.session != crate::sql::Session::Untouched
+        self.dml || self.columns.is_empty() || self.session != super::effects::Session::Untouched
     }
 }
 
@@ -67,7 +67,7 @@ pub(super) fn too_many_placeholders(sql: &str) -> Result<()> {
     if sql.len() <= 2 * MAX_PARAMS {
         return Ok(());
     }
-    let max = crate::sql::scanner::tokens(sql, Dialect::Postgres)
+    let max = crate::sql::scanner::tokens(sql, super::dialect::DIALECT)
         .filter(|t| t.kind == Kind::Placeholder)
         .map(|t| sql[t.start + 1..t.end].parse().unwrap_or(usize::MAX))
         .max()

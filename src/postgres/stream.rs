@@ -340,12 +340,12 @@ impl PgConnection {
 /// query runs as a cursor: one that did not would make a dropped stream hold the
 /// transaction's next statement until the rest of its rows had crossed the network.
 fn cursor_query(s: &PgStmt) -> bool {
-    use crate::sql::scanner::{Dialect, Kind, tokens};
+    use crate::sql::scanner::{Kind, tokens};
     if s.dml {
         return false;
     }
     let text = &*s.text;
-    tokens(text, Dialect::Postgres)
+    tokens(text, super::dialect::DIALECT)
         .find(|t| !(t.kind.is_blank() || (t.kind == Kind::Punct && &text[t.start..t.end] == "(")))
         .filter(|t| t.kind == Kind::Word)
         .is_some_and(|t| {

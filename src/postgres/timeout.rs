@@ -76,12 +76,12 @@ pub(super) async fn checkout(pool: &super::Pool, deadline: Option<Instant>) -> R
 /// provably plain (it calls a function that may write; see `sql::pg_effects`), as prepared
 /// statements count their writes. Read only when a script's limit has passed.
 pub(super) fn script_writes(sql: &str) -> bool {
-    use crate::sql::Dialect::Postgres as PG;
+    use super::dialect::DIALECT as PG;
     crate::sql::script::statements(sql, PG)
         .filter(|st| !crate::sql::is_blank(st, PG))
         .any(|st| {
             crate::sql::is_dml(st, PG)
-                || crate::sql::session_change(st) != crate::sql::Session::Untouched
+                || super::effects::session_change(st) != super::effects::Session::Untouched
                 || !crate::sql::scanner::tokens(st, PG)
                     .find(|t| !t.kind.is_blank())
                     .filter(|t| t.kind == crate::sql::scanner::Kind::Word)

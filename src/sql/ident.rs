@@ -7,11 +7,11 @@
 //! outside quotes, `;`, comments, empty names, NUL bytes, an unclosed quote) is refused with
 //! [`ErrorKind::InvalidInput`] before any SQL is built.
 //!
-//! Written back, every part is double-quoted (backticked on MySQL). A plain name keeps its meaning: Postgres folds
-//! unquoted names to lower case, so a plain part is lower-cased there first; SQLite matches
-//! names without regard to ASCII case, quoted or not.
+//! Written back, every part is quoted in the dialect's identifier quotes. A plain name keeps its
+//! meaning: where the engine folds unquoted names to lower case, a plain part is lower-cased
+//! first; elsewhere it is quoted as given.
 
-use super::Dialect;
+use super::dialect::Dialect;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 
 /// One part of a name, as the caller wrote it.
@@ -25,11 +25,10 @@ struct Part {
 
 impl Part {
     fn write(&self, d: Dialect, out: &mut String) {
-        // MySQL quotes identifiers with backticks (double quotes make strings there).
-        let quote = if d == Dialect::Mysql { '`' } else { '"' };
+        let quote = d.ident_quote;
         out.push(quote);
         let folded;
-        let name = if !self.quoted && d == Dialect::Postgres {
+        let name = if !self.quoted && d.folds_to_lower {
             folded = self.name.to_ascii_lowercase();
             &folded
         } else {
@@ -166,7 +165,7 @@ impl BulkTarget {
     }
 
     /// Column `k`'s name as given (for messages).
-    #[cfg(feature = "postgres")]
+    #[cfg_attr(not(feature = "_server"), allow(dead_code))]
     pub(crate) fn column(&self, k: usize) -> &str {
         self.columns.get(k).map_or("?", |p| p.name.as_str())
     }
@@ -196,8 +195,8 @@ impl BulkTarget {
     }
 
     /// `INSERT INTO t (cols) VALUES (?, …), …` with `rows` rows of anonymous `?` placeholders
-    /// (SQLite, Turso and MySQL).
-    #[cfg(any(feature = "sqlite", feature = "turso", feature = "mysql"))]
+    /// (for the engines that take them; a build with only other engines does not use it).
+    #[cfg_attr(not(feature = "_embedded"), allow(dead_code))]
     pub(crate) fn insert_sql(&self, d: Dialect, rows: usize) -> String {
         let one = {
             let mut s = String::from("(");
@@ -236,6 +235,17 @@ impl BulkTarget {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sql::scanner::Lexer;
+
+    /// Double quotes, unquoted names folded to lower case (or not).
+    fn quotes(folds_to_lower: bool) -> Dialect {
+        Dialect {
+            lexer: Lexer::Plain,
+            ident_quote: '"',
+            folds_to_lower,
+            outside_tx_only: |_| None,
+        }
+    }
 
     fn render(t: &str, cols: &[&str], d: Dialect) -> Result<String> {
         let b = BulkTarget::parse(t, cols)?;
@@ -245,18 +255,18 @@ mod tests {
     #[test]
     fn plain_and_quoted_names_are_written_quoted() {
         assert_eq!(
-            render("Users", &["id", "Name"], Dialect::Postgres).unwrap(),
+            render("Users", &["id", "Name"], quotes(true)).unwrap(),
             r#""users" ("id", "name")"#
         );
         assert_eq!(
-            render("Users", &["id", "Name"], Dialect::Sqlite).unwrap(),
+            render("Users", &["id", "Name"], quotes(false)).unwrap(),
             r#""Users" ("id", "Name")"#
         );
         assert_eq!(
             render(
                 r#"app."Order ""Lines""""#,
                 &[r#""a;b""#, "order"],
-                Dialect::Postgres
+                quotes(true)
             )
             .unwrap(),
             r#""app"."Order ""Lines""" ("a;b", "order")"#
@@ -293,11 +303,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg(any(feature = "sqlite", feature = "turso"))]
     fn insert_sql_has_one_group_per_row() {
         let b = BulkTarget::parse("t", &["a", "b"]).unwrap();
         assert_eq!(
-            b.insert_sql(Dialect::Sqlite, 2),
+            b.insert_sql(quotes(false), 2),
             r#"INSERT INTO "t" ("a", "b") VALUES (?, ?), (?, ?)"#
         );
     }

@@ -3,14 +3,14 @@
 
 use proptest::prelude::*;
 
-use super::scanner::{Dialect, Kind, tokens};
+use super::scanner::{Kind, Lexer, tokens};
 use super::script::{
     changes_schema, ends_or_starts_transaction, has_transaction_control, is_blank, statements,
 };
 
 /// Fragments in which `;`, transaction keywords and placeholder look-alikes are protected, in
-/// the quoting forms `d`'s engine has.
-fn protected(d: Dialect) -> impl Strategy<Value = String> {
+/// the quoting forms `d` reads.
+fn protected(d: Lexer) -> impl Strategy<Value = String> {
     let inner = prop_oneof![
         Just("COMMIT".to_owned()),
         Just("BEGIN".to_owned()),
@@ -30,25 +30,25 @@ fn protected(d: Dialect) -> impl Strategy<Value = String> {
             (_, 2) => format!("\"{x}\"\"q\""),
             (_, 3) => format!("-- {x}\n"),
             (_, 4) => format!("/* {no_close} */"),
-            (Dialect::Sqlite, 5) => format!("`{x}`"),
-            (Dialect::Sqlite, 6) => format!("[{}]", x.replace(']', "")),
-            // SQLite's comments do not nest: the first `*/` ends this one.
-            (Dialect::Sqlite, _) => format!("/* {no_close} /* {no_close} */"),
-            (Dialect::Postgres, 5) => format!("E'\\'{x}\\\\'"),
-            (Dialect::Postgres, 6) => format!("/* {no_close} /* {no_close} */ {no_close} */"),
-            (Dialect::Postgres, 7) => format!("$$ {x} $$"),
-            (Dialect::Postgres, _) => format!("$body$ {x} $$ {x} $body$"),
-            (Dialect::Mysql, 5) => format!("`{x}`"),
-            (Dialect::Mysql, 6) => format!("'it\\'s {x}\\\\'"),
-            (Dialect::Mysql, 7) => format!("# {x}\n"),
-            // MySQL's comments do not nest either.
-            (Dialect::Mysql, _) => format!("/* {no_close} /* {no_close} */"),
+            (Lexer::Plain, 5) => format!("`{x}`"),
+            (Lexer::Plain, 6) => format!("[{}]", x.replace(']', "")),
+            // Plain comments do not nest: the first `*/` ends this one.
+            (Lexer::Plain, _) => format!("/* {no_close} /* {no_close} */"),
+            (Lexer::DollarQuotes, 5) => format!("E'\\'{x}\\\\'"),
+            (Lexer::DollarQuotes, 6) => format!("/* {no_close} /* {no_close} */ {no_close} */"),
+            (Lexer::DollarQuotes, 7) => format!("$$ {x} $$"),
+            (Lexer::DollarQuotes, _) => format!("$body$ {x} $$ {x} $body$"),
+            (Lexer::Backslashes, 5) => format!("`{x}`"),
+            (Lexer::Backslashes, 6) => format!("'it\\'s {x}\\\\'"),
+            (Lexer::Backslashes, 7) => format!("# {x}\n"),
+            // Nor do these.
+            (Lexer::Backslashes, _) => format!("/* {no_close} /* {no_close} */"),
         }
     })
 }
 
 /// A statement with protected fragments and real placeholders, never transaction control.
-fn plain_statement(d: Dialect) -> impl Strategy<Value = String> {
+fn plain_statement(d: Lexer) -> impl Strategy<Value = String> {
     let piece = prop_oneof![
         3 => protected(d),
         2 => (1..40u32).prop_map(|n| format!(" ${n} ")),
@@ -60,11 +60,11 @@ fn plain_statement(d: Dialect) -> impl Strategy<Value = String> {
 }
 
 /// A routine whose body holds `;`, `BEGIN`, `COMMIT` and `END` that are not statements.
-fn routine(d: Dialect) -> BoxedStrategy<String> {
+fn routine(d: Lexer) -> BoxedStrategy<String> {
     let trigger = "CREATE TRIGGER tr AFTER INSERT ON t BEGIN UPDATE t SET a = CASE WHEN 1 THEN 2 END; DELETE FROM u; END";
     match d {
-        Dialect::Sqlite | Dialect::Mysql => Just(trigger.to_owned()).boxed(),
-        Dialect::Postgres => prop_oneof![
+        Lexer::Plain | Lexer::Backslashes => Just(trigger.to_owned()).boxed(),
+        Lexer::DollarQuotes => prop_oneof![
             Just(trigger.to_owned()),
             Just("DO $$ BEGIN PERFORM 1; COMMIT; END $$".to_owned()),
             Just(
@@ -82,7 +82,7 @@ fn routine(d: Dialect) -> BoxedStrategy<String> {
 
 /// A script in `d` of plain statements and routines, with blank statements and comments
 /// between.
-pub(crate) fn script_in(d: Dialect) -> impl Strategy<Value = String> {
+pub(crate) fn script_in(d: Lexer) -> impl Strategy<Value = String> {
     let stmt = prop_oneof![
         4 => plain_statement(d),
         1 => routine(d),
@@ -91,12 +91,12 @@ pub(crate) fn script_in(d: Dialect) -> impl Strategy<Value = String> {
     prop::collection::vec(stmt, 1..6).prop_map(|v| v.join(";\n"))
 }
 
-/// A dialect, and a script in it.
-pub(crate) fn script() -> impl Strategy<Value = (Dialect, String)> {
+/// A lexer, and a script in its SQL.
+pub(crate) fn script() -> impl Strategy<Value = (Lexer, String)> {
     prop_oneof![
-        Just(Dialect::Sqlite),
-        Just(Dialect::Postgres),
-        Just(Dialect::Mysql)
+        Just(Lexer::Plain),
+        Just(Lexer::DollarQuotes),
+        Just(Lexer::Backslashes)
     ]
     .prop_flat_map(|d| (Just(d), script_in(d)))
 }
@@ -148,7 +148,7 @@ proptest! {
         ),
         pg in any::<bool>(),
     ) {
-        let d = if pg { Dialect::Postgres } else { Dialect::Sqlite };
+        let d = if pg { Lexer::DollarQuotes } else { Lexer::Plain };
         let sql = pieces.concat();
         let any_stmt = statements(&sql, d).any(|s| {
             tokens(s, d).any(|t| !t.kind.is_blank() && t.kind != Kind::Semi)
@@ -159,7 +159,7 @@ proptest! {
     /// Tokens cover any input exactly, whatever the bytes.
     #[test]
     fn tokens_cover_any_text(sql in "\\PC{0,40}", pg in any::<bool>()) {
-        let d = if pg { Dialect::Postgres } else { Dialect::Sqlite };
+        let d = if pg { Lexer::DollarQuotes } else { Lexer::Plain };
         let mut at = 0;
         for t in tokens(&sql, d) {
             prop_assert_eq!(t.start, at);

@@ -14,7 +14,7 @@
 //! - words (keywords, identifiers, numbers; a sigil glued to an identifier, as in `foo$1`,
 //!   belongs to it), `;`, NUL bytes, white space and other punctuation.
 //!
-//! Where the dialects differ, each [`Dialect`] reads text exactly as its engine's lexer does, so
+//! Where the engines' lexers differ, each [`Lexer`] reads text exactly as its engines' lexer does, so
 //! that what the scanner calls a comment or a literal is one to the engine too: a keyword the
 //! scanner hides is a keyword the engine never runs.
 //!
@@ -65,29 +65,33 @@ pub(crate) struct Token {
     pub(crate) end: usize,
 }
 
-/// Which engine's lexer the scanner follows where the dialects differ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dialect {
-    /// SQLite and Turso: `[…]` is a quoted identifier; block comments do not nest; there are no
-    /// `E'…'` strings and no dollar quotes (`$name` is a parameter).
-    Sqlite,
-    /// PostgreSQL: `[…]` is an array subscript; block comments nest; `E'…'` strings and
-    /// dollar-quoted bodies.
-    Postgres,
-    /// MySQL and MariaDB (default `sql_mode`): `'…'` and `"…"` are strings in which a backslash
-    /// escapes the next byte; `#` starts a line comment, and `--` does only when white space
-    /// (or the end) follows; block comments do not nest, and the text of an executable
-    /// comment (`/*! … */`, `/*M! … */`) is code; `[` is punctuation.
-    Mysql,
+/// The lexical rules the scanner follows where engines' lexers differ. Each engine's
+/// [`Dialect`](super::Dialect) names the rules its own lexer has, so that what the scanner calls
+/// a comment or a literal is one to the engine too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Lexer {
+    /// `[…]` is a quoted identifier; block comments do not nest; there are no `E'…'` strings
+    /// and no dollar quotes (`$name` is a parameter).
+    Plain,
+    /// `[…]` is an array subscript; block comments nest; `E'…'` strings (a backslash escapes
+    /// the next byte) and dollar-quoted bodies.
+    DollarQuotes,
+    /// `'…'` and `"…"` are strings in which a backslash escapes the next byte; `#` starts a
+    /// line comment, and `--` does only when white space (or the end) follows; block comments
+    /// do not nest, and the text of an executable comment (`/*! … */`, `/*M! … */`) is code;
+    /// `[` is punctuation.
+    Backslashes,
 }
 
-/// The tokens of `sql` under `dialect`.
-pub(crate) fn tokens(sql: &str, dialect: Dialect) -> Tokens<'_> {
+/// The tokens of `sql` under the lexical rules `lexer` (a [`Lexer`] or a whole
+/// [`Dialect`](super::Dialect)).
+pub(crate) fn tokens(sql: &str, lexer: impl Into<Lexer>) -> Tokens<'_> {
+    let lexer = lexer.into();
     Tokens {
         b: sql.as_bytes(),
         i: 0,
-        pg: dialect == Dialect::Postgres,
-        my: dialect == Dialect::Mysql,
+        pg: lexer == Lexer::DollarQuotes,
+        my: lexer == Lexer::Backslashes,
         in_exec: false,
         glued: false,
     }
@@ -98,9 +102,9 @@ pub(crate) fn tokens(sql: &str, dialect: Dialect) -> Tokens<'_> {
 pub(crate) struct Tokens<'a> {
     b: &'a [u8],
     i: usize,
-    /// PostgreSQL's rules where they differ from SQLite's (see [`Dialect`]).
+    /// [`Lexer::DollarQuotes`] rules where they differ from [`Lexer::Plain`] ones.
     pg: bool,
-    /// MySQL's rules where they differ from SQLite's (see [`Dialect`]).
+    /// [`Lexer::Backslashes`] rules where they differ from [`Lexer::Plain`] ones.
     my: bool,
     /// Inside a MySQL executable comment (`/*! … */`): its closing `*/` is a comment delimiter.
     in_exec: bool,
@@ -381,7 +385,7 @@ fn dollar_quote_end(bytes: &[u8], start: usize) -> Option<usize> {
 mod tests {
     use super::*;
 
-    fn kinds(sql: &str, d: Dialect) -> Vec<(Kind, &str)> {
+    fn kinds(sql: &str, d: Lexer) -> Vec<(Kind, &str)> {
         tokens(sql, d)
             .filter(|t| t.kind != Kind::Space)
             .map(|t| (t.kind, &sql[t.start..t.end]))
@@ -413,12 +417,12 @@ mod tests {
             (Param, "$r"),
             (Semi, ";"),
         ];
-        assert_eq!(kinds(shared, Dialect::Sqlite), want);
-        assert_eq!(kinds(shared, Dialect::Postgres), want);
+        assert_eq!(kinds(shared, Lexer::Plain), want);
+        assert_eq!(kinds(shared, Lexer::DollarQuotes), want);
 
         let lite = "`g;` [h;] /* l /* m; */ n;";
         assert_eq!(
-            kinds(lite, Dialect::Sqlite),
+            kinds(lite, Lexer::Plain),
             vec![
                 (QuotedIdent, "`g;`"),
                 (QuotedIdent, "[h;]"),
@@ -429,7 +433,7 @@ mod tests {
         );
         let pg = "E'c\\'d;' $$i;$$ $t$j;$t$ /* l /* m; */ n; */;";
         assert_eq!(
-            kinds(pg, Dialect::Postgres),
+            kinds(pg, Lexer::DollarQuotes),
             vec![
                 (Str, "E'c\\'d;'"),
                 (DollarBody, "$$i;$$"),
@@ -440,7 +444,7 @@ mod tests {
         );
         // SQLite reads the PostgreSQL-only forms as its own lexer does.
         assert_eq!(
-            kinds("E'c\\'d $i;", Dialect::Sqlite),
+            kinds("E'c\\'d $i;", Lexer::Plain),
             vec![
                 (Word, "E"),
                 (Str, "'c\\'"),
@@ -452,18 +456,18 @@ mod tests {
     }
 
     #[test]
-    fn brackets_are_subscripts_in_postgres() {
-        let k = kinds("SELECT a[$1]; x", Dialect::Postgres);
+    fn brackets_are_subscripts_where_dollars_quote() {
+        let k = kinds("SELECT a[$1]; x", Lexer::DollarQuotes);
         assert!(k.contains(&(Kind::Placeholder, "$1")));
         assert!(k.contains(&(Kind::Semi, ";")));
     }
 
     #[test]
     fn a_digit_is_no_dollar_tag_and_e_must_stand_alone() {
-        let k = kinds("$1$ x", Dialect::Postgres);
+        let k = kinds("$1$ x", Lexer::DollarQuotes);
         assert_eq!(k[0], (Kind::Placeholder, "$1"));
         // Two dollar-quoted bodies back to back: the closing `$` glues nothing.
-        let k = kinds("$$ a $$$$ b $$; c", Dialect::Postgres);
+        let k = kinds("$$ a $$$$ b $$; c", Lexer::DollarQuotes);
         assert_eq!(
             &k[..3],
             &[
@@ -472,7 +476,7 @@ mod tests {
                 (Kind::Semi, ";")
             ]
         );
-        let k = kinds("SELECT name'x'", Dialect::Postgres);
+        let k = kinds("SELECT name'x'", Lexer::DollarQuotes);
         assert_eq!(k[1], (Kind::Word, "name"));
         assert_eq!(k[2], (Kind::Str, "'x'"));
     }
@@ -480,14 +484,14 @@ mod tests {
     #[test]
     fn unterminated_constructs_run_to_the_end_and_spans_cover_the_input() {
         for (sql, d) in [
-            ("'abc", Dialect::Sqlite),
-            ("\"abc", Dialect::Sqlite),
-            ("/* a /* b */", Dialect::Postgres),
-            ("/* a", Dialect::Sqlite),
-            ("$$ body", Dialect::Postgres),
-            ("$t$ x $t", Dialect::Postgres),
-            ("[abc", Dialect::Sqlite),
-            ("E'\\", Dialect::Postgres),
+            ("'abc", Lexer::Plain),
+            ("\"abc", Lexer::Plain),
+            ("/* a /* b */", Lexer::DollarQuotes),
+            ("/* a", Lexer::Plain),
+            ("$$ body", Lexer::DollarQuotes),
+            ("$t$ x $t", Lexer::DollarQuotes),
+            ("[abc", Lexer::Plain),
+            ("E'\\", Lexer::DollarQuotes),
         ] {
             let toks: Vec<Token> = tokens(sql, d).collect();
             assert_eq!(toks.len(), 1, "{sql}: {toks:?}");
@@ -495,11 +499,11 @@ mod tests {
         }
         let sql = "é€ SELECT\0'x';";
         let mut at = 0;
-        for t in tokens(sql, Dialect::Sqlite) {
+        for t in tokens(sql, Lexer::Plain) {
             assert_eq!(t.start, at);
             at = t.end;
         }
         assert_eq!(at, sql.len());
-        assert!(tokens(sql, Dialect::Sqlite).any(|t| t.kind == Kind::Nul));
+        assert!(tokens(sql, Lexer::Plain).any(|t| t.kind == Kind::Nul));
     }
 }

@@ -9,11 +9,11 @@
 //! keyword is where the engine sees one: SQLite's block comments do not nest and it has no
 //! dollar quotes; PostgreSQL's `[` opens a subscript, not an identifier.
 
-use super::scanner::{Dialect, Kind, Token, Tokens, tokens};
+use super::scanner::{Kind, Lexer, Token, Tokens, tokens};
 
 /// The statements of `sql`, each with its terminating `;` when it has one; concatenated they
 /// give `sql` back.
-pub(crate) fn statements(sql: &str, d: Dialect) -> Statements<'_> {
+pub(crate) fn statements(sql: &str, d: impl Into<Lexer>) -> Statements<'_> {
     Statements {
         sql,
         toks: tokens(sql, d),
@@ -102,7 +102,7 @@ impl Body {
 
 /// The first `n` words of a statement (keywords, in the order written), skipping white space
 /// and comments; fewer when the statement has fewer before anything else.
-fn leading_words(stmt: &str, n: usize, d: Dialect) -> impl Iterator<Item = &str> {
+fn leading_words(stmt: &str, n: usize, d: impl Into<Lexer>) -> impl Iterator<Item = &str> {
     tokens(stmt, d)
         .filter(|t| !t.kind.is_blank())
         .take(n)
@@ -115,7 +115,8 @@ fn is_any(w: &str, set: &[&str]) -> bool {
 }
 
 /// True when `sql` holds no statement at all: only white space, comments and `;`.
-pub(crate) fn is_blank(sql: &str, d: Dialect) -> bool {
+pub(crate) fn is_blank(sql: &str, d: impl Into<Lexer>) -> bool {
+    let d: Lexer = d.into();
     // A letter cannot start a comment, a literal or a `;`: such text holds a statement. This
     // answers the usual case without starting the scanner.
     let first = sql.bytes().find(|b| !b.is_ascii_whitespace());
@@ -129,7 +130,8 @@ pub(crate) fn is_blank(sql: &str, d: Dialect) -> bool {
 /// `START`, `COMMIT`, `END`, `ROLLBACK`, `SAVEPOINT`, `RELEASE`, `ABORT`, or PostgreSQL's
 /// `PREPARE TRANSACTION`): the script manages its own transaction. Keywords inside literals,
 /// identifiers, comments, dollar-quoted bodies and routine bodies do not count.
-pub(crate) fn has_transaction_control(sql: &str, d: Dialect) -> bool {
+pub(crate) fn has_transaction_control(sql: &str, d: impl Into<Lexer>) -> bool {
+    let d: Lexer = d.into();
     statements(sql, d).any(|s| {
         let mut w = leading_words(s, 2, d);
         match w.next() {
@@ -157,7 +159,8 @@ pub(crate) fn has_transaction_control(sql: &str, d: Dialect) -> bool {
 /// True when a statement of `sql` starts or ends a transaction (`BEGIN`, `START`, `COMMIT`,
 /// `END`, `ABORT`, `ROLLBACK` other than `ROLLBACK [TRANSACTION|WORK] TO`, `PREPARE
 /// TRANSACTION`). Savepoints are not counted: they are fine inside a transaction.
-pub(crate) fn ends_or_starts_transaction(sql: &str, d: Dialect) -> bool {
+pub(crate) fn ends_or_starts_transaction(sql: &str, d: impl Into<Lexer>) -> bool {
+    let d: Lexer = d.into();
     statements(sql, d).any(|s| {
         let mut w = leading_words(s, 4, d);
         let Some(first) = w.next() else {
@@ -190,8 +193,9 @@ pub(crate) fn ends_or_starts_transaction(sql: &str, d: Dialect) -> bool {
 }
 
 /// True when some statement of `sql` changes the schema (`CREATE`, `DROP`, `ALTER`).
-#[cfg(any(feature = "postgres", feature = "turso", feature = "mysql", test))]
-pub(crate) fn changes_schema(sql: &str, d: Dialect) -> bool {
+#[cfg_attr(not(feature = "_server"), allow(dead_code))]
+pub(crate) fn changes_schema(sql: &str, d: impl Into<Lexer>) -> bool {
+    let d: Lexer = d.into();
     statements(sql, d).any(|s| {
         leading_words(s, 1, d)
             .next()
@@ -202,7 +206,8 @@ pub(crate) fn changes_schema(sql: &str, d: Dialect) -> bool {
 /// True when the (first) statement changes rows: `INSERT`, `UPDATE`, `DELETE`, `MERGE`,
 /// SQLite's `REPLACE`, also after a `WITH`, so its command count is a number of changed rows
 /// rather than of returned rows. Words inside literals and comments do not count.
-pub(crate) fn is_dml(sql: &str, d: Dialect) -> bool {
+pub(crate) fn is_dml(sql: &str, d: impl Into<Lexer>) -> bool {
+    let d: Lexer = d.into();
     const DML: [&str; 4] = ["INSERT", "UPDATE", "DELETE", "MERGE"];
     let Some(stmt) = statements(sql, d).find(|s| !is_blank(s, d)) else {
         return false;
@@ -231,7 +236,7 @@ pub(crate) fn reject_nul(sql: &str) -> crate::error::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use Dialect::{Postgres as Pg, Sqlite as Lite};
+    use Lexer::{DollarQuotes as Pg, Plain as Lite};
 
     #[test]
     fn blank_and_multiple() {

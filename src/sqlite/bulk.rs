@@ -103,7 +103,7 @@ impl SqliteConn {
     {
         let deadline = self.take_deadline();
         let per = rows_per_statement(target.width());
-        let d = crate::sql::Dialect::Sqlite;
+        let d = crate::sqlite_family::DIALECT;
         let stmts = Arc::new(Statements {
             full: target.insert_sql(d, per).into(),
             one: target.insert_sql(d, 1).into(),

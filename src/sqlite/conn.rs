@@ -160,8 +160,8 @@ fn run_batch(c: &mut Connection, sql: &str, wrap: bool, committed: &AtomicBool) 
     if !wrap {
         return run_script(c, sql, false);
     }
-    for (part, alone) in crate::sql::segments(sql, crate::sql::Dialect::Sqlite) {
-        if !crate::sql::is_blank(part, crate::sql::Dialect::Sqlite) {
+    for (part, alone) in crate::sql::segments(sql, crate::sqlite_family::DIALECT) {
+        if !crate::sql::is_blank(part, crate::sqlite_family::DIALECT) {
             run_script(c, part, !alone)?;
             committed.store(true, Ordering::Relaxed);
         }
@@ -474,7 +474,6 @@ impl SqliteConn {
 impl Wing for SqliteConn {
     type Stmt = SqliteStmt;
     type Raw = Connection;
-    const DIALECT: crate::sql::Dialect = crate::sql::Dialect::Sqlite;
 
     /// Prepares (or finds in this connection's cache) the statement for `sql`.
     async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<SqliteStmt>> {
@@ -585,7 +584,7 @@ impl Wing for SqliteConn {
         let autocommit = self.conn_mut()?.is_autocommit();
         let wrap = !in_tx
             && autocommit
-            && !crate::sql::has_transaction_control(sql, crate::sql::Dialect::Sqlite);
+            && !crate::sql::has_transaction_control(sql, crate::sqlite_family::DIALECT);
         // A script with transaction control of its own may commit part-way.
         let own_control = !in_tx && autocommit && !wrap;
         let committed = Arc::new(AtomicBool::new(false));

@@ -32,3 +32,7 @@ pub(crate) type Stmt = stmt::SqliteStmt;
 pub(crate) type Conn = deadpool::managed::Object<config::SqliteManager>;
 /// A statement of the sqlite wing being streamed.
 pub(crate) type Cursor<T> = stream::SqliteCursor<T>;
+
+/// The engine's name as the OpenTelemetry conventions give it (`db.system`).
+pub(crate) const SYSTEM: &str = "sqlite";
+pub(crate) use crate::sqlite_family::DIALECT;

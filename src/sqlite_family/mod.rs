@@ -8,6 +8,7 @@
 //! - [`storable`]: refusing values the engines would silently change.
 //! - [`bulk`]: rows per multi-row `INSERT` of a bulk load.
 //! - [`busy`]: the busy-wait schedule.
+//! - [`dialect`]: the family's SQL as the neutral readers follow it.
 //! - [`sql`]: SQLite's parameter syntax and one-statement checks, through the SQL scanner.
 //! - [`session`]: what statements do to a connection's session, as the engine reports it.
 //!
@@ -16,6 +17,7 @@
 pub(crate) mod bulk;
 pub(crate) mod busy;
 pub(crate) mod columns;
+pub(crate) mod dialect;
 pub(crate) mod errors;
 #[cfg(feature = "sqlite")]
 pub(crate) mod session;
@@ -23,3 +25,5 @@ pub(crate) mod session;
 pub(crate) mod sql;
 pub(crate) mod storable;
 pub(crate) mod text_form;
+
+pub(crate) use dialect::DIALECT;

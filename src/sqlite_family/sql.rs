@@ -2,14 +2,14 @@
 //! in SQLite's syntax, and one-statement checks. Only the Turso wing needs them (rusqlite counts
 //! and checks with the engine itself).
 
-use crate::sql::scanner::{Dialect, Kind, tokens};
+use crate::sql::scanner::{Kind, tokens};
 use crate::sql::script::{is_blank, statements};
 
 /// True when `sql` holds more than one statement (Turso would prepare the first and silently
 /// ignore the rest).
 pub(crate) fn has_multiple_statements(sql: &str) -> bool {
-    statements(sql, Dialect::Sqlite)
-        .filter(|s| !is_blank(s, Dialect::Sqlite))
+    statements(sql, crate::sqlite_family::DIALECT)
+        .filter(|s| !is_blank(s, crate::sqlite_family::DIALECT))
         .nth(1)
         .is_some()
 }
@@ -20,7 +20,7 @@ pub(crate) fn has_multiple_statements(sql: &str) -> bool {
 pub(crate) fn sqlite_param_count(sql: &str) -> usize {
     let mut max = 0usize;
     let mut names: Vec<&str> = Vec::new();
-    for t in tokens(sql, Dialect::Sqlite) {
+    for t in tokens(sql, crate::sqlite_family::DIALECT) {
         let text = &sql[t.start..t.end];
         match t.kind {
             Kind::Placeholder if text.starts_with('?') => {

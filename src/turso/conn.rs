@@ -535,7 +535,6 @@ crate::setup::setup_via_wing!(TursoConn);
 impl Wing for TursoConn {
     type Stmt = TursoStmt;
     type Raw = turso::Connection;
-    const DIALECT: crate::sql::Dialect = crate::sql::Dialect::Sqlite;
 
     async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<TursoStmt>> {
         self.start_limit()?;
@@ -574,8 +573,8 @@ impl Wing for TursoConn {
         let s = Arc::new(TursoStmt {
             desc: Arc::new(describe(&stmt)),
             param_count: sqlite_param_count(&translated),
-            dml: crate::sql::is_dml(&translated, crate::sql::Dialect::Sqlite),
-            ddl: crate::sql::changes_schema(&translated, crate::sql::Dialect::Sqlite),
+            dml: crate::sql::is_dml(&translated, crate::sqlite_family::DIALECT),
+            ddl: crate::sql::changes_schema(&translated, crate::sqlite_family::DIALECT),
             effects,
             epoch,
             stmt,
@@ -665,7 +664,7 @@ impl Wing for TursoConn {
         crate::sql::reject_nul(sql)?;
         let wrap = !in_tx
             && self.autocommit()?
-            && !crate::sql::has_transaction_control(sql, crate::sql::Dialect::Sqlite)
+            && !crate::sql::has_transaction_control(sql, crate::sqlite_family::DIALECT)
             && !super::session::only_pragmas(sql);
         // A script's statements are not compiled one by one here: its session is checked on
         // return.
@@ -680,8 +679,8 @@ impl Wing for TursoConn {
         // only when no earlier segment committed; after one did, the script is part-applied
         // and the outcome says so.
         let mut committed = false;
-        for (part, alone) in crate::sql::segments(sql, crate::sql::Dialect::Sqlite) {
-            if crate::sql::is_blank(part, crate::sql::Dialect::Sqlite) {
+        for (part, alone) in crate::sql::segments(sql, crate::sqlite_family::DIALECT) {
+            if crate::sql::is_blank(part, crate::sqlite_family::DIALECT) {
                 continue;
             }
             let r = match crate::deadline::check(self.stop_at) {
@@ -849,7 +848,7 @@ impl TursoConn {
         if native {
             self.set_native_busy(false)?;
         }
-        if crate::sql::changes_schema(sql, crate::sql::Dialect::Sqlite) {
+        if crate::sql::changes_schema(sql, crate::sqlite_family::DIALECT) {
             self.schema_changed();
         }
         if !wrap {
@@ -881,8 +880,8 @@ impl TursoConn {
     /// it). Stopped, it fails with `Timeout`; the caller rolls back what the script's
     /// transaction did.
     async fn run_limited(&mut self, sql: &str) -> Result<()> {
-        for stmt in crate::sql::script::statements(sql, crate::sql::Dialect::Sqlite) {
-            if crate::sql::is_blank(stmt, crate::sql::Dialect::Sqlite) {
+        for stmt in crate::sql::script::statements(sql, crate::sqlite_family::DIALECT) {
+            if crate::sql::is_blank(stmt, crate::sqlite_family::DIALECT) {
                 continue;
             }
             crate::deadline::check(self.stop_at)?;

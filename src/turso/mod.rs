@@ -26,3 +26,7 @@ pub(crate) type Stmt = stmt::TursoStmt;
 pub(crate) type Conn = deadpool::managed::Object<config::TursoManager>;
 /// A statement of the turso wing being streamed.
 pub(crate) type Cursor<T> = stream::TursoCursor<T>;
+
+/// The engine's name as the OpenTelemetry conventions give it (`db.system`).
+pub(crate) const SYSTEM: &str = "turso";
+pub(crate) use crate::sqlite_family::DIALECT;

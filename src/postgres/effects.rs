@@ -19,8 +19,9 @@
 //! casts, any of which may call a function that changes the session; and a user function
 //! that shadows a built-in name for its argument types through the `search_path`.
 
-use super::scanner::{Dialect, Kind, Token, tokens};
-use super::script::statements;
+use super::dialect::DIALECT;
+use crate::sql::scanner::{Kind, Token, tokens};
+use crate::sql::script::statements;
 
 /// How a PostgreSQL script changes the connection's session, from nothing to more than
 /// settings.
@@ -38,7 +39,7 @@ pub(crate) enum Session {
 /// How running `sql` changes the session of the connection it runs on (the strongest change of
 /// any of its statements).
 pub(crate) fn session_change(sql: &str) -> Session {
-    statements(sql, Dialect::Postgres)
+    statements(sql, DIALECT)
         .map(statement_session_change)
         .max()
         .unwrap_or(Session::Untouched)
@@ -394,7 +395,7 @@ fn any_of(w: &str, set: &[&str]) -> bool {
 
 /// How one PostgreSQL statement changes the session (see the module's documentation).
 pub(crate) fn statement_session_change(stmt: &str) -> Session {
-    let toks: Vec<Token> = tokens(stmt, Dialect::Postgres)
+    let toks: Vec<Token> = tokens(stmt, DIALECT)
         .filter(|t| !t.kind.is_blank() && t.kind != Kind::Semi)
         .collect();
     let text = |i: usize| toks.get(i).map(|t| &stmt[t.start..t.end]);
@@ -471,8 +472,8 @@ pub(crate) fn statement_session_change(stmt: &str) -> Session {
 /// Whether some statement of `sql` deallocates prepared statements: `DEALLOCATE` or `DISCARD
 /// ALL` (which may remove the driver's own).
 pub(crate) fn deallocates(sql: &str) -> bool {
-    super::script::statements(sql, Dialect::Postgres).any(|s| {
-        let mut w = tokens(s, Dialect::Postgres)
+    statements(sql, DIALECT).any(|s| {
+        let mut w = tokens(s, DIALECT)
             .filter(|t| !t.kind.is_blank())
             .map(|t| &s[t.start..t.end]);
         match w.next() {
