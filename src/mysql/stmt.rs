@@ -48,7 +48,7 @@ impl Effects {
         Self {
             writes: super::session::writes(text),
             plain: super::session::is_plain(text),
-            ddl: crate::sql::changes_schema(text, super::dialect::DIALECT),
+            ddl: crate::sql::script::changes_schema(text, super::dialect::DIALECT),
             routine: super::session::runs_routine(text),
         }
     }

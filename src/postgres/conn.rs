@@ -708,7 +708,7 @@ impl PgConnection {
             self.unknown = true;
         }
         // After a `DEALLOCATE` or `DISCARD ALL` the cached statements may be gone on the server.
-        if self.deallocated || crate::sql::changes_schema(sql, super::dialect::DIALECT) {
+        if self.deallocated || crate::sql::script::changes_schema(sql, super::dialect::DIALECT) {
             // Plans cached on this connection may describe tables the script changes; a stale
             // one would fail ("cached plan must not change result type") and, inside a
             // transaction, abort it. Prepare them again instead.

@@ -165,7 +165,10 @@ impl BulkTarget {
     }
 
     /// Column `k`'s name as given (for messages).
-    #[cfg_attr(not(feature = "_server"), allow(dead_code))]
+    #[allow(
+        dead_code,
+        reason = "used by the engines whose bulk load names the column a value failed in"
+    )]
     pub(crate) fn column(&self, k: usize) -> &str {
         self.columns.get(k).map_or("?", |p| p.name.as_str())
     }

@@ -24,6 +24,5 @@ pub(crate) use dialect::Dialect;
 pub(crate) use effects::{first_outside_tx_only, segments};
 pub(crate) use scanner::Lexer;
 pub(crate) use script::{
-    changes_schema, ends_or_starts_transaction, has_transaction_control, is_blank, is_dml,
-    reject_nul,
+    ends_or_starts_transaction, has_transaction_control, is_blank, is_dml, reject_nul,
 };

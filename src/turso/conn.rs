@@ -574,7 +574,7 @@ impl Wing for TursoConn {
             desc: Arc::new(describe(&stmt)),
             param_count: sqlite_param_count(&translated),
             dml: crate::sql::is_dml(&translated, crate::sqlite_family::DIALECT),
-            ddl: crate::sql::changes_schema(&translated, crate::sqlite_family::DIALECT),
+            ddl: crate::sql::script::changes_schema(&translated, crate::sqlite_family::DIALECT),
             effects,
             epoch,
             stmt,
@@ -848,7 +848,7 @@ impl TursoConn {
         if native {
             self.set_native_busy(false)?;
         }
-        if crate::sql::changes_schema(sql, crate::sqlite_family::DIALECT) {
+        if crate::sql::script::changes_schema(sql, crate::sqlite_family::DIALECT) {
             self.schema_changed();
         }
         if !wrap {
