@@ -4,7 +4,7 @@
 //! middleware (a prepared insert per row in one transaction), and through the raw drivers'
 //! best practice (tokio-postgres `BinaryCopyInWriter`; rusqlite's prepared insert per row in
 //! one transaction, as a control). The table is emptied before every iteration, outside the
-//! timer. See docs/Benchmarks.md.
+//! timer. See docs/dev/Benchmarks.md.
 //!
 //! Under `cargo test --benches` (no `--bench` argument) the load is 1,000 rows, so the smoke
 //! test stays fast.

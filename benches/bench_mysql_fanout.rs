@@ -15,7 +15,7 @@
 //!
 //! The SQLx side (`sqlx/<T>` in the same group) is the bench `mysql_fanout_sqlx` of the SQLx
 //! harness. The bench creates its own database (`sqlmw_bench_lookup_<N>_fanout`, the lookup table
-//! and rows) and drops it at the end. See docs/Benchmarks.md.
+//! and rows) and drops it at the end. See docs/dev/Benchmarks.md.
 
 mod common;
 

@@ -14,7 +14,7 @@
 //! - `pool_acquire`: a checkout and its return.
 //!
 //! The SQLx side is the group `mysql_single_row_lookup_sqlx` of the SQLx harness. See
-//! docs/Benchmarks.md.
+//! docs/dev/Benchmarks.md.
 
 mod common;
 

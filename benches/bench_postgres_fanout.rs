@@ -9,7 +9,7 @@
 //!
 //! The SQLx side (`sqlx/<T>` in the same group) is the bench `postgres_fanout_sqlx` of the SQLx
 //! harness. The bench creates its own schema (`<dataset::postgres_schema(N)>_fanout`, the lookup
-//! table and rows) and drops it at the end. See docs/Benchmarks.md.
+//! table and rows) and drops it at the end. See docs/dev/Benchmarks.md.
 
 mod common;
 #[path = "../tests/common/pg.rs"]

@@ -10,7 +10,7 @@
 //! The TLS ids (`middleware_tls`, `connect_tls`, feature `postgres-tls`) use the server of
 //! `SQL_MIDDLEWARE_PG_TLS_URL`, else a throwaway TLS cluster the bench starts (it needs the
 //! PostgreSQL server binaries); when neither can be had, the bench says why they are not
-//! measured. See docs/Benchmarks.md.
+//! measured. See docs/dev/Benchmarks.md.
 
 mod common;
 #[path = "../tests/common/pg.rs"]

@@ -1,5 +1,5 @@
 //! `sqlite_multithread_pool_checkout`: N lookups (or checkouts) per iteration, fanned out over
-//! C concurrent tasks on tokio's multi-thread runtime. See docs/Benchmarks.md.
+//! C concurrent tasks on tokio's multi-thread runtime. See docs/dev/Benchmarks.md.
 
 mod common;
 

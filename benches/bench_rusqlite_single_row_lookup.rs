@@ -1,6 +1,6 @@
 //! `sqlite_single_row_lookup`: N point lookups per iteration, raw rusqlite against the
 //! middleware, plus micro-benches that each isolate one step of the middleware's lookup path.
-//! See docs/Benchmarks.md.
+//! See docs/dev/Benchmarks.md.
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! `turso_single_row_lookup`: N point lookups per iteration, raw Turso against the middleware,
-//! plus the same micro-benches as the SQLite group. See docs/Benchmarks.md.
+//! plus the same micro-benches as the SQLite group. See docs/dev/Benchmarks.md.
 
 mod common;
 

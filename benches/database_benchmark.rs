@@ -1,6 +1,6 @@
 //! `database_inserts`: R rows inserted in one transaction per iteration, on SQLite, Postgres and
 //! Turso, each through its raw driver and through the middleware. The table is emptied before
-//! every iteration, outside the timer. See docs/Benchmarks.md.
+//! every iteration, outside the timer. See docs/dev/Benchmarks.md.
 
 mod common;
 #[path = "../tests/common/pg.rs"]

@@ -1,5 +1,5 @@
-//! Scaling sweeps (BENCHMARKS.md §7), behind `BENCH_SWEEP=1` so ordinary runs stay short.
-//! Reported by `cargo xtask bench-report`; see docs/BenchTooling.md.
+//! Scaling sweeps, behind `BENCH_SWEEP=1` so ordinary runs stay short. Reported by
+//! `cargo xtask bench-report`; see docs/dev/BenchTooling.md, "Scaling sweeps".
 //!
 //! - `sweep_lookup_rows`: L point lookups per iteration on a table of 1k, 10k and 100k rows.
 //! - `sweep_fanout_concurrency`: L lookups per iteration split over C = 1…32 concurrent tasks.

@@ -1,4 +1,4 @@
-//! The driver of the instruction-count comparison (P8, docs/Benchmarks.md): runs `COUNT` point
+//! The driver of the instruction-count comparison (P8, docs/dev/Benchmarks.md): runs `COUNT` point
 //! lookups of the benchmark's SQLite file, either through raw rusqlite or through the
 //! middleware, so that `valgrind --tool=callgrind` can count the instructions of each.
 //!

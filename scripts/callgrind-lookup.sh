@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per SQLite point lookup, middleware against raw rusqlite (P8 in docs/Benchmarks.md).
+# Instructions per SQLite lookup, middleware against raw rusqlite (P8 in docs/dev/Benchmarks.md).
 #
 #   scripts/callgrind-lookup.sh [SHORT_COUNT] [LONG_COUNT]     (defaults 2000 and 12000)
 #

@@ -1,5 +1,6 @@
-//! The guides: the same pages as the repository's `docs/` folder, here so that their examples
-//! are compiled and tested with the crate and can be read offline beside the API.
+//! The guides: the same pages as the repository's `docs/` folder (its user guides; contributor
+//! docs are in `docs/dev/`), here so that their examples are compiled and tested with the crate
+//! and can be read offline beside the API.
 
 #[doc = include_str!("../docs/Api.md")]
 pub mod api {}
@@ -15,3 +16,6 @@ pub mod high_availability {}
 
 #[doc = include_str!("../docs/Observability.md")]
 pub mod observability {}
+
+#[doc = include_str!("../docs/Performance.md")]
+pub mod performance {}

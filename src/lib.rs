@@ -3,7 +3,7 @@
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-// Layers, each importing only the ones below it (docs/Design.md):
+// Layers, each importing only the ones below it (docs/dev/Design.md):
 //   face:     lib.rs, prelude
 //   hall:     bulk, config, pool, query, statement, stream, transaction, dispatch
 //   wings:    sqlite/, postgres/, turso/, mysql/

@@ -1,30 +1,85 @@
-//! The README and the user guides are read in three places: on the repository host, on
-//! crates.io, and on docs.rs (the README is the crate's front page there, and the guides are the
-//! `guide` module's pages). A relative link works in only the first, so every link must be an
-//! absolute URL or an anchor of the same page; links into this repository must name a file that
-//! exists, and an anchor that one of its headings makes. This test reads the files only.
+//! Every Markdown page of the repository, checked on its text (this test reads files only).
+//!
+//! The pages are read by two audiences, in different places:
+//!
+//! - **Published pages**: the README and the user guides in `docs/` (and the derive crate's
+//!   README). They are read on the repository host, on crates.io and on docs.rs (the README is
+//!   the crate's front page there, and the guides are the `guide` module's pages). A relative
+//!   link works in only the first, so every link must be an absolute URL or an anchor of the
+//!   same page. `docs/` holds the guides `src/guide.rs` compiles and nothing else but the
+//!   contributor folder, and the package ships every one of them.
+//! - **Repository pages**: `CONTRIBUTING.md`, the contributor docs in `docs/dev/`, the reports in
+//!   `reports/` and `bench_results/`, `CHANGELOG.md` and the harnesses' READMEs. They are read
+//!   in the repository only, where a relative link works and stays on the branch being read.
+//!
+//! On every page, a link into this repository, absolute or relative, must name a file or folder
+//! that exists, and an anchor that one of its headings makes.
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 /// Where the repository's files are published.
 const REPO: &str = "https://github.com/sql-middleware/sql-middleware/blob/main/";
+const REPO_TREE: &str = "https://github.com/sql-middleware/sql-middleware/tree/main/";
 const REPO_ROOT: &str = "https://github.com/sql-middleware/sql-middleware";
 
-/// The pages a user reads: the README and the guides `src/guide.rs` includes.
-const PAGES: &[&str] = &[
-    "README.md",
-    "docs/Api.md",
-    "docs/Backends.md",
-    "docs/Postgres.md",
-    "docs/HighAvailability.md",
-    "docs/Observability.md",
-];
+/// The crates' own READMEs, shown on crates.io and (the library's) on docs.rs.
+const CRATE_READMES: &[&str] = &["README.md", "sql-middleware-derive/README.md"];
+
+/// Folders no page is looked for in: build output and the benchmarks' data files.
+const SKIPPED_DIRS: &[&str] = &["target", "bench_data"];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
 
 fn read(rel: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+    let path = root().join(rel);
     fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every `.md` file of the repository, as a path from its root with `/` separators, sorted.
+fn pages() -> Vec<String> {
+    fn walk(dir: &Path, out: &mut Vec<String>) {
+        let entries = fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in entries {
+            let path = entry.expect("a directory entry").path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if path.is_dir() {
+                if !name.starts_with('.') && !SKIPPED_DIRS.contains(&name) {
+                    walk(&path, out);
+                }
+            } else if name.ends_with(".md") {
+                let rel = path.strip_prefix(root()).expect("under the root");
+                let parts: Vec<&str> = rel.iter().filter_map(|p| p.to_str()).collect();
+                out.push(parts.join("/"));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root(), &mut out);
+    out.sort();
+    out
+}
+
+/// The guides `src/guide.rs` compiles into `sql_middleware::guide`, as `docs/<name>.md`.
+fn guides() -> Vec<String> {
+    let source = read("src/guide.rs");
+    let mut out = Vec::new();
+    let mut rest = source.as_str();
+    while let Some(i) = rest.find("include_str!(\"../") {
+        let after = &rest[i + "include_str!(\"../".len()..];
+        let end = after.find('"').expect("a closed string");
+        out.push(after[..end].to_owned());
+        rest = &after[end..];
+    }
+    out
+}
+
+/// Whether `page` is read outside the repository too (crates.io, docs.rs).
+fn published(page: &str) -> bool {
+    CRATE_READMES.contains(&page) || guides().iter().any(|g| g == page)
 }
 
 /// The text outside fenced code blocks.
@@ -89,52 +144,107 @@ fn targets(text: &str) -> Vec<String> {
     out
 }
 
+/// `rel` (a path from the repository root, `/` separators, `..` allowed) as a normalised path
+/// from the root, or `None` when it leaves the repository.
+fn normalise(rel: &str) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for c in Path::new(rel).components() {
+        match c {
+            Component::Normal(p) => parts.push(p.to_str()?.to_owned()),
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// `file` (a path from the repository root; empty for the root) exists, and `anchor`, when
+/// there is one and `file` is a page, is made by one of its headings.
+fn check_file(file: &str, anchor: Option<&str>) -> Result<(), String> {
+    let path: PathBuf = root().join(file);
+    if !path.exists() {
+        return Err(format!("{file} is not in the repository"));
+    }
+    if let Some(anchor) = anchor {
+        if !file.ends_with(".md") {
+            return Err(format!("{file} is not a page: it has no anchors"));
+        }
+        if !anchors(&read(file)).contains(anchor) {
+            return Err(format!("no heading of {file} makes the anchor #{anchor}"));
+        }
+    }
+    Ok(())
+}
+
 fn check(page: &str, target: &str) -> Result<(), String> {
     if let Some(anchor) = target.strip_prefix('#') {
-        return if anchors(&read(page)).contains(anchor) {
-            Ok(())
-        } else {
-            Err(format!("no heading makes the anchor #{anchor}"))
-        };
+        return check_file(page, Some(anchor));
     }
-    if let Some(rel) = target.strip_prefix(REPO) {
-        let (file, anchor) = rel
-            .split_once('#')
-            .map_or((rel, None), |(f, a)| (f, Some(a)));
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
-        if !path.exists() {
-            return Err(format!("{file} is not in the repository"));
+    let split = |rel: &str| -> (String, Option<String>) {
+        match rel.split_once('#') {
+            Some((f, a)) => (f.to_owned(), Some(a.to_owned())),
+            None => (rel.to_owned(), None),
         }
-        if let Some(anchor) = anchor {
-            if file.ends_with(".md") && !anchors(&read(file)).contains(anchor) {
-                return Err(format!("no heading of {file} makes the anchor #{anchor}"));
-            }
-        }
+    };
+    if let Some(rel) = target
+        .strip_prefix(REPO)
+        .or_else(|| target.strip_prefix(REPO_TREE))
+    {
+        let (file, anchor) = split(rel);
+        let file = file.trim_end_matches('/');
+        return check_file(file, anchor.as_deref());
+    }
+    if target == REPO_ROOT {
         return Ok(());
     }
     if let Some(anchor) = target
         .strip_prefix(REPO_ROOT)
         .and_then(|r| r.strip_prefix('#'))
     {
-        return if anchors(&read("README.md")).contains(anchor) {
-            Ok(())
-        } else {
-            Err(format!(
-                "no heading of README.md makes the anchor #{anchor}"
-            ))
-        };
+        return check_file("README.md", Some(anchor));
     }
     if target.starts_with("https://") {
         return Ok(());
     }
-    Err("a relative link breaks on docs.rs and crates.io: write an absolute URL".to_owned())
+    if published(page) {
+        return Err(
+            "a relative link breaks on docs.rs and crates.io: write an absolute URL".to_owned(),
+        );
+    }
+    let (file, anchor) = split(target);
+    let dir = page.rsplit_once('/').map_or("", |(d, _)| d);
+    let joined = if dir.is_empty() {
+        file.clone()
+    } else {
+        format!("{dir}/{file}")
+    };
+    let Some(file) = normalise(&joined) else {
+        return Err(format!("{target} leaves the repository"));
+    };
+    check_file(&file, anchor.as_deref())
 }
 
 #[test]
 fn every_link_works_wherever_the_page_is_read() {
+    let pages = pages();
+    for expected in [
+        "README.md",
+        "CONTRIBUTING.md",
+        "docs/Api.md",
+        "docs/dev/Design.md",
+        "reports/Reliability.md",
+    ] {
+        assert!(
+            pages.iter().any(|p| p == expected),
+            "the page walk missed {expected}"
+        );
+    }
     let mut broken = Vec::new();
     let mut seen = 0;
-    for page in PAGES {
+    for page in &pages {
         for target in targets(&read(page)) {
             seen += 1;
             if let Err(why) = check(page, &target) {
@@ -142,8 +252,75 @@ fn every_link_works_wherever_the_page_is_read() {
             }
         }
     }
-    assert!(seen > 20, "the link reader found only {seen} links");
+    assert!(seen > 100, "the link reader found only {seen} links");
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// `docs/` is what a user reads: the guides `src/guide.rs` compiles (so their examples are
+/// tested), each in the published package, and the contributor folder `docs/dev/`.
+#[test]
+fn docs_holds_the_user_guides_only() {
+    let guides = guides();
+    assert!(guides.len() >= 5, "src/guide.rs includes {guides:?}");
+    let manifest = read("Cargo.toml");
+    for guide in &guides {
+        assert!(guide.starts_with("docs/"), "{guide} is not in docs/");
+        assert!(
+            manifest.contains(&format!("\"/{guide}\"")),
+            "{guide} is missing from the package's `include` in Cargo.toml"
+        );
+    }
+    let mut strays = Vec::new();
+    for entry in fs::read_dir(root().join("docs")).expect("docs/") {
+        let path = entry.expect("a directory entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let rel = format!("docs/{name}");
+        let is_guide = guides.contains(&rel);
+        if !(is_guide || (name == "dev" && path.is_dir())) {
+            strays.push(rel);
+        }
+    }
+    assert!(
+        strays.is_empty(),
+        "docs/ holds the user guides only (contributor docs go to docs/dev/, what tools write \
+         to reports/; a new guide goes into src/guide.rs and Cargo.toml's `include`): {strays:?}"
+    );
+}
+
+/// The README's "Guides" list names every user guide and nothing else; contributor docs and
+/// reports are linked outside the list, and labelled as such.
+#[test]
+fn the_readme_lists_the_user_guides() {
+    let readme = read("README.md");
+    let section = readme
+        .split("\n## Guides\n")
+        .nth(1)
+        .expect("a \"Guides\" section")
+        .split("\n## ")
+        .next()
+        .unwrap_or("");
+    let listed: Vec<String> = section
+        .lines()
+        .filter(|l| l.starts_with("- ["))
+        .map(|item| {
+            let target = targets(item).into_iter().next().unwrap_or_default();
+            let rel = target.strip_prefix(REPO).unwrap_or(&target);
+            rel.split('#').next().unwrap_or(rel).to_owned()
+        })
+        .collect();
+    let guides = guides();
+    for guide in &guides {
+        assert!(
+            listed.contains(guide),
+            "the README's guide list misses {guide}"
+        );
+    }
+    for page in &listed {
+        assert!(
+            guides.contains(page),
+            "the README's guide list names {page}, not a user guide"
+        );
+    }
 }
 
 #[test]
@@ -157,13 +334,26 @@ fn the_readme_stays_a_front_page() {
 
 #[test]
 fn the_checker_catches_what_it_looks_for() {
+    // Published pages: absolute links only.
     assert!(check("README.md", "docs/Api.md").is_err());
+    assert!(check("docs/Api.md", "Backends.md").is_err());
     assert!(check("README.md", "#no-such-heading").is_err());
     assert!(check("README.md", &format!("{REPO}docs/NoSuchGuide.md")).is_err());
     assert!(check("README.md", &format!("{REPO}docs/Api.md#no-such-heading")).is_err());
     assert!(check("README.md", &format!("{REPO}docs/Api.md#bulk-loading")).is_ok());
+    assert!(check("README.md", &format!("{REPO_TREE}reports")).is_ok());
+    assert!(check("README.md", &format!("{REPO_TREE}no-such-folder")).is_err());
+    // Repository pages: relative links too, from the page's folder.
+    assert!(check("docs/dev/Benchmarks.md", "BenchTooling.md#the-verdict-rule").is_ok());
+    assert!(check("docs/dev/Benchmarks.md", "BenchTooling.md#no-such-heading").is_err());
+    assert!(check("docs/dev/Benchmarks.md", "../Api.md#bulk-loading").is_ok());
+    assert!(check("docs/dev/Benchmarks.md", "Api.md").is_err());
+    assert!(check("reports/README.md", "../../outside.md").is_err());
+    assert!(check("CONTRIBUTING.md", "docs/dev/").is_ok());
     assert_eq!(
         anchors("## Setting up each connection (`after_connect`)\n"),
         BTreeSet::from(["setting-up-each-connection-after_connect".to_owned()])
     );
+    assert!(published("docs/Api.md") && published("README.md"));
+    assert!(!published("docs/dev/Design.md") && !published("reports/Reliability.md"));
 }

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::value::RowValues;
 
 /// Every fifth lookup on this thread runs its query once more, so the lookup path costs about
-/// 20% more on any machine (docs/BenchTooling.md).
+/// 20% more on any machine (docs/dev/BenchTooling.md).
 #[inline(never)]
 pub(crate) fn every_fifth_lookup(
     c: &rusqlite::Connection,

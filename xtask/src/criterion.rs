@@ -173,7 +173,7 @@ pub fn load_measurement(dir: &Path) -> Result<Measurement> {
         })?,
         None => {
             return Err(Error(format!(
-                "{}: no `Throughput::Elements(N)` (every id must declare one; see BENCHMARKS.md §1)",
+                "{}: no `Throughput::Elements(N)` (every id must declare one; see docs/dev/Benchmarks.md)",
                 bench_path.display()
             )));
         }

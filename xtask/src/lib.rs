@@ -1,5 +1,5 @@
 //! Benchmark tooling of sql-middleware: the results report, the suite runner with resource
-//! recording, and the nightly baseline comparison. See docs/BenchTooling.md.
+//! recording, and the nightly baseline comparison. See docs/dev/BenchTooling.md.
 //!
 //! Run it as `cargo xtask <command>`; this library exists so the parsing, ratio and verdict
 //! logic can be tested on fixture Criterion folders (`tests/fixtures/`).
@@ -16,7 +16,7 @@
 //! 3. `results`: every catalog group as found in CRITERION_HOME.
 //! 4. `targets`: the performance targets, evaluated on the results.
 //! 5. The commands: `report` (`bench-report`), `runner` (`bench`), `nightly` and
-//!    `reliability` (the generated `docs/Reliability.md`); none uses another.
+//!    `reliability` (the generated `reports/Reliability.md`); none uses another.
 //!
 //! The binary (`main.rs`) parses the command line and calls the commands. Inside the folder
 //! modules (`catalog/`, `nightly/`, `report/`), `mod.rs` sits above its files, and a file

@@ -47,8 +47,8 @@ commands:
 
   reliability
       Run the reliability suite once (`cargo test --all-features --test reliability --
-      --nocapture --test-threads=1`) and write docs/Reliability.md from that run: the
-      notes in docs/reliability/notes.md, each topic file's documentation, and every
+      --nocapture --test-threads=1`) and write reports/Reliability.md from that run: the
+      notes in docs/dev/ReliabilityNotes.md, each topic file's documentation, and every
       test's result and figures. Exit 1 when a test failed (the page shows it).
 
 suites: ";

@@ -1,5 +1,5 @@
 //! The performance targets (P1–P9 of the first round, T1 and Q1–Q12 of the second, in
-//! docs/Benchmarks.md) and their evaluation from the same results the report prints: each is
+//! docs/dev/Benchmarks.md) and their evaluation from the same results the report prints: each is
 //! met, or missed by a stated amount, or not measured. The report's "Performance targets"
 //! section renders them.
 
@@ -79,7 +79,7 @@ const fn ratio(num: IdRef, den: IdRef) -> Source {
     Source::Ratio { num, den }
 }
 
-/// The targets, in the order of docs/Benchmarks.md.
+/// The targets, in the order of docs/dev/Benchmarks.md.
 pub const TARGETS: &[Target] = &[
     Target {
         id: "P1",

@@ -1,11 +1,12 @@
-//! The Criterion groups and the ids a complete run of each writes (BENCHMARKS.md §2).
+//! The Criterion groups and the ids a complete run of each writes (docs/dev/Benchmarks.md,
+//! "Targets and ids").
 
 /// A Criterion group and the ids a complete run of it writes.
 #[derive(Debug, Clone, Copy)]
 pub struct GroupSpec {
     /// Group name.
     pub name: &'static str,
-    /// Function ids (BENCHMARKS.md §2).
+    /// Function ids (docs/dev/Benchmarks.md, "Targets and ids").
     pub ids: &'static [&'static str],
 }
 

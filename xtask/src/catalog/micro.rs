@@ -1,6 +1,7 @@
-//! The micro-bench pairs: a middleware step and its SQLx twin (BENCHMARKS.md §4).
+//! The micro-bench pairs: a middleware step and its SQLx twin (docs/dev/BenchTooling.md,
+//! "`cargo xtask bench-report`").
 
-/// A micro-bench and its SQLx twin (BENCHMARKS.md §4).
+/// A micro-bench and its SQLx twin (docs/dev/BenchTooling.md, "`cargo xtask bench-report`").
 #[derive(Debug, Clone, Copy)]
 pub struct MicroPair {
     /// Page name (`bench_results/micro/<key>.md`).

@@ -1,6 +1,6 @@
-//! What exists: the Criterion groups and ids fixed by BENCHMARKS.md §2, the suites (bench
-//! targets) that produce them, the workloads of the report, the micro-bench pairs and the
-//! scaling sweeps.
+//! What exists: the Criterion groups and ids (docs/dev/Benchmarks.md, "Targets and ids"), the
+//! suites (bench targets) that produce them, the workloads of the report, the micro-bench pairs
+//! and the scaling sweeps.
 //!
 //! Each kind has its own file, re-exported here; the files do not use each other, except
 //! `controls`, which reads the workloads.

@@ -1,6 +1,7 @@
-//! The scaling sweeps and the parameter values each runs (BENCHMARKS.md §7).
+//! The scaling sweeps and the parameter values each runs (docs/dev/BenchTooling.md, "Scaling
+//! sweeps").
 
-/// A scaling sweep (BENCHMARKS.md §7).
+/// A scaling sweep (docs/dev/BenchTooling.md, "Scaling sweeps").
 #[derive(Debug, Clone, Copy)]
 pub struct Sweep {
     /// Criterion group.

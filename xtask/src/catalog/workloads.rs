@@ -298,7 +298,7 @@ pub const WORKLOADS: &[Workload] = &[
                 None,
             ),
         ],
-        note: "Row by row: a prepared insert per row in one transaction. Postgres rows are divided by the raw binary COPY, SQLite rows by rusqlite's prepared insert per row in one transaction; Turso has no raw row here (see database_inserts). Q10 in docs/Benchmarks.md states the bulk ÷ row-by-row targets.",
+        note: "Row by row: a prepared insert per row in one transaction. Postgres rows are divided by the raw binary COPY, SQLite rows by rusqlite's prepared insert per row in one transaction; Turso has no raw row here (see database_inserts). Q10 in docs/dev/Benchmarks.md states the bulk ÷ row-by-row targets.",
     },
     Workload {
         title: "Turso point lookup",

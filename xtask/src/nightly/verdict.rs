@@ -4,7 +4,7 @@
 
 use crate::criterion::Interval;
 
-/// Default threshold, as a fraction (see docs/BenchTooling.md for how it was chosen).
+/// Default threshold, as a fraction (see docs/dev/BenchTooling.md for how it was chosen).
 pub const DEFAULT_THRESHOLD: f64 = 0.10;
 
 /// The verdict on one id.

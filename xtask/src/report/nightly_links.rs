@@ -24,7 +24,7 @@ pub fn render(out: &Path) -> String {
         return s;
     }
     s.push_str(
-        "Newest first (`cargo xtask nightly`; the verdict rule is in docs/BenchTooling.md):\n\n",
+        "Newest first (`cargo xtask nightly`; the verdict rule is in docs/dev/BenchTooling.md):\n\n",
     );
     for (_, name) in pages.iter().take(10) {
         let _ = writeln!(s, "- [{}](nightly/{name})", name.trim_end_matches(".md"));

@@ -22,7 +22,7 @@ pub fn render(
     callgrind: Option<&CallgrindFile>,
 ) -> String {
     let mut s = String::from("## Performance targets\n\n");
-    s.push_str("Each target is evaluated from the figures on this page (ratios of medians per operation from one run; allocations from `alloc_per_op.json`; instructions from `callgrind_lookup.json`). What each one means, and why a missed one misses: [docs/Benchmarks.md](../docs/Benchmarks.md#performance-targets).\n\n");
+    s.push_str("Each target is evaluated from the figures on this page (ratios of medians per operation from one run; allocations from `alloc_per_op.json`; instructions from `callgrind_lookup.json`). What each one means: [docs/dev/Benchmarks.md](../docs/dev/Benchmarks.md#performance-targets); the measured rounds, and why a missed one misses: [reports/](../reports/README.md).\n\n");
     s.push_str("| target | measure | figure | bound | verdict |\n|---|---|---:|---:|---|\n");
     for t in TARGETS {
         let (fig, verdict) = match evaluate(t, results, alloc, callgrind) {
