@@ -16,6 +16,3 @@ pub mod high_availability {}
 
 #[doc = include_str!("../docs/Observability.md")]
 pub mod observability {}
-
-#[doc = include_str!("../docs/Performance.md")]
-pub mod performance {}

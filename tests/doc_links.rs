@@ -63,8 +63,23 @@ fn pages() -> Vec<String> {
     out
 }
 
-/// The guides `src/guide.rs` compiles into `sql_middleware::guide`, as `docs/<name>.md`.
+/// The user guides: the Markdown pages at the top of `docs/`, as `docs/<name>.md`.
 fn guides() -> Vec<String> {
+    let mut out: Vec<String> = fs::read_dir(root().join("docs"))
+        .expect("docs/")
+        .filter_map(|e| {
+            let name = e.expect("a directory entry").file_name();
+            let name = name.to_str()?.to_owned();
+            name.ends_with(".md").then(|| format!("docs/{name}"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The guides `src/guide.rs` compiles into `sql_middleware::guide` (so their examples are
+/// tested with the crate), as `docs/<name>.md`.
+fn compiled_guides() -> Vec<String> {
     let source = read("src/guide.rs");
     let mut out = Vec::new();
     let mut rest = source.as_str();
@@ -256,34 +271,44 @@ fn every_link_works_wherever_the_page_is_read() {
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
 
-/// `docs/` is what a user reads: the guides `src/guide.rs` compiles (so their examples are
-/// tested), each in the published package, and the contributor folder `docs/dev/`.
+/// `docs/` is what a user reads: the user guides, each in the published package, every one with
+/// Rust examples compiled by `src/guide.rs` (so the examples are tested), and the contributor
+/// folder `docs/dev/`.
 #[test]
 fn docs_holds_the_user_guides_only() {
     let guides = guides();
-    assert!(guides.len() >= 5, "src/guide.rs includes {guides:?}");
+    assert!(guides.len() >= 5, "docs/ holds {guides:?}");
     let manifest = read("Cargo.toml");
+    let compiled = compiled_guides();
     for guide in &guides {
-        assert!(guide.starts_with("docs/"), "{guide} is not in docs/");
         assert!(
             manifest.contains(&format!("\"/{guide}\"")),
             "{guide} is missing from the package's `include` in Cargo.toml"
         );
+        if read(guide).contains("```rust") {
+            assert!(
+                compiled.contains(guide),
+                "{guide} has Rust examples: src/guide.rs must compile it"
+            );
+        }
+    }
+    for guide in &compiled {
+        assert!(guides.contains(guide), "src/guide.rs compiles {guide}, not a user guide");
     }
     let mut strays = Vec::new();
     for entry in fs::read_dir(root().join("docs")).expect("docs/") {
         let path = entry.expect("a directory entry").path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let rel = format!("docs/{name}");
-        let is_guide = guides.contains(&rel);
-        if !(is_guide || (name == "dev" && path.is_dir())) {
+        if !(guides.contains(&rel) || (name == "dev" && path.is_dir())) {
             strays.push(rel);
         }
     }
     assert!(
         strays.is_empty(),
         "docs/ holds the user guides only (contributor docs go to docs/dev/, what tools write \
-         to reports/; a new guide goes into src/guide.rs and Cargo.toml's `include`): {strays:?}"
+         to reports/; a new guide goes into Cargo.toml's `include`, and into src/guide.rs when \
+         it has examples): {strays:?}"
     );
 }
 

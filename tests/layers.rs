@@ -1,4 +1,4 @@
-//! The crate's layers, checked on its source (docs/Design.md, "Layers"):
+//! The crate's layers, checked on its source (docs/dev/Design.md, "Layers"):
 //!
 //! face (lib, prelude, guide, bench_hooks) → hall (config, dispatch, pool, query, statement,
 //! stream, transaction, after_connect) → wings (sqlite, postgres, turso, mysql) → neutral (contract,
@@ -176,7 +176,7 @@ fn every_module_has_a_layer() {
     for m in graph().keys() {
         assert!(
             layer_of(m).is_some(),
-            "src/{m} belongs to no layer; add it to LAYERS here and to docs/Design.md"
+            "src/{m} belongs to no layer; add it to LAYERS here and to docs/dev/Design.md"
         );
     }
 }

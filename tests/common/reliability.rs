@@ -4,7 +4,7 @@
 //! and row bookkeeping for "acknowledged rows are found, nothing else is".
 //!
 //! Every reliability test prints one line that starts with its name followed by `key=value`
-//! figures, and asserts them. `docs/Reliability.md` lists the figures of the latest run.
+//! figures, and asserts them. `reports/Reliability.md` lists the figures of the latest run.
 
 use sql_middleware_bench::dataset::SplitMix64;
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,5 +1,5 @@
 //! The reliability suite: what sql-middleware promises when things go wrong, one topic per
-//! module (`docs/Reliability.md` lists the promises, the tests and their latest figures).
+//! module (`reports/Reliability.md` lists the promises, the tests and their latest figures).
 //!
 //! Every test prints one line of `key=value` figures and asserts them; CI runs this binary
 //! again with `-- --nocapture --test-threads=1` and keeps those lines. Helpers live in

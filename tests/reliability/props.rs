@@ -2,7 +2,7 @@
 //!
 //! - The functions the `cargo fuzz` targets call (`tests/common/fuzz_harness.rs`, shared with
 //!   `fuzz/fuzz_targets/*.rs`) run here under proptest with a fixed seed, so CI exercises them
-//!   without nightly. Run the real fuzzers with the commands in `docs/Reliability.md`.
+//!   without nightly. Run the real fuzzers with the commands in `reports/Reliability.md`.
 //! - Random column names in random orders: a row's `get(name)` always returns its own result's
 //!   column, on every backend, also when two result sets with the same names in other orders
 //!   come from the same connection (statement cache, prepared statements).
