@@ -5,7 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::config::DatabaseType;
+use crate::engine::DatabaseType;
 use crate::error::Result;
 use crate::results::ResultSet;
 use crate::setup::{AfterConnect, BoxFuture, Setup};

@@ -192,6 +192,10 @@ pub(crate) trait Wing {
         false
     }
 
+    /// A write through this connection completed (a wing whose pool routes reads by the time of
+    /// the last write notes it).
+    fn wrote(&self) {}
+
     /// An operation failed with `ConnectionLost`: the connection must not be reused (it is
     /// replaced before the next operation, or discarded when it goes back). In-process engines
     /// never lose their connection this way.
@@ -208,9 +212,9 @@ pub(crate) trait Wing {
     /// transaction left (so raw statements never run inside a transaction nobody will commit),
     /// then records that raw access happened, so it no longer trusts what it knew about the
     /// connection's state.
-    #[cfg_attr(
-        not(any(feature = "sqlite", feature = "postgres", feature = "turso")),
-        allow(dead_code)
+    #[allow(
+        dead_code,
+        reason = "an engine whose raw access needs the connection mutably has its own method"
     )]
     async fn raw(&mut self) -> Result<&Self::Raw>;
 }

@@ -8,7 +8,10 @@ use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 
 /// Nanoseconds since the first use of this clock in the process, plus one (so 0 can mean
 /// "never" or "unset" in an atomic). Used by the wings that keep instants in atomics.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[allow(
+    dead_code,
+    reason = "a build whose engines keep no instants in atomics does not use it"
+)]
 pub(crate) fn now_nanos() -> u64 {
     static BASE: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     let base = *BASE.get_or_init(Instant::now);
@@ -36,7 +39,7 @@ pub(crate) fn error() -> SqlMiddlewareDbError {
 
 /// The error of a call whose limit passed while its commit may have been under way (a write
 /// in autocommit mode, or a `COMMIT`): whether it took effect is unknown.
-#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[cfg(feature = "_server")]
 pub(crate) fn unknown_outcome() -> SqlMiddlewareDbError {
     SqlMiddlewareDbError::new(
         ErrorKind::OutcomeUnknown,
@@ -47,7 +50,7 @@ pub(crate) fn unknown_outcome() -> SqlMiddlewareDbError {
 /// The error of a script stopped at its limit after a part of it may have committed (SQLite
 /// and Turso: a statement that cannot run inside a transaction split it into parts that commit
 /// one by one, or the script has transaction control of its own).
-#[cfg(any(feature = "sqlite", feature = "turso"))]
+#[cfg(feature = "_embedded")]
 pub(crate) fn partly_applied() -> SqlMiddlewareDbError {
     SqlMiddlewareDbError::new(
         ErrorKind::OutcomeUnknown,

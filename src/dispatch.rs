@@ -6,16 +6,18 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::config::DatabaseType;
+use crate::engine::DatabaseType;
 use crate::contract::{Wing, WingStmt};
 use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::knobs::Knobs;
 use crate::pooling::{self, PoolStatus};
 use crate::results::{Columns, ResultSet};
 use crate::sql::Dialect;
 use crate::sql::ident::BulkTarget;
 use crate::stmt_cache::StatementCacheStats;
 use crate::translation::TranslationMode;
+use crate::url_text::PoolParam;
 use crate::value::RowValues;
 
 fn other_backend() -> SqlMiddlewareDbError {
@@ -30,6 +32,73 @@ fn other_backend() -> SqlMiddlewareDbError {
 /// `Stmt`, `checkout` and a `Conn` that is (or derefs to) a [`Wing`].
 macro_rules! wings {
     ($($feature:literal, $name:ident => $wing:ident;)+) => {
+        /// What a pool of one backend is built from (each wing's `Settings`).
+        #[derive(Debug)]
+        pub(crate) enum Settings {
+            $(#[cfg(feature = $feature)] $name(crate::$wing::Settings),)+
+        }
+
+        impl Settings {
+            /// The settings every engine may have, to set or refuse.
+            pub(crate) fn knobs(&mut self) -> &mut dyn Knobs {
+                match self {
+                    $(#[cfg(feature = $feature)] Settings::$name(s) => s,)+
+                }
+            }
+
+            /// Checks the engine's settings against their ranges.
+            pub(crate) fn check(&self) -> Result<()> {
+                match self {
+                    $(#[cfg(feature = $feature)] Settings::$name(s) => Knobs::check(s),)+
+                }
+            }
+
+            /// The engine these settings are for.
+            pub(crate) fn database_type(&self) -> DatabaseType {
+                match self {
+                    $(#[cfg(feature = $feature)] Settings::$name(_) => DatabaseType::$name,)+
+                }
+            }
+
+            /// Where spans say the database is.
+            pub(crate) fn server(&self) -> crate::telemetry::Server {
+                match self {
+                    $(#[cfg(feature = $feature)] Settings::$name(s) => crate::$wing::server(s),)+
+                }
+            }
+
+            /// Builds the pool.
+            pub(crate) async fn build(self, pool: &pooling::PoolOptions) -> Result<PoolInner> {
+                Ok(match self {
+                    $(#[cfg(feature = $feature)]
+                    Settings::$name(s) => PoolInner::$name(crate::$wing::build(s, pool).await?),)+
+                })
+            }
+
+            /// The settings of a URL whose scheme an engine of this build takes (`None` when no
+            /// engine takes it), with the pool's parameters in it.
+            pub(crate) fn from_url(
+                scheme: &str,
+                rest: &str,
+                query: &str,
+            ) -> Option<Result<(Settings, Vec<PoolParam>)>> {
+                $(#[cfg(feature = $feature)]
+                if crate::$wing::url::SCHEMES.contains(&scheme) {
+                    return Some(
+                        crate::$wing::url::parse(scheme, rest, query)
+                            .map(|(s, p)| (Settings::$name(s), p)),
+                    );
+                })+
+                None
+            }
+
+            /// The URL schemes this build takes, for messages.
+            pub(crate) fn known_schemes() -> String {
+                let shown: &[&str] = &[$(#[cfg(feature = $feature)] crate::$wing::url::SCHEMES_SHOWN,)+];
+                shown.join(", ")
+            }
+        }
+
         /// A pool of one backend.
         #[derive(Clone)]
         pub(crate) enum PoolInner {
@@ -68,7 +137,15 @@ macro_rules! wings {
 
             pub(crate) fn close(&self) {
                 match self {
-                    $(#[cfg(feature = $feature)] PoolInner::$name(p) => p.close(),)+
+                    $(#[cfg(feature = $feature)] PoolInner::$name(p) => crate::$wing::close(p),)+
+                }
+            }
+
+            /// A connection for reads (on a replica, where the engine has them).
+            pub(crate) async fn checkout_reader(&self) -> Result<ConnInner> {
+                match self {
+                    $(#[cfg(feature = $feature)]
+                    PoolInner::$name(p) => crate::$wing::checkout_reader(p).await.map(ConnInner::$name),)+
                 }
             }
 
@@ -278,6 +355,12 @@ macro_rules! wings {
                 }
             }
 
+            pub(crate) fn wrote(&self) {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.wrote(),)+
+                }
+            }
+
             pub(crate) fn refused_write(&mut self) {
                 match self {
                     $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.refused_write(),)+
@@ -339,8 +422,8 @@ macro_rules! wings {
 }
 
 wings! {
-    "sqlite", Sqlite => sqlite;
     "postgres", Postgres => postgres;
+    "sqlite", Sqlite => sqlite;
     "turso", Turso => turso;
     "mysql", Mysql => mysql;
 }

@@ -59,14 +59,16 @@ pub enum PlaceholderStyle {
 impl PlaceholderStyle {
     /// Every style.
     #[cfg(test)]
-    pub(crate) const ALL: [PlaceholderStyle; 2] = [PlaceholderStyle::Postgres, PlaceholderStyle::Sqlite];
+    pub(crate) const ALL: [PlaceholderStyle; 2] =
+        [PlaceholderStyle::Postgres, PlaceholderStyle::Sqlite];
 
-    /// The sigil a placeholder has before translation to this style, the one it gets, and the
-    /// lexical rules of the engines that use the style.
-    pub(crate) fn rules(self) -> (u8, char, crate::sql::Lexer) {
+    /// The sigil a placeholder has before translation to this style, the one it gets, and
+    /// whether the engines that use the style read dollar-quoted bodies (their lexical rules:
+    /// see `sql::scanner::Lexer`).
+    pub(crate) fn rules(self) -> (u8, char, bool) {
         match self {
-            PlaceholderStyle::Sqlite => (b'$', '?', crate::sql::Lexer::Plain),
-            PlaceholderStyle::Postgres => (b'?', '$', crate::sql::Lexer::DollarQuotes),
+            PlaceholderStyle::Sqlite => (b'$', '?', false),
+            PlaceholderStyle::Postgres => (b'?', '$', true),
         }
     }
 }

@@ -4,12 +4,12 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Layers, each importing only the ones below it (docs/dev/Design.md):
-//   face:     lib.rs, prelude
-//   hall:     bulk, config, pool, query, statement, stream, transaction, dispatch
+//   face:     lib.rs (with the prelude and the bench hooks), api/ (each engine's own methods)
+//   hall:     config/, pool, query, statement, stream, transaction, bulk, dispatch
 //   wings:    sqlite/, postgres/, turso/, mysql/
-//   neutral:  contract (the backend trait), pooling (pool settings, deadpool builder, errors)
+//   neutral:  contract (the backend trait), pooling, knobs, limits, url_text, setup, server, …
 //   family:   sqlite_family/ (shared by the SQLite and Turso wings)
-//   core:     value, results, decode, error, translation, sql/ (the one SQL scanner)
+//   core:     engine, value, results, decode, error, translation, sql/ (the one SQL scanner)
 
 // No engine is on by default (README, "Install"): a build without one stops here with one
 // error that says what to add, instead of compiling a crate that could open nothing.
@@ -42,7 +42,6 @@ with_an_engine! {
     pub mod error;
     mod interval;
     mod json;
-    mod limits;
     mod param;
     pub mod results;
     mod sql;
@@ -54,6 +53,8 @@ with_an_engine! {
     // the SQLite family, the neutral layer
     mod contract;
     mod deadline;
+    mod knobs;
+    mod limits;
     mod pooling;
     mod setup;
     mod stats;
@@ -65,15 +66,16 @@ with_an_engine! {
     pub use postgres::listen::{Listener, Notification};
     #[cfg(feature = "postgres")]
     pub use postgres::replica::ReplicaStatus;
-    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    #[cfg(feature = "_server")]
     mod server;
-    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    #[cfg(feature = "_server")]
     pub use server::{SslMode, StatementCache};
     pub use stats::{ExecStats, PoolStats, WAIT_BUCKET_BOUNDS, WaitStats};
     pub use stmt_cache::StatementCacheStats;
+    mod url_text;
     #[cfg(feature = "serde")]
-    pub use url::Config;
-    #[cfg(any(feature = "sqlite", feature = "turso"))]
+    pub use config::Config;
+    #[cfg(feature = "_embedded")]
     mod sqlite_family;
 
     // wings
@@ -98,13 +100,66 @@ with_an_engine! {
     pub mod statement;
     pub mod stream;
     pub mod transaction;
-    mod url;
 
     // face
-    #[doc(hidden)]
-    pub mod bench_hooks;
+    /// Each engine's own methods on the shared types (constructors, settings, raw access).
+    mod api {
+        #[cfg(feature = "mysql")]
+        mod mysql;
+        #[cfg(feature = "postgres")]
+        mod postgres;
+        #[cfg(feature = "sqlite")]
+        pub(crate) mod sqlite;
+        #[cfg(feature = "turso")]
+        pub(crate) mod turso;
+    }
     pub mod guide;
-    pub mod prelude;
+
+    /// Entry points for the repository's micro-benchmarks, hidden from the documentation and
+    /// not part of the stable API: they may change or go away in any release.
+    ///
+    /// Most benchmarks measure the crate from outside, through its public API. The few that
+    /// time one internal step on its own reach it here:
+    ///
+    /// - `sqlite`, `turso`: the materialisation of a result set and the binding (or
+    ///   conversion) of parameters, each as a timed loop over a prepared lookup, run by the
+    ///   crate's own code;
+    /// - [`timestamp_text`](bench_hooks::timestamp_text),
+    ///   [`timestamptz_text`](bench_hooks::timestamptz_text),
+    ///   [`date_text`](bench_hooks::date_text): the text forms SQLite and Turso store dates and
+    ///   times in, so that a raw-driver baseline stores the same text with the same work.
+    #[doc(hidden)]
+    pub mod bench_hooks {
+        #[cfg(feature = "sqlite")]
+        pub use crate::api::sqlite::bench as sqlite;
+        #[cfg(feature = "_embedded")]
+        pub use crate::sqlite_family::text_form::{date_text, timestamp_text, timestamptz_text};
+        #[cfg(feature = "turso")]
+        pub use crate::api::turso::bench as turso;
+    }
+
+    /// The names most programs need: `use sql_middleware::prelude::*;`.
+    pub mod prelude {
+        pub use crate::after_connect::NewConnection;
+        pub use crate::config::{ConfigAndPool, DatabaseType, PoolBuilder};
+        pub use crate::decode::{FromRow, FromValue, SqlRow};
+        pub use crate::error::{ErrorKind, SqlMiddlewareDbError};
+        pub use crate::executor::Executor;
+        pub use crate::json::Json;
+        pub use crate::param::ToValue;
+        pub use crate::pool::{MiddlewarePool, MiddlewarePoolConnection};
+        pub use crate::query::QueryAndParams;
+        pub use crate::results::{CustomDbRow, ResultSet};
+        #[cfg(feature = "sqlite")]
+        pub use crate::sqlite::SqliteExecModel;
+        pub use crate::statement::PreparedStatement;
+        pub use crate::stream::RowStream;
+        pub use crate::transaction::Tx;
+        pub use crate::translation::TranslationMode;
+        pub use crate::value::RowValues;
+        #[cfg(feature = "derive")]
+        pub use sql_middleware_derive::FromRow;
+    }
 
     pub use after_connect::NewConnection;
     pub use config::{ConfigAndPool, DatabaseType, PoolBuilder};

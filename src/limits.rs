@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use crate::config::PoolBuilder;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::pooling::PoolOptions;
 
 /// The longest duration any setting accepts: 2^31 - 1 milliseconds (about 24.8 days), the
 /// largest timeout SQLite's `busy_timeout` and Postgres' `statement_timeout` take.
@@ -45,16 +45,21 @@ fn positive(key: &str, d: Option<Duration>) -> Result<()> {
     }
 }
 
-fn count(key: &str, n: usize, max: usize) -> Result<()> {
+/// Checks a count against its largest value.
+pub(crate) fn count(key: &str, n: usize, max: usize) -> Result<()> {
     if n > max {
         return Err(out_of_range(key, &format!("must be at most {max}")));
     }
     Ok(())
 }
 
-/// Checks every setting of `b`.
-pub(crate) fn check(b: &PoolBuilder) -> Result<()> {
-    let p = &b.pool;
+/// Checks the settings every engine shares; each engine's own are checked by its
+/// [`Knobs::check`](crate::knobs::Knobs::check) after these.
+pub(crate) fn check(
+    p: &PoolOptions,
+    connect_on_build: Option<Duration>,
+    slow_statement_threshold: Option<Duration>,
+) -> Result<()> {
     count("max_size", p.max_size, MAX_POOL_SIZE)?;
     if p.max_size == 0 {
         return Err(out_of_range("max_size", "must be at least 1"));
@@ -71,48 +76,16 @@ pub(crate) fn check(b: &PoolBuilder) -> Result<()> {
     positive("max_lifetime", p.max_lifetime)?;
     positive("idle_timeout", p.idle_timeout)?;
     positive("statement_timeout", p.statement_timeout)?;
-    if let Some(d) = b.connect_on_build {
+    if let Some(d) = connect_on_build {
         duration("connect_on_build", d)?;
     }
-    #[cfg(feature = "tracing")]
-    if let Some(d) = b.trace.slow {
+    if let Some(d) = slow_statement_threshold {
         duration("slow_statement_threshold", d)?;
     }
-    #[cfg(feature = "sqlite")]
-    {
-        duration("busy_timeout", b.sqlite.busy_timeout)?;
-        count(
-            "statement_cache_capacity",
-            b.sqlite.statement_cache_capacity,
-            MAX_STATEMENT_CACHE,
-        )?;
-    }
-    #[cfg(feature = "turso")]
-    {
-        duration("busy_timeout", b.turso.busy_timeout)?;
-        count(
-            "statement_cache_capacity",
-            b.turso.statement_cache_capacity,
-            MAX_STATEMENT_CACHE,
-        )?;
-    }
-    #[cfg(feature = "mysql")]
-    count(
-        "statement_cache_capacity",
-        b.mysql.statement_cache_capacity,
-        MAX_STATEMENT_CACHE,
-    )?;
-    #[cfg(feature = "postgres")]
-    {
-        count(
-            "statement_cache_capacity",
-            b.postgres.statement_cache_capacity,
-            MAX_STATEMENT_CACHE,
-        )?;
-        duration("replica_retry_after", b.replicas.retry_after)?;
-        if let Some(d) = b.replicas.read_your_writes {
-            duration("read_your_writes", d)?;
-        }
-    }
     Ok(())
+}
+
+/// Checks the statement cache capacity every engine has.
+pub(crate) fn statement_cache_capacity(n: usize) -> Result<()> {
+    count("statement_cache_capacity", n, MAX_STATEMENT_CACHE)
 }

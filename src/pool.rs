@@ -3,7 +3,9 @@
 //! dropped, and only in a clean state: never inside a transaction, with a statement still
 //! running, or with session changes left behind.
 
-use crate::config::{DatabaseType, PoolBuilder, Target};
+use crate::dispatch::Settings;
+use crate::engine::DatabaseType;
+use crate::pooling::PoolOptions;
 use crate::decode::FromRow;
 use crate::dispatch::{ConnInner, PoolInner, StmtHandle};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
@@ -21,18 +23,12 @@ pub use crate::pooling::PoolStatus;
 /// A connection pool for one database. Cheap to clone; clones share the pool.
 #[derive(Clone)]
 pub struct MiddlewarePool {
-    inner: PoolInner,
+    pub(crate) inner: PoolInner,
     translation: TranslationMode,
     statement_timeout: Option<Duration>,
     counters: std::sync::Arc<crate::pooling::Counters>,
     /// Tracing settings (feature `tracing`; empty without it).
     trace: crate::telemetry::PoolTrace,
-    /// The replicas, when the pool has any (Postgres).
-    #[cfg(feature = "postgres")]
-    readers: Option<std::sync::Arc<crate::postgres::replica::Readers>>,
-    /// Set by [`Self::close`]; the pool's `Listener`s stop when it is.
-    #[cfg(feature = "postgres")]
-    closing: std::sync::Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl std::fmt::Debug for MiddlewarePool {
@@ -62,56 +58,23 @@ async fn timed<T>(checkout: impl std::future::Future<Output = T>) -> (T, Duratio
 }
 
 impl MiddlewarePool {
-    pub(crate) async fn build(b: PoolBuilder) -> Result<Self> {
-        let translation = b.translation;
-        let statement_timeout = b.pool.statement_timeout;
-        let counters = std::sync::Arc::clone(&b.pool.counters);
-        let trace_opts = b.trace;
-        #[cfg(feature = "postgres")]
-        let mut readers = None;
-        let server = trace_server(&b.target);
-        let inner = match b.target {
-            #[cfg(feature = "sqlite")]
-            Target::Sqlite(t) => {
-                PoolInner::Sqlite(crate::sqlite::build_pool(t, b.sqlite, &b.pool)?)
-            }
-            #[cfg(feature = "postgres")]
-            Target::Postgres(cfg) => {
-                let mut pg = b.postgres;
-                pg.tls.raise_to_strictest(
-                    &cfg,
-                    b.replicas.replicas.iter().map(|(c, _)| c),
-                    b.replica_ssl,
-                );
-                if !b.replicas.replicas.is_empty() {
-                    readers = Some(std::sync::Arc::new(
-                        crate::postgres::replica::Readers::build(&cfg, &pg, &b.pool, b.replicas)?,
-                    ));
-                }
-                PoolInner::Postgres(crate::postgres::build_pool(*cfg, pg, &b.pool)?)
-            }
-            #[cfg(feature = "turso")]
-            Target::Turso(t) => {
-                PoolInner::Turso(crate::turso::build_pool(t, b.turso, &b.pool).await?)
-            }
-            #[cfg(feature = "mysql")]
-            Target::Mysql(t) => {
-                PoolInner::Mysql(crate::mysql::build_pool(*t.0, b.mysql, &b.pool)?)
-            }
-        };
+    /// Builds the pool of `settings`' engine with the shared settings `pool`.
+    pub(crate) async fn build(
+        settings: Settings,
+        pool: &PoolOptions,
+        translation: TranslationMode,
+        trace: &crate::telemetry::TraceOptions,
+    ) -> Result<Self> {
+        let server = settings.server();
+        let inner = settings.build(pool).await?;
         // `db.system` as the OpenTelemetry conventions name the engines.
-        let trace =
-            crate::telemetry::PoolTrace::new(&trace_opts, inner.system(), inner.dialect(), server);
+        let trace = crate::telemetry::PoolTrace::new(trace, inner.system(), inner.dialect(), server);
         Ok(Self {
             inner,
             translation,
-            statement_timeout,
-            counters,
+            statement_timeout: pool.statement_timeout,
+            counters: std::sync::Arc::clone(&pool.counters),
             trace,
-            #[cfg(feature = "postgres")]
-            readers,
-            #[cfg(feature = "postgres")]
-            closing: std::sync::Arc::new(tokio::sync::watch::Sender::new(false)),
         })
     }
 
@@ -126,13 +89,7 @@ impl MiddlewarePool {
         .await;
         #[cfg(not(feature = "tracing"))]
         let (inner, wait) = timed(self.inner.checkout()).await;
-        #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
-        let mut conn = self.connection(inner?, wait, &span);
-        #[cfg(feature = "postgres")]
-        {
-            conn.write_clock = self.readers.as_ref().and_then(|r| r.clock());
-        }
-        Ok(conn)
+        Ok(self.connection(inner?, wait, &span))
     }
 
     /// A checkout that waited `wait` got `inner`.
@@ -159,8 +116,6 @@ impl MiddlewarePool {
             pending: false,
             sp_pending: None,
             calls: 0,
-            #[cfg(feature = "postgres")]
-            write_clock: None,
         }
     }
 
@@ -168,53 +123,21 @@ impl MiddlewarePool {
     /// has replicas, else as [`Self::get`]. Reader sessions are read-only (a write fails with
     /// [`ErrorKind::ReadOnly`]); see [`crate::PoolBuilder::replica`].
     pub async fn reader(&self) -> Result<MiddlewarePoolConnection> {
-        #[cfg(feature = "postgres")]
-        if let Some(r) = &self.readers {
-            let span = self.trace.checkout_span();
-            #[cfg(feature = "tracing")]
-            let (c, wait) =
-                timed(tracing::Instrument::instrument(r.checkout(), span.clone())).await;
-            #[cfg(not(feature = "tracing"))]
-            let (c, wait) = timed(r.checkout()).await;
-            return Ok(self.connection(ConnInner::Postgres(c?), wait, &span));
-        }
-        self.get().await
-    }
-
-    /// Each replica's state, measured now (empty without replicas).
-    #[cfg(feature = "postgres")]
-    pub async fn replica_status(&self) -> Vec<crate::ReplicaStatus> {
-        match (&self.readers, &self.inner) {
-            (Some(r), PoolInner::Postgres(p)) => r.status(p).await,
-            _ => Vec::new(),
-        }
+        let span = self.trace.checkout_span();
+        #[cfg(feature = "tracing")]
+        let (inner, wait) = timed(tracing::Instrument::instrument(
+            self.inner.checkout_reader(),
+            span.clone(),
+        ))
+        .await;
+        #[cfg(not(feature = "tracing"))]
+        let (inner, wait) = timed(self.inner.checkout_reader()).await;
+        Ok(self.connection(inner?, wait, &span))
     }
 
     /// The engine behind this pool.
     pub fn database_type(&self) -> DatabaseType {
         self.inner.database_type()
-    }
-
-    /// A `LISTEN`/`NOTIFY` listener on a connection of its own, made with this pool's
-    /// settings (Postgres only; `Unsupported` on other backends).
-    #[cfg(feature = "postgres")]
-    pub async fn listener(&self) -> Result<crate::Listener> {
-        match &self.inner {
-            PoolInner::Postgres(p) => {
-                if *self.closing.borrow() {
-                    return Err(crate::pooling::pool_error(
-                        deadpool::managed::PoolError::<tokio_postgres::Error>::Closed,
-                    ));
-                }
-                crate::postgres::listen::Listener::start(
-                    p.manager().config.clone(),
-                    self.closing.subscribe(),
-                )
-                .await
-            }
-            #[allow(unreachable_patterns)]
-            _ => Err(wrong_backend("listener", self.database_type())),
-        }
     }
 
     /// Pool size and availability.
@@ -253,13 +176,6 @@ impl MiddlewarePool {
         self.inner.close();
         // The upkeep of the pool (and of its readers' pools, which share the counters).
         self.counters.closed.notify_waiters();
-        #[cfg(feature = "postgres")]
-        {
-            self.closing.send_replace(true);
-            if let Some(r) = &self.readers {
-                r.close();
-            }
-        }
     }
 }
 
@@ -289,10 +205,6 @@ pub struct MiddlewarePoolConnection {
     pub(crate) sp_pending: Option<u32>,
     /// Operations started on this checkout, for [`BUDGET_EVERY`].
     calls: u32,
-    /// Where a completed write is noted, when the pool routes readers to the primary after
-    /// writes (`read_your_writes`).
-    #[cfg(feature = "postgres")]
-    write_clock: Option<std::sync::Arc<crate::postgres::replica::WriteClock>>,
 }
 
 /// Every this many operations, one unit of tokio's cooperative budget is spent (see
@@ -399,64 +311,6 @@ impl MiddlewarePoolConnection {
         Ok(Tx::new(self))
     }
 
-    /// Runs `f` with the raw rusqlite connection, on tokio's blocking pool (or inline under
-    /// [`crate::SqliteExecModel::Inline`]). Fails with [`ErrorKind::Unsupported`] on other backends.
-    #[cfg(feature = "sqlite")]
-    pub async fn with_blocking_sqlite<R, F>(&mut self, f: F) -> Result<R>
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut rusqlite::Connection) -> rusqlite::Result<R> + Send + 'static,
-    {
-        self.enter().await?;
-        let ty = self.database_type();
-        let deadline = self.deadline(None);
-        self.arm(deadline);
-        let r = match &mut self.inner {
-            ConnInner::Sqlite(c) => c.with_raw(f).await,
-            #[allow(unreachable_patterns)]
-            _ => Err(wrong_backend("with_blocking_sqlite", ty)),
-        };
-        self.note(r)
-    }
-
-    /// The raw tokio-postgres client of this connection. Fails with [`ErrorKind::Unsupported`] on
-    /// other backends. Statements run through it are outside the middleware's bookkeeping: leave
-    /// the connection outside any transaction you open with it.
-    #[cfg(feature = "postgres")]
-    pub async fn postgres_client(&mut self) -> Result<&tokio_postgres::Client> {
-        let ty = self.database_type();
-        match &mut self.inner {
-            ConnInner::Postgres(c) => crate::contract::Wing::raw(c).await,
-            #[allow(unreachable_patterns)]
-            _ => Err(wrong_backend("postgres_client", ty)),
-        }
-    }
-
-    /// The raw Turso connection. Fails with [`ErrorKind::Unsupported`] on other backends.
-    #[cfg(feature = "turso")]
-    pub async fn turso_connection(&mut self) -> Result<&turso::Connection> {
-        let ty = self.database_type();
-        match &mut self.inner {
-            ConnInner::Turso(c) => crate::contract::Wing::raw(&mut ***c).await,
-            #[allow(unreachable_patterns)]
-            _ => Err(wrong_backend("turso_connection", ty)),
-        }
-    }
-
-    /// The raw mysql_async connection of this connection. Fails with
-    /// [`ErrorKind::Unsupported`] on other backends. Its session is reset (`COM_RESET_CONNECTION`)
-    /// before the next borrower gets the connection; leave it outside any transaction you open
-    /// with it.
-    #[cfg(feature = "mysql")]
-    pub async fn mysql_connection(&mut self) -> Result<&mut mysql_async::Conn> {
-        let ty = self.database_type();
-        match &mut self.inner {
-            ConnInner::Mysql(c) => c.raw_mut().await,
-            #[allow(unreachable_patterns)]
-            _ => Err(wrong_backend("mysql_connection", ty)),
-        }
-    }
-
     /// Runs one parameterised statement for each parameter set and returns the results in order.
     ///
     /// On Postgres the statements are pipelined on this connection (all sent before the first
@@ -535,10 +389,7 @@ impl MiddlewarePoolConnection {
     /// Notes that a write completed (for read-your-writes routing).
     #[inline]
     pub(crate) fn wrote(&self) {
-        #[cfg(feature = "postgres")]
-        if let Some(c) = &self.write_clock {
-            c.wrote();
-        }
+        self.inner.wrote();
     }
 
     /// Hands the wing the limit of the operation called next (which takes it at once).
@@ -764,23 +615,8 @@ fn refuse_in_tx(sql: &str, d: crate::sql::Dialect) -> Result<()> {
     Ok(())
 }
 
-/// Where the pool's database is, for spans.
-fn trace_server(t: &Target) -> crate::telemetry::Server {
-    match t {
-        #[cfg(all(feature = "postgres", feature = "tracing"))]
-        Target::Postgres(cfg) => crate::postgres::trace_server(cfg),
-        #[cfg(all(feature = "mysql", feature = "tracing"))]
-        Target::Mysql(crate::mysql::config::MyTarget(opts)) => crate::telemetry::Server {
-            namespace: opts.db_name().map(str::to_owned),
-            address: Some(opts.ip_or_hostname().to_owned()),
-            port: Some(opts.tcp_port()),
-        },
-        #[allow(unreachable_patterns, clippy::default_constructed_unit_structs)]
-        _ => crate::telemetry::Server::default(),
-    }
-}
-
-fn wrong_backend(what: &str, actual: DatabaseType) -> SqlMiddlewareDbError {
+/// The error of an engine's own method called on a connection of another engine.
+pub(crate) fn wrong_backend(what: &str, actual: DatabaseType) -> SqlMiddlewareDbError {
     SqlMiddlewareDbError::new(
         ErrorKind::Unsupported,
         format!("{what} is not available on a {actual:?} connection"),

@@ -329,7 +329,7 @@ where
 }
 
 /// Runs `work` until `deadline`: `None` when the limit passed first (`work` is then dropped).
-#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[cfg(feature = "_server")]
 #[inline]
 pub(crate) async fn within<T>(
     deadline: Instant,
@@ -344,7 +344,7 @@ pub(crate) async fn within<T>(
 /// wait timeout, as a whole. A connection that has to be opened for it is opened in a task of
 /// its own: if the caller gives up first, it joins the pool when it is ready (bounded by the
 /// pool's create timeout), for a later checkout.
-#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[cfg(feature = "_server")]
 pub(crate) async fn checkout_within<M>(pool: &Pool<M>, deadline: Option<Instant>) -> Result<Object<M>>
 where
     M: Manager + 'static,

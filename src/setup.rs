@@ -38,7 +38,7 @@ pub(crate) trait Setup: Send {
 
 /// Implements [`Setup`] for a wing's connection type through its [`Wing`](crate::contract::Wing)
 /// operations (statements prepared through the connection's cache, outside any transaction).
-#[cfg(any(feature = "sqlite", feature = "turso"))]
+#[cfg(feature = "_embedded")]
 macro_rules! setup_via_wing {
     ($conn:ty) => {
         impl $crate::setup::Setup for $conn {
@@ -84,7 +84,7 @@ macro_rules! setup_via_wing {
         }
     };
 }
-#[cfg(any(feature = "sqlite", feature = "turso"))]
+#[cfg(feature = "_embedded")]
 pub(crate) use setup_via_wing;
 
 /// The hook as the wings call it: the user's function, wrapped by the hall with what it tells

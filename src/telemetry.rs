@@ -337,25 +337,6 @@ mod on {
         }
     }
 
-    /// Records on the current statement's span how SQLite ran it, from the connection's
-    /// execution counts before and after.
-    #[cfg(feature = "sqlite")]
-    #[inline]
-    pub(crate) fn sqlite_exec(before: crate::stats::ExecStats, after: crate::stats::ExecStats) {
-        if tracing::level_enabled!(tracing::Level::INFO) {
-            let how = if after.rerun_after_interrupt > before.rerun_after_interrupt {
-                "rerun"
-            } else if after.offloaded_by_policy > before.offloaded_by_policy {
-                "offloaded"
-            } else if after.inline > before.inline {
-                "inline"
-            } else {
-                return;
-            };
-            tracing::Span::current().record("sqlmw.sqlite.exec", how);
-        }
-    }
-
     fn micros(d: Duration) -> u64 {
         u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
     }
@@ -438,9 +419,6 @@ mod off {
         pub(crate) fn scope_end(&mut self, _: u32, _: &'static str) {}
     }
 
-    #[cfg(feature = "sqlite")]
-    #[inline(always)]
-    pub(crate) fn sqlite_exec(_: crate::stats::ExecStats, _: crate::stats::ExecStats) {}
 }
 
 #[cfg(feature = "tracing")]

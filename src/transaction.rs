@@ -38,7 +38,7 @@ use crate::value::RowValues;
 /// # Ok(()) }
 /// ```
 pub struct Tx<'c> {
-    conn: &'c mut MiddlewarePoolConnection,
+    pub(crate) conn: &'c mut MiddlewarePoolConnection,
     finished: bool,
     /// 0 for the transaction itself, `n` for a savepoint nested `n` deep.
     level: u32,
@@ -108,40 +108,6 @@ impl<'c> Tx<'c> {
         R: AsRef<[RowValues]> + Send + Sync,
     {
         self.conn.bulk_insert(table, columns, rows).await
-    }
-
-    /// Runs `f` with the raw rusqlite connection, inside this transaction (see
-    /// [`MiddlewarePoolConnection::with_blocking_sqlite`]). An error from `f` aborts the
-    /// transaction like any failed statement. Leave the transaction open: end it with
-    /// [`Tx::commit`] or [`Tx::rollback`].
-    #[cfg(feature = "sqlite")]
-    pub async fn with_blocking_sqlite<R, F>(&mut self, f: F) -> Result<R>
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut rusqlite::Connection) -> rusqlite::Result<R> + Send + 'static,
-    {
-        self.conn.with_blocking_sqlite(f).await
-    }
-
-    /// The raw tokio-postgres client, inside this transaction (see
-    /// [`MiddlewarePoolConnection::postgres_client`]).
-    #[cfg(feature = "postgres")]
-    pub async fn postgres_client(&mut self) -> Result<&tokio_postgres::Client> {
-        self.conn.postgres_client().await
-    }
-
-    /// The raw Turso connection, inside this transaction (see
-    /// [`MiddlewarePoolConnection::turso_connection`]).
-    #[cfg(feature = "turso")]
-    pub async fn turso_connection(&mut self) -> Result<&turso::Connection> {
-        self.conn.turso_connection().await
-    }
-
-    /// The raw mysql_async connection, inside this transaction (see
-    /// [`MiddlewarePoolConnection::mysql_connection`]).
-    #[cfg(feature = "mysql")]
-    pub async fn mysql_connection(&mut self) -> Result<&mut mysql_async::Conn> {
-        self.conn.mysql_connection().await
     }
 
     /// Commits. Returns `Ok` only if the engine committed everything. On a savepoint: releases

@@ -36,7 +36,7 @@
 use std::borrow::Cow;
 
 pub use crate::engine::PlaceholderStyle;
-use crate::sql::scanner::{Kind, tokens};
+use crate::sql::scanner::{Kind, Lexer, tokens};
 
 /// Whether a call translates placeholders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -77,7 +77,7 @@ pub enum TranslationMode {
 /// ```
 #[must_use]
 pub fn translate_placeholders(sql: &str, to: PlaceholderStyle) -> Cow<'_, str> {
-    let (from, into, lexer) = to.rules();
+    let (from, into, lexer) = rules(to);
     let bytes = sql.as_bytes();
     // Fast path: without the source sigil there is nothing to translate.
     if !bytes.contains(&from) {
@@ -105,14 +105,24 @@ pub fn translate_placeholders(sql: &str, to: PlaceholderStyle) -> Cow<'_, str> {
     }
 }
 
+/// The sigil a placeholder has before translation to `to`, the one it gets, and the lexical
+/// rules of the engines that use `to`.
+fn rules(to: PlaceholderStyle) -> (u8, char, Lexer) {
+    let (from, into, dollar_quotes) = to.rules();
+    let lexer = if dollar_quotes {
+        Lexer::DollarQuotes
+    } else {
+        Lexer::Plain
+    };
+    (from, into, lexer)
+}
+
 #[cfg(test)]
 mod props {
     use proptest::prelude::*;
 
     use super::*;
     use crate::sql::props::{config, script};
-    use crate::sql::scanner::{Kind, Lexer, tokens};
-
     fn spans(sql: &str, l: Lexer) -> Vec<(Kind, usize, usize)> {
         tokens(sql, l).map(|t| (t.kind, t.start, t.end)).collect()
     }
@@ -137,11 +147,11 @@ mod props {
         #[test]
         fn translation_changes_only_scanned_placeholders((l, sql) in script()) {
             let styles = PlaceholderStyle::ALL;
-            if styles.iter().all(|s| s.rules().2 != l) {
+            if styles.iter().all(|s| rules(*s).2 != l) {
                 return Ok(());
             }
             for style in styles {
-                let (sigil, _, lexer) = style.rules();
+                let (sigil, _, lexer) = rules(style);
                 let out = translate_placeholders(&sql, style);
                 prop_assert_eq!(out.len(), sql.len());
                 let sigils: Vec<usize> = tokens(&sql, lexer)
@@ -152,9 +162,9 @@ mod props {
                 prop_assert_eq!(spans(&sql, lexer), spans(&out, lexer));
             }
             let [a, b] = styles;
-            if spans(&sql, a.rules().2) == spans(&sql, b.rules().2) {
+            if spans(&sql, rules(a).2) == spans(&sql, rules(b).2) {
                 // The scripts write their placeholders `$N`: to the style that takes `$N`, and back.
-                let (to, back) = if a.rules().0 == b'$' { (a, b) } else { (b, a) };
+                let (to, back) = if rules(a).0 == b'$' { (a, b) } else { (b, a) };
                 let there = translate_placeholders(&sql, to);
                 prop_assert_eq!(translate_placeholders(&there, back), sql.clone());
             }

@@ -293,7 +293,10 @@ fn docs_holds_the_user_guides_only() {
         }
     }
     for guide in &compiled {
-        assert!(guides.contains(guide), "src/guide.rs compiles {guide}, not a user guide");
+        assert!(
+            guides.contains(guide),
+            "src/guide.rs compiles {guide}, not a user guide"
+        );
     }
     let mut strays = Vec::new();
     for entry in fs::read_dir(root().join("docs")).expect("docs/") {

@@ -1,14 +1,15 @@
 //! The crate's layers, checked on its source (docs/dev/Design.md, "Layers"):
 //!
-//! face (lib, prelude, guide, bench_hooks) → hall (config, dispatch, pool, query, statement,
-//! stream, transaction, after_connect) → wings (sqlite, postgres, turso, mysql) → neutral (contract,
-//! pooling, setup) → SQLite family (sqlite_family) → core (value, results, decode, error,
-//! translation, sql).
+//! face (lib with the prelude and bench hooks, api, guide) → hall (config, dispatch, pool, query,
+//! statement, stream, transaction, after_connect, …) → wings (sqlite, postgres, turso, mysql) →
+//! neutral (contract, knobs, limits, pooling, setup, …) → SQLite family (sqlite_family) → core
+//! (engine, value, results, decode, error, translation, sql, …).
 //!
 //! Every `crate::…` path outside comments and unit tests must point to the same top-level module
-//! or to a lower layer; a wing never names another wing; the core modules and the neutral ones
-//! import each other without a cycle; every wing has the same file set; and the core needs no
-//! `allow(dead_code)` switch. This test reads the files only (std, no crate code).
+//! or to a lower layer; a wing never names another wing; the core, neutral and hall modules
+//! import each other without a cycle; every wing has the same file set; the core needs no
+//! `allow(dead_code)` switch; no file is over 700 lines; and each engine is named in at most five
+//! files outside its folder. This test reads the files only (std, no crate code).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -18,6 +19,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "core",
         &[
+            "engine",
             "value",
             "results",
             "decode",
@@ -35,6 +37,9 @@ const LAYERS: &[(&str, &[&str])] = &[
         "neutral",
         &[
             "contract",
+            "knobs",
+            "limits",
+            "url_text",
             "pooling",
             "stmt_cache",
             "stats",
@@ -54,19 +59,17 @@ const LAYERS: &[(&str, &[&str])] = &[
             "config",
             "dispatch",
             "executor",
-            "limits",
             "pool",
             "query",
             "savepoint",
             "statement",
             "stream",
             "transaction",
-            "url",
         ],
     ),
     (
         "face",
-        &["lib", "prelude", "guide", "bench_hooks", "drivers"],
+        &["lib", "api", "prelude", "guide", "bench_hooks", "drivers"],
     ),
 ];
 
@@ -203,51 +206,65 @@ fn imports_point_down() {
     );
 }
 
-#[test]
-fn core_and_neutral_layers_have_no_cycle() {
+/// An import cycle among the modules of `layer`, if there is one.
+fn cycle_in(layer: &str) -> Option<Vec<String>> {
     let g = graph();
-    for layer in ["core", "neutral"] {
-        let mods: Vec<&str> = LAYERS
-            .iter()
-            .find(|(n, _)| *n == layer)
-            .expect("layer")
-            .1
-            .to_vec();
-        // Depth-first search for a back edge among the layer's own modules.
-        fn visit<'a>(
-            m: &'a str,
-            g: &'a BTreeMap<String, BTreeSet<String>>,
-            mods: &[&'a str],
-            stack: &mut Vec<&'a str>,
-            done: &mut BTreeSet<&'a str>,
-        ) -> Option<Vec<String>> {
-            if let Some(i) = stack.iter().position(|s| *s == m) {
-                let mut cycle: Vec<String> = stack[i..].iter().map(|s| s.to_string()).collect();
-                cycle.push(m.to_owned());
-                return Some(cycle);
-            }
-            if !done.insert(m) {
-                return None;
-            }
-            stack.push(m);
-            if let Some(tos) = g.get(m) {
-                for to in tos {
-                    if let Some(&t) = mods.iter().find(|x| **x == to.as_str())
-                        && let Some(c) = visit(t, g, mods, stack, done)
-                    {
-                        return Some(c);
-                    }
+    let mods: Vec<&str> = LAYERS
+        .iter()
+        .find(|(n, _)| *n == layer)
+        .expect("layer")
+        .1
+        .to_vec();
+    // Depth-first search for a back edge among the layer's own modules.
+    fn visit<'a>(
+        m: &'a str,
+        g: &'a BTreeMap<String, BTreeSet<String>>,
+        mods: &[&'a str],
+        stack: &mut Vec<&'a str>,
+        done: &mut BTreeSet<&'a str>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = stack.iter().position(|s| *s == m) {
+            let mut cycle: Vec<String> = stack[i..].iter().map(|s| s.to_string()).collect();
+            cycle.push(m.to_owned());
+            return Some(cycle);
+        }
+        if !done.insert(m) {
+            return None;
+        }
+        stack.push(m);
+        if let Some(tos) = g.get(m) {
+            for to in tos {
+                if let Some(&t) = mods.iter().find(|x| **x == to.as_str())
+                    && let Some(c) = visit(t, g, mods, stack, done)
+                {
+                    return Some(c);
                 }
             }
-            stack.pop();
-            None
         }
-        let mut done = BTreeSet::new();
-        for m in &mods {
-            if let Some(cycle) = visit(m, &g, &mods, &mut Vec::new(), &mut done) {
-                panic!("import cycle in the {layer} layer: {}", cycle.join(" → "));
-            }
+        stack.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    mods.iter()
+        .find_map(|m| visit(m, &g, &mods, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn core_and_neutral_layers_have_no_cycle() {
+    for layer in ["core", "neutral"] {
+        if let Some(cycle) = cycle_in(layer) {
+            panic!("import cycle in the {layer} layer: {}", cycle.join(" → "));
         }
+    }
+}
+
+/// The hall's modules import each other in one direction only: the pool does not build the
+/// queries, statements and transactions that import it (each type's constructor method lives
+/// with the type), and the configuration builds the pool without the pool knowing it.
+#[test]
+fn the_hall_has_no_cycle() {
+    if let Some(cycle) = cycle_in("hall") {
+        panic!("import cycle in the hall: {}", cycle.join(" → "));
     }
 }
 
@@ -341,4 +358,139 @@ fn the_path_scanner_sees_paths_and_skips_comments() {
         paths.into_iter().collect::<Vec<_>>(),
         vec!["error".to_owned(), "value".to_owned()]
     );
+}
+
+/// The longest a file of `src/` may be: past it, a file holds more than one job.
+const MAX_LINES: usize = 700;
+
+#[test]
+fn no_source_file_is_too_long() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let n = fs::read_to_string(f).expect("read").lines().count();
+            (n > MAX_LINES).then(|| format!("{} ({n} lines)", f.display()))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "files over {MAX_LINES} lines (split them by job):\n{}",
+        long.join("\n")
+    );
+}
+
+/// Each engine: its folder (and the family folder it shares), the words that name it in code,
+/// and the driver crates it links.
+const ENGINES: &[(&str, &[&str], &[&str])] = &[
+    (
+        "sqlite",
+        &["sqlite", "sqlite_family"],
+        &["Sqlite", "sqlite::", "\"sqlite\"", "rusqlite"],
+    ),
+    (
+        "postgres",
+        &["postgres"],
+        &[
+            "Postgres",
+            "postgres::",
+            "\"postgres\"",
+            "\"postgres-tls\"",
+            "tokio_postgres",
+            "deadpool_postgres",
+        ],
+    ),
+    (
+        "turso",
+        &["turso", "sqlite_family"],
+        &["Turso", "turso::", "\"turso\""],
+    ),
+    (
+        "mysql",
+        &["mysql"],
+        &[
+            "Mysql",
+            "mysql::",
+            "\"mysql\"",
+            "\"mysql-tls\"",
+            "mysql_async",
+        ],
+    ),
+];
+
+/// The most files outside an engine's folder that may name it: the engine list (`engine.rs`),
+/// the dispatch (`dispatch.rs`), its API file (`api/<engine>.rs`), the crate root (`lib.rs`),
+/// and one more (a guide of its own).
+const MAX_FILES_NAMING_AN_ENGINE: usize = 5;
+
+/// Whether `code` holds `word` with no identifier character glued to either end.
+fn has_word(code: &str, word: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut from = 0;
+    while let Some(i) = code[from..].find(word).map(|i| from + i) {
+        let before = code[..i].chars().next_back();
+        let after = code[i + word.len()..].chars().next();
+        let glued_before = word.starts_with(ident) && before.is_some_and(ident);
+        let glued_after = word.ends_with(ident) && after.is_some_and(ident);
+        if !glued_before && !glued_after {
+            return true;
+        }
+        from = i + word.len();
+    }
+    false
+}
+
+/// The files outside `folders` whose code (without comments and unit tests) holds one of
+/// `words`.
+fn files_naming(folders: &[&str], words: &[&str]) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut out: Vec<String> = files
+        .iter()
+        .filter(|f| !folders.contains(&top_module(f).as_str()))
+        .filter(|f| {
+            let code = code_of(&fs::read_to_string(f).expect("read"));
+            words.iter().any(|w| has_word(&code, w))
+        })
+        .map(|f| {
+            f.strip_prefix(src())
+                .expect("under src")
+                .display()
+                .to_string()
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Adding an engine is mechanical: apart from its own folder, an engine is named in a few
+/// registration files only (CONTRIBUTING.md, "Adding an engine", lists them).
+#[test]
+fn each_engine_is_named_in_few_files_outside_its_folder() {
+    for (engine, folders, words) in ENGINES {
+        let naming = files_naming(folders, words);
+        assert!(
+            naming.len() <= MAX_FILES_NAMING_AN_ENGINE,
+            "{} files outside src/{engine}/ name {engine} (at most {MAX_FILES_NAMING_AN_ENGINE}): {naming:?}",
+            naming.len()
+        );
+        for registration in ["engine.rs", "dispatch.rs", "lib.rs"] {
+            assert!(
+                naming.iter().any(|f| f == registration),
+                "src/{registration} does not name {engine}: the check no longer sees registrations"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_engine_name_finder_sees_words_not_parts_of_words() {
+    assert!(has_word("crate::sqlite::x", "sqlite::"));
+    assert!(has_word("DatabaseType::Sqlite =>", "Sqlite"));
+    assert!(!has_word("SqliteExecModel", "Sqlite"));
+    assert!(!has_word("sqlite_family::x", "sqlite::"));
+    assert!(has_word("feature = \"sqlite\"", "\"sqlite\""));
+    assert!(!has_word("use rusqlite_x;", "rusqlite"));
+    assert!(has_word("rusqlite::Connection", "rusqlite"));
 }

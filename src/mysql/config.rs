@@ -242,12 +242,89 @@ impl Manager for MyManager {
     }
 }
 
+/// What a MySQL pool is built from: mysql_async's options and the middleware's settings.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) target: MyTarget,
+    pub(crate) options: MyOptions,
+}
+
+impl Settings {
+    /// The defaults, for the server `opts` names.
+    pub(crate) fn new(opts: mysql_async::Opts) -> Self {
+        Self {
+            target: MyTarget(Box::new(opts)),
+            options: MyOptions::default(),
+        }
+    }
+}
+
+impl crate::knobs::Knobs for Settings {
+    fn statement_cache_capacity(&mut self, n: usize) {
+        self.options.statement_cache_capacity = n;
+    }
+
+    fn statement_cache(&mut self, mode: crate::StatementCache) -> bool {
+        self.options.statement_cache = mode;
+        true
+    }
+
+    fn test_before_acquire(&mut self, on: bool) -> bool {
+        self.options.test_before_acquire = on;
+        true
+    }
+
+    fn ssl_mode(&mut self, mode: crate::SslMode) -> bool {
+        let tls = &mut self.options.tls;
+        tls.mode = Some(tls.mode.map_or(mode, |m| m.max(mode)));
+        true
+    }
+
+    #[cfg(feature = "mysql-tls")]
+    fn ssl_root_cert(&mut self, path: std::path::PathBuf) -> bool {
+        self.options.tls.roots = Some(path);
+        true
+    }
+
+    #[cfg(feature = "mysql-tls")]
+    fn ssl_client_cert(&mut self, cert: std::path::PathBuf, key: std::path::PathBuf) -> bool {
+        self.options.tls.client = Some((cert, key));
+        true
+    }
+
+    fn check(&self) -> Result<()> {
+        crate::limits::statement_cache_capacity(self.options.statement_cache_capacity)
+    }
+}
+
+/// Where spans say the database is.
+#[allow(clippy::default_constructed_unit_structs)]
+pub(crate) fn server(s: &Settings) -> crate::telemetry::Server {
+    #[cfg(feature = "tracing")]
+    return crate::telemetry::Server {
+        namespace: s.target.0.db_name().map(str::to_owned),
+        address: Some(s.target.0.ip_or_hostname().to_owned()),
+        port: Some(s.target.0.tcp_port()),
+    };
+    #[cfg(not(feature = "tracing"))]
+    {
+        let _ = s;
+        crate::telemetry::Server::default()
+    }
+}
+
+/// Closes the pool.
+pub(crate) fn close(pool: &super::Pool) {
+    pool.close();
+}
+
 /// Builds the pool.
-pub(crate) fn build_pool(
-    opts: mysql_async::Opts,
-    mut my: MyOptions,
-    pool: &PoolOptions,
-) -> Result<super::Pool> {
+pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool> {
+    build_pool(*s.target.0, s.options, pool)
+}
+
+/// Builds the pool from mysql_async's options and the middleware's settings.
+fn build_pool(opts: mysql_async::Opts, mut my: MyOptions, pool: &PoolOptions) -> Result<super::Pool> {
     my.counters = Arc::clone(&pool.counters);
     my.after_connect = pool.after_connect.clone();
     my.recycle_timeout = pool.recycle_timeout;

@@ -24,6 +24,7 @@ pub(crate) mod session;
 mod sets;
 pub(crate) mod stmt;
 pub(crate) mod stream;
+pub(crate) mod url;
 mod timeout;
 pub(crate) mod tls;
 #[cfg(feature = "mysql-tls")]
@@ -32,7 +33,6 @@ mod tls_names;
 mod tls_probe;
 mod warnings;
 
-pub(crate) use config::{build_pool, checkout};
 
 /// The pool type of the MySQL wing.
 pub(crate) type Pool = deadpool::managed::Pool<config::MyManager>;
@@ -46,3 +46,6 @@ pub(crate) type Cursor<T> = stream::MyCursor<T>;
 /// The engine's name as the OpenTelemetry conventions give it (`db.system`).
 pub(crate) const SYSTEM: &str = "mysql";
 pub(crate) use dialect::DIALECT;
+pub(crate) use config::{Settings, build, checkout, close, server};
+/// No readers apart from the pool: a reader is any connection.
+pub(crate) use config::checkout as checkout_reader;

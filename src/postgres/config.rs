@@ -91,6 +91,10 @@ impl crate::pooling::Pooled for PgClient {
 
 /// deadpool-postgres's manager, with a statement cache per connection.
 pub(crate) struct PgManager {
+    /// The pool's readers (replicas and the primary's read-only pool), when it has replicas.
+    pub(crate) readers: Option<Arc<super::replica::Readers>>,
+    /// Set when the pool is closed; the pool's `Listener`s stop when it is.
+    pub(crate) closing: Arc<tokio::sync::watch::Sender<bool>>,
     inner: deadpool_postgres::Manager,
     opts: Arc<PgOptions>,
     /// The kind of server every connection must reach.
@@ -254,6 +258,7 @@ pub(crate) fn build_pool(
     mut cfg: tokio_postgres::Config,
     mut opts: PgOptions,
     pool: &PoolOptions,
+    readers: Option<Arc<super::replica::Readers>>,
 ) -> Result<super::Pool> {
     opts.counters = Arc::clone(&pool.counters);
     opts.after_connect = pool.after_connect.clone();
@@ -300,6 +305,8 @@ pub(crate) fn build_pool(
         }
     };
     let manager = PgManager {
+        readers,
+        closing: Arc::new(tokio::sync::watch::Sender::new(false)),
         inner,
         opts: Arc::new(opts),
         attrs,
@@ -315,10 +322,127 @@ pub(crate) fn build_pool(
 }
 
 /// Checks out a connection, with the pool to replace it from if it must be discarded; bounded
-/// by the pool's wait timeout as a whole (see `timeout::checkout`).
+/// by the pool's wait timeout as a whole (see `timeout::checkout`). With `read_your_writes`, the
+/// connection notes its writes on the pool's clock.
 pub(crate) async fn checkout(pool: &super::Pool) -> Result<PgConnection> {
     // Boxed: the bounded checkout (and the connect it may start) is large, and the pool's
     // checkout future, shared by every backend, would otherwise carry its size.
     let obj = Box::pin(super::timeout::checkout(pool, None)).await?;
-    Ok(PgConnection::new(pool.clone(), obj))
+    let mut c = PgConnection::new(pool.clone(), obj);
+    c.write_clock = pool.manager().readers.as_ref().and_then(|r| r.clock());
+    Ok(c)
+}
+
+/// A connection for reads: on a replica (or the primary's read-only pool) when the pool has
+/// replicas, else as [`checkout`].
+pub(crate) async fn checkout_reader(pool: &super::Pool) -> Result<PgConnection> {
+    match &pool.manager().readers {
+        Some(r) => r.checkout().await,
+        None => checkout(pool).await,
+    }
+}
+
+/// Closes the pool, its readers' pools and its `Listener`s.
+pub(crate) fn close(pool: &super::Pool) {
+    pool.close();
+    let m = pool.manager();
+    m.closing.send_replace(true);
+    if let Some(r) = &m.readers {
+        r.close();
+    }
+}
+
+/// What a Postgres pool is built from: the driver's configuration, the middleware's settings,
+/// and the replicas.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) config: Box<tokio_postgres::Config>,
+    pub(crate) options: PgOptions,
+    pub(crate) replicas: super::replica::ReplicaOptions,
+    /// The strictest `sslmode` the replicas' URLs named (the pool never uses less).
+    pub(crate) replica_ssl: Option<crate::SslMode>,
+}
+
+impl Settings {
+    /// The defaults, for the server `config` names.
+    pub(crate) fn new(config: tokio_postgres::Config) -> Self {
+        Self {
+            config: Box::new(config),
+            options: PgOptions::default(),
+            replicas: Default::default(),
+            replica_ssl: None,
+        }
+    }
+}
+
+impl crate::knobs::Knobs for Settings {
+    fn statement_cache_capacity(&mut self, n: usize) {
+        self.options.statement_cache_capacity = n;
+    }
+
+    fn statement_cache(&mut self, mode: crate::StatementCache) -> bool {
+        self.options.statement_cache = mode;
+        true
+    }
+
+    fn test_before_acquire(&mut self, on: bool) -> bool {
+        self.options.test_before_acquire = on;
+        true
+    }
+
+    fn ssl_mode(&mut self, mode: crate::SslMode) -> bool {
+        let tls = &mut self.options.tls;
+        tls.mode = Some(tls.mode.map_or(mode, |m| m.max(mode)));
+        true
+    }
+
+    #[cfg(feature = "postgres-tls")]
+    fn ssl_root_cert(&mut self, path: std::path::PathBuf) -> bool {
+        self.options.tls.roots = Some(super::tls::Roots::File(path));
+        true
+    }
+
+    #[cfg(feature = "postgres-tls")]
+    fn ssl_client_cert(&mut self, cert: std::path::PathBuf, key: std::path::PathBuf) -> bool {
+        self.options.tls.client_cert = Some(cert);
+        self.options.tls.client_key = Some(key);
+        true
+    }
+
+    fn check(&self) -> Result<()> {
+        crate::limits::statement_cache_capacity(self.options.statement_cache_capacity)?;
+        crate::limits::duration("replica_retry_after", self.replicas.retry_after)?;
+        if let Some(d) = self.replicas.read_your_writes {
+            crate::limits::duration("read_your_writes", d)?;
+        }
+        Ok(())
+    }
+}
+
+/// Builds the pool, and the readers' pools when it has replicas; every connection's TLS is
+/// the strictest mode given for any of them.
+pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool> {
+    let (cfg, mut pg, replicas) = (s.config, s.options, s.replicas);
+    pg.tls
+        .raise_to_strictest(&cfg, replicas.replicas.iter().map(|(c, _)| c), s.replica_ssl);
+    let readers = if replicas.replicas.is_empty() {
+        None
+    } else {
+        Some(Arc::new(super::replica::Readers::build(
+            &cfg, &pg, pool, replicas,
+        )?))
+    };
+    build_pool(*cfg, pg, pool, readers)
+}
+
+/// Where spans say the database is.
+#[allow(clippy::default_constructed_unit_structs)]
+pub(crate) fn server(s: &Settings) -> crate::telemetry::Server {
+    #[cfg(feature = "tracing")]
+    return trace_server(&s.config);
+    #[cfg(not(feature = "tracing"))]
+    {
+        let _ = s;
+        crate::telemetry::Server::default()
+    }
 }

@@ -169,6 +169,9 @@ pub(crate) struct PgConnection {
     deallocated: bool,
     /// The time limit of the next operation (see `Wing::set_deadline`).
     deadline: Option<std::time::Instant>,
+    /// Where a completed write is noted, when the pool routes readers to the primary after
+    /// writes (`read_your_writes`).
+    pub(super) write_clock: Option<Arc<super::replica::WriteClock>>,
 }
 
 impl PgConnection {
@@ -183,6 +186,7 @@ impl PgConnection {
             session: Session::Untouched,
             deallocated: false,
             deadline: None,
+            write_clock: None,
         }
     }
 
@@ -957,6 +961,12 @@ impl Wing for PgConnection {
 
     /// The server or the network ended the session: replace the connection before the next
     /// operation, or discard it when it goes back (the same path as an abandoned statement).
+    fn wrote(&self) {
+        if let Some(c) = &self.write_clock {
+            c.wrote();
+        }
+    }
+
     fn lost(&mut self) {
         self.in_flight = true;
     }

@@ -97,6 +97,18 @@ fn gone(shared: &Shared) -> SqlMiddlewareDbError {
 }
 
 impl Listener {
+    /// A listener made with `pool`'s settings; it stops when the pool is closed (and cannot
+    /// start on a closed pool).
+    pub(crate) async fn for_pool(pool: &super::Pool) -> Result<Listener> {
+        let m = pool.manager();
+        if *m.closing.borrow() {
+            return Err(crate::pooling::pool_error(
+                deadpool::managed::PoolError::<tokio_postgres::Error>::Closed,
+            ));
+        }
+        Self::start(m.config.clone(), m.closing.subscribe()).await
+    }
+
     /// Connects to `config` (with the pool's TLS) and starts the background task.
     /// It stops when `closing` turns true (the pool was closed).
     pub(crate) async fn start(

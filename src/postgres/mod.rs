@@ -18,13 +18,11 @@ pub(crate) mod replica;
 pub(crate) mod rows;
 pub(crate) mod stmt;
 pub(crate) mod stream;
+pub(crate) mod url;
 mod timeout;
 pub(crate) mod tls;
 pub(crate) mod types;
 
-#[cfg(feature = "tracing")]
-pub(crate) use config::trace_server;
-pub(crate) use config::{build_pool, checkout};
 
 /// The pool type of the Postgres wing.
 pub(crate) type Pool = deadpool::managed::Pool<config::PgManager>;
@@ -38,3 +36,4 @@ pub(crate) type Cursor<T> = stream::PgCursor<T>;
 /// The engine's name as the OpenTelemetry conventions give it (`db.system`).
 pub(crate) const SYSTEM: &str = "postgresql";
 pub(crate) use dialect::DIALECT;
+pub(crate) use config::{Settings, build, checkout, checkout_reader, close, server};

@@ -154,7 +154,7 @@ impl Readers {
             .iter()
             .map(|(cfg, attrs)| {
                 Ok(Replica {
-                    pool: build_pool(read_only(cfg), reader_opts(opts, cfg, *attrs), pool)?,
+                    pool: build_pool(read_only(cfg), reader_opts(opts, cfg, *attrs), pool, None)?,
                     target: target_of(cfg),
                     dbname: cfg.get_dbname().unwrap_or("").to_owned(),
                     down_until: AtomicU64::new(0),
@@ -167,6 +167,7 @@ impl Readers {
                 read_only(primary),
                 reader_opts(opts, primary, opts.attrs),
                 pool,
+                None,
             )?,
             next: AtomicUsize::new(0),
             retry_after: replicas.retry_after,
@@ -323,4 +324,12 @@ pub struct ReplicaStatus {
     /// How far behind the replica's replay is in time: zero when it has replayed everything it
     /// received, else the age of the last transaction it replayed (`None` when unknown).
     pub replay_delay: Option<Duration>,
+}
+
+/// Each replica's state, measured now (empty without replicas).
+pub(crate) async fn status(pool: &super::Pool) -> Vec<crate::ReplicaStatus> {
+    match &pool.manager().readers {
+        Some(r) => r.status(pool).await,
+        None => Vec::new(),
+    }
 }

@@ -165,10 +165,7 @@ impl BulkTarget {
     }
 
     /// Column `k`'s name as given (for messages).
-    #[allow(
-        dead_code,
-        reason = "used by the engines whose bulk load names the column a value failed in"
-    )]
+    #[cfg(feature = "_copy_in")]
     pub(crate) fn column(&self, k: usize) -> &str {
         self.columns.get(k).map_or("?", |p| p.name.as_str())
     }
@@ -198,8 +195,8 @@ impl BulkTarget {
     }
 
     /// `INSERT INTO t (cols) VALUES (?, …), …` with `rows` rows of anonymous `?` placeholders
-    /// (for the engines that take them; a build with only other engines does not use it).
-    #[cfg_attr(not(feature = "_embedded"), allow(dead_code))]
+    /// (for the engines that take them).
+    #[cfg(feature = "_positional_params")]
     pub(crate) fn insert_sql(&self, d: Dialect, rows: usize) -> String {
         let one = {
             let mut s = String::from("(");
@@ -306,6 +303,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "_positional_params")]
     fn insert_sql_has_one_group_per_row() {
         let b = BulkTarget::parse("t", &["a", "b"]).unwrap();
         assert_eq!(

@@ -193,7 +193,7 @@ pub(crate) fn ends_or_starts_transaction(sql: &str, d: impl Into<Lexer>) -> bool
 }
 
 /// True when some statement of `sql` changes the schema (`CREATE`, `DROP`, `ALTER`).
-#[cfg_attr(not(feature = "_server"), allow(dead_code))]
+#[cfg(any(feature = "_schema_from_text", test))]
 pub(crate) fn changes_schema(sql: &str, d: impl Into<Lexer>) -> bool {
     let d: Lexer = d.into();
     statements(sql, d).any(|s| {

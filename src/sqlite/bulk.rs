@@ -180,7 +180,7 @@ impl SqliteConn {
                     },
                 )
                 .await;
-            crate::telemetry::sqlite_exec(before, self.exec);
+            super::offload::record_exec(before, self.exec);
             r?;
             loaded += batch.len() as u64;
             if batch.len() < size {

@@ -300,17 +300,58 @@ impl Manager for SqliteManager {
     }
 }
 
+/// What a SQLite pool is built from: where the database is, and how connections use it.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) target: SqliteTarget,
+    pub(crate) options: SqliteOptions,
+}
+
+impl Settings {
+    /// The defaults, for the database at `target`.
+    pub(crate) fn new(target: SqliteTarget) -> Self {
+        Self {
+            target,
+            options: SqliteOptions::default(),
+        }
+    }
+}
+
+impl crate::knobs::Knobs for Settings {
+    fn statement_cache_capacity(&mut self, n: usize) {
+        self.options.statement_cache_capacity = n;
+    }
+
+    fn busy_timeout(&mut self, d: Duration) -> bool {
+        self.options.busy_timeout = d;
+        true
+    }
+
+    fn check(&self) -> Result<()> {
+        crate::limits::duration("busy_timeout", self.options.busy_timeout)?;
+        crate::limits::statement_cache_capacity(self.options.statement_cache_capacity)
+    }
+}
+
+/// Where spans say the database is: SQLite has no server.
+#[allow(clippy::default_constructed_unit_structs)]
+pub(crate) fn server(_: &Settings) -> crate::telemetry::Server {
+    crate::telemetry::Server::default()
+}
+
 /// Builds the SQLite wing's pool.
-pub(crate) fn build_pool(
-    target: SqliteTarget,
-    mut opts: SqliteOptions,
-    pool: &PoolOptions,
-) -> Result<super::Pool> {
+pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool> {
+    let (target, mut opts) = (s.target, s.options);
     opts.counters = Arc::clone(&pool.counters);
     opts.after_connect = pool.after_connect.clone();
     // The recycle is local: at most it takes the connection back from a rollback or a stopped
     // stream worker, so it needs no timer of its own.
     pooling::build(SqliteManager::new(target, opts)?, pool, false)
+}
+
+/// Closes the pool.
+pub(crate) fn close(pool: &super::Pool) {
+    pool.close();
 }
 
 /// Checks out a connection.

@@ -22,7 +22,7 @@ use crate::sql::ident::BulkTarget;
 use crate::sqlite_family::columns::Described;
 use crate::sqlite_family::session::Effects;
 use crate::stmt_cache::StmtCache;
-use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
+use crate::translation::{TranslationMode, translate_placeholders};
 use crate::value::RowValues;
 
 /// One pooled SQLite connection with its per-connection state.
@@ -316,7 +316,7 @@ impl SqliteConn {
                 },
             )
             .await;
-        crate::telemetry::sqlite_exec(before, self.exec);
+        super::offload::record_exec(before, self.exec);
         r
     }
 
@@ -492,7 +492,7 @@ impl Wing for SqliteConn {
         }
         crate::sql::reject_nul(sql)?;
         let translated: Box<str> = match mode {
-            TranslationMode::On => translate_placeholders(sql, PlaceholderStyle::Sqlite).into(),
+            TranslationMode::On => translate_placeholders(sql, crate::sqlite_family::PLACEHOLDERS).into(),
             TranslationMode::Off => sql.into(),
         };
         let owned = translated.clone();
@@ -605,7 +605,7 @@ impl Wing for SqliteConn {
                     e
                 }
             });
-        crate::telemetry::sqlite_exec(before, self.exec);
+        super::offload::record_exec(before, self.exec);
         // The authorizer saw each statement of the script as SQLite prepared it, the ones that
         // ran before a failure included.
         let seen = self.cell.take();

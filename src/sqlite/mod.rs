@@ -20,9 +20,9 @@ pub(crate) mod session;
 mod slowdown;
 pub(crate) mod stmt;
 pub(crate) mod stream;
+pub(crate) mod url;
 
 pub use config::SqliteExecModel;
-pub(crate) use config::{build_pool, checkout};
 
 /// The pool type of the SQLite wing.
 pub(crate) type Pool = deadpool::managed::Pool<config::SqliteManager>;
@@ -36,3 +36,6 @@ pub(crate) type Cursor<T> = stream::SqliteCursor<T>;
 /// The engine's name as the OpenTelemetry conventions give it (`db.system`).
 pub(crate) const SYSTEM: &str = "sqlite";
 pub(crate) use crate::sqlite_family::DIALECT;
+pub(crate) use config::{Settings, build, checkout, close, server};
+/// No readers apart from the pool: a reader is any connection.
+pub(crate) use config::checkout as checkout_reader;

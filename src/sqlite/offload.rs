@@ -441,3 +441,27 @@ pub(crate) fn broken() -> SqlMiddlewareDbError {
         "this SQLite connection was lost by a cancelled or panicked call; check out a new one",
     )
 }
+
+/// Records on the current statement's span how SQLite ran it (`sqlmw.sqlite.exec`), from the
+/// connection's execution counts before and after.
+#[cfg(feature = "tracing")]
+#[inline]
+pub(crate) fn record_exec(before: crate::stats::ExecStats, after: crate::stats::ExecStats) {
+    if tracing::level_enabled!(tracing::Level::INFO) {
+        let how = if after.rerun_after_interrupt > before.rerun_after_interrupt {
+            "rerun"
+        } else if after.offloaded_by_policy > before.offloaded_by_policy {
+            "offloaded"
+        } else if after.inline > before.inline {
+            "inline"
+        } else {
+            return;
+        };
+        tracing::Span::current().record("sqlmw.sqlite.exec", how);
+    }
+}
+
+/// Without spans there is nothing to record.
+#[cfg(not(feature = "tracing"))]
+#[inline(always)]
+pub(crate) fn record_exec(_: crate::stats::ExecStats, _: crate::stats::ExecStats) {}

@@ -172,7 +172,7 @@ impl SqliteConn {
         let before = self.exec;
         self.exec.offloaded_by_policy += 1;
         // On the stream's span: it ran on the blocking pool.
-        crate::telemetry::sqlite_exec(before, self.exec);
+        super::offload::record_exec(before, self.exec);
         Ok(SqliteCursor {
             batches,
             back,

@@ -2,6 +2,10 @@
 
 use crate::sql::dialect::{Dialect, is, is_any};
 use crate::sql::scanner::Lexer;
+use crate::translation::PlaceholderStyle;
+
+/// The placeholders the family's engines take: `?1, ?2, …`.
+pub(crate) const PLACEHOLDERS: PlaceholderStyle = PlaceholderStyle::Sqlite;
 
 /// SQLite's lexer; identifiers in double quotes, matched without regard to ASCII case (so a
 /// plain name is quoted as given); `ATTACH`, `DETACH` and some pragmas only outside a

@@ -26,4 +26,4 @@ pub(crate) mod sql;
 pub(crate) mod storable;
 pub(crate) mod text_form;
 
-pub(crate) use dialect::DIALECT;
+pub(crate) use dialect::{DIALECT, PLACEHOLDERS};

@@ -98,12 +98,48 @@ impl Manager for TursoManager {
     }
 }
 
+/// What a Turso pool is built from: where the database is, and how connections use it.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) target: TursoTarget,
+    pub(crate) options: TursoOptions,
+}
+
+impl Settings {
+    /// The defaults, for the database at `target`.
+    pub(crate) fn new(target: TursoTarget) -> Self {
+        Self {
+            target,
+            options: TursoOptions::default(),
+        }
+    }
+}
+
+impl crate::knobs::Knobs for Settings {
+    fn statement_cache_capacity(&mut self, n: usize) {
+        self.options.statement_cache_capacity = n;
+    }
+
+    fn busy_timeout(&mut self, d: Duration) -> bool {
+        self.options.busy_timeout = d;
+        true
+    }
+
+    fn check(&self) -> Result<()> {
+        crate::limits::duration("busy_timeout", self.options.busy_timeout)?;
+        crate::limits::statement_cache_capacity(self.options.statement_cache_capacity)
+    }
+}
+
+/// Where spans say the database is: Turso here has no server.
+#[allow(clippy::default_constructed_unit_structs)]
+pub(crate) fn server(_: &Settings) -> crate::telemetry::Server {
+    crate::telemetry::Server::default()
+}
+
 /// Opens the database and builds the Turso wing's pool.
-pub(crate) async fn build_pool(
-    target: TursoTarget,
-    mut opts: TursoOptions,
-    pool: &PoolOptions,
-) -> Result<super::Pool> {
+pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool> {
+    let (target, mut opts) = (s.target, s.options);
     opts.counters = Arc::clone(&pool.counters);
     opts.after_connect = pool.after_connect.clone();
     let path = match &target {
@@ -129,6 +165,11 @@ pub(crate) async fn build_pool(
         opts: Arc::new(opts),
     };
     pooling::build(manager, pool, true)
+}
+
+/// Closes the pool.
+pub(crate) fn close(pool: &super::Pool) {
+    pool.close();
 }
 
 /// Checks out a connection.

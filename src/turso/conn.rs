@@ -19,7 +19,7 @@ use crate::sql::ident::BulkTarget;
 use crate::sqlite_family::columns::Described;
 use crate::sqlite_family::sql::sqlite_param_count;
 use crate::stmt_cache::StmtCache;
-use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
+use crate::translation::{TranslationMode, translate_placeholders};
 use crate::value::RowValues;
 
 /// Runs `$op` (one statement that resets itself before it runs), and again after a sleep on
@@ -558,7 +558,7 @@ impl Wing for TursoConn {
             return Err(crate::sqlite_family::errors::multiple_statements());
         }
         let translated = match mode {
-            TranslationMode::On => translate_placeholders(sql, PlaceholderStyle::Sqlite),
+            TranslationMode::On => translate_placeholders(sql, crate::sqlite_family::PLACEHOLDERS),
             TranslationMode::Off => std::borrow::Cow::Borrowed(sql),
         };
         // What the statement does, from its program, learnt once. A `PRAGMA` marks the checkout

@@ -15,8 +15,8 @@ pub(crate) mod rows;
 pub(crate) mod session;
 pub(crate) mod stmt;
 pub(crate) mod stream;
+pub(crate) mod url;
 
-pub(crate) use config::{build_pool, checkout};
 
 /// The pool type of the Turso wing.
 pub(crate) type Pool = deadpool::managed::Pool<config::TursoManager>;
@@ -30,3 +30,6 @@ pub(crate) type Cursor<T> = stream::TursoCursor<T>;
 /// The engine's name as the OpenTelemetry conventions give it (`db.system`).
 pub(crate) const SYSTEM: &str = "turso";
 pub(crate) use crate::sqlite_family::DIALECT;
+pub(crate) use config::{Settings, build, checkout, close, server};
+/// No readers apart from the pool: a reader is any connection.
+pub(crate) use config::checkout as checkout_reader;

@@ -1,7 +1,10 @@
 //! [`ConfigAndPool`] and its builder: one entry point per backend, one set of pool settings.
+//! The entry points and settings of one engine only are in that engine's API file
+//! (`src/api/`); URLs are read in [`url`], serde's `Config` in `serde`.
 
 use std::time::Duration;
 
+use crate::dispatch::Settings;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::pool::{MiddlewarePool, MiddlewarePoolConnection, PoolStatus};
 use crate::pooling::PoolOptions;
@@ -9,17 +12,12 @@ use crate::translation::TranslationMode;
 
 pub use crate::engine::DatabaseType;
 
-#[derive(Debug, Clone)]
-pub(crate) enum Target {
-    #[cfg(feature = "sqlite")]
-    Sqlite(crate::sqlite::config::SqliteTarget),
-    #[cfg(feature = "postgres")]
-    Postgres(Box<tokio_postgres::Config>),
-    #[cfg(feature = "turso")]
-    Turso(crate::turso::config::TursoTarget),
-    #[cfg(feature = "mysql")]
-    Mysql(crate::mysql::config::MyTarget),
-}
+#[cfg(feature = "serde")]
+mod serde_config;
+mod url;
+
+#[cfg(feature = "serde")]
+pub use serde_config::Config;
 
 /// A pool and the settings it was built with. Cheap to clone; clones share the pool.
 ///
@@ -40,108 +38,6 @@ pub struct ConfigAndPool {
 }
 
 impl ConfigAndPool {
-    /// A SQLite database in the file at `path` (created if missing), in WAL mode.
-    #[cfg(feature = "sqlite")]
-    pub fn sqlite(path: impl AsRef<std::path::Path>) -> PoolBuilder {
-        PoolBuilder::new(Target::Sqlite(crate::sqlite::config::SqliteTarget::File(
-            path.as_ref().to_path_buf(),
-        )))
-    }
-
-    /// A private in-memory SQLite database that every connection of this pool shares.
-    /// It lives as long as the pool.
-    #[cfg(feature = "sqlite")]
-    pub fn sqlite_memory() -> PoolBuilder {
-        PoolBuilder::new(Target::Sqlite(crate::sqlite::config::SqliteTarget::Memory))
-    }
-
-    /// A PostgreSQL server, from a `postgres://user@host:port/db?options` URL or a
-    /// `key=value` connection string.
-    #[cfg(feature = "postgres")]
-    pub fn postgres(url: &str) -> PoolBuilder {
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            // URL parameters for the pool (see `from_url`) are understood here too.
-            return match Self::from_url(url) {
-                Ok(b) => b,
-                Err(e) => {
-                    let mut b = Self::postgres_config(tokio_postgres::Config::new());
-                    b.error = Some(e);
-                    b
-                }
-            };
-        }
-        // libpq's `key=value` form: `target_session_attrs` is the middleware's (tokio-postgres
-        // refuses `primary`, `standby` and `prefer-standby`).
-        let (rest, attrs) = match crate::postgres::hosts::split_attrs(url) {
-            Ok(split) => split,
-            Err(e) => {
-                let mut b = Self::postgres_config(tokio_postgres::Config::new());
-                b.error = Some(e);
-                return b;
-            }
-        };
-        match rest.parse::<tokio_postgres::Config>() {
-            Ok(cfg) => {
-                let mut b = Self::postgres_config(cfg);
-                b.postgres.attrs = attrs;
-                b
-            }
-            Err(e) => {
-                let mut b = Self::postgres_config(tokio_postgres::Config::new());
-                b.error = Some(SqlMiddlewareDbError::from_driver(
-                    crate::error::Backend::Postgres,
-                    ErrorKind::Config,
-                    None,
-                    "the Postgres connection string is invalid",
-                    e,
-                ));
-                b
-            }
-        }
-    }
-
-    /// A PostgreSQL server described by a `tokio_postgres::Config`.
-    #[cfg(feature = "postgres")]
-    pub fn postgres_config(config: tokio_postgres::Config) -> PoolBuilder {
-        PoolBuilder::new(Target::Postgres(Box::new(config)))
-    }
-
-    /// A Turso database in the file at `path`.
-    #[cfg(feature = "turso")]
-    pub fn turso(path: impl AsRef<std::path::Path>) -> PoolBuilder {
-        PoolBuilder::new(Target::Turso(crate::turso::config::TursoTarget::File(
-            path.as_ref().to_path_buf(),
-        )))
-    }
-
-    /// A private in-memory Turso database shared by every connection of this pool.
-    #[cfg(feature = "turso")]
-    pub fn turso_memory() -> PoolBuilder {
-        PoolBuilder::new(Target::Turso(crate::turso::config::TursoTarget::Memory))
-    }
-
-    /// A MySQL or MariaDB server, from a `mysql://user:password@host:port/db?options` URL (or
-    /// `mariadb://`); the URL forms are listed on [`Self::from_url`].
-    #[cfg(feature = "mysql")]
-    pub fn mysql(url: &str) -> PoolBuilder {
-        match Self::from_url(url) {
-            Ok(b) if matches!(b.target, Target::Mysql(_)) => b,
-            Ok(_) => Self::mysql_opts(mysql_async::Opts::default()).failed(SqlMiddlewareDbError::new(
-                ErrorKind::Config,
-                "ConfigAndPool::mysql takes a mysql:// or mariadb:// URL",
-            )),
-            Err(e) => Self::mysql_opts(mysql_async::Opts::default()).failed(e),
-        }
-    }
-
-    /// A MySQL or MariaDB server from mysql_async's own options (its statement cache is
-    /// replaced by the middleware's, and its pool is not used). TLS comes from
-    /// [`PoolBuilder::ssl_mode`], not from the options.
-    #[cfg(feature = "mysql")]
-    pub fn mysql_opts(opts: mysql_async::Opts) -> PoolBuilder {
-        PoolBuilder::new(Target::Mysql(crate::mysql::config::MyTarget(Box::new(opts))))
-    }
-
     /// Checks out a connection. Waits at most the pool's wait timeout, then fails with
     /// [`ErrorKind::PoolTimeout`].
     pub async fn get_connection(&self) -> Result<MiddlewarePoolConnection> {
@@ -193,20 +89,6 @@ impl ConfigAndPool {
         self.pool.reader().await
     }
 
-    /// Each replica's state, measured now: reachable, in recovery, and how far behind the
-    /// primary it is (empty without replicas).
-    #[cfg(feature = "postgres")]
-    pub async fn replica_status(&self) -> Vec<crate::ReplicaStatus> {
-        self.pool.replica_status().await
-    }
-
-    /// A `LISTEN`/`NOTIFY` [`Listener`](crate::Listener) on a connection of its own (Postgres
-    /// only).
-    #[cfg(feature = "postgres")]
-    pub async fn listener(&self) -> Result<crate::Listener> {
-        self.pool.listener().await
-    }
-
     /// Closes the pool: waiting and later checkouts fail with [`ErrorKind::PoolClosed`].
     pub fn close(&self) {
         self.pool.close();
@@ -218,22 +100,10 @@ impl ConfigAndPool {
 #[derive(Debug)]
 #[must_use = "call .build().await to create the pool"]
 pub struct PoolBuilder {
-    pub(crate) target: Target,
+    /// The engine's settings.
+    pub(crate) settings: Settings,
     pub(crate) pool: PoolOptions,
     pub(crate) translation: TranslationMode,
-    #[cfg(feature = "sqlite")]
-    pub(crate) sqlite: crate::sqlite::config::SqliteOptions,
-    #[cfg(feature = "postgres")]
-    pub(crate) postgres: crate::postgres::config::PgOptions,
-    #[cfg(feature = "postgres")]
-    pub(crate) replicas: crate::postgres::replica::ReplicaOptions,
-    /// The strictest `sslmode` the replicas' URLs named (the pool never uses less).
-    #[cfg(feature = "postgres")]
-    pub(crate) replica_ssl: Option<crate::SslMode>,
-    #[cfg(feature = "turso")]
-    pub(crate) turso: crate::turso::config::TursoOptions,
-    #[cfg(feature = "mysql")]
-    pub(crate) mysql: crate::mysql::config::MyOptions,
     pub(crate) error: Option<SqlMiddlewareDbError>,
     pub(crate) connect_on_build: Option<Duration>,
     /// Tracing options (feature `tracing`; empty without it).
@@ -241,48 +111,44 @@ pub struct PoolBuilder {
 }
 
 impl PoolBuilder {
-    fn new(target: Target) -> Self {
+    /// A builder with the pool's defaults for an engine's settings.
+    pub(crate) fn new(settings: Settings) -> Self {
         Self {
-            target,
+            settings,
             pool: PoolOptions::default(),
             translation: TranslationMode::On,
-            #[cfg(feature = "sqlite")]
-            sqlite: Default::default(),
-            #[cfg(feature = "postgres")]
-            postgres: Default::default(),
-            #[cfg(feature = "postgres")]
-            replicas: Default::default(),
-            #[cfg(feature = "postgres")]
-            replica_ssl: None,
-            #[cfg(feature = "turso")]
-            turso: Default::default(),
-            #[cfg(feature = "mysql")]
-            mysql: Default::default(),
             error: None,
             connect_on_build: None,
             trace: Default::default(),
         }
     }
 
-    /// A Postgres builder's driver configuration and `sslmode` (`None` on other backends).
-    #[cfg(feature = "postgres")]
-    fn into_postgres(self) -> Option<(tokio_postgres::Config, Option<crate::SslMode>)> {
-        let mode = self.postgres.tls.mode;
-        match self.target {
-            Target::Postgres(cfg) => Some((*cfg, mode)),
-            #[allow(unreachable_patterns)]
-            _ => None,
-        }
-    }
-
-    /// The builder with `e` as the error [`Self::build`] returns.
-    #[cfg(feature = "mysql")]
+    /// The builder with `e` as the error [`Self::build`] returns (the first error wins).
+    #[cfg(feature = "_server")]
     pub(crate) fn failed(mut self, e: SqlMiddlewareDbError) -> Self {
         self.error.get_or_insert(e);
         self
     }
 
-    fn reject(mut self, what: &str) -> Self {
+    /// Applies a parameter of the pool itself, read from a URL.
+    pub(crate) fn apply(self, p: crate::url_text::PoolParam) -> Self {
+        use crate::url_text::PoolParam as P;
+        match p {
+            P::MaxSize(n) => self.max_size(n),
+            P::WaitTimeout(d) => self.wait_timeout(d),
+            P::CreateTimeout(d) => self.create_timeout(d),
+            P::RecycleTimeout(d) => self.recycle_timeout(d),
+            P::MaxLifetime(d) => self.max_lifetime(d),
+            P::IdleTimeout(d) => self.idle_timeout(d),
+            P::MinIdle(n) => self.min_idle(n),
+            P::StatementTimeout(d) => self.statement_timeout(d),
+            P::ConnectOnBuild(d) => self.connect_on_build(d),
+            P::StatementCacheCapacity(n) => self.statement_cache_capacity(n),
+            P::Translation(m) => self.translation(m),
+        }
+    }
+
+    pub(crate) fn reject(mut self, what: &str) -> Self {
         if self.error.is_none() {
             self.error = Some(SqlMiddlewareDbError::new(
                 ErrorKind::Config,
@@ -389,98 +255,11 @@ impl PoolBuilder {
     /// Postgres and MySQL: named (default) or unnamed prepared statements; use
     /// [`crate::StatementCache::Unnamed`] behind PgBouncer in transaction mode or any pooler
     /// or proxy that does not track prepared statements (see the README's "Scaling out").
-    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    #[cfg(feature = "_server")]
     pub fn statement_cache(mut self, mode: crate::StatementCache) -> Self {
-        match &self.target {
-            #[cfg(feature = "postgres")]
-            Target::Postgres(_) => self.postgres.statement_cache = mode,
-            #[cfg(feature = "mysql")]
-            Target::Mysql(_) => self.mysql.statement_cache = mode,
-            #[allow(unreachable_patterns)]
-            _ => return self.reject("statement_cache"),
+        if !self.settings.knobs().statement_cache(mode) {
+            return self.reject("statement_cache");
         }
-        self
-    }
-
-    /// Postgres: a read replica (a streaming hot standby), from a URL or connection string, for
-    /// [`ConfigAndPool::reader`]; call it once per replica. Replicas get the pool's settings
-    /// (size, timeouts, statement mode, TLS files) and their own pools; `get_connection` and
-    /// transactions stay on the primary. A `postgres://` URL takes the forms of
-    /// [`ConfigAndPool::from_url`] (`sslmode=verify-full` included; its pool parameters are
-    /// ignored). A replica's `sslmode` never weakens the pool's TLS, and a stricter one raises
-    /// every connection of the pool to it. See the README's "Scaling out".
-    #[cfg(feature = "postgres")]
-    pub fn replica(mut self, url: &str) -> Self {
-        if !matches!(self.target, Target::Postgres(_)) {
-            return self.reject("replica");
-        }
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            // The URL forms of `from_url`, `sslmode=verify-full` and every
-            // `target_session_attrs` value included; the pool's TLS is never weaker than the
-            // strictest mode a replica names.
-            match ConfigAndPool::from_url(url) {
-                Ok(r) => {
-                    let attrs = r.postgres.attrs;
-                    if let Some((cfg, mode)) = r.into_postgres() {
-                        self.replica_ssl = self.replica_ssl.max(mode);
-                        self.replicas.replicas.push((cfg, attrs));
-                    }
-                }
-                Err(e) => {
-                    self.error.get_or_insert(e);
-                }
-            }
-            return self;
-        }
-        // libpq's `key=value` form: `target_session_attrs` is the middleware's.
-        let (rest, attrs) = match crate::postgres::hosts::split_attrs(url) {
-            Ok(split) => split,
-            Err(e) => {
-                self.error.get_or_insert(e);
-                return self;
-            }
-        };
-        match rest.parse::<tokio_postgres::Config>() {
-            Ok(cfg) => self.replicas.replicas.push((cfg, attrs)),
-            Err(e) => {
-                self.error.get_or_insert_with(|| {
-                    SqlMiddlewareDbError::from_driver(
-                        crate::error::Backend::Postgres,
-                        ErrorKind::Config,
-                        None,
-                        "a replica's connection string is invalid",
-                        e,
-                    )
-                });
-            }
-        }
-        self
-    }
-
-    /// Postgres: how long a replica that could not be reached is skipped before readers try
-    /// it again (default 5 s).
-    #[cfg(feature = "postgres")]
-    pub fn replica_retry_after(mut self, d: Duration) -> Self {
-        self.replicas.retry_after = d;
-        self
-    }
-
-    /// Postgres: whether readers go to the primary (in read-only sessions) when no replica is
-    /// healthy (default `true`); with `false`, [`ConfigAndPool::reader`] fails with
-    /// [`ErrorKind::ConnectionLost`] instead.
-    #[cfg(feature = "postgres")]
-    pub fn replica_fallback(mut self, to_primary: bool) -> Self {
-        self.replicas.fallback_to_primary = to_primary;
-        self
-    }
-
-    /// Postgres with replicas: after a write through this pool completes, readers go to the
-    /// primary (in read-only sessions) for `window`, so a caller reads its own writes while the
-    /// replicas catch up. Off by default; set it to more than the replicas' usual replay delay
-    /// (see [`ConfigAndPool::replica_status`]).
-    #[cfg(feature = "postgres")]
-    pub fn read_your_writes(mut self, window: Duration) -> Self {
-        self.replicas.read_your_writes = Some(window);
         self
     }
 
@@ -488,15 +267,10 @@ impl PoolBuilder {
     /// timeout) before handing it out, and replace it if the check fails: for networks that drop
     /// idle connections silently. Off by default (a closed connection is always noticed without
     /// it).
-    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    #[cfg(feature = "_server")]
     pub fn test_before_acquire(mut self, on: bool) -> Self {
-        match &self.target {
-            #[cfg(feature = "postgres")]
-            Target::Postgres(_) => self.postgres.test_before_acquire = on,
-            #[cfg(feature = "mysql")]
-            Target::Mysql(_) => self.mysql.test_before_acquire = on,
-            #[allow(unreachable_patterns)]
-            _ => return self.reject("test_before_acquire"),
+        if !self.settings.knobs().test_before_acquire(on) {
+            return self.reject("test_before_acquire");
         }
         self
     }
@@ -513,19 +287,10 @@ impl PoolBuilder {
     ///
     /// MySQL: the same modes (MySQL's `ssl-mode` names map onto them), with the `mysql-tls`
     /// feature; the strictest mode given (here or in the URL) applies.
-    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    #[cfg(feature = "_server")]
     pub fn ssl_mode(mut self, mode: crate::SslMode) -> Self {
-        match &self.target {
-            #[cfg(feature = "postgres")]
-            Target::Postgres(_) => {
-                self.postgres.tls.mode = Some(self.postgres.tls.mode.map_or(mode, |m| m.max(mode)))
-            }
-            #[cfg(feature = "mysql")]
-            Target::Mysql(_) => {
-                self.mysql.tls.mode = Some(self.mysql.tls.mode.map_or(mode, |m| m.max(mode)))
-            }
-            #[allow(unreachable_patterns)]
-            _ => return self.reject("ssl_mode"),
+        if !self.settings.knobs().ssl_mode(mode) {
+            return self.reject("ssl_mode");
         }
         self
     }
@@ -537,19 +302,10 @@ impl PoolBuilder {
     /// does when it finds a root file. The file is read when the pool is built:
     /// a missing or unreadable file fails [`Self::build`] with [`ErrorKind::Config`]. MySQL
     /// (feature `mysql-tls`): the same, as MySQL's `ssl-ca`.
-    #[cfg(any(feature = "postgres-tls", feature = "mysql-tls"))]
+    #[cfg(feature = "_tls")]
     pub fn ssl_root_cert(mut self, path: impl AsRef<std::path::Path>) -> Self {
-        match &self.target {
-            #[cfg(feature = "postgres-tls")]
-            Target::Postgres(_) => {
-                self.postgres.tls.roots = Some(crate::postgres::tls::Roots::File(
-                    path.as_ref().to_path_buf(),
-                ));
-            }
-            #[cfg(feature = "mysql-tls")]
-            Target::Mysql(_) => self.mysql.tls.roots = Some(path.as_ref().to_path_buf()),
-            #[allow(unreachable_patterns)]
-            _ => return self.reject("ssl_root_cert"),
+        if !self.settings.knobs().ssl_root_cert(path.as_ref().to_path_buf()) {
+            return self.reject("ssl_root_cert");
         }
         self
     }
@@ -560,24 +316,15 @@ impl PoolBuilder {
     /// file, or a key that does not match the certificate, fails [`Self::build`] with
     /// [`ErrorKind::Config`]. MySQL (feature `mysql-tls`): the same, as MySQL's `ssl-cert` and
     /// `ssl-key`.
-    #[cfg(any(feature = "postgres-tls", feature = "mysql-tls"))]
+    #[cfg(feature = "_tls")]
     pub fn ssl_client_cert(
         mut self,
         cert: impl AsRef<std::path::Path>,
         key: impl AsRef<std::path::Path>,
     ) -> Self {
-        match &self.target {
-            #[cfg(feature = "postgres-tls")]
-            Target::Postgres(_) => {
-                self.postgres.tls.client_cert = Some(cert.as_ref().to_path_buf());
-                self.postgres.tls.client_key = Some(key.as_ref().to_path_buf());
-            }
-            #[cfg(feature = "mysql-tls")]
-            Target::Mysql(_) => {
-                self.mysql.tls.client = Some((cert.as_ref().to_path_buf(), key.as_ref().to_path_buf()))
-            }
-            #[allow(unreachable_patterns)]
-            _ => return self.reject("ssl_client_cert"),
+        let (cert, key) = (cert.as_ref().to_path_buf(), key.as_ref().to_path_buf());
+        if !self.settings.knobs().ssl_client_cert(cert, key) {
+            return self.reject("ssl_client_cert");
         }
         self
     }
@@ -589,22 +336,11 @@ impl PoolBuilder {
     }
 
     /// How long SQLite or Turso waits for another connection's lock before [`ErrorKind::Busy`] (default 5 s).
-    pub fn busy_timeout(self, d: Duration) -> Self {
-        #[allow(unused_mut)]
-        let mut b = self;
-        match &b.target {
-            #[cfg(feature = "sqlite")]
-            Target::Sqlite(_) => b.sqlite.busy_timeout = d,
-            #[cfg(feature = "turso")]
-            Target::Turso(_) => b.turso.busy_timeout = d,
-            #[allow(unreachable_patterns)]
-            _ => {
-                let _ = d;
-                return b.reject("busy_timeout");
-            }
+    pub fn busy_timeout(mut self, d: Duration) -> Self {
+        if !self.settings.knobs().busy_timeout(d) {
+            return self.reject("busy_timeout");
         }
-        #[allow(unreachable_code)]
-        b
+        self
     }
 
     /// How many prepared statements each connection keeps (default 128, at least 1), on every
@@ -620,62 +356,7 @@ impl PoolBuilder {
             });
             return self;
         }
-        match &self.target {
-            #[cfg(feature = "sqlite")]
-            Target::Sqlite(_) => self.sqlite.statement_cache_capacity = n,
-            #[cfg(feature = "turso")]
-            Target::Turso(_) => self.turso.statement_cache_capacity = n,
-            #[cfg(feature = "postgres")]
-            Target::Postgres(_) => self.postgres.statement_cache_capacity = n,
-            #[cfg(feature = "mysql")]
-            Target::Mysql(_) => self.mysql.statement_cache_capacity = n,
-        }
-        self
-    }
-
-    /// The SQLite execution model (default: [`crate::SqliteExecModel::Adaptive`]).
-    #[cfg(feature = "sqlite")]
-    pub fn sqlite_exec_model(mut self, model: crate::SqliteExecModel) -> Self {
-        match &self.target {
-            Target::Sqlite(_) => self.sqlite.exec_model = model,
-            #[allow(unreachable_patterns)]
-            _ => return self.reject("sqlite_exec_model"),
-        }
-        self
-    }
-
-    /// Whether SQLite files use WAL (default true). Ignored for in-memory databases.
-    #[cfg(feature = "sqlite")]
-    pub fn wal(mut self, on: bool) -> Self {
-        match &self.target {
-            Target::Sqlite(_) => self.sqlite.wal = on,
-            #[allow(unreachable_patterns)]
-            _ => return self.reject("wal"),
-        }
-        self
-    }
-
-    /// Whether SQLite enforces foreign keys (default true).
-    #[cfg(feature = "sqlite")]
-    pub fn foreign_keys(mut self, on: bool) -> Self {
-        match &self.target {
-            Target::Sqlite(_) => self.sqlite.foreign_keys = on,
-            #[allow(unreachable_patterns)]
-            _ => return self.reject("foreign_keys"),
-        }
-        self
-    }
-
-    /// The Postgres `application_name` of every connection.
-    #[cfg(feature = "postgres")]
-    pub fn application_name(mut self, name: &str) -> Self {
-        match &mut self.target {
-            Target::Postgres(cfg) => {
-                cfg.application_name(name);
-            }
-            #[allow(unreachable_patterns)]
-            _ => return self.reject("application_name"),
-        }
+        self.settings.knobs().statement_cache_capacity(n);
         self
     }
 
@@ -746,16 +427,7 @@ impl PoolBuilder {
             + Sync
             + 'static,
     {
-        let backend = match &self.target {
-            #[cfg(feature = "sqlite")]
-            Target::Sqlite(_) => DatabaseType::Sqlite,
-            #[cfg(feature = "postgres")]
-            Target::Postgres(_) => DatabaseType::Postgres,
-            #[cfg(feature = "turso")]
-            Target::Turso(_) => DatabaseType::Turso,
-            #[cfg(feature = "mysql")]
-            Target::Mysql(_) => DatabaseType::Mysql,
-        };
+        let backend = self.settings.database_type();
         self.pool.after_connect = crate::after_connect::wrap(backend, std::sync::Arc::new(hook));
         self
     }
@@ -775,10 +447,16 @@ impl PoolBuilder {
         if let Some(e) = self.error {
             return Err(e);
         }
-        crate::limits::check(&self)?;
+        #[cfg(feature = "tracing")]
+        let slow = self.trace.slow;
+        #[cfg(not(feature = "tracing"))]
+        let slow = None;
+        crate::limits::check(&self.pool, self.connect_on_build, slow)?;
+        self.settings.check()?;
         let connect = self.connect_on_build;
         let db = ConfigAndPool {
-            pool: MiddlewarePool::build(self).await?,
+            pool: MiddlewarePool::build(self.settings, &self.pool, self.translation, &self.trace)
+                .await?,
         };
         if let Some(bound) = connect {
             db.first_connection(bound).await?;

@@ -1,0 +1,54 @@
+//! MySQL's and MariaDB's own entry points: the pool constructors and raw access to the
+//! mysql_async connection.
+
+use crate::config::{ConfigAndPool, PoolBuilder};
+use crate::dispatch::{ConnInner, Settings};
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::mysql::config::Settings as MySettings;
+use crate::pool::MiddlewarePoolConnection;
+use crate::transaction::Tx;
+
+impl ConfigAndPool {
+    /// A MySQL or MariaDB server, from a `mysql://user:password@host:port/db?options` URL (or
+    /// `mariadb://`); the URL forms are listed on [`Self::from_url`].
+    pub fn mysql(url: &str) -> PoolBuilder {
+        match Self::from_url(url) {
+            Ok(b) if matches!(b.settings, Settings::Mysql(_)) => b,
+            Ok(_) => Self::mysql_opts(mysql_async::Opts::default()).failed(SqlMiddlewareDbError::new(
+                ErrorKind::Config,
+                "ConfigAndPool::mysql takes a mysql:// or mariadb:// URL",
+            )),
+            Err(e) => Self::mysql_opts(mysql_async::Opts::default()).failed(e),
+        }
+    }
+
+    /// A MySQL or MariaDB server from mysql_async's own options (its statement cache is
+    /// replaced by the middleware's, and its pool is not used). TLS comes from
+    /// [`PoolBuilder::ssl_mode`], not from the options.
+    pub fn mysql_opts(opts: mysql_async::Opts) -> PoolBuilder {
+        PoolBuilder::new(Settings::Mysql(MySettings::new(opts)))
+    }
+}
+
+impl MiddlewarePoolConnection {
+    /// The raw mysql_async connection of this connection. Fails with
+    /// [`ErrorKind::Unsupported`] on other backends. Its session is reset (`COM_RESET_CONNECTION`)
+    /// before the next borrower gets the connection; leave it outside any transaction you open
+    /// with it.
+    pub async fn mysql_connection(&mut self) -> Result<&mut mysql_async::Conn> {
+        let ty = self.database_type();
+        match &mut self.inner {
+            ConnInner::Mysql(c) => c.raw_mut().await,
+            #[allow(unreachable_patterns)]
+            _ => Err(crate::pool::wrong_backend("mysql_connection", ty)),
+        }
+    }
+}
+
+impl Tx<'_> {
+    /// The raw mysql_async connection, inside this transaction (see
+    /// [`MiddlewarePoolConnection::mysql_connection`]).
+    pub async fn mysql_connection(&mut self) -> Result<&mut mysql_async::Conn> {
+        self.conn.mysql_connection().await
+    }
+}

@@ -1,0 +1,55 @@
+//! The settings a pool builder hands to whichever engine it was made for: every engine's
+//! [`Settings`](crate::dispatch::Settings) implements [`Knobs`], and a setting the engine does
+//! not have is refused (the builder's `build` then fails with `ErrorKind::Config`) instead of
+//! being ignored. Settings of one engine only (SQLite's WAL, Postgres replicas, …) are set
+//! through that engine's own builder methods.
+
+use std::time::Duration;
+
+use crate::error::Result;
+
+/// What a builder may set on an engine's settings. Each method returns whether the engine has
+/// the setting; the defaults say it does not.
+pub(crate) trait Knobs {
+    /// How many prepared statements each connection keeps (every engine has this one).
+    fn statement_cache_capacity(&mut self, n: usize);
+
+    /// How long an in-process engine waits for another connection's lock.
+    fn busy_timeout(&mut self, _d: Duration) -> bool {
+        false
+    }
+
+    /// Named or unnamed prepared statements on the server.
+    #[cfg(feature = "_server")]
+    fn statement_cache(&mut self, _mode: crate::StatementCache) -> bool {
+        false
+    }
+
+    /// A round trip before each checkout.
+    #[cfg(feature = "_server")]
+    fn test_before_acquire(&mut self, _on: bool) -> bool {
+        false
+    }
+
+    /// How connections use TLS: the strictest of the modes given applies.
+    #[cfg(feature = "_server")]
+    fn ssl_mode(&mut self, _mode: crate::SslMode) -> bool {
+        false
+    }
+
+    /// A PEM file of CA certificates the server's certificate must chain to.
+    #[cfg(feature = "_tls")]
+    fn ssl_root_cert(&mut self, _path: std::path::PathBuf) -> bool {
+        false
+    }
+
+    /// A client certificate and its key.
+    #[cfg(feature = "_tls")]
+    fn ssl_client_cert(&mut self, _cert: std::path::PathBuf, _key: std::path::PathBuf) -> bool {
+        false
+    }
+
+    /// Checks the engine's settings against their ranges (see `limits.rs`), when the pool is
+    /// built.
+    fn check(&self) -> Result<()>;
+}

@@ -1,0 +1,103 @@
+//! MySQL and MariaDB URLs (`mysql://`, `mariadb://`): the pool's parameters and the TLS
+//! settings are taken out, the rest goes to mysql_async.
+
+use super::config::Settings;
+use crate::error::Result;
+use crate::url_text::{PoolParam, config_error, flag, is_pool_key, percent_decode, pool_param};
+
+/// The URL schemes of MySQL and MariaDB.
+pub(crate) const SCHEMES: &[&str] = &["mysql", "mariadb"];
+
+/// How the schemes are written, for messages.
+pub(crate) const SCHEMES_SHOWN: &str = "mysql://, mariadb://";
+
+/// A MySQL URL: the pool's parameters and the TLS settings are taken out, the rest goes to
+/// mysql_async.
+pub(crate) fn parse(_scheme: &str, rest: &str, query: &str) -> Result<(Settings, Vec<PoolParam>)> {
+    let mut pool_params = Vec::new();
+    let mut driver = Vec::new();
+    let mut tls = super::tls::MyTls::default();
+    let (mut cert, mut key) = (None, None);
+    let mut statement_cache = None;
+    let mut test_before_acquire = None;
+    let mut prefer_socket = false;
+    for raw in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = raw.split_once('=').unwrap_or((raw, ""));
+        let (key_, value) = (percent_decode(k)?, percent_decode(v)?);
+        match key_.as_str() {
+            k if is_pool_key(k) => pool_params.push((key_, value)),
+            "test_before_acquire" => test_before_acquire = Some(flag(&key_, &value)?),
+            "statement_cache" => {
+                statement_cache = Some(match value.as_str() {
+                    "named" => crate::StatementCache::Named,
+                    "unnamed" => crate::StatementCache::Unnamed,
+                    _ => return Err(config_error("`statement_cache` must be named or unnamed")),
+                })
+            }
+            "sslmode" | "ssl-mode" | "ssl_mode" => {
+                let mode: crate::SslMode = value.parse()?;
+                tls.mode = Some(tls.mode.map_or(mode, |m| m.max(mode)));
+            }
+            "sslrootcert" | "ssl-ca" | "ssl_ca" => tls.roots = Some(value.into()),
+            "sslcert" | "ssl-cert" | "ssl_cert" => cert = Some(std::path::PathBuf::from(value)),
+            "sslkey" | "ssl-key" | "ssl_key" => key = Some(std::path::PathBuf::from(value)),
+            "stmt_cache_size" | "pool_min" | "pool_max" | "require_ssl" | "verify_ca"
+            | "verify_identity" | "built_in_roots" | "reset_connection" => {
+                return Err(config_error(format!(
+                    "`{key_}` is set by the pool itself (statement cache, pool size, TLS through sslmode)"
+                )));
+            }
+            "prefer_socket" => {
+                prefer_socket = true;
+                driver.push(raw);
+            }
+            _ => driver.push(raw),
+        }
+    }
+    match (cert, key) {
+        (Some(c), Some(k)) => tls.client = Some((c, k)),
+        (None, None) => {}
+        _ => return Err(config_error("a client certificate needs both sslcert and sslkey")),
+    }
+    let url = if driver.is_empty() {
+        format!("mysql:{rest}")
+    } else {
+        format!("mysql:{rest}?{}", driver.join("&"))
+    };
+    // mysql_async's message names the bad part, never the URL.
+    let opts = mysql_async::Opts::from_url(&url)
+        .map_err(|e| config_error(format!("the MySQL URL is invalid: {e}")))?;
+    // A URL names a host: connect there (mysql_async would otherwise move to the server's Unix
+    // socket when it finds one), unless it asks for the socket with `prefer_socket=true`.
+    let opts = if prefer_socket {
+        opts
+    } else {
+        mysql_async::OptsBuilder::from_opts(opts)
+            .prefer_socket(false)
+            .into()
+    };
+    let mut s = Settings::new(opts);
+    let mut pool = Vec::new();
+    for (k, v) in pool_params {
+        pool.extend(pool_param(&k, &v)?);
+    }
+    if let Some(on) = test_before_acquire {
+        s.options.test_before_acquire = on;
+    }
+    if let Some(mode) = statement_cache {
+        s.options.statement_cache = mode;
+    }
+    // Checked now, against this build: a URL that asks for TLS that cannot be had fails here.
+    let mut check = tls.clone();
+    check.roots = None;
+    check.client = None;
+    check.check()?;
+    if !cfg!(feature = "mysql-tls") && (tls.roots.is_some() || tls.client.is_some()) {
+        return Err(config_error(
+            "ssl-ca, ssl-cert and ssl-key need the `mysql-tls` feature",
+        ));
+    }
+    s.options.tls = tls;
+    Ok((s, pool))
+}
+
