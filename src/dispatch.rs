@@ -5,6 +5,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::config::DatabaseType;
 use crate::contract::{Wing, WingStmt};
@@ -118,10 +119,11 @@ macro_rules! wings {
                 &mut self,
                 sql: &str,
                 mode: TranslationMode,
+                at: Option<Instant>,
             ) -> Result<StmtHandle> {
                 match self {
                     $(#[cfg(feature = $feature)]
-                    ConnInner::$name(c) => c.prepare(sql, mode).await.map(StmtHandle::$name),)+
+                    ConnInner::$name(c) => c.prepare(sql, mode, at).await.map(StmtHandle::$name),)+
                 }
             }
 
@@ -129,19 +131,25 @@ macro_rules! wings {
                 &mut self,
                 h: &StmtHandle,
                 p: &[RowValues],
+                at: Option<Instant>,
             ) -> Result<ResultSet> {
                 match (self, h) {
                     $(#[cfg(feature = $feature)]
-                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.select(s, p).await,)+
+                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.select(s, p, at).await,)+
                     #[allow(unreachable_patterns)]
                     _ => Err(other_backend()),
                 }
             }
 
-            pub(crate) async fn dml(&mut self, h: &StmtHandle, p: &[RowValues]) -> Result<u64> {
+            pub(crate) async fn dml(
+                &mut self,
+                h: &StmtHandle,
+                p: &[RowValues],
+                at: Option<Instant>,
+            ) -> Result<u64> {
                 match (self, h) {
                     $(#[cfg(feature = $feature)]
-                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.dml(s, p).await,)+
+                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.dml(s, p, at).await,)+
                     #[allow(unreachable_patterns)]
                     _ => Err(other_backend()),
                 }
@@ -151,10 +159,11 @@ macro_rules! wings {
                 &mut self,
                 h: &StmtHandle,
                 p: &[RowValues],
+                at: Option<Instant>,
             ) -> Result<Option<T>> {
                 match (self, h) {
                     $(#[cfg(feature = $feature)]
-                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.optional::<T>(s, p).await,)+
+                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.optional::<T>(s, p, at).await,)+
                     #[allow(unreachable_patterns)]
                     _ => Err(other_backend()),
                 }
@@ -164,10 +173,11 @@ macro_rules! wings {
                 &mut self,
                 h: &StmtHandle,
                 p: &[RowValues],
+                at: Option<Instant>,
             ) -> Result<Vec<T>> {
                 match (self, h) {
                     $(#[cfg(feature = $feature)]
-                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.all::<T>(s, p).await,)+
+                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.all::<T>(s, p, at).await,)+
                     #[allow(unreachable_patterns)]
                     _ => Err(other_backend()),
                 }
@@ -177,10 +187,11 @@ macro_rules! wings {
                 &mut self,
                 h: &StmtHandle,
                 sets: &[&[RowValues]],
+                at: Option<Instant>,
             ) -> Result<Vec<ResultSet>> {
                 match (self, h) {
                     $(#[cfg(feature = $feature)]
-                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.pipeline(s, sets).await,)+
+                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.pipeline(s, sets, at).await,)+
                     #[allow(unreachable_patterns)]
                     _ => Err(other_backend()),
                 }
@@ -190,11 +201,12 @@ macro_rules! wings {
                 &mut self,
                 h: &StmtHandle,
                 p: Vec<RowValues>,
+                at: Option<Instant>,
             ) -> Result<CursorInner<T>> {
                 match (self, h) {
                     $(#[cfg(feature = $feature)]
                     (ConnInner::$name(c), StmtHandle::$name(s)) => {
-                        c.stream_open::<T>(s, p).await.map(CursorInner::$name)
+                        c.stream_open::<T>(s, p, at).await.map(CursorInner::$name)
                     })+
                     #[allow(unreachable_patterns)]
                     _ => Err(other_backend()),
@@ -227,9 +239,14 @@ macro_rules! wings {
                 }
             }
 
-            pub(crate) async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+            pub(crate) async fn execute_batch(
+                &mut self,
+                sql: &str,
+                in_tx: bool,
+                at: Option<Instant>,
+            ) -> Result<()> {
                 match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.execute_batch(sql, in_tx).await,)+
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.execute_batch(sql, in_tx, at).await,)+
                 }
             }
 
@@ -238,31 +255,32 @@ macro_rules! wings {
                 target: &BulkTarget,
                 rows: I,
                 in_tx: bool,
+                at: Option<Instant>,
             ) -> Result<u64>
             where
                 I: Iterator<Item = R> + Send,
                 R: AsRef<[RowValues]> + Send + Sync,
             {
                 match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.bulk_insert(target, rows, in_tx).await,)+
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.bulk_insert(target, rows, in_tx, at).await,)+
                 }
             }
 
-            pub(crate) async fn begin(&mut self) -> Result<()> {
+            pub(crate) async fn begin(&mut self, at: Option<Instant>) -> Result<()> {
                 match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.begin().await,)+
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.begin(at).await,)+
                 }
             }
 
-            pub(crate) async fn commit(&mut self) -> Result<()> {
+            pub(crate) async fn commit(&mut self, at: Option<Instant>) -> Result<()> {
                 match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.commit().await,)+
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.commit(at).await,)+
                 }
             }
 
-            pub(crate) async fn rollback(&mut self) -> Result<()> {
+            pub(crate) async fn rollback(&mut self, at: Option<Instant>) -> Result<()> {
                 match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.rollback().await,)+
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.rollback(at).await,)+
                 }
             }
 
@@ -300,12 +318,6 @@ macro_rules! wings {
             pub(crate) fn dialect(&self) -> Dialect {
                 match self {
                     $(#[cfg(feature = $feature)] ConnInner::$name(_) => crate::$wing::DIALECT,)+
-                }
-            }
-
-            pub(crate) fn set_deadline(&mut self, d: Option<std::time::Instant>) {
-                match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.set_deadline(d),)+
                 }
             }
 

@@ -369,8 +369,7 @@ impl MiddlewarePoolConnection {
             }
         }
         let deadline = self.deadline(None);
-        self.arm(deadline);
-        let r = self.inner.execute_batch(sql, in_tx).await;
+        let r = self.inner.execute_batch(sql, in_tx, deadline).await;
         if r.is_ok() {
             self.wrote();
         }
@@ -389,10 +388,8 @@ impl MiddlewarePoolConnection {
         }
         self.enter().await?;
         // The checkout's limit covers `BEGIN`, `COMMIT` and `ROLLBACK` too (the wings that
-        // have no use for it leave it; it is cleared after).
-        self.arm(self.deadline(None));
-        let r = self.inner.begin().await;
-        self.inner.set_deadline(None);
+        // have no use for it ignore it).
+        let r = self.inner.begin(self.deadline(None)).await;
         self.note(r)?;
         self.tx = TxFlag::Active;
         self.trace.scope_begin(0);
@@ -410,9 +407,8 @@ impl MiddlewarePoolConnection {
         self.enter().await?;
         let ty = self.database_type();
         let deadline = self.deadline(None);
-        self.arm(deadline);
         let r = match &mut self.inner {
-            ConnInner::Sqlite(c) => c.with_raw(f).await,
+            ConnInner::Sqlite(c) => c.with_raw(f, deadline).await,
             #[allow(unreachable_patterns)]
             _ => Err(wrong_backend("with_blocking_sqlite", ty)),
         };
@@ -496,8 +492,7 @@ impl MiddlewarePoolConnection {
         let own_tx = self.tx == TxFlag::None && handle.writes() && param_sets.len() > 1;
         self.enter().await?;
         if !own_tx {
-            self.arm(deadline);
-            let r = self.inner.pipeline(&handle, param_sets).await;
+            let r = self.inner.pipeline(&handle, param_sets, deadline).await;
             if r.is_ok() && handle.writes() {
                 self.wrote();
             }
@@ -505,13 +500,14 @@ impl MiddlewarePoolConnection {
         }
         // If this future is dropped part-way, `pending` stays set and the next operation
         // recovers the connection: the open transaction is rolled back.
+        // The limit covers the statements; the pipeline's own `BEGIN`, `COMMIT` and `ROLLBACK`
+        // run without one.
         let r = async {
-            self.inner.begin().await?;
-            self.arm(deadline);
-            match self.inner.pipeline(&handle, param_sets).await {
-                Ok(sets) => self.inner.commit().await.map(|()| sets),
+            self.inner.begin(None).await?;
+            match self.inner.pipeline(&handle, param_sets, deadline).await {
+                Ok(sets) => self.inner.commit(None).await.map(|()| sets),
                 Err(e) => {
-                    let _ = self.inner.rollback().await;
+                    let _ = self.inner.rollback(None).await;
                     Err(e)
                 }
             }
@@ -538,14 +534,6 @@ impl MiddlewarePoolConnection {
         #[cfg(feature = "postgres")]
         if let Some(c) = &self.write_clock {
             c.wrote();
-        }
-    }
-
-    /// Hands the wing the limit of the operation called next (which takes it at once).
-    #[inline]
-    pub(crate) fn arm(&mut self, deadline: Option<Instant>) {
-        if deadline.is_some() {
-            self.inner.set_deadline(deadline);
         }
     }
 
@@ -618,8 +606,7 @@ impl MiddlewarePoolConnection {
                 return self.note(Err(e));
             }
         }
-        self.arm(deadline);
-        let r = self.inner.prepare(sql, mode).await;
+        let r = self.inner.prepare(sql, mode, deadline).await;
         self.note(r)
     }
 
@@ -630,8 +617,7 @@ impl MiddlewarePoolConnection {
         deadline: Option<Instant>,
     ) -> Result<ResultSet> {
         self.enter().await?;
-        self.arm(deadline);
-        let r = self.inner.select(h, p).await;
+        let r = self.inner.select(h, p, deadline).await;
         if r.is_ok() && h.writes() {
             self.wrote();
         }
@@ -645,8 +631,7 @@ impl MiddlewarePoolConnection {
         deadline: Option<Instant>,
     ) -> Result<u64> {
         self.enter().await?;
-        self.arm(deadline);
-        let r = self.inner.dml(h, p).await;
+        let r = self.inner.dml(h, p, deadline).await;
         if r.is_ok() {
             self.wrote();
         }
@@ -660,8 +645,7 @@ impl MiddlewarePoolConnection {
         deadline: Option<Instant>,
     ) -> Result<Option<T>> {
         self.enter().await?;
-        self.arm(deadline);
-        let r = self.inner.optional::<T>(h, p).await;
+        let r = self.inner.optional::<T>(h, p, deadline).await;
         if r.is_ok() && h.writes() {
             self.wrote();
         }
@@ -675,8 +659,7 @@ impl MiddlewarePoolConnection {
         deadline: Option<Instant>,
     ) -> Result<Vec<T>> {
         self.enter().await?;
-        self.arm(deadline);
-        let r = self.inner.all::<T>(h, p).await;
+        let r = self.inner.all::<T>(h, p, deadline).await;
         if r.is_ok() && h.writes() {
             self.wrote();
         }
@@ -693,7 +676,7 @@ impl MiddlewarePoolConnection {
             self.tx = TxFlag::Aborted;
         }
         if self.tx == TxFlag::Aborted {
-            let _ = self.inner.rollback().await;
+            let _ = self.inner.rollback(None).await;
             self.tx = TxFlag::None;
             return Err(SqlMiddlewareDbError::new(
                 ErrorKind::TransactionAborted,
@@ -701,9 +684,7 @@ impl MiddlewarePoolConnection {
             ));
         }
         self.pending = true;
-        self.arm(self.deadline(None));
-        let r = self.inner.commit().await;
-        self.inner.set_deadline(None);
+        let r = self.inner.commit(self.deadline(None)).await;
         if r.is_ok() {
             self.wrote();
         }
@@ -715,9 +696,7 @@ impl MiddlewarePoolConnection {
     pub(crate) async fn tx_rollback(&mut self) -> Result<()> {
         self.sp_pending = None;
         self.pending = true;
-        self.arm(self.deadline(None));
-        let r = self.inner.rollback().await;
-        self.inner.set_deadline(None);
+        let r = self.inner.rollback(self.deadline(None)).await;
         self.pending = false;
         self.tx = TxFlag::None;
         r

@@ -37,7 +37,8 @@ pub(crate) trait Setup: Send {
 }
 
 /// Implements [`Setup`] for a wing's connection type through its [`Wing`](crate::contract::Wing)
-/// operations (statements prepared through the connection's cache, outside any transaction).
+/// operations (statements prepared through the connection's cache, outside any transaction,
+/// without a time limit: the create timeout bounds the whole opening).
 #[cfg(any(feature = "sqlite", feature = "turso"))]
 macro_rules! setup_via_wing {
     ($conn:ty) => {
@@ -46,7 +47,7 @@ macro_rules! setup_via_wing {
                 &'a mut self,
                 sql: &'a str,
             ) -> $crate::setup::BoxFuture<'a, $crate::error::Result<()>> {
-                Box::pin($crate::contract::Wing::execute_batch(self, sql, false))
+                Box::pin($crate::contract::Wing::execute_batch(self, sql, false, None))
             }
 
             fn dml<'a>(
@@ -59,9 +60,10 @@ macro_rules! setup_via_wing {
                         self,
                         sql,
                         $crate::translation::TranslationMode::On,
+                        None,
                     )
                     .await?;
-                    $crate::contract::Wing::dml(self, &s, params).await
+                    $crate::contract::Wing::dml(self, &s, params, None).await
                 })
             }
 
@@ -76,9 +78,10 @@ macro_rules! setup_via_wing {
                         self,
                         sql,
                         $crate::translation::TranslationMode::On,
+                        None,
                     )
                     .await?;
-                    $crate::contract::Wing::select(self, &s, params).await
+                    $crate::contract::Wing::select(self, &s, params, None).await
                 })
             }
         }

@@ -68,6 +68,7 @@ use super::params::PgParam;
 use super::rows::{PgRow, collect, columns_of};
 use super::stmt::{PgStmt, StatementCache, too_many_placeholders};
 use crate::contract::Wing;
+use crate::deadline::At;
 use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
@@ -120,14 +121,14 @@ macro_rules! replanned {
     }};
 }
 
-/// Runs `$call` (an expression that awaits the operation) within the time limit the hall set
-/// for it, if any (see `timeout.rs`); the hot path without a limit is `$call` alone, after one
-/// flag check. A connection given up by an earlier call is replaced first, within the limit.
+/// Runs `$call` (an expression that awaits the operation) within the call's time limit `$at`,
+/// if any (see `timeout.rs`); the hot path without a limit is `$call` alone, after one flag
+/// check. A connection given up by an earlier call is replaced first, within the limit.
 /// `$writes`: the call may commit a change by itself (a write outside a transaction), so a
 /// limit passing after it was sent leaves its outcome unknown.
 macro_rules! limited {
-    ($self:ident, $call:expr, $writes:expr) => {{
-        let at = $self.deadline.take();
+    ($self:ident, $at:expr, $call:expr, $writes:expr) => {{
+        let at: At = $at;
         if $self.in_flight || $self.obj.is_none() {
             Box::pin($self.replace(at)).await?;
         }
@@ -167,8 +168,6 @@ pub(crate) struct PgConnection {
     /// A statement of this checkout deallocated prepared statements (`DEALLOCATE`, `DISCARD
     /// ALL`), possibly the driver's own: the connection is not reused.
     deallocated: bool,
-    /// The time limit of the next operation (see `Wing::set_deadline`).
-    deadline: Option<std::time::Instant>,
 }
 
 impl PgConnection {
@@ -182,7 +181,6 @@ impl PgConnection {
             in_tx: false,
             session: Session::Untouched,
             deallocated: false,
-            deadline: None,
         }
     }
 
@@ -519,7 +517,7 @@ impl PgConnection {
         if let Some(o) = self.obj.as_mut() {
             o.stmts.remove(&s.key, s.mode);
         }
-        let fresh = self.prepare(&s.key, s.mode).await?;
+        let fresh = self.prepare(&s.key, s.mode, None).await?;
         // A handle that still holds `s` runs `fresh` from now on.
         let _ = s.successor.set(Arc::clone(&fresh));
         Ok(fresh)
@@ -539,14 +537,15 @@ impl PgConnection {
         }
     }
 
-    /// [`Self::simple`] within the limit the hall set for it, if any: past it the connection is
-    /// given up (see [`Self::give_up`]) and the call fails with `late`.
+    /// [`Self::simple`] within `at`, if any: past it the connection is given up (see
+    /// [`Self::give_up`]) and the call fails with `late`.
     async fn simple_limited(
         &mut self,
         sql: &str,
+        at: At,
         late: fn() -> SqlMiddlewareDbError,
     ) -> Result<()> {
-        match self.deadline.take() {
+        match at {
             None => self.simple(sql).await,
             Some(at) => {
                 crate::deadline::check(Some(at))?;
@@ -757,21 +756,23 @@ impl Wing for PgConnection {
         Ok(())
     }
 
-    async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<PgStmt>> {
-        limited!(self, self.prepare_within(sql, mode).await, false)
+    async fn prepare(&mut self, sql: &str, mode: TranslationMode, at: At) -> Result<Arc<PgStmt>> {
+        limited!(self, at, self.prepare_within(sql, mode).await, false)
     }
 
-    async fn select(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<ResultSet> {
+    async fn select(&mut self, s: &Arc<PgStmt>, p: &[RowValues], at: At) -> Result<ResultSet> {
         limited!(
             self,
+            at,
             replanned!(self, s, |s| self.select_once(s, p)),
             writes(s)
         )
     }
 
-    async fn dml(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<u64> {
+    async fn dml(&mut self, s: &Arc<PgStmt>, p: &[RowValues], at: At) -> Result<u64> {
         limited!(
             self,
+            at,
             replanned!(self, s, |s| self.dml_once(s, p)),
             writes(s)
         )
@@ -781,9 +782,11 @@ impl Wing for PgConnection {
         &mut self,
         s: &Arc<PgStmt>,
         p: &[RowValues],
+        at: At,
     ) -> Result<Option<T>> {
         limited!(
             self,
+            at,
             replanned!(self, s, |s| self.optional_once::<T>(s, p)),
             writes(s)
         )
@@ -793,18 +796,26 @@ impl Wing for PgConnection {
         &mut self,
         s: &Arc<PgStmt>,
         p: &[RowValues],
+        at: At,
     ) -> Result<Vec<T>> {
         limited!(
             self,
+            at,
             replanned!(self, s, |s| self.all_once::<T>(s, p)),
             writes(s)
         )
     }
 
     /// Sends every execution before awaiting any answer; tokio-postgres pipelines them.
-    async fn pipeline(&mut self, s: &Arc<PgStmt>, sets: &[&[RowValues]]) -> Result<Vec<ResultSet>> {
+    async fn pipeline(
+        &mut self,
+        s: &Arc<PgStmt>,
+        sets: &[&[RowValues]],
+        at: At,
+    ) -> Result<Vec<ResultSet>> {
         limited!(
             self,
+            at,
             {
                 let s = self.here(s).await?;
                 self.pipeline_within(&s, sets).await
@@ -820,8 +831,9 @@ impl Wing for PgConnection {
         &mut self,
         s: &Arc<PgStmt>,
         p: Vec<RowValues>,
+        at: At,
     ) -> Result<Self::Cursor<T>> {
-        self.open_stream(s, p).await
+        self.open_stream(s, p, at).await
     }
 
     async fn stream_next<T: FromRow + Send + 'static>(
@@ -842,31 +854,38 @@ impl Wing for PgConnection {
 
     /// Runs a script with the simple-query protocol. Postgres runs a multi-statement script as
     /// one implicit transaction unless it contains its own transaction control.
-    async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+    async fn execute_batch(&mut self, sql: &str, in_tx: bool, at: At) -> Result<()> {
         limited!(
             self,
+            at,
             self.execute_batch_within(sql, in_tx).await,
             super::timeout::script_writes(sql)
         )
     }
 
     /// One `COPY … FROM STDIN (FORMAT binary)`; see `bulk.rs`.
-    async fn bulk_insert<I, R>(&mut self, target: &BulkTarget, rows: I, in_tx: bool) -> Result<u64>
+    async fn bulk_insert<I, R>(
+        &mut self,
+        target: &BulkTarget,
+        rows: I,
+        in_tx: bool,
+        at: At,
+    ) -> Result<u64>
     where
         I: Iterator<Item = R> + Send,
         R: AsRef<[RowValues]> + Send + Sync,
     {
-        limited!(self, self.bulk_load(target, rows, in_tx).await, true)
+        limited!(self, at, self.bulk_load(target, rows, in_tx).await, true)
     }
 
-    async fn begin(&mut self) -> Result<()> {
+    async fn begin(&mut self, at: At) -> Result<()> {
         if self.in_flight {
             // A connection given up earlier: replaced within this call's limit.
-            Box::pin(self.replace(self.deadline)).await?;
+            Box::pin(self.replace(at)).await?;
         }
         if self.needs_rollback {
             // The rollback of an abandoned transaction, within this call's limit.
-            match self.deadline {
+            match at {
                 None => self.repair().await?,
                 Some(at) => match Box::pin(super::timeout::within(at, self.repair())).await {
                     Some(r) => r?,
@@ -897,7 +916,7 @@ impl Wing for PgConnection {
         }
         // If this future is dropped after BEGIN went out, the flag makes the next user roll back.
         self.needs_rollback = true;
-        self.simple_limited("BEGIN", crate::deadline::error).await?;
+        self.simple_limited("BEGIN", at, crate::deadline::error).await?;
         self.needs_rollback = false;
         self.in_tx = true;
         Ok(())
@@ -905,7 +924,7 @@ impl Wing for PgConnection {
 
     /// Commits. A `COMMIT` that the server turns into a rollback (the transaction had failed)
     /// is reported as an error: the middleware checks, when it cannot know, with a probe.
-    async fn commit(&mut self) -> Result<()> {
+    async fn commit(&mut self, at: At) -> Result<()> {
         self.in_tx = false;
         if self.unknown {
             // Raw access happened inside this transaction: make sure it is not aborted.
@@ -916,7 +935,7 @@ impl Wing for PgConnection {
         }
         // Past the limit the COMMIT may have raced the stop: its outcome is unknown.
         match self
-            .simple_limited("COMMIT", crate::deadline::unknown_outcome)
+            .simple_limited("COMMIT", at, crate::deadline::unknown_outcome)
             .await
         {
             Ok(()) => Ok(()),
@@ -930,7 +949,7 @@ impl Wing for PgConnection {
         }
     }
 
-    async fn rollback(&mut self) -> Result<()> {
+    async fn rollback(&mut self, at: At) -> Result<()> {
         self.needs_rollback = false;
         self.in_tx = false;
         if self.in_flight {
@@ -942,7 +961,7 @@ impl Wing for PgConnection {
         }
         // Past the limit the connection is given up, which rolls the transaction back.
         match self
-            .simple_limited("ROLLBACK", crate::deadline::error)
+            .simple_limited("ROLLBACK", at, crate::deadline::error)
             .await
         {
             Err(e) if e.kind() == ErrorKind::Timeout && self.in_flight => Ok(()),
@@ -986,14 +1005,6 @@ impl Wing for PgConnection {
             c.flushed
                 .flush(&c.opts.counters.live, cache, Default::default());
         }
-    }
-
-    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
-        self.deadline = deadline;
-    }
-
-    fn take_deadline(&mut self) -> Option<std::time::Instant> {
-        self.deadline.take()
     }
 
     #[cfg(feature = "tracing")]

@@ -12,6 +12,7 @@ use super::rows::{TursoRow, describe, fill_row_values, row_values};
 use super::session::{DISCARD, VERIFY};
 use super::stmt::TursoStmt;
 use crate::contract::Wing;
+use crate::deadline::At;
 use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
@@ -80,8 +81,6 @@ pub(crate) struct TursoConn {
     session: u8,
     /// When the connection last went back to the pool.
     returned_at: Option<std::time::Instant>,
-    /// The time limit of the next operation (see `Wing::set_deadline`).
-    deadline: Option<std::time::Instant>,
     /// The time limit of the operation running now.
     stop_at: Option<std::time::Instant>,
     /// What this connection has added to the pool's statistics.
@@ -109,7 +108,6 @@ impl TursoConn {
             row_buf: Vec::new(),
             session: 0,
             returned_at: None,
-            deadline: None,
             stop_at: None,
             flushed: Default::default(),
             fresh: None,
@@ -137,11 +135,11 @@ impl TursoConn {
         Ok(())
     }
 
-    /// Starts a limited operation: takes its time limit (see `Wing::set_deadline`), and fails
-    /// at once when it has already passed.
+    /// Starts a limited operation: keeps its time limit `at` while it runs, and fails at once
+    /// when it has already passed.
     #[inline]
-    pub(super) fn start_limit(&mut self) -> Result<()> {
-        self.stop_at = self.deadline.take();
+    pub(super) fn start_limit(&mut self, at: At) -> Result<()> {
+        self.stop_at = at;
         crate::deadline::check(self.stop_at)
     }
 
@@ -459,18 +457,18 @@ impl TursoConn {
     }
 
     /// Runs transaction control (`BEGIN IMMEDIATE`, `COMMIT`, `ROLLBACK`) as an operation of its
-    /// own: it takes the limit the pool armed for it.
-    pub(super) async fn simple(&mut self, sql: &'static str) -> Result<()> {
-        self.start_limit()?;
+    /// own, within `at`.
+    pub(super) async fn simple(&mut self, sql: &'static str, at: At) -> Result<()> {
+        self.start_limit(at)?;
         self.simple_within(sql).await
     }
 
     /// Runs transaction control as a step of the operation running now (a script's own
     /// `BEGIN IMMEDIATE … COMMIT`), under that operation's limit.
     async fn simple_within(&mut self, sql: &'static str) -> Result<()> {
-        // Preparing starts an operation of its own (and would take the limit); keep ours.
+        // Preparing starts an operation of its own (without a limit); keep ours.
         let stop = self.stop_at;
-        let s = self.prepare(sql, TranslationMode::Off).await;
+        let s = self.prepare(sql, TranslationMode::Off, None).await;
         self.stop_at = stop;
         self.dml_inner(&s?, &[]).await.map(drop)
     }
@@ -505,7 +503,7 @@ impl TursoConn {
             ));
         }
         if !self.autocommit()? {
-            self.simple("ROLLBACK").await?;
+            self.simple("ROLLBACK", None).await?;
             if !self.autocommit()? {
                 return Err(SqlMiddlewareDbError::new(
                     ErrorKind::TransactionState,
@@ -536,8 +534,13 @@ impl Wing for TursoConn {
     type Stmt = TursoStmt;
     type Raw = turso::Connection;
 
-    async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<TursoStmt>> {
-        self.start_limit()?;
+    async fn prepare(
+        &mut self,
+        sql: &str,
+        mode: TranslationMode,
+        at: At,
+    ) -> Result<Arc<TursoStmt>> {
+        self.start_limit(at)?;
         if self.unsettled() {
             self.settle().await?;
         }
@@ -590,14 +593,14 @@ impl Wing for TursoConn {
         Ok(s)
     }
 
-    async fn select(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<ResultSet> {
-        self.start_limit()?;
+    async fn select(&mut self, s: &Arc<TursoStmt>, p: &[RowValues], at: At) -> Result<ResultSet> {
+        self.start_limit(at)?;
         s.check(p)?;
         waiting!(self, self.select_once(s, p).await)
     }
 
-    async fn dml(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<u64> {
-        self.start_limit()?;
+    async fn dml(&mut self, s: &Arc<TursoStmt>, p: &[RowValues], at: At) -> Result<u64> {
+        self.start_limit(at)?;
         if s.ddl {
             let n = self.dml_inner(s, p).await;
             self.schema_changed();
@@ -610,8 +613,9 @@ impl Wing for TursoConn {
         &mut self,
         s: &Arc<TursoStmt>,
         p: &[RowValues],
+        at: At,
     ) -> Result<Option<T>> {
-        self.start_limit()?;
+        self.start_limit(at)?;
         s.check(p)?;
         waiting!(self, self.optional_once(s, p).await)
     }
@@ -620,8 +624,9 @@ impl Wing for TursoConn {
         &mut self,
         s: &Arc<TursoStmt>,
         p: &[RowValues],
+        at: At,
     ) -> Result<Vec<T>> {
-        self.start_limit()?;
+        self.start_limit(at)?;
         s.check(p)?;
         waiting!(self, self.all_once(s, p).await)
     }
@@ -633,8 +638,9 @@ impl Wing for TursoConn {
         &mut self,
         s: &Arc<TursoStmt>,
         p: Vec<RowValues>,
+        at: At,
     ) -> Result<Self::Cursor<T>> {
-        self.open_stream(s, p).await
+        self.open_stream(s, p, at).await
     }
 
     async fn stream_next<T: FromRow + Send + 'static>(
@@ -656,8 +662,8 @@ impl Wing for TursoConn {
     /// Runs a script; outside a transaction and without its own transaction control it runs
     /// inside `BEGIN IMMEDIATE … COMMIT`, so it applies entirely or not at all. A script of
     /// `PRAGMA`s only runs as it is (see `session::only_pragmas`).
-    async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
-        self.start_limit()?;
+    async fn execute_batch(&mut self, sql: &str, in_tx: bool, at: At) -> Result<()> {
+        self.start_limit(at)?;
         if self.unsettled() {
             self.settle().await?;
         }
@@ -698,15 +704,21 @@ impl Wing for TursoConn {
         Ok(())
     }
 
-    async fn bulk_insert<I, R>(&mut self, target: &BulkTarget, rows: I, in_tx: bool) -> Result<u64>
+    async fn bulk_insert<I, R>(
+        &mut self,
+        target: &BulkTarget,
+        rows: I,
+        in_tx: bool,
+        at: At,
+    ) -> Result<u64>
     where
         I: Iterator<Item = R> + Send,
         R: AsRef<[RowValues]> + Send + Sync,
     {
-        self.bulk_load(target, rows, in_tx).await
+        self.bulk_load(target, rows, in_tx, at).await
     }
 
-    async fn begin(&mut self) -> Result<()> {
+    async fn begin(&mut self, at: At) -> Result<()> {
         if self.unsettled() {
             self.settle().await?;
         }
@@ -716,7 +728,7 @@ impl Wing for TursoConn {
                 "a transaction begun by raw SQL is still open on this connection; commit or roll it back first",
             ));
         }
-        self.simple("BEGIN IMMEDIATE").await
+        self.simple("BEGIN IMMEDIATE", at).await
     }
 
     /// After a cancelled operation outside a transaction: forget statements left mid-way and
@@ -727,8 +739,8 @@ impl Wing for TursoConn {
         Ok(())
     }
 
-    async fn commit(&mut self) -> Result<()> {
-        match self.simple("COMMIT").await {
+    async fn commit(&mut self, at: At) -> Result<()> {
+        match self.simple("COMMIT", at).await {
             Ok(()) => Ok(()),
             Err(e) => {
                 self.rollback_if_open().await;
@@ -737,11 +749,11 @@ impl Wing for TursoConn {
         }
     }
 
-    async fn rollback(&mut self) -> Result<()> {
+    async fn rollback(&mut self, at: At) -> Result<()> {
         if self.autocommit()? {
             return Ok(());
         }
-        self.simple("ROLLBACK").await
+        self.simple("ROLLBACK", at).await
     }
 
     /// Turso is back in autocommit mode while the hall holds a transaction open: the engine
@@ -784,14 +796,6 @@ impl Wing for TursoConn {
         if self.in_flight {
             self.discard = true;
         }
-    }
-
-    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
-        self.deadline = deadline;
-    }
-
-    fn take_deadline(&mut self) -> Option<std::time::Instant> {
-        self.deadline.take()
     }
 
     #[cfg(feature = "tracing")]
