@@ -16,7 +16,8 @@
 //! | dropping a `Tx` | `tx_abandon` | [`Wing::abandon_tx`] |
 //! | a cancelled call | `enter` | [`Wing::recover`] |
 //! | `statement_timeout`, `.timeout(d)` | `deadline` | the `at` argument of each limited operation |
-//! | dropping the connection | `Drop` | [`Wing::on_return`] |
+//! | dropping the connection | `Drop` | [`Wing::on_return`], then [`Wing::flush_stats`] |
+//! | `db.stats()` (per-call counts) | `stats` | [`Wing::counted`], [`Wing::cache_stats`], [`Wing::exec_stats`] |
 //! | `postgres_client().await`, `turso_connection().await`, `mysql_connection().await` | — | [`Wing::raw`] |
 //!
 //! The trait is crate-private and uses native `async fn`: the hall calls it on concrete types
@@ -43,6 +44,7 @@ use crate::decode::FromRow;
 use crate::error::Result;
 use crate::results::{Columns, ResultSet};
 use crate::sql::ident::BulkTarget;
+use crate::stats::{ExecStats, Flushed, Live};
 use crate::stmt_cache::StatementCacheStats;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
@@ -220,8 +222,30 @@ pub(crate) trait Wing {
     /// server stops using the connection (its server may have turned read-only).
     fn refused_write(&mut self) {}
 
-    /// The connection goes back to the pool. Never blocks on the network, never panics.
-    fn on_return(&mut self);
+    /// The connection goes back to the pool (the hall then calls [`Self::flush_stats`]). Never
+    /// blocks on the network, never panics. By default nothing is left to do: the server
+    /// engines clean their connections in their `Drop`.
+    fn on_return(&mut self) {}
+
+    /// What the connection has already added to its pool's statistics (and its id), with the
+    /// pool's live counters it adds to; `None` while it holds no engine connection (one given
+    /// up after a time limit and not replaced yet).
+    fn counted(&mut self) -> Option<(&mut Flushed, &Live)>;
+
+    /// How SQLite ran the connection's calls, cumulative; zero on the other engines.
+    fn exec_stats(&self) -> ExecStats {
+        ExecStats::default()
+    }
+
+    /// Adds what the connection did since the last flush (its statement cache counts, and
+    /// SQLite's execution counts) to its pool's totals: the hall calls it as the connection goes
+    /// back to the pool, after [`Self::on_return`]. The same for every engine.
+    fn flush_stats(&mut self) {
+        let (cache, exec) = (self.cache_stats(), self.exec_stats());
+        if let Some((flushed, live)) = self.counted() {
+            flushed.flush(live, cache, exec);
+        }
+    }
 
     /// The engine's connection, for raw access. The wing first settles what an abandoned call or
     /// transaction left (so raw statements never run inside a transaction nobody will commit),

@@ -341,9 +341,13 @@ macro_rules! wings {
                 }
             }
 
+            /// The connection goes back to the pool: the wing's own work, then its statistics.
             pub(crate) fn on_return(&mut self) {
                 match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.on_return(),)+
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => {
+                        c.on_return();
+                        c.flush_stats();
+                    })+
                 }
             }
         }

@@ -1143,13 +1143,10 @@ impl Wing for MyConnection {
         self.in_flight = true;
     }
 
-    fn on_return(&mut self) {
-        if let Some(o) = self.obj.as_mut() {
-            let c: &mut MyClient = o;
-            let cache = c.stmts.stats(c.opts.statement_cache_capacity);
-            c.flushed
-                .flush(&c.opts.counters.live, cache, Default::default());
-        }
+    /// The statistics live with the pooled client (cleaning is `Drop`'s).
+    fn counted(&mut self) -> Option<(&mut crate::stats::Flushed, &crate::stats::Live)> {
+        let c: &mut MyClient = self.obj.as_mut()?;
+        Some((&mut c.flushed, &c.opts.counters.live))
     }
 
     #[cfg(feature = "tracing")]

@@ -995,16 +995,11 @@ impl Wing for PgConnection {
         }
     }
 
-    /// The connection goes back to the pool: its statistics join the pool's. Cleaning a
-    /// Postgres connection needs a round trip, so [`PgConnection`]'s `Drop` spawns it (or
-    /// detaches the connection).
-    fn on_return(&mut self) {
-        if let Some(o) = self.obj.as_mut() {
-            let c: &mut super::config::PgClient = o;
-            let cache = c.stmts.stats(c.opts.statement_cache_capacity);
-            c.flushed
-                .flush(&c.opts.counters.live, cache, Default::default());
-        }
+    /// The statistics live with the pooled client. (Cleaning a Postgres connection needs a
+    /// round trip, so [`PgConnection`]'s `Drop` spawns it, or detaches the connection.)
+    fn counted(&mut self) -> Option<(&mut crate::stats::Flushed, &crate::stats::Live)> {
+        let c: &mut super::config::PgClient = self.obj.as_mut()?;
+        Some((&mut c.flushed, &c.opts.counters.live))
     }
 
     #[cfg(feature = "tracing")]

@@ -707,9 +707,14 @@ impl Wing for SqliteConn {
         self.returned_at = self.opts.counters.returned_now();
         self.stream_returned();
         self.rollback_off_thread();
-        let cache = self.stmts.stats(self.opts.statement_cache_capacity);
-        self.flushed
-            .flush(&self.opts.counters.live, cache, self.exec);
+    }
+
+    fn counted(&mut self) -> Option<(&mut crate::stats::Flushed, &crate::stats::Live)> {
+        Some((&mut self.flushed, &self.opts.counters.live))
+    }
+
+    fn exec_stats(&self) -> crate::stats::ExecStats {
+        self.exec
     }
 
     #[cfg(feature = "tracing")]

@@ -785,9 +785,6 @@ impl Wing for TursoConn {
     /// the pool to discard.
     fn on_return(&mut self) {
         self.returned_at = self.opts.counters.returned_now();
-        let cache = self.stmts.stats(self.opts.statement_cache_capacity);
-        self.flushed
-            .flush(&self.opts.counters.live, cache, Default::default());
         if self.rolling_back.is_none()
             && (self.needs_rollback || !self.autocommit().unwrap_or(false))
         {
@@ -796,6 +793,10 @@ impl Wing for TursoConn {
         if self.in_flight {
             self.discard = true;
         }
+    }
+
+    fn counted(&mut self) -> Option<(&mut crate::stats::Flushed, &crate::stats::Live)> {
+        Some((&mut self.flushed, &self.opts.counters.live))
     }
 
     #[cfg(feature = "tracing")]
