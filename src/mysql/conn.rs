@@ -162,20 +162,11 @@ impl std::fmt::Debug for MyConnection {
 }
 
 /// Runs the pool's `after_connect` hook on a connection being opened (and again after a session
-/// reset). The hook's statements stay out of the pool's statistics, and what it leaves is the
-/// session the next reset goes back to, then runs the hook again.
+/// reset; see `setup.rs`), then MySQL's own checks. What the hook leaves is the session the next
+/// reset goes back to, then runs the hook again.
 pub(crate) async fn set_up(c: &mut MyClient) -> Result<()> {
     let hook = c.opts.after_connect.clone();
-    if hook.is_set() {
-        let mut setup = MySetup(c);
-        hook.run(&mut setup).await?;
-        if in_transaction(&c.conn) {
-            return Err(SqlMiddlewareDbError::new(
-                ErrorKind::TransactionState,
-                "the after_connect hook left a transaction open; the connection is closed",
-            ));
-        }
-    }
+    let ran = hook.set_up(&mut MySetup(c)).await?;
     // What the session now is (the checks after statements that may change it compare with
     // it), and what the hook may not change.
     let found = super::check::session(c, false).await?;
@@ -193,11 +184,9 @@ pub(crate) async fn set_up(c: &mut MyClient) -> Result<()> {
             ),
         ));
     }
-    if hook.is_set() {
+    if ran {
         // The hook's statements were closed after it; nothing it did is left to reset.
         c.dirty = false;
-        let cache = c.stmts.stats(c.opts.statement_cache_capacity);
-        c.flushed.skip(cache, Default::default());
     }
     Ok(())
 }
@@ -1325,5 +1314,15 @@ impl crate::setup::Setup for MySetup<'_> {
             let (s, values) = self.statement(sql, params).await?;
             select_rows(self.0, &s, values).await
         })
+    }
+
+    fn in_transaction(&mut self) -> crate::setup::BoxFuture<'_, Result<bool>> {
+        Box::pin(async move { Ok(in_transaction(&self.0.conn)) })
+    }
+
+    fn skip_stats(&mut self) {
+        let c = &mut *self.0;
+        let cache = c.stmts.stats(c.opts.statement_cache_capacity);
+        c.flushed.skip(cache, Default::default());
     }
 }

@@ -62,6 +62,7 @@ async fn count_rows(
 }
 
 use futures_util::{StreamExt, TryStreamExt, pin_mut};
+use tokio_postgres::error::SqlState;
 
 use super::error::map_err;
 use super::params::PgParam;
@@ -1036,26 +1037,9 @@ impl Wing for PgConnection {
 pub(crate) struct PgSetup<'a>(pub(crate) &'a tokio_postgres::Client);
 
 impl PgSetup<'_> {
-    /// Runs `hook` on the connection, which must then be outside any transaction (a
-    /// `SAVEPOINT` is refused there, with `25P01`).
+    /// Runs `hook` on the connection (see `setup.rs`).
     pub(crate) async fn run(mut self, hook: &crate::setup::AfterConnect) -> Result<()> {
-        if !hook.is_set() {
-            return Ok(());
-        }
-        hook.run(&mut self).await?;
-        match self.0.simple_query("SAVEPOINT sqlmw_after_connect").await {
-            Err(e)
-                if e.code()
-                    == Some(&tokio_postgres::error::SqlState::NO_ACTIVE_SQL_TRANSACTION) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(map_err(e)),
-            Ok(_) => Err(SqlMiddlewareDbError::new(
-                ErrorKind::TransactionState,
-                "the after_connect hook left a transaction open; the connection is closed",
-            )),
-        }
+        hook.set_up(&mut self).await.map(drop)
     }
 
     async fn prepared(&self, sql: &str) -> Result<tokio_postgres::Statement> {
@@ -1105,6 +1089,20 @@ impl crate::setup::Setup for PgSetup<'_> {
             collect(&rows, &Arc::new(columns_of(&st)))
         })
     }
+
+    /// A `SAVEPOINT` is refused outside a transaction (with `25P01`): the probe.
+    fn in_transaction(&mut self) -> crate::setup::BoxFuture<'_, Result<bool>> {
+        Box::pin(async move {
+            match self.0.simple_query("SAVEPOINT sqlmw_after_connect").await {
+                Err(e) if e.code() == Some(&SqlState::NO_ACTIVE_SQL_TRANSACTION) => Ok(false),
+                Err(e) => Err(map_err(e)),
+                Ok(_) => Ok(true),
+            }
+        })
+    }
+
+    /// The hook ran outside the statement cache: nothing to skip.
+    fn skip_stats(&mut self) {}
 }
 
 /// Back to the session the pool opened, as `DISCARD ALL` does, except that the statements

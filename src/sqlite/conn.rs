@@ -428,28 +428,26 @@ impl SqliteConn {
     }
 }
 
-crate::setup::setup_via_wing!(SqliteConn);
+crate::setup::setup_via_wing!(SqliteConn, SqliteConn::in_tx_now);
 
 impl SqliteConn {
-    /// Runs the pool's `after_connect` hook on this new connection. What the hook leaves is the
-    /// session recycling puts the connection back to (this connection's own [`Fresh`]), and
-    /// its statements stay out of the pool's statistics.
-    pub(crate) async fn set_up(&mut self, hook: &crate::setup::AfterConnect) -> Result<()> {
-        if !hook.is_set() {
-            return Ok(());
-        }
-        hook.run(self).await?;
+    /// Whether a transaction is open (after taking the connection back from a stream's worker).
+    async fn in_tx_now(&mut self) -> Result<bool> {
         if self.returning.is_some() {
             self.settle_stream().await;
         }
+        Ok(!self.conn_mut()?.is_autocommit())
+    }
+
+    /// Runs the pool's `after_connect` hook on this new connection (see `setup.rs`). What the
+    /// hook leaves is the session recycling puts the connection back to (this connection's own
+    /// [`Fresh`]).
+    pub(crate) async fn set_up(&mut self, hook: &crate::setup::AfterConnect) -> Result<()> {
+        if !hook.set_up(self).await? {
+            return Ok(());
+        }
         let in_memory = self.opts.in_memory;
         let c = self.conn_mut()?;
-        if !c.is_autocommit() {
-            return Err(SqlMiddlewareDbError::new(
-                crate::error::ErrorKind::TransactionState,
-                "the after_connect hook left a transaction open; the connection is closed",
-            ));
-        }
         // The pool's own lock waiting (a `PRAGMA busy_timeout` replaces it), and the commit
         // policy and `synchronous` level of the session as the hook left it.
         install_busy_handler(c)?;
@@ -461,8 +459,6 @@ impl SqliteConn {
         (self.syncing_commits, self.sync_level, self.fresh) = (syncing_commits, sync_level, fresh);
         self.session = Effects::NONE;
         self.cell.take();
-        let cache = self.stmts.stats(self.opts.statement_cache_capacity);
-        self.flushed.skip(cache, self.exec);
         Ok(())
     }
 }

@@ -114,25 +114,19 @@ impl TursoConn {
         }
     }
 
-    /// Runs the pool's `after_connect` hook on this new connection. What the hook leaves is the
-    /// session recycling puts the connection back to, and its statements stay out of the
-    /// pool's statistics.
+    /// Runs the pool's `after_connect` hook on this new connection (see `setup.rs`). What the
+    /// hook leaves is the session recycling puts the connection back to.
     pub(crate) async fn set_up(&mut self, hook: &crate::setup::AfterConnect) -> Result<()> {
-        if !hook.is_set() {
-            return Ok(());
+        if hook.set_up(self).await? {
+            self.fresh = Some(super::session::read_fresh(&self.conn).await?);
+            self.session = 0;
         }
-        hook.run(self).await?;
-        if !self.autocommit()? {
-            return Err(SqlMiddlewareDbError::new(
-                ErrorKind::TransactionState,
-                "the after_connect hook left a transaction open; the connection is closed",
-            ));
-        }
-        self.fresh = Some(super::session::read_fresh(&self.conn).await?);
-        self.session = 0;
-        let cache = self.stmts.stats(self.opts.statement_cache_capacity);
-        self.flushed.skip(cache, Default::default());
         Ok(())
+    }
+
+    /// Whether a transaction is open.
+    async fn in_tx_now(&mut self) -> Result<bool> {
+        Ok(!self.autocommit()?)
     }
 
     /// Starts a limited operation: keeps its time limit `at` while it runs, and fails at once
@@ -528,7 +522,7 @@ impl TursoConn {
     }
 }
 
-crate::setup::setup_via_wing!(TursoConn);
+crate::setup::setup_via_wing!(TursoConn, TursoConn::in_tx_now);
 
 impl Wing for TursoConn {
     type Stmt = TursoStmt;
