@@ -78,8 +78,7 @@ impl MiddlewarePoolConnection {
         self.enter().await?;
         let in_tx = self.tx != TxFlag::None;
         let deadline = self.deadline(None);
-        self.arm(deadline);
-        let r = self.inner.bulk_insert(target, rows, in_tx).await;
+        let r = self.inner.bulk_insert(target, rows, in_tx, deadline).await;
         if r.is_ok() {
             self.wrote();
         }

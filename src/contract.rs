@@ -15,20 +15,36 @@
 //! | `conn.begin()`, `tx.commit()`, `tx.rollback()` | `begin`, `tx_commit`, `tx_rollback` | [`Wing::begin`], [`Wing::commit`], [`Wing::rollback`] |
 //! | dropping a `Tx` | `tx_abandon` | [`Wing::abandon_tx`] |
 //! | a cancelled call | `enter` | [`Wing::recover`] |
-//! | `statement_timeout`, `.timeout(d)` | `timed` | [`Wing::set_deadline`] |
-//! | dropping the connection | `Drop` | [`Wing::on_return`] |
+//! | `statement_timeout`, `.timeout(d)` | `deadline` | the `at` argument of each limited operation |
+//! | dropping the connection | `Drop` | [`Wing::on_return`], then [`Wing::flush_stats`] |
+//! | `db.stats()` (per-call counts) | `stats` | [`Wing::counted`], [`Wing::cache_stats`], [`Wing::exec_stats`] |
 //! | `postgres_client().await`, `turso_connection().await`, `mysql_connection().await` | — | [`Wing::raw`] |
 //!
 //! The trait is crate-private and uses native `async fn`: the hall calls it on concrete types
 //! through one enum (`dispatch.rs`), so nothing is boxed and every future keeps its `Send`-ness.
+//!
+//! # Time limits
+//!
+//! Each operation the hall limits takes its limit as an argument, `at: Option<Instant>`
+//! (`None`: no limit): `prepare`, `select`, `dml`, `optional`, `all`, `pipeline`,
+//! `stream_open`, `execute_batch`, `bulk_insert`, `begin`, `commit` and `rollback` (and
+//! SQLite's raw work). A limit belongs to the one call it is given to, so it never reaches a
+//! later operation; a whole pipeline, and a whole stream, share the one limit of their call.
+//! Past it the operation stops its statement the way the engine allows and fails with
+//! [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) (or
+//! [`ErrorKind::OutcomeUnknown`](crate::ErrorKind::OutcomeUnknown) when a commit may have raced
+//! the stop), leaving the connection usable, or marked to be replaced when the engine's state
+//! is unknown. The wings that do not bound `begin`, `commit` and `rollback` ignore their limit.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::decode::FromRow;
 use crate::error::Result;
 use crate::results::{Columns, ResultSet};
 use crate::sql::ident::BulkTarget;
+use crate::stats::{ExecStats, Flushed, Live};
 use crate::stmt_cache::StatementCacheStats;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
@@ -67,35 +83,37 @@ pub(crate) trait Wing {
         None
     }
 
-    /// The time limit of the next operation: the hall sets it immediately before calling
-    /// `prepare`, `select`, `dml`, `optional`, `all`, `pipeline`, `execute_batch` or raw
-    /// SQLite work, and that operation takes it (so it never reaches a later one); it also sets
-    /// it before `begin`, `commit` and `rollback`, and clears it after them, for the wings that
-    /// bound those. Past it the operation stops its statement the way the engine allows and
-    /// fails with [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) (or
-    /// [`ErrorKind::OutcomeUnknown`](crate::ErrorKind::OutcomeUnknown) when a commit may have
-    /// raced the stop), leaving the connection usable, or marked to be replaced when the
-    /// engine's state is unknown.
-    fn set_deadline(&mut self, deadline: Option<std::time::Instant>);
-
-    /// Takes the limit set by [`Self::set_deadline`]: the first thing each limited operation does.
-    fn take_deadline(&mut self) -> Option<std::time::Instant>;
-
     /// Prepares `sql` (or finds it in the connection's statement cache), translating
-    /// placeholders under `mode`.
-    async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<Self::Stmt>>;
+    /// placeholders under `mode`, within `at`.
+    async fn prepare(
+        &mut self,
+        sql: &str,
+        mode: TranslationMode,
+        at: Option<Instant>,
+    ) -> Result<Arc<Self::Stmt>>;
 
     /// Runs the statement and materialises every row.
-    async fn select(&mut self, s: &Arc<Self::Stmt>, p: &[RowValues]) -> Result<ResultSet>;
+    async fn select(
+        &mut self,
+        s: &Arc<Self::Stmt>,
+        p: &[RowValues],
+        at: Option<Instant>,
+    ) -> Result<ResultSet>;
 
     /// Runs the statement and returns the rows it changed (0 for statements other than DML).
-    async fn dml(&mut self, s: &Arc<Self::Stmt>, p: &[RowValues]) -> Result<u64>;
+    async fn dml(
+        &mut self,
+        s: &Arc<Self::Stmt>,
+        p: &[RowValues],
+        at: Option<Instant>,
+    ) -> Result<u64>;
 
     /// Runs the statement and decodes its first row, if any.
     async fn optional<T: FromRow + Send + 'static>(
         &mut self,
         s: &Arc<Self::Stmt>,
         p: &[RowValues],
+        at: Option<Instant>,
     ) -> Result<Option<T>>;
 
     /// Runs the statement and decodes every row.
@@ -103,23 +121,20 @@ pub(crate) trait Wing {
         &mut self,
         s: &Arc<Self::Stmt>,
         p: &[RowValues],
+        at: Option<Instant>,
     ) -> Result<Vec<T>>;
 
     /// Runs the statement once per parameter set (pipelined where the engine can; by default,
-    /// one after another, as the in-process engines do).
+    /// one after another, as the in-process engines do), all within `at`.
     async fn pipeline(
         &mut self,
         s: &Arc<Self::Stmt>,
         sets: &[&[RowValues]],
+        at: Option<Instant>,
     ) -> Result<Vec<ResultSet>> {
-        // One limit for the whole pipeline.
-        let deadline = self.take_deadline();
         let mut out = Vec::with_capacity(sets.len());
         for p in sets {
-            if deadline.is_some() {
-                self.set_deadline(deadline);
-            }
-            out.push(self.select(s, p).await?);
+            out.push(self.select(s, p, at).await?);
         }
         Ok(out)
     }
@@ -127,13 +142,13 @@ pub(crate) trait Wing {
     /// A statement being streamed: what the wing needs to fetch its next rows, decoded as `T`.
     type Cursor<T: FromRow + Send + 'static>: Send;
 
-    /// Starts streaming the statement's rows (after taking the limit set by
-    /// [`Self::set_deadline`], which then covers the whole stream). Nothing is materialised:
-    /// rows are fetched a bounded batch at a time by [`Self::stream_next`].
+    /// Starts streaming the statement's rows; `at` covers the whole stream. Nothing is
+    /// materialised: rows are fetched a bounded batch at a time by [`Self::stream_next`].
     async fn stream_open<T: FromRow + Send + 'static>(
         &mut self,
         s: &Arc<Self::Stmt>,
         p: Vec<RowValues>,
+        at: Option<Instant>,
     ) -> Result<Self::Cursor<T>>;
 
     /// Appends the next bounded batch of rows to `out`; `Ok(false)` when the statement has
@@ -156,26 +171,32 @@ pub(crate) trait Wing {
     ) -> bool;
 
     /// Runs a script without parameters. `in_tx`: inside a transaction of the middleware.
-    async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()>;
+    async fn execute_batch(&mut self, sql: &str, in_tx: bool, at: Option<Instant>) -> Result<()>;
 
     /// Loads `rows` into `target` the fastest safe way the engine has (Postgres: binary
     /// `COPY`; SQLite and Turso: multi-row `INSERT`s), all or nothing: outside a transaction
     /// (`in_tx` false) inside one of its own; inside one, a failure leaves the rows already
     /// written to the transaction, which the hall then treats as aborted. Every row must hold
     /// `target.width()` values. Returns the number of rows loaded.
-    async fn bulk_insert<I, R>(&mut self, target: &BulkTarget, rows: I, in_tx: bool) -> Result<u64>
+    async fn bulk_insert<I, R>(
+        &mut self,
+        target: &BulkTarget,
+        rows: I,
+        in_tx: bool,
+        at: Option<Instant>,
+    ) -> Result<u64>
     where
         I: Iterator<Item = R> + Send,
         R: AsRef<[RowValues]> + Send + Sync;
 
-    /// Begins a transaction.
-    async fn begin(&mut self) -> Result<()>;
+    /// Begins a transaction (within `at`, on the wings that bound transaction control).
+    async fn begin(&mut self, at: Option<Instant>) -> Result<()>;
 
     /// Commits the open transaction; on failure the connection is left outside any transaction.
-    async fn commit(&mut self) -> Result<()>;
+    async fn commit(&mut self, at: Option<Instant>) -> Result<()>;
 
     /// Rolls the open transaction back.
-    async fn rollback(&mut self) -> Result<()>;
+    async fn rollback(&mut self, at: Option<Instant>) -> Result<()>;
 
     /// Repairs what a cancelled call left behind, outside a transaction.
     async fn recover(&mut self) -> Result<()>;
@@ -205,8 +226,30 @@ pub(crate) trait Wing {
     /// server stops using the connection (its server may have turned read-only).
     fn refused_write(&mut self) {}
 
-    /// The connection goes back to the pool. Never blocks on the network, never panics.
-    fn on_return(&mut self);
+    /// The connection goes back to the pool (the hall then calls [`Self::flush_stats`]). Never
+    /// blocks on the network, never panics. By default nothing is left to do: the server
+    /// engines clean their connections in their `Drop`.
+    fn on_return(&mut self) {}
+
+    /// What the connection has already added to its pool's statistics (and its id), with the
+    /// pool's live counters it adds to; `None` while it holds no engine connection (one given
+    /// up after a time limit and not replaced yet).
+    fn counted(&mut self) -> Option<(&mut Flushed, &Live)>;
+
+    /// How SQLite ran the connection's calls, cumulative; zero on the other engines.
+    fn exec_stats(&self) -> ExecStats {
+        ExecStats::default()
+    }
+
+    /// Adds what the connection did since the last flush (its statement cache counts, and
+    /// SQLite's execution counts) to its pool's totals: the hall calls it as the connection goes
+    /// back to the pool, after [`Self::on_return`]. The same for every engine.
+    fn flush_stats(&mut self) {
+        let (cache, exec) = (self.cache_stats(), self.exec_stats());
+        if let Some((flushed, live)) = self.counted() {
+            flushed.flush(live, cache, exec);
+        }
+    }
 
     /// The engine's connection, for raw access. The wing first settles what an abandoned call or
     /// transaction left (so raw statements never run inside a transaction nobody will commit),

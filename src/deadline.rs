@@ -6,6 +6,10 @@ use std::time::{Duration, Instant};
 
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 
+/// When an operation must end (`None`: it has no limit): the `at` argument each limited
+/// operation of the contract takes (see `contract.rs`), as the wings name it.
+pub(crate) type At = Option<Instant>;
+
 /// Nanoseconds since the first use of this clock in the process, plus one (so 0 can mean
 /// "never" or "unset" in an atomic). Used by the wings that keep instants in atomics.
 #[allow(

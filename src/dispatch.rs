@@ -5,6 +5,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::engine::DatabaseType;
 use crate::contract::{Wing, WingStmt};
@@ -195,10 +196,11 @@ macro_rules! wings {
                 &mut self,
                 sql: &str,
                 mode: TranslationMode,
+                at: Option<Instant>,
             ) -> Result<StmtHandle> {
                 match self {
                     $(#[cfg(feature = $feature)]
-                    ConnInner::$name(c) => c.prepare(sql, mode).await.map(StmtHandle::$name),)+
+                    ConnInner::$name(c) => c.prepare(sql, mode, at).await.map(StmtHandle::$name),)+
                 }
             }
 
@@ -206,19 +208,25 @@ macro_rules! wings {
                 &mut self,
                 h: &StmtHandle,
                 p: &[RowValues],
+                at: Option<Instant>,
             ) -> Result<ResultSet> {
                 match (self, h) {
                     $(#[cfg(feature = $feature)]
-                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.select(s, p).await,)+
+                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.select(s, p, at).await,)+
                     #[allow(unreachable_patterns)]
                     _ => Err(other_backend()),
                 }
             }
 
-            pub(crate) async fn dml(&mut self, h: &StmtHandle, p: &[RowValues]) -> Result<u64> {
+            pub(crate) async fn dml(
+                &mut self,
+                h: &StmtHandle,
+                p: &[RowValues],
+                at: Option<Instant>,
+            ) -> Result<u64> {
                 match (self, h) {
                     $(#[cfg(feature = $feature)]
-                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.dml(s, p).await,)+
+                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.dml(s, p, at).await,)+
                     #[allow(unreachable_patterns)]
                     _ => Err(other_backend()),
                 }
@@ -228,10 +236,11 @@ macro_rules! wings {
                 &mut self,
                 h: &StmtHandle,
                 p: &[RowValues],
+                at: Option<Instant>,
             ) -> Result<Option<T>> {
                 match (self, h) {
                     $(#[cfg(feature = $feature)]
-                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.optional::<T>(s, p).await,)+
+                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.optional::<T>(s, p, at).await,)+
                     #[allow(unreachable_patterns)]
                     _ => Err(other_backend()),
                 }
@@ -241,10 +250,11 @@ macro_rules! wings {
                 &mut self,
                 h: &StmtHandle,
                 p: &[RowValues],
+                at: Option<Instant>,
             ) -> Result<Vec<T>> {
                 match (self, h) {
                     $(#[cfg(feature = $feature)]
-                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.all::<T>(s, p).await,)+
+                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.all::<T>(s, p, at).await,)+
                     #[allow(unreachable_patterns)]
                     _ => Err(other_backend()),
                 }
@@ -254,10 +264,11 @@ macro_rules! wings {
                 &mut self,
                 h: &StmtHandle,
                 sets: &[&[RowValues]],
+                at: Option<Instant>,
             ) -> Result<Vec<ResultSet>> {
                 match (self, h) {
                     $(#[cfg(feature = $feature)]
-                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.pipeline(s, sets).await,)+
+                    (ConnInner::$name(c), StmtHandle::$name(s)) => c.pipeline(s, sets, at).await,)+
                     #[allow(unreachable_patterns)]
                     _ => Err(other_backend()),
                 }
@@ -267,11 +278,12 @@ macro_rules! wings {
                 &mut self,
                 h: &StmtHandle,
                 p: Vec<RowValues>,
+                at: Option<Instant>,
             ) -> Result<CursorInner<T>> {
                 match (self, h) {
                     $(#[cfg(feature = $feature)]
                     (ConnInner::$name(c), StmtHandle::$name(s)) => {
-                        c.stream_open::<T>(s, p).await.map(CursorInner::$name)
+                        c.stream_open::<T>(s, p, at).await.map(CursorInner::$name)
                     })+
                     #[allow(unreachable_patterns)]
                     _ => Err(other_backend()),
@@ -304,9 +316,14 @@ macro_rules! wings {
                 }
             }
 
-            pub(crate) async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+            pub(crate) async fn execute_batch(
+                &mut self,
+                sql: &str,
+                in_tx: bool,
+                at: Option<Instant>,
+            ) -> Result<()> {
                 match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.execute_batch(sql, in_tx).await,)+
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.execute_batch(sql, in_tx, at).await,)+
                 }
             }
 
@@ -315,31 +332,32 @@ macro_rules! wings {
                 target: &BulkTarget,
                 rows: I,
                 in_tx: bool,
+                at: Option<Instant>,
             ) -> Result<u64>
             where
                 I: Iterator<Item = R> + Send,
                 R: AsRef<[RowValues]> + Send + Sync,
             {
                 match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.bulk_insert(target, rows, in_tx).await,)+
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.bulk_insert(target, rows, in_tx, at).await,)+
                 }
             }
 
-            pub(crate) async fn begin(&mut self) -> Result<()> {
+            pub(crate) async fn begin(&mut self, at: Option<Instant>) -> Result<()> {
                 match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.begin().await,)+
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.begin(at).await,)+
                 }
             }
 
-            pub(crate) async fn commit(&mut self) -> Result<()> {
+            pub(crate) async fn commit(&mut self, at: Option<Instant>) -> Result<()> {
                 match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.commit().await,)+
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.commit(at).await,)+
                 }
             }
 
-            pub(crate) async fn rollback(&mut self) -> Result<()> {
+            pub(crate) async fn rollback(&mut self, at: Option<Instant>) -> Result<()> {
                 match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.rollback().await,)+
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.rollback(at).await,)+
                 }
             }
 
@@ -386,12 +404,6 @@ macro_rules! wings {
                 }
             }
 
-            pub(crate) fn set_deadline(&mut self, d: Option<std::time::Instant>) {
-                match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.set_deadline(d),)+
-                }
-            }
-
             #[cfg(feature = "tracing")]
             pub(crate) fn server_host(&self) -> Option<(std::sync::Arc<str>, u16)> {
                 match self {
@@ -412,9 +424,13 @@ macro_rules! wings {
                 }
             }
 
+            /// The connection goes back to the pool: the wing's own work, then its statistics.
             pub(crate) fn on_return(&mut self) {
                 match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.on_return(),)+
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => {
+                        c.on_return();
+                        c.flush_stats();
+                    })+
                 }
             }
         }

@@ -281,8 +281,7 @@ impl MiddlewarePoolConnection {
             }
         }
         let deadline = self.deadline(None);
-        self.arm(deadline);
-        let r = self.inner.execute_batch(sql, in_tx).await;
+        let r = self.inner.execute_batch(sql, in_tx, deadline).await;
         if r.is_ok() {
             self.wrote();
         }
@@ -301,10 +300,8 @@ impl MiddlewarePoolConnection {
         }
         self.enter().await?;
         // The checkout's limit covers `BEGIN`, `COMMIT` and `ROLLBACK` too (the wings that
-        // have no use for it leave it; it is cleared after).
-        self.arm(self.deadline(None));
-        let r = self.inner.begin().await;
-        self.inner.set_deadline(None);
+        // have no use for it ignore it).
+        let r = self.inner.begin(self.deadline(None)).await;
         self.note(r)?;
         self.tx = TxFlag::Active;
         self.trace.scope_begin(0);
@@ -350,8 +347,7 @@ impl MiddlewarePoolConnection {
         let own_tx = self.tx == TxFlag::None && handle.writes() && param_sets.len() > 1;
         self.enter().await?;
         if !own_tx {
-            self.arm(deadline);
-            let r = self.inner.pipeline(&handle, param_sets).await;
+            let r = self.inner.pipeline(&handle, param_sets, deadline).await;
             if r.is_ok() && handle.writes() {
                 self.wrote();
             }
@@ -359,13 +355,14 @@ impl MiddlewarePoolConnection {
         }
         // If this future is dropped part-way, `pending` stays set and the next operation
         // recovers the connection: the open transaction is rolled back.
+        // The limit covers the statements; the pipeline's own `BEGIN`, `COMMIT` and `ROLLBACK`
+        // run without one.
         let r = async {
-            self.inner.begin().await?;
-            self.arm(deadline);
-            match self.inner.pipeline(&handle, param_sets).await {
-                Ok(sets) => self.inner.commit().await.map(|()| sets),
+            self.inner.begin(None).await?;
+            match self.inner.pipeline(&handle, param_sets, deadline).await {
+                Ok(sets) => self.inner.commit(None).await.map(|()| sets),
                 Err(e) => {
-                    let _ = self.inner.rollback().await;
+                    let _ = self.inner.rollback(None).await;
                     Err(e)
                 }
             }
@@ -390,14 +387,6 @@ impl MiddlewarePoolConnection {
     #[inline]
     pub(crate) fn wrote(&self) {
         self.inner.wrote();
-    }
-
-    /// Hands the wing the limit of the operation called next (which takes it at once).
-    #[inline]
-    pub(crate) fn arm(&mut self, deadline: Option<Instant>) {
-        if deadline.is_some() {
-            self.inner.set_deadline(deadline);
-        }
     }
 
     /// Starts an operation: repairs what a cancelled earlier operation left behind, refuses work
@@ -469,8 +458,7 @@ impl MiddlewarePoolConnection {
                 return self.note(Err(e));
             }
         }
-        self.arm(deadline);
-        let r = self.inner.prepare(sql, mode).await;
+        let r = self.inner.prepare(sql, mode, deadline).await;
         self.note(r)
     }
 
@@ -481,8 +469,7 @@ impl MiddlewarePoolConnection {
         deadline: Option<Instant>,
     ) -> Result<ResultSet> {
         self.enter().await?;
-        self.arm(deadline);
-        let r = self.inner.select(h, p).await;
+        let r = self.inner.select(h, p, deadline).await;
         if r.is_ok() && h.writes() {
             self.wrote();
         }
@@ -496,8 +483,7 @@ impl MiddlewarePoolConnection {
         deadline: Option<Instant>,
     ) -> Result<u64> {
         self.enter().await?;
-        self.arm(deadline);
-        let r = self.inner.dml(h, p).await;
+        let r = self.inner.dml(h, p, deadline).await;
         if r.is_ok() {
             self.wrote();
         }
@@ -511,8 +497,7 @@ impl MiddlewarePoolConnection {
         deadline: Option<Instant>,
     ) -> Result<Option<T>> {
         self.enter().await?;
-        self.arm(deadline);
-        let r = self.inner.optional::<T>(h, p).await;
+        let r = self.inner.optional::<T>(h, p, deadline).await;
         if r.is_ok() && h.writes() {
             self.wrote();
         }
@@ -526,8 +511,7 @@ impl MiddlewarePoolConnection {
         deadline: Option<Instant>,
     ) -> Result<Vec<T>> {
         self.enter().await?;
-        self.arm(deadline);
-        let r = self.inner.all::<T>(h, p).await;
+        let r = self.inner.all::<T>(h, p, deadline).await;
         if r.is_ok() && h.writes() {
             self.wrote();
         }
@@ -544,7 +528,7 @@ impl MiddlewarePoolConnection {
             self.tx = TxFlag::Aborted;
         }
         if self.tx == TxFlag::Aborted {
-            let _ = self.inner.rollback().await;
+            let _ = self.inner.rollback(None).await;
             self.tx = TxFlag::None;
             return Err(SqlMiddlewareDbError::new(
                 ErrorKind::TransactionAborted,
@@ -552,9 +536,7 @@ impl MiddlewarePoolConnection {
             ));
         }
         self.pending = true;
-        self.arm(self.deadline(None));
-        let r = self.inner.commit().await;
-        self.inner.set_deadline(None);
+        let r = self.inner.commit(self.deadline(None)).await;
         if r.is_ok() {
             self.wrote();
         }
@@ -566,9 +548,7 @@ impl MiddlewarePoolConnection {
     pub(crate) async fn tx_rollback(&mut self) -> Result<()> {
         self.sp_pending = None;
         self.pending = true;
-        self.arm(self.deadline(None));
-        let r = self.inner.rollback().await;
-        self.inner.set_deadline(None);
+        let r = self.inner.rollback(self.deadline(None)).await;
         self.pending = false;
         self.tx = TxFlag::None;
         r

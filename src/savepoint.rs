@@ -5,7 +5,8 @@
 //! work in the enclosing transaction; rolling back to it undoes its work and, since the error
 //! that aborted the transaction happened inside it, makes the transaction usable again (on
 //! Postgres this is how a transaction continues after an error). A savepoint dropped unfinished
-//! is rolled back to before the connection's next operation (`Drop` cannot wait).
+//! is rolled back to before the connection's next operation (`Drop` cannot wait). Savepoint
+//! statements run without a time limit (`None`), like the other bookkeeping of a transaction.
 
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::pool::{MiddlewarePoolConnection, TxFlag};
@@ -20,7 +21,7 @@ impl MiddlewarePoolConnection {
         self.enter().await?;
         let r = self
             .inner
-            .execute_batch(&format!("SAVEPOINT {}", name(level)), true)
+            .execute_batch(&format!("SAVEPOINT {}", name(level)), true, None)
             .await;
         self.note(r)
     }
@@ -40,7 +41,7 @@ impl MiddlewarePoolConnection {
         self.pending = true;
         let r = self
             .inner
-            .execute_batch(&format!("RELEASE SAVEPOINT {}", name(level)), true)
+            .execute_batch(&format!("RELEASE SAVEPOINT {}", name(level)), true, None)
             .await;
         self.pending = false;
         self.note(r)
@@ -98,6 +99,7 @@ impl MiddlewarePoolConnection {
             .execute_batch(
                 &format!("ROLLBACK TO SAVEPOINT {n}; RELEASE SAVEPOINT {n}"),
                 true,
+                None,
             )
             .await;
         self.pending = false;

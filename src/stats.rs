@@ -1,7 +1,7 @@
 //! Live statistics of a pool ([`PoolStats`], from `db.stats()`), kept with relaxed atomics and
 //! no dependency. Per-call counts (statement cache, SQLite execution) are kept per connection
-//! without atomics and added to the pool's totals when the connection goes back to the pool,
-//! so the hot path pays nothing for them.
+//! without atomics and added to the pool's totals when the connection goes back to the pool
+//! (`Wing::flush_stats`, one flush for every engine), so the hot path pays nothing for them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

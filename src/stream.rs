@@ -184,8 +184,11 @@ impl<T: FromRow + Send + 'static> Run<'_, T> {
         };
         self.guard.writes = handle.writes();
         conn.enter().await?;
-        conn.arm(deadline);
-        match conn.inner.stream_open::<T>(&handle, start.params).await {
+        match conn
+            .inner
+            .stream_open::<T>(&handle, start.params, deadline)
+            .await
+        {
             Ok(c) => {
                 self.guard.cursor = Some(c);
                 Ok(())

@@ -66,9 +66,8 @@ impl MiddlewarePoolConnection {
         self.enter().await?;
         let ty = self.database_type();
         let deadline = self.deadline(None);
-        self.arm(deadline);
         let r = match &mut self.inner {
-            ConnInner::Sqlite(c) => c.with_raw(f).await,
+            ConnInner::Sqlite(c) => c.with_raw(f, deadline).await,
             #[allow(unreachable_patterns)]
             _ => Err(crate::pool::wrong_backend("with_blocking_sqlite", ty)),
         };

@@ -1,13 +1,14 @@
 //! Typed decoding: [`FromValue`] for single values, [`FromRow`] for whole rows, and the
 //! [`SqlRow`] view that both the materialised [`crate::CustomDbRow`] and the drivers' own rows implement.
 
+use rust_decimal::Decimal;
+
 use crate::error::{DecodeError, ErrorKind, Result, SqlMiddlewareDbError};
 use crate::value::ValueRef;
 
 mod numbers;
 mod values;
 
-pub(crate) use numbers::exact_decimal;
 
 /// Read access to one result row, by index or by name.
 ///
@@ -163,6 +164,38 @@ tuple_from_row!(A: 0, B: 1, C: 2, D: 3, E: 4, F: 5, G: 6, H: 7, I: 8);
 tuple_from_row!(A: 0, B: 1, C: 2, D: 3, E: 4, F: 5, G: 6, H: 7, I: 8, J: 9);
 tuple_from_row!(A: 0, B: 1, C: 2, D: 3, E: 4, F: 5, G: 6, H: 7, I: 8, J: 9, K: 10);
 tuple_from_row!(A: 0, B: 1, C: 2, D: 3, E: 4, F: 5, G: 6, H: 7, I: 8, J: 9, K: 10, L: 11);
+
+/// The [`Decimal`] that holds the decimal text `s` exactly, value for value: every nonzero
+/// digit kept, and as much of the scale as fits (trailing zeros past 28 decimal places, or past
+/// a full 96-bit mantissa, are dropped, as few as need be). `None` when a `Decimal` cannot hold
+/// the value (more significant digits than that), or `s` is no plain decimal: never rounded.
+#[inline]
+pub(crate) fn exact_decimal(s: &str) -> Option<Decimal> {
+    match Decimal::from_str_exact(s) {
+        Ok(d) => Some(d),
+        Err(_) => exact_decimal_trimmed(s),
+    }
+}
+
+/// [`exact_decimal`] of a text with more digits than a `Decimal` holds as written.
+#[cold]
+#[inline(never)]
+fn exact_decimal_trimmed(s: &str) -> Option<Decimal> {
+    let (int, frac) = s.split_once('.')?;
+    let digits = frac.trim_end_matches('0');
+    if digits.len() == frac.len() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut d = if digits.is_empty() {
+        Decimal::from_str_exact(int)
+    } else {
+        Decimal::from_str_exact(&format!("{int}.{digits}"))
+    }
+    .ok()?;
+    // Widening the scale never rounds: it stops where the mantissa is full.
+    d.rescale(frac.len().min(28) as u32);
+    Some(d)
+}
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,7 @@
 use rust_decimal::Decimal;
 use rust_decimal::prelude::FromPrimitive;
 
-use super::{FromValue, mismatch};
+use super::{FromValue, exact_decimal, mismatch};
 use crate::error::DecodeError;
 use crate::value::ValueRef;
 
@@ -158,38 +158,6 @@ impl FromValue for Decimal {
             other => mismatch("Decimal", &other),
         }
     }
-}
-
-/// The [`Decimal`] that holds the decimal text `s` exactly, value for value: every nonzero
-/// digit kept, and as much of the scale as fits (trailing zeros past 28 decimal places, or past
-/// a full 96-bit mantissa, are dropped, as few as need be). `None` when a `Decimal` cannot hold
-/// the value (more significant digits than that), or `s` is no plain decimal: never rounded.
-#[inline]
-pub(crate) fn exact_decimal(s: &str) -> Option<Decimal> {
-    match Decimal::from_str_exact(s) {
-        Ok(d) => Some(d),
-        Err(_) => exact_decimal_trimmed(s),
-    }
-}
-
-/// [`exact_decimal`] of a text with more digits than a `Decimal` holds as written.
-#[cold]
-#[inline(never)]
-fn exact_decimal_trimmed(s: &str) -> Option<Decimal> {
-    let (int, frac) = s.split_once('.')?;
-    let digits = frac.trim_end_matches('0');
-    if digits.len() == frac.len() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let mut d = if digits.is_empty() {
-        Decimal::from_str_exact(int)
-    } else {
-        Decimal::from_str_exact(&format!("{int}.{digits}"))
-    }
-    .ok()?;
-    // Widening the scale never rounds: it stops where the mantissa is full.
-    d.rescale(frac.len().min(28) as u32);
-    Some(d)
 }
 
 /// A decimal written as text, exactly or not at all (see [`exact_decimal`]): more significant

@@ -16,6 +16,7 @@ use super::params::to_values;
 use super::rows::{MyRow, columns_of, row_values};
 use super::stmt::{Effects, MyStmt};
 use crate::contract::Wing;
+use crate::deadline::At;
 use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::{Columns, ResultSet};
@@ -41,8 +42,8 @@ pub(crate) fn in_transaction(conn: &mysql_async::Conn) -> bool {
     })
 }
 
-/// Runs `$call` (an expression that awaits the operation) within the time limit the hall set
-/// for it, if any (see `timeout.rs`); without a limit it is `$call` alone, after a few flag
+/// Runs `$call` (an expression that awaits the operation) within the call's time limit `$at`,
+/// if any (see `timeout.rs`); without a limit it is `$call` alone, after a few flag
 /// checks. A connection given up by an earlier call is replaced first, within the limit, a
 /// transaction dropped earlier is rolled back, and what an earlier call left to do is done (see
 /// [`MyConnection::ready`]). `$writes`: the call may commit a change by itself (a write outside
@@ -53,8 +54,8 @@ pub(crate) fn in_transaction(conn: &mysql_async::Conn) -> bool {
 /// not runs at once, and runs again on another connection when the server had closed it.
 macro_rules! limited {
     // A call that writes, and so never runs twice (its inputs may be consumed).
-    (@writes $self:ident, $call:expr) => {{
-        let at = $self.deadline.take();
+    (@writes $self:ident, $at:expr, $call:expr) => {{
+        let at: At = $at;
         if $self.in_flight
             || $self.obj.is_none()
             || $self.needs_rollback
@@ -75,8 +76,8 @@ macro_rules! limited {
             }
         }
     }};
-    ($self:ident, $call:expr, $writes:expr) => {{
-        let at = $self.deadline.take();
+    ($self:ident, $at:expr, $call:expr, $writes:expr) => {{
+        let at: At = $at;
         let mut replays = 0usize;
         loop {
             if $self.in_flight
@@ -138,8 +139,6 @@ pub(crate) struct MyConnection {
     /// Outside a `Tx`, SQL ran that may have opened a transaction (transaction control, a
     /// routine, raw access): asked of the server before `begin`, rolled back on return.
     unknown: bool,
-    /// The time limit of the next operation (see `Wing::set_deadline`).
-    deadline: Option<std::time::Instant>,
     /// The connection came back from the pool and has not answered in this checkout yet: the
     /// server may have closed it while it sat idle (see `liveness.rs`).
     pub(super) unverified: bool,
@@ -163,20 +162,11 @@ impl std::fmt::Debug for MyConnection {
 }
 
 /// Runs the pool's `after_connect` hook on a connection being opened (and again after a session
-/// reset). The hook's statements stay out of the pool's statistics, and what it leaves is the
-/// session the next reset goes back to, then runs the hook again.
+/// reset; see `setup.rs`), then MySQL's own checks. What the hook leaves is the session the next
+/// reset goes back to, then runs the hook again.
 pub(crate) async fn set_up(c: &mut MyClient) -> Result<()> {
     let hook = c.opts.after_connect.clone();
-    if hook.is_set() {
-        let mut setup = MySetup(c);
-        hook.run(&mut setup).await?;
-        if in_transaction(&c.conn) {
-            return Err(SqlMiddlewareDbError::new(
-                ErrorKind::TransactionState,
-                "the after_connect hook left a transaction open; the connection is closed",
-            ));
-        }
-    }
+    let ran = hook.set_up(&mut MySetup(c)).await?;
     // What the session now is (the checks after statements that may change it compare with
     // it), and what the hook may not change.
     let found = super::check::session(c, false).await?;
@@ -194,11 +184,9 @@ pub(crate) async fn set_up(c: &mut MyClient) -> Result<()> {
             ),
         ));
     }
-    if hook.is_set() {
+    if ran {
         // The hook's statements were closed after it; nothing it did is left to reset.
         c.dirty = false;
-        let cache = c.stmts.stats(c.opts.statement_cache_capacity);
-        c.flushed.skip(cache, Default::default());
     }
     Ok(())
 }
@@ -271,7 +259,6 @@ impl MyConnection {
             raw: false,
             unread: false,
             unknown: false,
-            deadline: None,
         }
     }
 
@@ -964,32 +951,34 @@ impl Wing for MyConnection {
     type Stmt = MyStmt;
     type Raw = mysql_async::Conn;
 
-    async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<MyStmt>> {
-        limited!(self, self.prepare_within(sql, mode).await, false)
+    async fn prepare(&mut self, sql: &str, mode: TranslationMode, at: At) -> Result<Arc<MyStmt>> {
+        limited!(self, at, self.prepare_within(sql, mode).await, false)
     }
 
-    async fn select(&mut self, s: &Arc<MyStmt>, p: &[RowValues]) -> Result<ResultSet> {
-        limited!(self, self.select_once(s, p).await, s.fx.writes)
+    async fn select(&mut self, s: &Arc<MyStmt>, p: &[RowValues], at: At) -> Result<ResultSet> {
+        limited!(self, at, self.select_once(s, p).await, s.fx.writes)
     }
 
-    async fn dml(&mut self, s: &Arc<MyStmt>, p: &[RowValues]) -> Result<u64> {
-        limited!(self, self.dml_once(s, p).await, s.fx.writes)
+    async fn dml(&mut self, s: &Arc<MyStmt>, p: &[RowValues], at: At) -> Result<u64> {
+        limited!(self, at, self.dml_once(s, p).await, s.fx.writes)
     }
 
     async fn optional<T: FromRow + Send + 'static>(
         &mut self,
         s: &Arc<MyStmt>,
         p: &[RowValues],
+        at: At,
     ) -> Result<Option<T>> {
-        limited!(self, self.optional_once::<T>(s, p).await, s.fx.writes)
+        limited!(self, at, self.optional_once::<T>(s, p).await, s.fx.writes)
     }
 
     async fn all<T: FromRow + Send + 'static>(
         &mut self,
         s: &Arc<MyStmt>,
         p: &[RowValues],
+        at: At,
     ) -> Result<Vec<T>> {
-        limited!(self, self.all_once::<T>(s, p).await, s.fx.writes)
+        limited!(self, at, self.all_once::<T>(s, p).await, s.fx.writes)
     }
 
     type Cursor<T: FromRow + Send + 'static> = super::stream::MyCursor<T>;
@@ -999,8 +988,9 @@ impl Wing for MyConnection {
         &mut self,
         s: &Arc<MyStmt>,
         p: Vec<RowValues>,
+        at: At,
     ) -> Result<Self::Cursor<T>> {
-        self.open_stream(s, p).await
+        self.open_stream(s, p, at).await
     }
 
     async fn stream_next<T: FromRow + Send + 'static>(
@@ -1019,25 +1009,31 @@ impl Wing for MyConnection {
         self.close_stream(c, finished)
     }
 
-    async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+    async fn execute_batch(&mut self, sql: &str, in_tx: bool, at: At) -> Result<()> {
         limited!(
             self,
+            at,
             self.execute_batch_within(sql, in_tx).await,
             super::session::writes(sql)
         )
     }
 
     /// Multi-row `INSERT`s (see `bulk.rs`).
-    async fn bulk_insert<I, R>(&mut self, target: &BulkTarget, rows: I, in_tx: bool) -> Result<u64>
+    async fn bulk_insert<I, R>(
+        &mut self,
+        target: &BulkTarget,
+        rows: I,
+        in_tx: bool,
+        at: At,
+    ) -> Result<u64>
     where
         I: Iterator<Item = R> + Send,
         R: AsRef<[RowValues]> + Send + Sync,
     {
-        limited!(@writes self, self.bulk_load(target, rows, in_tx).await)
+        limited!(@writes self, at, self.bulk_load(target, rows, in_tx).await)
     }
 
-    async fn begin(&mut self) -> Result<()> {
-        let at = self.deadline;
+    async fn begin(&mut self, at: At) -> Result<()> {
         self.ready(at, false).await?;
         self.tx_ended = false;
         if self.unknown {
@@ -1054,6 +1050,7 @@ impl Wing for MyConnection {
         // If this future is dropped after the statement went out, the flag rolls it back.
         limited!(
             self,
+            at,
             {
                 self.needs_rollback = true;
                 self.simple("START TRANSACTION").await
@@ -1066,13 +1063,13 @@ impl Wing for MyConnection {
     }
 
     /// Commits. Past the limit the `COMMIT` may have raced the stop: its outcome is unknown.
-    async fn commit(&mut self) -> Result<()> {
+    async fn commit(&mut self, at: At) -> Result<()> {
         self.in_tx = false;
         if std::mem::take(&mut self.tx_ended) {
             // The server ended the transaction; a `COMMIT` now would commit nothing and say Ok.
             return Err(ended());
         }
-        let r = limited!(self, self.simple("COMMIT").await, true);
+        let r = limited!(self, at, self.simple("COMMIT").await, true);
         match r {
             Ok(()) => self.after_tx().await,
             // Past the limit after `COMMIT` was sent: its outcome is unknown (limited! says so);
@@ -1087,7 +1084,7 @@ impl Wing for MyConnection {
         }
     }
 
-    async fn rollback(&mut self) -> Result<()> {
+    async fn rollback(&mut self, at: At) -> Result<()> {
         self.needs_rollback = false;
         self.in_tx = false;
         self.tx_ended = false;
@@ -1097,7 +1094,7 @@ impl Wing for MyConnection {
             self.give_up();
             return Ok(());
         }
-        match limited!(self, self.simple("ROLLBACK").await, false) {
+        match limited!(self, at, self.simple("ROLLBACK").await, false) {
             Ok(()) => self.after_tx().await,
             Err(e) if e.kind() == ErrorKind::Timeout && self.in_flight => Ok(()),
             Err(e) => Err(e),
@@ -1135,21 +1132,10 @@ impl Wing for MyConnection {
         self.in_flight = true;
     }
 
-    fn on_return(&mut self) {
-        if let Some(o) = self.obj.as_mut() {
-            let c: &mut MyClient = o;
-            let cache = c.stmts.stats(c.opts.statement_cache_capacity);
-            c.flushed
-                .flush(&c.opts.counters.live, cache, Default::default());
-        }
-    }
-
-    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
-        self.deadline = deadline;
-    }
-
-    fn take_deadline(&mut self) -> Option<std::time::Instant> {
-        self.deadline.take()
+    /// The statistics live with the pooled client (cleaning is `Drop`'s).
+    fn counted(&mut self) -> Option<(&mut crate::stats::Flushed, &crate::stats::Live)> {
+        let c: &mut MyClient = self.obj.as_mut()?;
+        Some((&mut c.flushed, &c.opts.counters.live))
     }
 
     #[cfg(feature = "tracing")]
@@ -1180,9 +1166,9 @@ impl Wing for MyConnection {
 impl MyConnection {
     /// The raw connection, mutable (mysql_async's calls take `&mut`); see [`Wing::raw`].
     pub(crate) async fn raw_mut(&mut self) -> Result<&mut mysql_async::Conn> {
-        let at = self.deadline.take();
-        // The caller may write at once: a connection that sat idle is checked first.
-        self.ready(at, true).await?;
+        // The caller may write at once: a connection that sat idle is checked first (raw
+        // access has no time limit).
+        self.ready(None, true).await?;
         self.raw = true;
         self.unknown = true;
         let c = self.client()?;
@@ -1328,5 +1314,15 @@ impl crate::setup::Setup for MySetup<'_> {
             let (s, values) = self.statement(sql, params).await?;
             select_rows(self.0, &s, values).await
         })
+    }
+
+    fn in_transaction(&mut self) -> crate::setup::BoxFuture<'_, Result<bool>> {
+        Box::pin(async move { Ok(in_transaction(&self.0.conn)) })
+    }
+
+    fn skip_stats(&mut self) {
+        let c = &mut *self.0;
+        let cache = c.stmts.stats(c.opts.statement_cache_capacity);
+        c.flushed.skip(cache, Default::default());
     }
 }

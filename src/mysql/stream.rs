@@ -18,7 +18,6 @@ use super::error::map_err;
 use super::params::to_values;
 use super::rows::MyRow;
 use super::stmt::MyStmt;
-use crate::contract::Wing;
 use crate::decode::FromRow;
 use crate::error::Result;
 use crate::results::Columns;
@@ -50,8 +49,8 @@ impl MyConnection {
         &mut self,
         s: &Arc<MyStmt>,
         p: Vec<RowValues>,
+        stop_at: crate::deadline::At,
     ) -> Result<MyCursor<T>> {
-        let stop_at = self.take_deadline();
         crate::deadline::check(stop_at)?;
         s.check(&p)?;
         let mut replays = 0;

@@ -62,12 +62,14 @@ async fn count_rows(
 }
 
 use futures_util::{StreamExt, TryStreamExt, pin_mut};
+use tokio_postgres::error::SqlState;
 
 use super::error::map_err;
 use super::params::PgParam;
 use super::rows::{PgRow, collect, columns_of};
 use super::stmt::{PgStmt, StatementCache, too_many_placeholders};
 use crate::contract::Wing;
+use crate::deadline::At;
 use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
@@ -120,14 +122,14 @@ macro_rules! replanned {
     }};
 }
 
-/// Runs `$call` (an expression that awaits the operation) within the time limit the hall set
-/// for it, if any (see `timeout.rs`); the hot path without a limit is `$call` alone, after one
-/// flag check. A connection given up by an earlier call is replaced first, within the limit.
+/// Runs `$call` (an expression that awaits the operation) within the call's time limit `$at`,
+/// if any (see `timeout.rs`); the hot path without a limit is `$call` alone, after one flag
+/// check. A connection given up by an earlier call is replaced first, within the limit.
 /// `$writes`: the call may commit a change by itself (a write outside a transaction), so a
 /// limit passing after it was sent leaves its outcome unknown.
 macro_rules! limited {
-    ($self:ident, $call:expr, $writes:expr) => {{
-        let at = $self.deadline.take();
+    ($self:ident, $at:expr, $call:expr, $writes:expr) => {{
+        let at: At = $at;
         if $self.in_flight || $self.obj.is_none() {
             Box::pin($self.replace(at)).await?;
         }
@@ -167,8 +169,6 @@ pub(crate) struct PgConnection {
     /// A statement of this checkout deallocated prepared statements (`DEALLOCATE`, `DISCARD
     /// ALL`), possibly the driver's own: the connection is not reused.
     deallocated: bool,
-    /// The time limit of the next operation (see `Wing::set_deadline`).
-    deadline: Option<std::time::Instant>,
     /// Where a completed write is noted, when the pool routes readers to the primary after
     /// writes (`read_your_writes`).
     pub(super) write_clock: Option<Arc<super::replica::WriteClock>>,
@@ -185,7 +185,6 @@ impl PgConnection {
             in_tx: false,
             session: Session::Untouched,
             deallocated: false,
-            deadline: None,
             write_clock: None,
         }
     }
@@ -523,7 +522,7 @@ impl PgConnection {
         if let Some(o) = self.obj.as_mut() {
             o.stmts.remove(&s.key, s.mode);
         }
-        let fresh = self.prepare(&s.key, s.mode).await?;
+        let fresh = self.prepare(&s.key, s.mode, None).await?;
         // A handle that still holds `s` runs `fresh` from now on.
         let _ = s.successor.set(Arc::clone(&fresh));
         Ok(fresh)
@@ -543,14 +542,15 @@ impl PgConnection {
         }
     }
 
-    /// [`Self::simple`] within the limit the hall set for it, if any: past it the connection is
-    /// given up (see [`Self::give_up`]) and the call fails with `late`.
+    /// [`Self::simple`] within `at`, if any: past it the connection is given up (see
+    /// [`Self::give_up`]) and the call fails with `late`.
     async fn simple_limited(
         &mut self,
         sql: &str,
+        at: At,
         late: fn() -> SqlMiddlewareDbError,
     ) -> Result<()> {
-        match self.deadline.take() {
+        match at {
             None => self.simple(sql).await,
             Some(at) => {
                 crate::deadline::check(Some(at))?;
@@ -761,21 +761,23 @@ impl Wing for PgConnection {
         Ok(())
     }
 
-    async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<PgStmt>> {
-        limited!(self, self.prepare_within(sql, mode).await, false)
+    async fn prepare(&mut self, sql: &str, mode: TranslationMode, at: At) -> Result<Arc<PgStmt>> {
+        limited!(self, at, self.prepare_within(sql, mode).await, false)
     }
 
-    async fn select(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<ResultSet> {
+    async fn select(&mut self, s: &Arc<PgStmt>, p: &[RowValues], at: At) -> Result<ResultSet> {
         limited!(
             self,
+            at,
             replanned!(self, s, |s| self.select_once(s, p)),
             writes(s)
         )
     }
 
-    async fn dml(&mut self, s: &Arc<PgStmt>, p: &[RowValues]) -> Result<u64> {
+    async fn dml(&mut self, s: &Arc<PgStmt>, p: &[RowValues], at: At) -> Result<u64> {
         limited!(
             self,
+            at,
             replanned!(self, s, |s| self.dml_once(s, p)),
             writes(s)
         )
@@ -785,9 +787,11 @@ impl Wing for PgConnection {
         &mut self,
         s: &Arc<PgStmt>,
         p: &[RowValues],
+        at: At,
     ) -> Result<Option<T>> {
         limited!(
             self,
+            at,
             replanned!(self, s, |s| self.optional_once::<T>(s, p)),
             writes(s)
         )
@@ -797,18 +801,26 @@ impl Wing for PgConnection {
         &mut self,
         s: &Arc<PgStmt>,
         p: &[RowValues],
+        at: At,
     ) -> Result<Vec<T>> {
         limited!(
             self,
+            at,
             replanned!(self, s, |s| self.all_once::<T>(s, p)),
             writes(s)
         )
     }
 
     /// Sends every execution before awaiting any answer; tokio-postgres pipelines them.
-    async fn pipeline(&mut self, s: &Arc<PgStmt>, sets: &[&[RowValues]]) -> Result<Vec<ResultSet>> {
+    async fn pipeline(
+        &mut self,
+        s: &Arc<PgStmt>,
+        sets: &[&[RowValues]],
+        at: At,
+    ) -> Result<Vec<ResultSet>> {
         limited!(
             self,
+            at,
             {
                 let s = self.here(s).await?;
                 self.pipeline_within(&s, sets).await
@@ -824,8 +836,9 @@ impl Wing for PgConnection {
         &mut self,
         s: &Arc<PgStmt>,
         p: Vec<RowValues>,
+        at: At,
     ) -> Result<Self::Cursor<T>> {
-        self.open_stream(s, p).await
+        self.open_stream(s, p, at).await
     }
 
     async fn stream_next<T: FromRow + Send + 'static>(
@@ -846,31 +859,38 @@ impl Wing for PgConnection {
 
     /// Runs a script with the simple-query protocol. Postgres runs a multi-statement script as
     /// one implicit transaction unless it contains its own transaction control.
-    async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+    async fn execute_batch(&mut self, sql: &str, in_tx: bool, at: At) -> Result<()> {
         limited!(
             self,
+            at,
             self.execute_batch_within(sql, in_tx).await,
             super::timeout::script_writes(sql)
         )
     }
 
     /// One `COPY … FROM STDIN (FORMAT binary)`; see `bulk.rs`.
-    async fn bulk_insert<I, R>(&mut self, target: &BulkTarget, rows: I, in_tx: bool) -> Result<u64>
+    async fn bulk_insert<I, R>(
+        &mut self,
+        target: &BulkTarget,
+        rows: I,
+        in_tx: bool,
+        at: At,
+    ) -> Result<u64>
     where
         I: Iterator<Item = R> + Send,
         R: AsRef<[RowValues]> + Send + Sync,
     {
-        limited!(self, self.bulk_load(target, rows, in_tx).await, true)
+        limited!(self, at, self.bulk_load(target, rows, in_tx).await, true)
     }
 
-    async fn begin(&mut self) -> Result<()> {
+    async fn begin(&mut self, at: At) -> Result<()> {
         if self.in_flight {
             // A connection given up earlier: replaced within this call's limit.
-            Box::pin(self.replace(self.deadline)).await?;
+            Box::pin(self.replace(at)).await?;
         }
         if self.needs_rollback {
             // The rollback of an abandoned transaction, within this call's limit.
-            match self.deadline {
+            match at {
                 None => self.repair().await?,
                 Some(at) => match Box::pin(super::timeout::within(at, self.repair())).await {
                     Some(r) => r?,
@@ -901,7 +921,7 @@ impl Wing for PgConnection {
         }
         // If this future is dropped after BEGIN went out, the flag makes the next user roll back.
         self.needs_rollback = true;
-        self.simple_limited("BEGIN", crate::deadline::error).await?;
+        self.simple_limited("BEGIN", at, crate::deadline::error).await?;
         self.needs_rollback = false;
         self.in_tx = true;
         Ok(())
@@ -909,7 +929,7 @@ impl Wing for PgConnection {
 
     /// Commits. A `COMMIT` that the server turns into a rollback (the transaction had failed)
     /// is reported as an error: the middleware checks, when it cannot know, with a probe.
-    async fn commit(&mut self) -> Result<()> {
+    async fn commit(&mut self, at: At) -> Result<()> {
         self.in_tx = false;
         if self.unknown {
             // Raw access happened inside this transaction: make sure it is not aborted.
@@ -920,7 +940,7 @@ impl Wing for PgConnection {
         }
         // Past the limit the COMMIT may have raced the stop: its outcome is unknown.
         match self
-            .simple_limited("COMMIT", crate::deadline::unknown_outcome)
+            .simple_limited("COMMIT", at, crate::deadline::unknown_outcome)
             .await
         {
             Ok(()) => Ok(()),
@@ -934,7 +954,7 @@ impl Wing for PgConnection {
         }
     }
 
-    async fn rollback(&mut self) -> Result<()> {
+    async fn rollback(&mut self, at: At) -> Result<()> {
         self.needs_rollback = false;
         self.in_tx = false;
         if self.in_flight {
@@ -946,7 +966,7 @@ impl Wing for PgConnection {
         }
         // Past the limit the connection is given up, which rolls the transaction back.
         match self
-            .simple_limited("ROLLBACK", crate::deadline::error)
+            .simple_limited("ROLLBACK", at, crate::deadline::error)
             .await
         {
             Err(e) if e.kind() == ErrorKind::Timeout && self.in_flight => Ok(()),
@@ -986,24 +1006,11 @@ impl Wing for PgConnection {
         }
     }
 
-    /// The connection goes back to the pool: its statistics join the pool's. Cleaning a
-    /// Postgres connection needs a round trip, so [`PgConnection`]'s `Drop` spawns it (or
-    /// detaches the connection).
-    fn on_return(&mut self) {
-        if let Some(o) = self.obj.as_mut() {
-            let c: &mut super::config::PgClient = o;
-            let cache = c.stmts.stats(c.opts.statement_cache_capacity);
-            c.flushed
-                .flush(&c.opts.counters.live, cache, Default::default());
-        }
-    }
-
-    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
-        self.deadline = deadline;
-    }
-
-    fn take_deadline(&mut self) -> Option<std::time::Instant> {
-        self.deadline.take()
+    /// The statistics live with the pooled client. (Cleaning a Postgres connection needs a
+    /// round trip, so [`PgConnection`]'s `Drop` spawns it, or detaches the connection.)
+    fn counted(&mut self) -> Option<(&mut crate::stats::Flushed, &crate::stats::Live)> {
+        let c: &mut super::config::PgClient = self.obj.as_mut()?;
+        Some((&mut c.flushed, &c.opts.counters.live))
     }
 
     #[cfg(feature = "tracing")]
@@ -1040,26 +1047,9 @@ impl Wing for PgConnection {
 pub(crate) struct PgSetup<'a>(pub(crate) &'a tokio_postgres::Client);
 
 impl PgSetup<'_> {
-    /// Runs `hook` on the connection, which must then be outside any transaction (a
-    /// `SAVEPOINT` is refused there, with `25P01`).
+    /// Runs `hook` on the connection (see `setup.rs`).
     pub(crate) async fn run(mut self, hook: &crate::setup::AfterConnect) -> Result<()> {
-        if !hook.is_set() {
-            return Ok(());
-        }
-        hook.run(&mut self).await?;
-        match self.0.simple_query("SAVEPOINT sqlmw_after_connect").await {
-            Err(e)
-                if e.code()
-                    == Some(&tokio_postgres::error::SqlState::NO_ACTIVE_SQL_TRANSACTION) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(map_err(e)),
-            Ok(_) => Err(SqlMiddlewareDbError::new(
-                ErrorKind::TransactionState,
-                "the after_connect hook left a transaction open; the connection is closed",
-            )),
-        }
+        hook.set_up(&mut self).await.map(drop)
     }
 
     async fn prepared(&self, sql: &str) -> Result<tokio_postgres::Statement> {
@@ -1109,6 +1099,20 @@ impl crate::setup::Setup for PgSetup<'_> {
             collect(&rows, &Arc::new(columns_of(&st)))
         })
     }
+
+    /// A `SAVEPOINT` is refused outside a transaction (with `25P01`): the probe.
+    fn in_transaction(&mut self) -> crate::setup::BoxFuture<'_, Result<bool>> {
+        Box::pin(async move {
+            match self.0.simple_query("SAVEPOINT sqlmw_after_connect").await {
+                Err(e) if e.code() == Some(&SqlState::NO_ACTIVE_SQL_TRANSACTION) => Ok(false),
+                Err(e) => Err(map_err(e)),
+                Ok(_) => Ok(true),
+            }
+        })
+    }
+
+    /// The hook ran outside the statement cache: nothing to skip.
+    fn skip_stats(&mut self) {}
 }
 
 /// Back to the session the pool opened, as `DISCARD ALL` does, except that the statements

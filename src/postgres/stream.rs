@@ -27,7 +27,6 @@ use super::error::map_err;
 use super::params::PgParam;
 use super::rows::PgRow;
 use super::stmt::PgStmt;
-use crate::contract::Wing;
 use crate::decode::FromRow;
 use crate::error::Result;
 use crate::value::RowValues;
@@ -76,8 +75,8 @@ impl PgConnection {
         &mut self,
         s: &Arc<PgStmt>,
         p: Vec<RowValues>,
+        deadline: Option<Instant>,
     ) -> Result<PgCursor<T>> {
-        let deadline = self.take_deadline();
         crate::deadline::check(deadline)?;
         self.ready().await?;
         let s = &self.here(s).await?;

@@ -96,12 +96,12 @@ impl SqliteConn {
         target: &BulkTarget,
         rows: I,
         in_tx: bool,
+        deadline: Option<Instant>,
     ) -> Result<u64>
     where
         I: Iterator<Item = R> + Send,
         R: AsRef<[RowValues]> + Send + Sync,
     {
-        let deadline = self.take_deadline();
         let per = rows_per_statement(target.width());
         let d = crate::sqlite_family::DIALECT;
         let stmts = Arc::new(Statements {
@@ -116,9 +116,9 @@ impl SqliteConn {
         // In a transaction of its own, begun and committed as `Tx` does. If this future is
         // dropped part-way, the hall's `recover` (or the return to the pool) rolls it back:
         // nothing of the load stays.
-        self.begin().await?;
+        self.begin(None).await?;
         match self.load(target, &stmts, rows, deadline).await {
-            Ok(n) => self.commit().await.map(|()| n),
+            Ok(n) => self.commit(None).await.map(|()| n),
             Err(e) => {
                 self.rollback_if_open();
                 Err(e)

@@ -15,6 +15,7 @@ use super::rows::{SqliteRow, collect};
 use super::session::{Fresh, SessionCell, install_authorizer};
 use super::stmt::SqliteStmt;
 use crate::contract::Wing;
+use crate::deadline::At;
 use crate::decode::FromRow;
 use crate::error::{Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
@@ -48,8 +49,6 @@ pub(crate) struct SqliteConn {
     fresh: Arc<Fresh>,
     /// When the connection last went back to the pool.
     returned_at: Option<std::time::Instant>,
-    /// The time limit of the next operation (see `Wing::set_deadline`).
-    deadline: Option<std::time::Instant>,
     /// The time limit of the call running now, for lock waits.
     pub(super) stop_at: Option<std::time::Instant>,
     /// A dropped stream's worker, told to stop, sends the connection back here (see
@@ -219,7 +218,6 @@ impl SqliteConn {
             cell,
             fresh,
             returned_at: None,
-            deadline: None,
             stop_at: None,
             returning: None,
             abandoned: false,
@@ -290,7 +288,7 @@ impl SqliteConn {
         self.conn.as_mut().ok_or_else(broken)
     }
 
-    async fn run<R, F>(&mut self, s: &Arc<SqliteStmt>, p: &[RowValues], op: F) -> Result<R>
+    async fn run<R, F>(&mut self, s: &Arc<SqliteStmt>, p: &[RowValues], at: At, op: F) -> Result<R>
     where
         R: Send + 'static,
         F: Fn(&mut Connection, &SqliteStmt, &[RowValues]) -> Result<R> + Copy + Send + 'static,
@@ -298,14 +296,13 @@ impl SqliteConn {
         if self.returning.is_some() {
             self.settle_stream().await;
         }
-        let deadline = self.deadline.take();
         let owned = Arc::clone(s);
         // A write in autocommit mode commits, and may wait for the disk.
         let syncs = self.syncing_commits && !s.readonly && self.conn_mut()?.is_autocommit();
         let before = self.exec;
         let r = self
             .dispatch(
-                deadline,
+                at,
                 s.restartable,
                 syncs,
                 Some(&s.slow),
@@ -406,15 +403,14 @@ impl SqliteConn {
     /// model is inline. rusqlite work blocks, so this is how the hall's `with_blocking_sqlite`
     /// reaches the engine. It starts as raw access does on every wing, with [`Wing::raw`]: the
     /// connection must be usable.
-    pub(crate) async fn with_raw<R, F>(&mut self, f: F) -> Result<R>
+    pub(crate) async fn with_raw<R, F>(&mut self, f: F, at: At) -> Result<R>
     where
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> rusqlite::Result<R> + Send + 'static,
     {
-        let deadline = self.deadline.take();
         self.raw().await?;
         let progress = Arc::clone(&self.progress);
-        self.dispatch_blocking(deadline, move |c| {
+        self.dispatch_blocking(at, move |c| {
             let was_autocommit = c.is_autocommit();
             let r = f(c).map_err(map_err);
             // Like a failed script: a failed closure must not leave its own transaction open.
@@ -432,28 +428,26 @@ impl SqliteConn {
     }
 }
 
-crate::setup::setup_via_wing!(SqliteConn);
+crate::setup::setup_via_wing!(SqliteConn, SqliteConn::in_tx_now);
 
 impl SqliteConn {
-    /// Runs the pool's `after_connect` hook on this new connection. What the hook leaves is the
-    /// session recycling puts the connection back to (this connection's own [`Fresh`]), and
-    /// its statements stay out of the pool's statistics.
-    pub(crate) async fn set_up(&mut self, hook: &crate::setup::AfterConnect) -> Result<()> {
-        if !hook.is_set() {
-            return Ok(());
-        }
-        hook.run(self).await?;
+    /// Whether a transaction is open (after taking the connection back from a stream's worker).
+    async fn in_tx_now(&mut self) -> Result<bool> {
         if self.returning.is_some() {
             self.settle_stream().await;
         }
+        Ok(!self.conn_mut()?.is_autocommit())
+    }
+
+    /// Runs the pool's `after_connect` hook on this new connection (see `setup.rs`). What the
+    /// hook leaves is the session recycling puts the connection back to (this connection's own
+    /// [`Fresh`]).
+    pub(crate) async fn set_up(&mut self, hook: &crate::setup::AfterConnect) -> Result<()> {
+        if !hook.set_up(self).await? {
+            return Ok(());
+        }
         let in_memory = self.opts.in_memory;
         let c = self.conn_mut()?;
-        if !c.is_autocommit() {
-            return Err(SqlMiddlewareDbError::new(
-                crate::error::ErrorKind::TransactionState,
-                "the after_connect hook left a transaction open; the connection is closed",
-            ));
-        }
         // The pool's own lock waiting (a `PRAGMA busy_timeout` replaces it), and the commit
         // policy and `synchronous` level of the session as the hook left it.
         install_busy_handler(c)?;
@@ -465,8 +459,6 @@ impl SqliteConn {
         (self.syncing_commits, self.sync_level, self.fresh) = (syncing_commits, sync_level, fresh);
         self.session = Effects::NONE;
         self.cell.take();
-        let cache = self.stmts.stats(self.opts.statement_cache_capacity);
-        self.flushed.skip(cache, self.exec);
         Ok(())
     }
 }
@@ -476,11 +468,15 @@ impl Wing for SqliteConn {
     type Raw = Connection;
 
     /// Prepares (or finds in this connection's cache) the statement for `sql`.
-    async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<SqliteStmt>> {
+    async fn prepare(
+        &mut self,
+        sql: &str,
+        mode: TranslationMode,
+        at: At,
+    ) -> Result<Arc<SqliteStmt>> {
         if self.returning.is_some() {
             self.settle_stream().await;
         }
-        let deadline = self.deadline.take();
         if let Some(s) = self
             .stmts
             .get(sql, mode)
@@ -500,7 +496,7 @@ impl Wing for SqliteConn {
         let moved = Arc::clone(&cell);
         let stmt = self
             .dispatch(
-                deadline,
+                at,
                 true,
                 false,
                 None,
@@ -519,28 +515,30 @@ impl Wing for SqliteConn {
         Ok(stmt)
     }
 
-    async fn select(&mut self, s: &Arc<SqliteStmt>, p: &[RowValues]) -> Result<ResultSet> {
-        self.run(s, p, run_select).await
+    async fn select(&mut self, s: &Arc<SqliteStmt>, p: &[RowValues], at: At) -> Result<ResultSet> {
+        self.run(s, p, at, run_select).await
     }
 
-    async fn dml(&mut self, s: &Arc<SqliteStmt>, p: &[RowValues]) -> Result<u64> {
-        self.run(s, p, run_dml).await
+    async fn dml(&mut self, s: &Arc<SqliteStmt>, p: &[RowValues], at: At) -> Result<u64> {
+        self.run(s, p, at, run_dml).await
     }
 
     async fn optional<T: FromRow + Send + 'static>(
         &mut self,
         s: &Arc<SqliteStmt>,
         p: &[RowValues],
+        at: At,
     ) -> Result<Option<T>> {
-        self.run(s, p, run_optional::<T>).await
+        self.run(s, p, at, run_optional::<T>).await
     }
 
     async fn all<T: FromRow + Send + 'static>(
         &mut self,
         s: &Arc<SqliteStmt>,
         p: &[RowValues],
+        at: At,
     ) -> Result<Vec<T>> {
-        self.run(s, p, run_all::<T>).await
+        self.run(s, p, at, run_all::<T>).await
     }
 
     type Cursor<T: FromRow + Send + 'static> = super::stream::SqliteCursor<T>;
@@ -550,11 +548,12 @@ impl Wing for SqliteConn {
         &mut self,
         s: &Arc<SqliteStmt>,
         p: Vec<RowValues>,
+        at: At,
     ) -> Result<Self::Cursor<T>> {
         if self.returning.is_some() {
             self.settle_stream().await;
         }
-        self.open_stream(s, p)
+        self.open_stream(s, p, at)
     }
 
     async fn stream_next<T: FromRow + Send + 'static>(
@@ -575,11 +574,10 @@ impl Wing for SqliteConn {
 
     /// Runs a script. Outside a transaction, and when the script has no transaction control of
     /// its own, it runs inside one `BEGIN IMMEDIATE … COMMIT`, so it applies entirely or not at all.
-    async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
+    async fn execute_batch(&mut self, sql: &str, in_tx: bool, at: At) -> Result<()> {
         if self.returning.is_some() {
             self.settle_stream().await;
         }
-        let deadline = self.deadline.take();
         crate::sql::reject_nul(sql)?;
         let autocommit = self.conn_mut()?.is_autocommit();
         let wrap = !in_tx
@@ -592,7 +590,7 @@ impl Wing for SqliteConn {
         let sql = sql.to_owned();
         let before = self.exec;
         let r = self
-            .dispatch_blocking(deadline, move |c| run_batch(c, &sql, wrap, &flag))
+            .dispatch_blocking(at, move |c| run_batch(c, &sql, wrap, &flag))
             .await
             .map_err(|e| {
                 // `Timeout` promises that nothing took effect: a script stopped after a part of
@@ -617,7 +615,13 @@ impl Wing for SqliteConn {
         r
     }
 
-    async fn bulk_insert<I, R>(&mut self, target: &BulkTarget, rows: I, in_tx: bool) -> Result<u64>
+    async fn bulk_insert<I, R>(
+        &mut self,
+        target: &BulkTarget,
+        rows: I,
+        in_tx: bool,
+        at: At,
+    ) -> Result<u64>
     where
         I: Iterator<Item = R> + Send,
         R: AsRef<[RowValues]> + Send + Sync,
@@ -625,10 +629,11 @@ impl Wing for SqliteConn {
         if self.returning.is_some() {
             self.settle_stream().await;
         }
-        self.bulk_load(target, rows, in_tx).await
+        self.bulk_load(target, rows, in_tx, at).await
     }
 
-    async fn begin(&mut self) -> Result<()> {
+    /// `BEGIN`, `COMMIT` and `ROLLBACK` are never cut short: their limit is ignored.
+    async fn begin(&mut self, _: At) -> Result<()> {
         if self.returning.is_some() {
             self.settle_stream().await;
         }
@@ -643,7 +648,7 @@ impl Wing for SqliteConn {
 
     /// Commits; when the engine refuses (a deferred foreign key), the transaction is rolled back
     /// and the error returned, so the connection never stays inside it.
-    async fn commit(&mut self) -> Result<()> {
+    async fn commit(&mut self, _: At) -> Result<()> {
         match self.simple("COMMIT", 1).await {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -653,7 +658,7 @@ impl Wing for SqliteConn {
         }
     }
 
-    async fn rollback(&mut self) -> Result<()> {
+    async fn rollback(&mut self, _: At) -> Result<()> {
         self.settle_stream().await;
         if self.conn_mut()?.is_autocommit() {
             // The engine already rolled back (e.g. RAISE(ROLLBACK)); nothing left to undo.
@@ -698,9 +703,14 @@ impl Wing for SqliteConn {
         self.returned_at = self.opts.counters.returned_now();
         self.stream_returned();
         self.rollback_off_thread();
-        let cache = self.stmts.stats(self.opts.statement_cache_capacity);
-        self.flushed
-            .flush(&self.opts.counters.live, cache, self.exec);
+    }
+
+    fn counted(&mut self) -> Option<(&mut crate::stats::Flushed, &crate::stats::Live)> {
+        Some((&mut self.flushed, &self.opts.counters.live))
+    }
+
+    fn exec_stats(&self) -> crate::stats::ExecStats {
+        self.exec
     }
 
     #[cfg(feature = "tracing")]
@@ -710,14 +720,6 @@ impl Wing for SqliteConn {
 
     fn cache_stats(&self) -> crate::StatementCacheStats {
         self.stmts.stats(self.opts.statement_cache_capacity)
-    }
-
-    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
-        self.deadline = deadline;
-    }
-
-    fn take_deadline(&mut self) -> Option<std::time::Instant> {
-        self.deadline.take()
     }
 
     /// Raw access may change anything: the pool checks and restores the session on recycle.

@@ -27,7 +27,6 @@ use super::offload::{broken, panicked};
 use super::params::bind_all;
 use super::rows::SqliteRow;
 use super::stmt::SqliteStmt;
-use crate::contract::Wing;
 use crate::decode::FromRow;
 use crate::error::Result;
 use crate::sqlite_family::columns::Described;
@@ -117,8 +116,8 @@ impl SqliteConn {
         &mut self,
         s: &Arc<SqliteStmt>,
         p: Vec<RowValues>,
+        deadline: Option<Instant>,
     ) -> Result<SqliteCursor<T>> {
-        let deadline = self.take_deadline();
         let in_tx = !self.conn_mut()?.is_autocommit();
         self.start_limit(deadline)?;
         let busy = self.busy_ms();

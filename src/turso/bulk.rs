@@ -25,12 +25,12 @@ impl TursoConn {
         target: &BulkTarget,
         rows: I,
         in_tx: bool,
+        deadline: Option<std::time::Instant>,
     ) -> Result<u64>
     where
         I: Iterator<Item = R> + Send,
         R: AsRef<[RowValues]> + Send + Sync,
     {
-        let deadline = self.take_deadline();
         crate::deadline::check(deadline)?;
         if in_tx {
             // Inside the caller's transaction: a failure aborts it (the hall's rule).
@@ -39,9 +39,9 @@ impl TursoConn {
         // In a transaction of its own, begun and committed as `Tx` does. If this future is
         // dropped part-way, the hall's `recover` (or the return to the pool) rolls it back:
         // nothing of the load stays.
-        self.begin().await?;
+        self.begin(None).await?;
         match self.load(target, rows, deadline).await {
-            Ok(n) => self.commit().await.map(|()| n),
+            Ok(n) => self.commit(None).await.map(|()| n),
             Err(e) => {
                 self.rollback_if_open().await;
                 Err(e)
@@ -63,7 +63,7 @@ impl TursoConn {
         let per = rows_per_statement(width);
         let d = crate::sqlite_family::DIALECT;
         let full = self
-            .prepare(&target.insert_sql(d, per), TranslationMode::Off)
+            .prepare(&target.insert_sql(d, per), TranslationMode::Off, None)
             .await?;
         let mut values: Vec<Value> = Vec::with_capacity(per * width);
         let mut pending: usize = 0;
@@ -89,7 +89,7 @@ impl TursoConn {
         }
         if pending > 0 {
             let one = self
-                .prepare(&target.insert_sql(d, 1), TranslationMode::Off)
+                .prepare(&target.insert_sql(d, 1), TranslationMode::Off, None)
                 .await?;
             let mut rest = values.into_iter();
             for _ in 0..pending {

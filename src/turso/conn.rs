@@ -12,6 +12,7 @@ use super::rows::{TursoRow, describe, fill_row_values, row_values};
 use super::session::{DISCARD, VERIFY};
 use super::stmt::TursoStmt;
 use crate::contract::Wing;
+use crate::deadline::At;
 use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
@@ -80,8 +81,6 @@ pub(crate) struct TursoConn {
     session: u8,
     /// When the connection last went back to the pool.
     returned_at: Option<std::time::Instant>,
-    /// The time limit of the next operation (see `Wing::set_deadline`).
-    deadline: Option<std::time::Instant>,
     /// The time limit of the operation running now.
     stop_at: Option<std::time::Instant>,
     /// What this connection has added to the pool's statistics.
@@ -109,39 +108,32 @@ impl TursoConn {
             row_buf: Vec::new(),
             session: 0,
             returned_at: None,
-            deadline: None,
             stop_at: None,
             flushed: Default::default(),
             fresh: None,
         }
     }
 
-    /// Runs the pool's `after_connect` hook on this new connection. What the hook leaves is the
-    /// session recycling puts the connection back to, and its statements stay out of the
-    /// pool's statistics.
+    /// Runs the pool's `after_connect` hook on this new connection (see `setup.rs`). What the
+    /// hook leaves is the session recycling puts the connection back to.
     pub(crate) async fn set_up(&mut self, hook: &crate::setup::AfterConnect) -> Result<()> {
-        if !hook.is_set() {
-            return Ok(());
+        if hook.set_up(self).await? {
+            self.fresh = Some(super::session::read_fresh(&self.conn).await?);
+            self.session = 0;
         }
-        hook.run(self).await?;
-        if !self.autocommit()? {
-            return Err(SqlMiddlewareDbError::new(
-                ErrorKind::TransactionState,
-                "the after_connect hook left a transaction open; the connection is closed",
-            ));
-        }
-        self.fresh = Some(super::session::read_fresh(&self.conn).await?);
-        self.session = 0;
-        let cache = self.stmts.stats(self.opts.statement_cache_capacity);
-        self.flushed.skip(cache, Default::default());
         Ok(())
     }
 
-    /// Starts a limited operation: takes its time limit (see `Wing::set_deadline`), and fails
-    /// at once when it has already passed.
+    /// Whether a transaction is open.
+    async fn in_tx_now(&mut self) -> Result<bool> {
+        Ok(!self.autocommit()?)
+    }
+
+    /// Starts a limited operation: keeps its time limit `at` while it runs, and fails at once
+    /// when it has already passed.
     #[inline]
-    pub(super) fn start_limit(&mut self) -> Result<()> {
-        self.stop_at = self.deadline.take();
+    pub(super) fn start_limit(&mut self, at: At) -> Result<()> {
+        self.stop_at = at;
         crate::deadline::check(self.stop_at)
     }
 
@@ -459,18 +451,18 @@ impl TursoConn {
     }
 
     /// Runs transaction control (`BEGIN IMMEDIATE`, `COMMIT`, `ROLLBACK`) as an operation of its
-    /// own: it takes the limit the pool armed for it.
-    pub(super) async fn simple(&mut self, sql: &'static str) -> Result<()> {
-        self.start_limit()?;
+    /// own, within `at`.
+    pub(super) async fn simple(&mut self, sql: &'static str, at: At) -> Result<()> {
+        self.start_limit(at)?;
         self.simple_within(sql).await
     }
 
     /// Runs transaction control as a step of the operation running now (a script's own
     /// `BEGIN IMMEDIATE … COMMIT`), under that operation's limit.
     async fn simple_within(&mut self, sql: &'static str) -> Result<()> {
-        // Preparing starts an operation of its own (and would take the limit); keep ours.
+        // Preparing starts an operation of its own (without a limit); keep ours.
         let stop = self.stop_at;
-        let s = self.prepare(sql, TranslationMode::Off).await;
+        let s = self.prepare(sql, TranslationMode::Off, None).await;
         self.stop_at = stop;
         self.dml_inner(&s?, &[]).await.map(drop)
     }
@@ -505,7 +497,7 @@ impl TursoConn {
             ));
         }
         if !self.autocommit()? {
-            self.simple("ROLLBACK").await?;
+            self.simple("ROLLBACK", None).await?;
             if !self.autocommit()? {
                 return Err(SqlMiddlewareDbError::new(
                     ErrorKind::TransactionState,
@@ -530,14 +522,19 @@ impl TursoConn {
     }
 }
 
-crate::setup::setup_via_wing!(TursoConn);
+crate::setup::setup_via_wing!(TursoConn, TursoConn::in_tx_now);
 
 impl Wing for TursoConn {
     type Stmt = TursoStmt;
     type Raw = turso::Connection;
 
-    async fn prepare(&mut self, sql: &str, mode: TranslationMode) -> Result<Arc<TursoStmt>> {
-        self.start_limit()?;
+    async fn prepare(
+        &mut self,
+        sql: &str,
+        mode: TranslationMode,
+        at: At,
+    ) -> Result<Arc<TursoStmt>> {
+        self.start_limit(at)?;
         if self.unsettled() {
             self.settle().await?;
         }
@@ -590,14 +587,14 @@ impl Wing for TursoConn {
         Ok(s)
     }
 
-    async fn select(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<ResultSet> {
-        self.start_limit()?;
+    async fn select(&mut self, s: &Arc<TursoStmt>, p: &[RowValues], at: At) -> Result<ResultSet> {
+        self.start_limit(at)?;
         s.check(p)?;
         waiting!(self, self.select_once(s, p).await)
     }
 
-    async fn dml(&mut self, s: &Arc<TursoStmt>, p: &[RowValues]) -> Result<u64> {
-        self.start_limit()?;
+    async fn dml(&mut self, s: &Arc<TursoStmt>, p: &[RowValues], at: At) -> Result<u64> {
+        self.start_limit(at)?;
         if s.ddl {
             let n = self.dml_inner(s, p).await;
             self.schema_changed();
@@ -610,8 +607,9 @@ impl Wing for TursoConn {
         &mut self,
         s: &Arc<TursoStmt>,
         p: &[RowValues],
+        at: At,
     ) -> Result<Option<T>> {
-        self.start_limit()?;
+        self.start_limit(at)?;
         s.check(p)?;
         waiting!(self, self.optional_once(s, p).await)
     }
@@ -620,8 +618,9 @@ impl Wing for TursoConn {
         &mut self,
         s: &Arc<TursoStmt>,
         p: &[RowValues],
+        at: At,
     ) -> Result<Vec<T>> {
-        self.start_limit()?;
+        self.start_limit(at)?;
         s.check(p)?;
         waiting!(self, self.all_once(s, p).await)
     }
@@ -633,8 +632,9 @@ impl Wing for TursoConn {
         &mut self,
         s: &Arc<TursoStmt>,
         p: Vec<RowValues>,
+        at: At,
     ) -> Result<Self::Cursor<T>> {
-        self.open_stream(s, p).await
+        self.open_stream(s, p, at).await
     }
 
     async fn stream_next<T: FromRow + Send + 'static>(
@@ -656,8 +656,8 @@ impl Wing for TursoConn {
     /// Runs a script; outside a transaction and without its own transaction control it runs
     /// inside `BEGIN IMMEDIATE … COMMIT`, so it applies entirely or not at all. A script of
     /// `PRAGMA`s only runs as it is (see `session::only_pragmas`).
-    async fn execute_batch(&mut self, sql: &str, in_tx: bool) -> Result<()> {
-        self.start_limit()?;
+    async fn execute_batch(&mut self, sql: &str, in_tx: bool, at: At) -> Result<()> {
+        self.start_limit(at)?;
         if self.unsettled() {
             self.settle().await?;
         }
@@ -698,15 +698,21 @@ impl Wing for TursoConn {
         Ok(())
     }
 
-    async fn bulk_insert<I, R>(&mut self, target: &BulkTarget, rows: I, in_tx: bool) -> Result<u64>
+    async fn bulk_insert<I, R>(
+        &mut self,
+        target: &BulkTarget,
+        rows: I,
+        in_tx: bool,
+        at: At,
+    ) -> Result<u64>
     where
         I: Iterator<Item = R> + Send,
         R: AsRef<[RowValues]> + Send + Sync,
     {
-        self.bulk_load(target, rows, in_tx).await
+        self.bulk_load(target, rows, in_tx, at).await
     }
 
-    async fn begin(&mut self) -> Result<()> {
+    async fn begin(&mut self, at: At) -> Result<()> {
         if self.unsettled() {
             self.settle().await?;
         }
@@ -716,7 +722,7 @@ impl Wing for TursoConn {
                 "a transaction begun by raw SQL is still open on this connection; commit or roll it back first",
             ));
         }
-        self.simple("BEGIN IMMEDIATE").await
+        self.simple("BEGIN IMMEDIATE", at).await
     }
 
     /// After a cancelled operation outside a transaction: forget statements left mid-way and
@@ -727,8 +733,8 @@ impl Wing for TursoConn {
         Ok(())
     }
 
-    async fn commit(&mut self) -> Result<()> {
-        match self.simple("COMMIT").await {
+    async fn commit(&mut self, at: At) -> Result<()> {
+        match self.simple("COMMIT", at).await {
             Ok(()) => Ok(()),
             Err(e) => {
                 self.rollback_if_open().await;
@@ -737,11 +743,11 @@ impl Wing for TursoConn {
         }
     }
 
-    async fn rollback(&mut self) -> Result<()> {
+    async fn rollback(&mut self, at: At) -> Result<()> {
         if self.autocommit()? {
             return Ok(());
         }
-        self.simple("ROLLBACK").await
+        self.simple("ROLLBACK", at).await
     }
 
     /// Turso is back in autocommit mode while the hall holds a transaction open: the engine
@@ -773,9 +779,6 @@ impl Wing for TursoConn {
     /// the pool to discard.
     fn on_return(&mut self) {
         self.returned_at = self.opts.counters.returned_now();
-        let cache = self.stmts.stats(self.opts.statement_cache_capacity);
-        self.flushed
-            .flush(&self.opts.counters.live, cache, Default::default());
         if self.rolling_back.is_none()
             && (self.needs_rollback || !self.autocommit().unwrap_or(false))
         {
@@ -786,12 +789,8 @@ impl Wing for TursoConn {
         }
     }
 
-    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
-        self.deadline = deadline;
-    }
-
-    fn take_deadline(&mut self) -> Option<std::time::Instant> {
-        self.deadline.take()
+    fn counted(&mut self) -> Option<(&mut crate::stats::Flushed, &crate::stats::Live)> {
+        Some((&mut self.flushed, &self.opts.counters.live))
     }
 
     #[cfg(feature = "tracing")]

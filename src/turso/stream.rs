@@ -53,8 +53,9 @@ impl TursoConn {
         &mut self,
         s: &Arc<TursoStmt>,
         p: Vec<RowValues>,
+        at: crate::deadline::At,
     ) -> Result<TursoCursor<T>> {
-        self.start_limit()?;
+        self.start_limit(at)?;
         s.check(&p)?;
         if self.unsettled() {
             self.settle().await?;
