@@ -396,10 +396,6 @@ pub fn expect_kind<T: std::fmt::Debug>(
 /// before its database is created, and the value lives until the test ends (for example
 /// `let _group = groups::enter("cancel");`, see `common::groups`).
 ///
-/// The `mysql` module is passed through the macro `mysql_backend_tests!`, which the test
-/// binary's root defines: as the identity to run every body on MySQL too (the conformance
-/// suite), or as nothing where MySQL's items are written out by name (the reliability suite).
-///
 /// Inside a module other than the crate root, import the macro with `use crate::backend_tests;`.
 #[macro_export]
 macro_rules! backend_tests {
@@ -440,55 +436,6 @@ macro_rules! backend_tests {
             )*
         }
 
-        // The test binary decides whether its per-backend bodies run on MySQL: its root
-        // defines `mysql_backend_tests!` as the identity (every body) or as nothing.
-        #[cfg(feature = "mysql")]
-        $crate::mysql_backend_tests! {
-            mod mysql {
-                #[allow(unused_imports)]
-                use super::*;
-                $(
-                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                    #[allow(unused_braces)]
-                    async fn $name() {
-                        let $guard = $setup;
-                        $crate::common::mysql::with_database(|url| async move {
-                            let $db = $crate::common::backends::mysql(&url).await;
-                            $body
-                        })
-                        .await;
-                    }
-                )*
-            }
-        }
-
-        #[cfg(feature = "turso")]
-        mod turso {
-            #[allow(unused_imports)]
-            use super::*;
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                #[allow(unused_braces)]
-                async fn $name() {
-                    let $guard = $setup;
-                    let $db = $crate::common::backends::turso().await;
-                    $body
-                }
-            )*
-        }
-    };
-}
-
-/// The MySQL copies of the listed bodies only, in a module `mysql` (feature `mysql`), each
-/// inside a database of its own: how the reliability suite writes out the items that apply to
-/// MySQL (its `backend_tests!` makes no MySQL copies, see `mysql_backend_tests!`). The same
-/// syntax as [`backend_tests!`].
-#[macro_export]
-macro_rules! mysql_tests {
-    ($(async fn $name:ident($db:ident) $body:block)*) => {
-        $crate::mysql_tests! { let () = (); $(async fn $name($db) $body)* }
-    };
-    (let $guard:pat = $setup:expr; $(async fn $name:ident($db:ident) $body:block)*) => {
         #[cfg(feature = "mysql")]
         mod mysql {
             #[allow(unused_imports)]
@@ -503,6 +450,21 @@ macro_rules! mysql_tests {
                         $body
                     })
                     .await;
+                }
+            )*
+        }
+
+        #[cfg(feature = "turso")]
+        mod turso {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[allow(unused_braces)]
+                async fn $name() {
+                    let $guard = $setup;
+                    let $db = $crate::common::backends::turso().await;
+                    $body
                 }
             )*
         }

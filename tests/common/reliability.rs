@@ -214,12 +214,6 @@ pub async fn poll_at_most<F: Future>(fut: F, budget: usize, at: DropAt) -> Polle
     Polled::Dropped(polls)
 }
 
-/// Why a reliability item has a `Kind::Mysql` arm that cannot run: the suite's per-backend
-/// bodies get no MySQL copy (`mysql_backend_tests!` in `reliability/main.rs`); the items that
-/// apply to MySQL are written out by name.
-pub const NOT_ON_MYSQL: &str =
-    "this reliability body has no MySQL copy; MySQL's items are written out by name";
-
 // ---- idle checks ------------------------------------------------------------------------------
 
 /// `Ok` when `conn` is outside any transaction (neither open nor aborted) and answers a query.

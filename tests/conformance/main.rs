@@ -11,12 +11,6 @@
 //! Tests that are not per backend sit directly in their topic (`errors::config::…`); their
 //! names never contain `postgres::` or `mysql::`.
 
-/// Every per-backend body runs on MySQL too (see `backend_tests!`).
-#[macro_export]
-macro_rules! mysql_backend_tests {
-    ($($items:tt)*) => { $($items)* };
-}
-
 #[path = "../common/mod.rs"]
 mod common;
 mod helpers;
