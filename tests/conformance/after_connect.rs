@@ -25,7 +25,7 @@ struct Probe {
 /// table is not checked).
 fn own_session(kind: Kind) -> bool {
     #[cfg(feature = "postgres")]
-    if kind == Kind::Postgres && crate::common::pgbouncer::via_bouncer() {
+    if kind == Kind::Postgres && crate::common::pg::pgbouncer::via_bouncer() {
         return false;
     }
     let _ = kind;
