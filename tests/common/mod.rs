@@ -3,6 +3,7 @@
 
 pub mod backends;
 pub mod cpu;
+pub mod engines;
 pub mod expect;
 pub mod fuzz_harness;
 pub mod groups;

@@ -578,7 +578,7 @@ async fn permission_denied_mysql(c: &mut Conn) {
     let host = rest.split_once('@').map_or(rest, |(_, host)| host);
     let url = format!("{scheme}://{user}@{host}");
     let mut wrong = Vec::new();
-    match crate::common::backends::mysql_builder(&url)
+    match crate::common::engines::mysql::builder(&url)
         .max_size(1)
         .build()
         .await

@@ -778,7 +778,7 @@ async fn t_writers(db: &TestDb) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_writers_lose_nothing() {
     let _group = common::groups::enter("chaos");
-    let db = common::backends::sqlite().await;
+    let db = common::engines::sqlite::test_db().await;
     t_writers(&db).await
 }
 
@@ -786,7 +786,7 @@ async fn sqlite_writers_lose_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turso_writers_lose_nothing() {
     let _group = common::groups::enter("chaos");
-    let db = common::backends::turso().await;
+    let db = common::engines::turso::test_db().await;
     t_writers(&db).await
 }
 
@@ -799,7 +799,7 @@ async fn turso_writers_lose_nothing() {
 async fn sqlite_new_connection_waits_for_a_held_lock() {
     let _group = common::groups::enter("chaos");
     use sql_middleware::drivers::rusqlite;
-    let db = common::backends::sqlite().await;
+    let db = common::engines::sqlite::test_db().await;
     {
         let mut c = db.conn().await;
         c.execute_batch("CREATE TABLE lk (id INTEGER PRIMARY KEY)")

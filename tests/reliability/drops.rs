@@ -407,7 +407,7 @@ async fn on_file(kind: Kind, wal: bool, flavour: &'static str) {
 #[cfg(feature = "postgres")]
 async fn on_postgres(flavour: &'static str) {
     crate::common::pg::with_schema(|url| async move {
-        let db = crate::common::backends::postgres(&url).await;
+        let db = crate::common::engines::postgres::test_db(&url).await;
         every_drop_returns_at_once(&db.db, Kind::Postgres, "server", flavour).await;
     })
     .await;

@@ -594,7 +594,8 @@ async fn t_bound_values_never_reach_error_messages(db: &crate::common::backends:
 #[tokio::test(flavor = "current_thread")]
 async fn panic_in_user_code_on_a_current_thread_runtime_sqlite() {
     let _group = groups::enter("integrity");
-    t_panic_in_user_code_leaves_nothing_armed(&crate::common::backends::sqlite().await).await
+    t_panic_in_user_code_leaves_nothing_armed(&crate::common::engines::sqlite::test_db().await)
+        .await
 }
 
 /// See [`panic_in_user_code_on_a_current_thread_runtime_sqlite`].
@@ -602,7 +603,7 @@ async fn panic_in_user_code_on_a_current_thread_runtime_sqlite() {
 #[tokio::test(flavor = "current_thread")]
 async fn panic_in_user_code_on_a_current_thread_runtime_turso() {
     let _group = groups::enter("integrity");
-    t_panic_in_user_code_leaves_nothing_armed(&crate::common::backends::turso().await).await
+    t_panic_in_user_code_leaves_nothing_armed(&crate::common::engines::turso::test_db().await).await
 }
 
 /// Every backend keeps at most `statement_cache_capacity` statements per connection, evicts the
