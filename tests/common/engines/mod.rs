@@ -278,7 +278,10 @@ macro_rules! kinds {
             }
 
             /// See [`Engine::outside_tx`].
-            pub async fn outside_tx(self, conn: &mut MiddlewarePoolConnection) -> Result<(), String> {
+            pub async fn outside_tx(
+                self,
+                conn: &mut MiddlewarePoolConnection,
+            ) -> Result<(), String> {
                 match self {
                     $(#[cfg(feature = $feature)]
                     Kind::$Variant => <$module::$Variant as Engine>::outside_tx(conn).await,)*

@@ -14,7 +14,8 @@
 /// system user (or `nobody`) through `runuser` (or `su`), because `initdb` and `postgres` refuse
 /// to run as root. A watchdog shell waits for this process to exit, then stops the server
 /// (`pg_ctl -m immediate stop`, then SIGQUIT/SIGKILL to the postmaster) and removes the
-/// directory. Every call starts a new cluster; [`super::base_url`] calls it at most once per process.
+/// directory. Every call starts a new cluster; [`super::base_url`] calls it at most once per
+/// process.
 pub fn start_throwaway_cluster() -> Option<String> {
     match try_start_throwaway_cluster() {
         Ok(url) => Some(url),
