@@ -514,12 +514,8 @@ const SECRET: &str = "hunter2-do-not-log-me";
 async fn t_bound_values_never_reach_error_messages(db: &crate::common::backends::TestDb) {
     let k = db.kind.name();
     let mut conn = db.conn().await;
-    // MySQL keys a text column only with a bounded type.
-    let token = if db.kind == Kind::Mysql {
-        "VARCHAR(255)"
-    } else {
-        "TEXT"
-    };
+    // A text column a key can hold (MySQL keys one only with a bounded type).
+    let token = db.ty(crate::common::backends::Logical::KeyText);
     conn.execute_batch(&format!(
         "CREATE TABLE tok (token {token} PRIMARY KEY, n INTEGER NOT NULL)"
     ))
