@@ -10,18 +10,11 @@
 //! test stays fast.
 
 mod common;
-#[path = "../tests/common/pg.rs"]
+#[path = "../tests/common/pg/mod.rs"]
 mod pg;
-#[path = "../tests/common/pgbouncer.rs"]
-#[allow(dead_code)]
-mod pgbouncer;
 #[path = "../tests/common/unwind.rs"]
 #[allow(dead_code)]
 mod unwind;
-// The shared server code's TLS mode (`SQL_MIDDLEWARE_PG_TLS`) needs it.
-#[cfg(feature = "postgres-tls")]
-#[path = "../tests/common/pg_tls.rs"]
-mod pg_tls;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -12,18 +12,11 @@
 //! table and rows) and drops it at the end. See docs/dev/Benchmarks.md.
 
 mod common;
-#[path = "../tests/common/pg.rs"]
+#[path = "../tests/common/pg/mod.rs"]
 mod pg;
 #[path = "../tests/common/unwind.rs"]
 #[allow(dead_code)]
 mod unwind;
-// `pg.rs` routes through the TLS cluster when the tests ask for it (feature `postgres-tls`).
-#[cfg(feature = "postgres-tls")]
-#[path = "../tests/common/pg_tls.rs"]
-mod pg_tls;
-#[path = "../tests/common/pgbouncer.rs"]
-#[allow(dead_code)]
-mod pgbouncer;
 
 use std::hint::black_box;
 use std::ops::Range;

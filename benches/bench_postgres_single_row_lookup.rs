@@ -13,14 +13,8 @@
 //! measured. See docs/dev/Benchmarks.md.
 
 mod common;
-#[path = "../tests/common/pg.rs"]
+#[path = "../tests/common/pg/mod.rs"]
 mod pg;
-#[cfg(feature = "postgres-tls")]
-#[path = "../tests/common/pg_tls.rs"]
-mod pg_tls;
-#[path = "../tests/common/pgbouncer.rs"]
-#[allow(dead_code)]
-mod pgbouncer;
 #[path = "../tests/common/unwind.rs"]
 #[allow(dead_code)]
 mod unwind;
@@ -64,7 +58,7 @@ fn tls_target() -> &'static Result<TlsTarget, String> {
         }
         #[cfg(feature = "postgres-tls")]
         {
-            let server = pg_tls::start_with(true).map_err(|e| {
+            let server = pg::tls::start_with(true).map_err(|e| {
                 format!("no SQL_MIDDLEWARE_PG_TLS_URL, and no throwaway TLS cluster: {e}")
             })?;
             Ok(TlsTarget {
@@ -134,7 +128,7 @@ fn postgres_single_row_lookup(c: &mut Criterion) {
         .expect("build the unnamed-statement pool");
     // The same lookups through PgBouncer (transaction mode, unnamed statements); the bouncer
     // gives its server connections the bench schema as search_path.
-    let bounced = match pgbouncer::start(&base, 4, Some(("sqlmw_lookup", &schema))) {
+    let bounced = match pg::pgbouncer::start(&base, 4, Some(("sqlmw_lookup", &schema))) {
         Ok(b) => Some((
             rt.block_on(
                 common::plain(

@@ -3,18 +3,11 @@
 //! every iteration, outside the timer. See docs/dev/Benchmarks.md.
 
 mod common;
-#[path = "../tests/common/pg.rs"]
+#[path = "../tests/common/pg/mod.rs"]
 mod pg;
-#[path = "../tests/common/pgbouncer.rs"]
-#[allow(dead_code)]
-mod pgbouncer;
 #[path = "../tests/common/unwind.rs"]
 #[allow(dead_code)]
 mod unwind;
-// The shared server code's TLS mode (`SQL_MIDDLEWARE_PG_TLS`) needs it.
-#[cfg(feature = "postgres-tls")]
-#[path = "../tests/common/pg_tls.rs"]
-mod pg_tls;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

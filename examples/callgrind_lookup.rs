@@ -26,15 +26,8 @@
 //! counts per side and divides the difference, so setup and teardown cancel out.
 
 #[cfg(feature = "postgres")]
-#[path = "../tests/common/pg.rs"]
+#[path = "../tests/common/pg/mod.rs"]
 mod pg;
-#[cfg(feature = "postgres-tls")]
-#[path = "../tests/common/pg_tls.rs"]
-mod pg_tls;
-#[cfg(feature = "postgres")]
-#[path = "../tests/common/pgbouncer.rs"]
-#[allow(dead_code)]
-mod pgbouncer;
 #[cfg(feature = "postgres")]
 #[path = "../tests/common/unwind.rs"]
 #[allow(dead_code)]

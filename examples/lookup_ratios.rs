@@ -27,14 +27,8 @@
 //!
 //! (`ROUNDS` defaults to 200; with no backend named, all of those built in run.)
 
-#[path = "../tests/common/pg.rs"]
+#[path = "../tests/common/pg/mod.rs"]
 mod pg;
-#[cfg(feature = "postgres-tls")]
-#[path = "../tests/common/pg_tls.rs"]
-mod pg_tls;
-#[path = "../tests/common/pgbouncer.rs"]
-#[allow(dead_code)]
-mod pgbouncer;
 #[path = "../tests/common/unwind.rs"]
 #[allow(dead_code)]
 mod unwind;

@@ -93,14 +93,14 @@ fn peak_kib() -> u64 {
 async fn database(backend: &str) -> TestDb {
     match backend {
         #[cfg(feature = "sqlite")]
-        "sqlite" => common::backends::sqlite().await,
+        "sqlite" => common::engines::sqlite::test_db().await,
         #[cfg(feature = "postgres")]
-        "postgres" => common::backends::postgres(&common::pg::base_url()).await,
+        "postgres" => common::engines::postgres::test_db(&common::pg::base_url()).await,
         #[cfg(feature = "turso")]
-        "turso" => common::backends::turso().await,
+        "turso" => common::engines::turso::test_db().await,
         // The query reads no table: the server's own database serves.
         #[cfg(feature = "mysql")]
-        "mysql" => common::backends::mysql(&common::mysql::base_url()).await,
+        "mysql" => common::engines::mysql::test_db(&common::mysql::base_url()).await,
         other => panic!("no backend {other} in this build"),
     }
 }

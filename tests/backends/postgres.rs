@@ -702,7 +702,7 @@ async fn application_name_and_raw_client() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn throwaway_cluster_serves_the_middleware() {
     let _group = groups::enter("postgres");
-    let Some(url) = pg::start_throwaway_cluster() else {
+    let Some(url) = pg::cluster::start_throwaway_cluster() else {
         panic!(
             "PostgreSQL server binaries (initdb, pg_ctl) are needed for this test: install them (Debian: apt-get install postgresql)"
         );
@@ -875,7 +875,7 @@ async fn named_statements_fail_behind_a_transaction_pooler_and_unnamed_ones_work
     let _group = groups::enter("postgres");
     // A PgBouncer of its own for each mode, with two server connections.
     let run = |mode: StatementCache| {
-        let url = crate::common::pgbouncer::dedicated(2).base_db_url();
+        let url = crate::common::pg::pgbouncer::dedicated(2).base_db_url();
         async move {
             let db = ConfigAndPool::postgres(&url)
                 .max_size(2)
@@ -1276,7 +1276,7 @@ async fn user_defined_types_work_behind_a_transaction_pooler_in_unnamed_mode() {
         .await
         .unwrap();
     let prefix = format!("{schema}.");
-    let url = crate::common::pgbouncer::dedicated(2).base_db_url();
+    let url = crate::common::pg::pgbouncer::dedicated(2).base_db_url();
     let outcome = async {
         let db = ConfigAndPool::postgres(&url)
             .max_size(2)

@@ -52,7 +52,7 @@ async fn servers() -> (&'static Servers, tokio::sync::MutexGuard<'static, ()>) {
     let turn = TURN.lock().await;
     let s = SERVERS
         .get_or_init(|| async {
-            let start = || std::thread::spawn(pg::start_restartable_cluster);
+            let start = || std::thread::spawn(pg::cluster::start_restartable_cluster);
             let (a, b) = (start(), start());
             let urls = [a, b].map(|t| {
                 t.join()

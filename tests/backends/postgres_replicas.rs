@@ -51,7 +51,7 @@ async fn rows_on_reader(db: &ConfigAndPool) -> Option<i64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_route_reads_fail_over_and_refuse_writes() {
     let _group = groups::enter("postgres");
-    let pair = pg::start_primary_and_standby().unwrap_or_else(|e| {
+    let pair = pg::cluster::start_primary_and_standby().unwrap_or_else(|e| {
         panic!(
             "the replica tests start a primary and a standby from the local PostgreSQL server \
              binaries (initdb, pg_ctl, pg_basebackup; Debian: apt-get install postgresql): {e}"
@@ -199,7 +199,7 @@ async fn replicas_route_reads_fail_over_and_refuse_writes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_your_writes_reads_from_the_primary_for_the_window() {
     let _group = groups::enter("postgres");
-    let pair = pg::start_primary_and_standby().unwrap_or_else(|e| {
+    let pair = pg::cluster::start_primary_and_standby().unwrap_or_else(|e| {
         panic!(
             "the replica tests start a primary and a standby from the local PostgreSQL server \
              binaries (initdb, pg_ctl, pg_basebackup; Debian: apt-get install postgresql): {e}"
@@ -260,7 +260,7 @@ async fn read_your_writes_reads_from_the_primary_for_the_window() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_your_writes_counts_writes_made_through_a_function() {
     let _group = groups::enter("postgres");
-    let pair = pg::start_primary_and_standby().unwrap_or_else(|e| {
+    let pair = pg::cluster::start_primary_and_standby().unwrap_or_else(|e| {
         panic!(
             "the replica tests start a primary and a standby from the local PostgreSQL server \
              binaries (initdb, pg_ctl, pg_basebackup; Debian: apt-get install postgresql): {e}"
@@ -323,7 +323,7 @@ async fn zone(c: &mut MiddlewarePoolConnection) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_connect_runs_on_readers_and_on_the_host_reached() {
     let _group = groups::enter("postgres");
-    let pair = pg::start_primary_and_standby().unwrap_or_else(|e| {
+    let pair = pg::cluster::start_primary_and_standby().unwrap_or_else(|e| {
         panic!("the replica tests start a primary and a standby (see above): {e}")
     });
     let port = |url: &str| -> i32 {

@@ -1,5 +1,5 @@
 //! TLS to Postgres (feature `postgres-tls`), against a throwaway cluster that is `hostssl` only
-//! over TCP and presents a certificate for `localhost` signed by a test CA (`common::pg_tls`):
+//! over TCP and presents a certificate for `localhost` signed by a test CA (`common::pg::tls`):
 //! each `sslmode` does what libpq's does, a wrong root or a wrong host name is refused with
 //! [`ErrorKind::Tls`], plain text is refused by the server, client certificates authenticate, and
 //! the `Listener` and cancel requests use the pool's TLS too. `matrix` runs libpq's mode matrix
@@ -18,10 +18,10 @@ use sql_middleware::prelude::*;
 
 use crate::common::groups;
 use crate::common::pg;
-use crate::common::pg_tls::{self, CERT_USER, TlsServer};
+use crate::common::pg::tls::{self, CERT_USER, TlsServer};
 
 fn server() -> &'static TlsServer {
-    pg_tls::shared()
+    tls::shared()
 }
 
 fn enc(p: &std::path::Path) -> String {

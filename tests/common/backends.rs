@@ -1,5 +1,5 @@
 #![allow(dead_code)]
-//! One test body, every backend: fresh databases per test and the [`backend_tests!`] macro.
+//! One test body, every engine: fresh databases per test and the [`backend_tests!`] macro.
 //!
 //! Include it through `tests/common/mod.rs` (`pub mod backends;`). A test file then writes
 //!
@@ -15,10 +15,10 @@
 //! }
 //! ```
 //!
-//! and gets `sqlite::selects_one`, `postgres::selects_one` (feature `postgres`),
-//! `turso::selects_one` (feature `turso`) and `mysql::selects_one` (feature `mysql`). Test
-//! bodies use the public API only, plus [`TestDb::kind`] where the backends document a
-//! difference.
+//! and gets one copy of the test per engine of the list (`common::engines`), each in the
+//! engine's module and built with its feature: `sqlite::selects_one`,
+//! `postgres::selects_one`, `turso::selects_one`, `mysql::selects_one`. Test bodies use the
+//! public API only, plus [`TestDb::kind`] where the engines document a difference.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -29,30 +29,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use sql_middleware::prelude::*;
 use sql_middleware::{ErrorKind, PoolBuilder};
 
-/// The backend a [`TestDb`] runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// SQLite through rusqlite.
-    Sqlite,
-    /// PostgreSQL through tokio-postgres.
-    Postgres,
-    /// Turso.
-    Turso,
-    /// MySQL or MariaDB through mysql_async.
-    Mysql,
-}
-
-impl Kind {
-    /// Lower-case name, for summary lines and messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Sqlite => "sqlite",
-            Kind::Postgres => "postgres",
-            Kind::Turso => "turso",
-            Kind::Mysql => "mysql",
-        }
-    }
-}
+pub use super::engines::{Kind, Sql};
 
 /// A temporary directory, removed (with its contents) when dropped.
 #[derive(Debug)]
@@ -118,19 +95,29 @@ pub struct TestDb {
 }
 
 impl TestDb {
+    /// A database of `kind` in the file `path`, which lives in `dir` (removed after the pool).
+    pub fn on_file(db: ConfigAndPool, kind: Kind, path: PathBuf, dir: TempDir) -> TestDb {
+        TestDb {
+            db,
+            kind,
+            location: Location::File(path),
+            _dir: Some(dir),
+        }
+    }
+
+    /// A database of `kind` on a server, at `url`.
+    pub fn on_url(db: ConfigAndPool, kind: Kind, url: &str) -> TestDb {
+        TestDb {
+            db,
+            kind,
+            location: Location::Url(url.to_owned()),
+            _dir: None,
+        }
+    }
+
     /// A new builder for another pool on the same database (for pool-option tests).
     pub fn builder(&self) -> PoolBuilder {
-        match (&self.location, self.kind) {
-            #[cfg(feature = "sqlite")]
-            (Location::File(p), Kind::Sqlite) => ConfigAndPool::sqlite(p),
-            #[cfg(feature = "turso")]
-            (Location::File(p), Kind::Turso) => ConfigAndPool::turso(p),
-            #[cfg(feature = "postgres")]
-            (Location::Url(u), Kind::Postgres) => postgres_builder(u),
-            #[cfg(feature = "mysql")]
-            (Location::Url(u), Kind::Mysql) => mysql_builder(u),
-            (loc, kind) => panic!("no builder for {kind:?} at {loc:?} in this build"),
-        }
+        self.kind.builder(self)
     }
 
     /// The database's URL, on the server engines (for raw clients of the engine's own driver).
@@ -149,9 +136,14 @@ impl TestDb {
         }
     }
 
-    /// The column type for `l` on this backend (see [`ty`]).
+    /// The column type for `l` on this engine (see [`Logical`]).
     pub fn ty(&self, l: Logical) -> &'static str {
-        ty(self.kind, l)
+        self.kind.ty(l)
+    }
+
+    /// How this engine spells the SQL the topics share.
+    pub fn sql(&self) -> &'static Sql {
+        self.kind.sql()
     }
 
     /// Whether this is a MariaDB server (as opposed to MySQL, or another backend): the two
@@ -173,121 +165,15 @@ impl TestDb {
     }
 }
 
-/// A fresh SQLite file database (WAL, the default) in a unique temporary directory.
-#[cfg(feature = "sqlite")]
-pub async fn sqlite() -> TestDb {
-    let dir = TempDir::new("sqlite");
-    let path = dir.path().join("test.db");
-    let db = ConfigAndPool::sqlite(&path)
-        .max_size(4)
-        .build()
-        .await
-        .unwrap_or_else(|e| panic!("cannot build the SQLite pool: {e:?}"));
-    TestDb {
-        db,
-        kind: Kind::Sqlite,
-        location: Location::File(path),
-        _dir: Some(dir),
-    }
-}
-
-/// A Postgres pool builder for `url`, in the statement mode `SQL_MIDDLEWARE_PG_STATEMENT_CACHE`
-/// names (`named`, the default, or `unnamed`): the whole suite runs in either mode.
-#[cfg(feature = "postgres")]
-pub fn postgres_builder(url: &str) -> PoolBuilder {
-    let b = ConfigAndPool::postgres(url);
-    match std::env::var("SQL_MIDDLEWARE_PG_STATEMENT_CACHE").as_deref() {
-        Ok("unnamed") => b.statement_cache(sql_middleware::StatementCache::Unnamed),
-        Ok("named") | Ok("") | Err(_) => b,
-        Ok(other) => {
-            panic!("SQL_MIDDLEWARE_PG_STATEMENT_CACHE must be named or unnamed, not {other}")
-        }
-    }
-}
-
-/// A pool on the schema URL given by `common::pg::with_schema`.
-#[cfg(feature = "postgres")]
-pub async fn postgres(url: &str) -> TestDb {
-    let db = postgres_builder(url)
-        .max_size(4)
-        .build()
-        .await
-        .unwrap_or_else(|e| panic!("cannot build the Postgres pool: {e:?}"));
-    if std::env::var(crate::common::pg::PG_TLS_ENV).is_ok_and(|v| v == "1") {
-        // The TLS mode must really be TLS: the server's view of the session.
-        let mut c = db.get_connection().await.expect("checkout");
-        let (ssl,): (bool,) = c
-            .query("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
-            .one()
-            .await
-            .expect("pg_stat_ssl");
-        assert!(
-            ssl,
-            "SQL_MIDDLEWARE_PG_TLS=1, but the session is not encrypted"
-        );
-    }
-    TestDb {
-        db,
-        kind: Kind::Postgres,
-        location: Location::Url(url.to_owned()),
-        _dir: None,
-    }
-}
-
-/// A fresh Turso file database in a unique temporary directory.
-#[cfg(feature = "turso")]
-pub async fn turso() -> TestDb {
-    let dir = TempDir::new("turso");
-    let path = dir.path().join("test.db");
-    let db = ConfigAndPool::turso(&path)
-        .max_size(4)
-        .build()
-        .await
-        .unwrap_or_else(|e| panic!("cannot build the Turso pool: {e:?}"));
-    TestDb {
-        db,
-        kind: Kind::Turso,
-        location: Location::File(path),
-        _dir: Some(dir),
-    }
-}
-
-/// A MySQL pool builder for `url`, in the statement mode `SQL_MIDDLEWARE_MYSQL_STATEMENT_CACHE`
-/// names (`named`, the default, or `unnamed`): the whole suite runs in either mode.
-#[cfg(feature = "mysql")]
-pub fn mysql_builder(url: &str) -> PoolBuilder {
-    let b = ConfigAndPool::mysql(url);
-    match std::env::var("SQL_MIDDLEWARE_MYSQL_STATEMENT_CACHE").as_deref() {
-        Ok("unnamed") => b.statement_cache(sql_middleware::StatementCache::Unnamed),
-        Ok("named") | Ok("") | Err(_) => b,
-        Ok(other) => {
-            panic!("SQL_MIDDLEWARE_MYSQL_STATEMENT_CACHE must be named or unnamed, not {other}")
-        }
-    }
-}
-
-/// A pool on the database URL given by `common::mysql::with_database`.
-#[cfg(feature = "mysql")]
-pub async fn mysql(url: &str) -> TestDb {
-    let db = mysql_builder(url)
-        .max_size(4)
-        .build()
-        .await
-        .unwrap_or_else(|e| panic!("cannot build the MySQL pool: {e:?}"));
-    TestDb {
-        db,
-        kind: Kind::Mysql,
-        location: Location::Url(url.to_owned()),
-        _dir: None,
-    }
-}
-
-/// Logical column types, mapped to a concrete column type per backend by [`ty`].
+/// Logical column types, mapped to a concrete column type per engine by [`TestDb::ty`] (each
+/// engine's map is its `Engine::ty`, in `common::engines`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Logical {
     Int,
     Float,
     Text,
+    /// Text that a key or a `UNIQUE` constraint can hold (MySQL keys no `TEXT` column).
+    KeyText,
     Bool,
     Blob,
     Timestamp,
@@ -303,72 +189,8 @@ pub enum Logical {
 }
 
 /// The column type to declare for `l` on `kind`.
-///
-/// SQLite and Turso widen results by the declared type (`BOOLEAN`, `TIMESTAMP`, `UUID`, ...),
-/// so these names matter there as much as on Postgres.
 pub fn ty(kind: Kind, l: Logical) -> &'static str {
-    match kind {
-        Kind::Postgres => match l {
-            Logical::Int => "BIGINT",
-            Logical::Float => "DOUBLE PRECISION",
-            Logical::Text => "TEXT",
-            Logical::Bool => "BOOLEAN",
-            Logical::Blob => "BYTEA",
-            Logical::Timestamp => "TIMESTAMP",
-            Logical::TimestampTz => "TIMESTAMPTZ",
-            Logical::Date => "DATE",
-            Logical::Uuid => "UUID",
-            Logical::Numeric => "NUMERIC",
-            Logical::Json => "JSONB",
-            Logical::Time => "TIME",
-            Logical::Interval => "INTERVAL",
-            Logical::IntArray => "BIGINT[]",
-            Logical::TextArray => "TEXT[]",
-        },
-        Kind::Sqlite | Kind::Turso => match l {
-            Logical::Int => "INTEGER",
-            Logical::Float => "REAL",
-            Logical::Text => "TEXT",
-            Logical::Bool => "BOOLEAN",
-            Logical::Blob => "BLOB",
-            Logical::Timestamp => "TIMESTAMP",
-            Logical::TimestampTz => "TIMESTAMPTZ",
-            Logical::Date => "DATE",
-            Logical::Uuid => "UUID",
-            // SQLite has no exact decimal type: `NUMERIC` has numeric affinity and stores
-            // number-like text as INTEGER or REAL (15 significant digits). A declared type
-            // containing TEXT keeps the text as written, and its DECIMAL prefix tells the
-            // middleware to read it back as `RowValues::Numeric` (see the README).
-            Logical::Numeric => "DECIMAL_TEXT",
-            Logical::Json => "JSON",
-            // Stored as text (see `RowValues`); the declared type reads them back. Turso
-            // reserves `T[]` for its own arrays in STRICT tables, so arrays are `ARRAY` here.
-            Logical::Time => "TIME",
-            Logical::Interval => "INTERVAL",
-            Logical::IntArray | Logical::TextArray => "ARRAY",
-        },
-        // `TEXT` cannot be a key without a prefix length: a test that indexes a text column
-        // declares `VARCHAR(255)` itself. `BOOLEAN` is `TINYINT(1)` and reads back as `Int`.
-        // The session time zone is UTC, so `DATETIME(6)` holds a `TimestampTz` as UTC.
-        Kind::Mysql => match l {
-            Logical::Int => "BIGINT",
-            Logical::Float => "DOUBLE",
-            Logical::Text => "TEXT",
-            Logical::Bool => "BOOLEAN",
-            Logical::Blob => "LONGBLOB",
-            Logical::Timestamp => "DATETIME(6)",
-            Logical::TimestampTz => "DATETIME(6)",
-            Logical::Date => "DATE",
-            Logical::Uuid => "CHAR(36)",
-            Logical::Numeric => "DECIMAL(38,10)",
-            Logical::Json => "JSON",
-            Logical::Time => "TIME(6)",
-            Logical::Interval => "TIME(6)",
-            // MySQL has no arrays: binding one is a `ParameterType` error. The column is text
-            // so that tables listing every logical type can still be created.
-            Logical::IntArray | Logical::TextArray => "TEXT",
-        },
-    }
+    kind.ty(l)
 }
 
 /// Unwraps an expected error and checks its kind; panics with `what` and the value otherwise.
@@ -387,18 +209,14 @@ pub fn expect_kind<T: std::fmt::Debug>(
     }
 }
 
-/// Expands each `async fn name(db) { body }` into one `#[tokio::test]` per backend, in modules
-/// `sqlite`, `postgres` (feature `postgres`, inside its own schema), `turso` (feature
-/// `turso`) and `mysql` (feature `mysql`, inside its own database). `db` is a [`TestDb`] on a
-/// fresh database.
+/// Expands each `async fn name(db) { body }` into one `#[tokio::test]` per engine of the list
+/// (`common::engines`): in a module named after the engine, built with the engine's feature,
+/// on a fresh database of its own (a file, a schema, a database: see `Engine::with_fresh_db`).
+/// `db` is that [`TestDb`].
 ///
 /// An optional first line `let <pattern> = <expr>;` runs at the start of every generated test,
 /// before its database is created, and the value lives until the test ends (for example
 /// `let _group = groups::enter("cancel");`, see `common::groups`).
-///
-/// The `mysql` module is passed through the macro `mysql_backend_tests!`, which the test
-/// binary's root defines: as the identity to run every body on MySQL too (the conformance
-/// suite), or as nothing where MySQL's items are written out by name (the reliability suite).
 ///
 /// Inside a module other than the crate root, import the macro with `use crate::backend_tests;`.
 #[macro_export]
@@ -407,105 +225,47 @@ macro_rules! backend_tests {
         $crate::backend_tests! { let () = (); $(async fn $name($db) $body)* }
     };
     (let $guard:pat = $setup:expr; $(async fn $name:ident($db:ident) $body:block)*) => {
-        #[cfg(feature = "sqlite")]
-        mod sqlite {
-            #[allow(unused_imports)]
-            use super::*;
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                #[allow(unused_braces)]
-                async fn $name() {
-                    let $guard = $setup;
-                    let $db = $crate::common::backends::sqlite().await;
-                    $body
-                }
-            )*
-        }
-
-        #[cfg(feature = "postgres")]
-        mod postgres {
-            #[allow(unused_imports)]
-            use super::*;
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                #[allow(unused_braces)]
-                async fn $name() {
-                    let $guard = $setup;
-                    $crate::common::pg::with_schema(|url| async move {
-                        let $db = $crate::common::backends::postgres(&url).await;
-                        $body
-                    })
-                    .await;
-                }
-            )*
-        }
-
-        // The test binary decides whether its per-backend bodies run on MySQL: its root
-        // defines `mysql_backend_tests!` as the identity (every body) or as nothing.
-        #[cfg(feature = "mysql")]
-        $crate::mysql_backend_tests! {
-            mod mysql {
-                #[allow(unused_imports)]
-                use super::*;
-                $(
-                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                    #[allow(unused_braces)]
-                    async fn $name() {
-                        let $guard = $setup;
-                        $crate::common::mysql::with_database(|url| async move {
-                            let $db = $crate::common::backends::mysql(&url).await;
-                            $body
-                        })
-                        .await;
-                    }
-                )*
-            }
-        }
-
-        #[cfg(feature = "turso")]
-        mod turso {
-            #[allow(unused_imports)]
-            use super::*;
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                #[allow(unused_braces)]
-                async fn $name() {
-                    let $guard = $setup;
-                    let $db = $crate::common::backends::turso().await;
-                    $body
-                }
-            )*
+        $crate::engines! {
+            [$crate::backend_tests_per_engine]
+            { [let $guard = $setup;] $(async fn $name($db) $body)* }
         }
     };
 }
 
-/// The MySQL copies of the listed bodies only, in a module `mysql` (feature `mysql`), each
-/// inside a database of its own: how the reliability suite writes out the items that apply to
-/// MySQL (its `backend_tests!` makes no MySQL copies, see `mysql_backend_tests!`). The same
-/// syntax as [`backend_tests!`].
+/// [`backend_tests!`]'s expansion, given the engine list: one module per engine.
+#[doc(hidden)]
 #[macro_export]
-macro_rules! mysql_tests {
-    ($(async fn $name:ident($db:ident) $body:block)*) => {
-        $crate::mysql_tests! { let () = (); $(async fn $name($db) $body)* }
+macro_rules! backend_tests_per_engine {
+    ($tests:tt $($(#[$doc:meta])* $module:ident $feature:literal $Variant:ident;)*) => {
+        $(
+            #[cfg(feature = $feature)]
+            mod $module {
+                #[allow(unused_imports)]
+                use super::*;
+                $crate::backend_tests_on! { $Variant $tests }
+            }
+        )*
     };
-    (let $guard:pat = $setup:expr; $(async fn $name:ident($db:ident) $body:block)*) => {
-        #[cfg(feature = "mysql")]
-        mod mysql {
-            #[allow(unused_imports)]
-            use super::*;
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                #[allow(unused_braces)]
-                async fn $name() {
-                    let $guard = $setup;
-                    $crate::common::mysql::with_database(|url| async move {
-                        let $db = $crate::common::backends::mysql(&url).await;
-                        $body
-                    })
+}
+
+/// [`backend_tests!`]'s tests on one engine.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! backend_tests_on {
+    (
+        $Variant:ident
+        { [let $guard:pat = $setup:expr;] $(async fn $name:ident($db:ident) $body:block)* }
+    ) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[allow(unused_braces)]
+            async fn $name() {
+                let $guard = $setup;
+                $crate::common::backends::Kind::$Variant
+                    .with_fresh_db(|$db| async move { $body })
                     .await;
-                }
-            )*
-        }
+            }
+        )*
     };
 }
 

@@ -3,6 +3,7 @@
 
 pub mod backends;
 pub mod cpu;
+pub mod engines;
 pub mod expect;
 pub mod fuzz_harness;
 pub mod groups;
@@ -12,12 +13,6 @@ pub mod ledger;
 pub mod mysql;
 #[cfg(feature = "postgres")]
 pub mod pg;
-#[cfg(feature = "postgres-tls")]
-pub mod pg_tls;
-#[cfg(all(feature = "postgres", unix))]
-pub mod pgaf;
-#[cfg(feature = "postgres")]
-pub mod pgbouncer;
 pub mod proxy;
 pub mod reliability;
 #[cfg(any(feature = "postgres-tls", feature = "mysql-tls"))]

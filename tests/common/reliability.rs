@@ -214,130 +214,26 @@ pub async fn poll_at_most<F: Future>(fut: F, budget: usize, at: DropAt) -> Polle
     Polled::Dropped(polls)
 }
 
-/// Why a reliability item has a `Kind::Mysql` arm that cannot run: the suite's per-backend
-/// bodies get no MySQL copy (`mysql_backend_tests!` in `reliability/main.rs`); the items that
-/// apply to MySQL are written out by name.
-pub const NOT_ON_MYSQL: &str =
-    "this reliability body has no MySQL copy; MySQL's items are written out by name";
-
 // ---- idle checks ------------------------------------------------------------------------------
 
-/// `Ok` when `conn` is outside any transaction (neither open nor aborted) and answers a query.
-///
-/// - SQLite: `is_autocommit()` through raw access.
-/// - Turso: `is_autocommit()` on the raw connection.
-/// - Postgres: no transaction id is assigned, two consecutive statements run in two different
-///   transactions (their virtual transaction ids differ: inside an open transaction they would
-///   share one), and the statements succeed (an aborted transaction fails them with 25P02).
-///   This uses the middleware's query API only: raw client access would mark the connection.
-/// - MySQL: `@@in_transaction` (MariaDB 10.3+, MySQL 5.7+) is 0.
+/// `Ok` when `conn` is outside any transaction (neither open nor aborted) and answers a query:
+/// `SELECT 1`, then the engine's own check (`Engine::outside_tx` in `common::engines`: SQLite
+/// and Turso ask the connection whether it is in autocommit mode, Postgres compares the
+/// virtual transaction ids of two statements, MySQL reads `@@in_transaction`).
 pub async fn check_idle(conn: &mut MiddlewarePoolConnection, kind: Kind) -> Result<(), String> {
     match conn.query("SELECT 1").one::<(i64,)>().await {
         Ok((1,)) => {}
         other => return Err(format!("SELECT 1 on the checkout gave {other:?}")),
     }
-    match kind {
-        Kind::Sqlite => {
-            #[cfg(feature = "sqlite")]
-            {
-                let auto = conn
-                    .with_blocking_sqlite(|c| Ok(c.is_autocommit()))
-                    .await
-                    .map_err(|e| format!("raw access for is_autocommit failed: {e:?}"))?;
-                if !auto {
-                    return Err("SQLite connection is inside a transaction".into());
-                }
-            }
-            Ok(())
-        }
-        Kind::Turso => {
-            #[cfg(feature = "turso")]
-            {
-                let auto = conn
-                    .turso_connection()
-                    .await
-                    .map_err(|e| format!("raw Turso access failed: {e:?}"))?
-                    .is_autocommit()
-                    .map_err(|e| format!("is_autocommit failed: {e:?}"))?;
-                if !auto {
-                    return Err("Turso connection is inside a transaction".into());
-                }
-            }
-            Ok(())
-        }
-        Kind::Postgres => {
-            const VXID: &str = "SELECT virtualtransaction FROM pg_locks \
-                 WHERE locktype = 'virtualxid' AND pid = pg_backend_pid() LIMIT 1";
-            let a = conn.query(VXID).one::<(String,)>().await;
-            let b = conn.query(VXID).one::<(String,)>().await;
-            let xid = conn
-                .query("SELECT txid_current_if_assigned()::text::int8")
-                .one::<(Option<i64>,)>()
-                .await;
-            match (a, b, xid) {
-                (Ok((a,)), Ok((b,)), Ok((None,))) if a != b => Ok(()),
-                (Ok((a,)), Ok((b,)), Ok((None,))) => Err(format!(
-                    "two statements ran in one transaction ({a} == {b}): the connection is inside an open transaction"
-                )),
-                (_, _, Ok((Some(x),))) => Err(format!(
-                    "the connection is inside a transaction that holds transaction id {x}"
-                )),
-                (a, b, x) => Err(format!("idle probes failed: {a:?} / {b:?} / {x:?}")),
-            }
-        }
-        Kind::Mysql => match conn.query("SELECT @@in_transaction").one::<(i64,)>().await {
-            Ok((0,)) => Ok(()),
-            Ok((n,)) => Err(format!(
-                "MySQL connection is inside a transaction (@@in_transaction = {n})"
-            )),
-            Err(e) => Err(format!("idle probe failed: {e:?}")),
-        },
-    }
+    kind.outside_tx(conn).await
 }
 
-/// A stable identity of the physical connection behind `conn`, when the backend offers one:
-/// Postgres' backend pid; MySQL's connection id; on SQLite an id marked in the connection's own
-/// statement cache (which only that connection has). `None` on Turso (no connection-local state
-/// the API can show).
+/// A stable identity of the physical connection behind `conn`, when the engine offers one
+/// (`Engine::conn_identity`): Postgres' backend pid; MySQL's connection id; on SQLite an id
+/// marked in the connection's own statement cache (which only that connection has). `None` on
+/// Turso (no connection-local state the API can show).
 pub async fn conn_identity(conn: &mut MiddlewarePoolConnection, kind: Kind) -> Option<i64> {
-    match kind {
-        Kind::Postgres => conn
-            .query("SELECT pg_backend_pid()::int8")
-            .one::<(i64,)>()
-            .await
-            .ok()
-            .map(|r| r.0),
-        Kind::Sqlite => {
-            // A mark in the connection's prepared-statement cache, which the pool keeps (it is
-            // no part of the session: a fresh connection's cache differs only in speed). The
-            // statement is run N times when first prepared on a connection, N unique in the
-            // process; its run count then names the connection. (Settings are no mark: the
-            // pool puts every one back, and discards a connection holding temporary objects.)
-            static NEXT: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1);
-            conn.with_blocking_sqlite(|raw| {
-                use sql_middleware::drivers::rusqlite::StatementStatus;
-                let mut st = raw.prepare_cached("SELECT 'sqlmw-connection-identity'")?;
-                let runs = i64::from(st.get_status(StatementStatus::Run));
-                if runs > 0 {
-                    return Ok(runs);
-                }
-                let v = NEXT.fetch_add(1, Ordering::Relaxed);
-                for _ in 0..v {
-                    st.query_row([], |_| Ok(()))?;
-                }
-                Ok(v)
-            })
-            .await
-            .ok()
-        }
-        Kind::Mysql => conn
-            .query("SELECT CONNECTION_ID()")
-            .one::<(i64,)>()
-            .await
-            .ok()
-            .map(|r| r.0),
-        Kind::Turso => None,
-    }
+    kind.conn_identity(conn).await
 }
 
 // ---- heartbeat --------------------------------------------------------------------------------

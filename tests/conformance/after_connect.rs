@@ -25,30 +25,24 @@ struct Probe {
 /// table is not checked).
 fn own_session(kind: Kind) -> bool {
     #[cfg(feature = "postgres")]
-    if kind == Kind::Postgres && crate::common::pgbouncer::via_bouncer() {
+    if kind == Kind::Postgres && crate::common::pg::pgbouncer::via_bouncer() {
         return false;
     }
     let _ = kind;
     true
 }
 
-/// `CREATE TEMPORARY TABLE IF NOT EXISTS hook_seen (n BIGINT)` as `kind` spells it (MySQL
-/// has no `TEMP` shorthand).
-fn hook_table_sql(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Mysql => "CREATE TEMPORARY TABLE IF NOT EXISTS hook_seen (n BIGINT)",
-        Kind::Sqlite | Kind::Postgres | Kind::Turso => {
-            "CREATE TEMP TABLE IF NOT EXISTS hook_seen (n BIGINT)"
-        }
-    }
+/// `CREATE TEMP TABLE IF NOT EXISTS hook_seen (n BIGINT)` as `kind` spells it.
+fn hook_table_sql(kind: Kind) -> String {
+    format!(
+        "CREATE {} TABLE IF NOT EXISTS hook_seen (n BIGINT)",
+        kind.sql().temp
+    )
 }
 
-/// `$1` cast to a 64-bit integer (MySQL's cast target is `SIGNED`, not `BIGINT`).
-fn cast_int_sql(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Mysql => "SELECT CAST($1 AS SIGNED)",
-        Kind::Sqlite | Kind::Postgres | Kind::Turso => "SELECT CAST($1 AS BIGINT)",
-    }
+/// `$1` cast to a 64-bit integer, as `kind` spells it.
+fn cast_int_sql(kind: Kind) -> String {
+    format!("SELECT {}", kind.sql().cast_int("$1"))
 }
 
 /// A builder on `db`'s database whose hook reports to `probe`: it runs a script, a statement
@@ -70,7 +64,7 @@ fn counted(db: &TestDb, probe: &Arc<Probe>) -> PoolBuilder {
                 ));
             }
             if own {
-                conn.execute_batch(hook_table_sql(kind)).await?;
+                conn.execute_batch(&hook_table_sql(kind)).await?;
                 conn.dml(
                     "INSERT INTO hook_seen (n) VALUES ($1)",
                     &[RowValues::Int(7)],
@@ -78,7 +72,7 @@ fn counted(db: &TestDb, probe: &Arc<Probe>) -> PoolBuilder {
                 .await?;
             }
             let rows = conn
-                .select(cast_int_sql(kind), &[RowValues::Int(7)])
+                .select(&cast_int_sql(kind), &[RowValues::Int(7)])
                 .await?;
             assert_eq!(rows.results.len(), 1);
             p.ran.fetch_add(1, Ordering::SeqCst);
@@ -314,7 +308,7 @@ async fn t_hook_state_is_the_clean_state(db: &TestDb) {
             let p = Arc::clone(&p);
             Box::pin(async move {
                 conn.execute_batch(&set_sql(kind, mine)).await?;
-                conn.execute_batch(hook_table_sql(kind)).await?;
+                conn.execute_batch(&hook_table_sql(kind)).await?;
                 conn.dml(
                     "INSERT INTO hook_seen (n) VALUES ($1)",
                     &[RowValues::Int(7)],
@@ -350,11 +344,8 @@ async fn t_hook_state_is_the_clean_state(db: &TestDb) {
         "[{k}] the hook's table is there"
     );
     // A borrower makes a temporary table of its own, and changes the setting.
-    let borrowed = match kind {
-        Kind::Mysql => "CREATE TEMPORARY TABLE borrowed (x BIGINT)",
-        Kind::Sqlite | Kind::Postgres | Kind::Turso => "CREATE TEMP TABLE borrowed (x BIGINT)",
-    };
-    c.execute_batch(borrowed).await.unwrap();
+    let borrowed = format!("CREATE {} TABLE borrowed (x BIGINT)", kind.sql().temp);
+    c.execute_batch(&borrowed).await.unwrap();
     c.execute_batch(&set_sql(kind, theirs)).await.unwrap();
     drop(c);
     let mut c = pool.get_connection().await.unwrap();
@@ -401,15 +392,7 @@ async fn t_hook_statements_are_not_counted(db: &TestDb) {
 /// The hook is told the backend, and a builder of every backend takes it (also from a URL).
 async fn t_hook_knows_its_backend(db: &TestDb) {
     let k = db.kind.name();
-    let expected = match db.kind {
-        Kind::Sqlite => DatabaseType::Sqlite,
-        Kind::Postgres => DatabaseType::Postgres,
-        Kind::Turso => DatabaseType::Turso,
-        #[cfg(feature = "mysql")]
-        Kind::Mysql => DatabaseType::Mysql,
-        #[cfg(not(feature = "mysql"))]
-        Kind::Mysql => unreachable!("a MySQL test database needs the mysql feature"),
-    };
+    let expected = db.kind.database_type();
     let seen = Arc::new(std::sync::Mutex::new(None));
     let s = Arc::clone(&seen);
     let pool = db

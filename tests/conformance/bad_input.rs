@@ -473,12 +473,8 @@ async fn t_bad_input(db: &TestDb) {
     rep.case("NaN parameter", v, &mut conn).await;
 
     // ---- decoding ---------------------------------------------------------------------------
-    // MySQL's cast target for a 64-bit integer is SIGNED.
-    let null_int = match k {
-        Kind::Mysql => "SELECT CAST(NULL AS SIGNED) AS n",
-        Kind::Sqlite | Kind::Postgres | Kind::Turso => "SELECT CAST(NULL AS BIGINT) AS n",
-    };
-    let r = conn.query(null_int).one::<(i64,)>().await;
+    let null_int = format!("SELECT {} AS n", k.sql().cast_int("NULL"));
+    let r = conn.query(&null_int).one::<(i64,)>().await;
     rep.case(
         "NULL decoded into i64",
         verdict(r, ErrorKind::TypeMismatch, Code::Middleware),

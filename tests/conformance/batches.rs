@@ -18,10 +18,7 @@ async fn t_execute_batch(db: &TestDb) {
     let text = db.ty(Logical::Text);
     let mut conn = db.conn().await;
     // MySQL's `||` is a logical OR: it concatenates with CONCAT().
-    let bang = match db.kind {
-        Kind::Mysql => "CONCAT(v, '!')",
-        Kind::Sqlite | Kind::Postgres | Kind::Turso => "v || '!'",
-    };
+    let bang = db.sql().concat("v", "'!'");
     batch(
         &mut conn,
         &format!(
@@ -425,10 +422,8 @@ async fn t_quoted_keywords_are_data(db: &TestDb) {
     let mut conn = db.conn().await;
     // The column is named `commit`, quoted as each engine quotes identifiers (MySQL reads
     // double quotes as a string), and concatenated as each engine does (MySQL's `||` is OR).
-    let (q, concat) = match db.kind {
-        Kind::Mysql => ("`commit`", "CONCAT(`commit`, ';')"),
-        Kind::Sqlite | Kind::Postgres | Kind::Turso => ("\"commit\"", "\"commit\" || ';'"),
-    };
+    let q = db.sql().quote("commit");
+    let concat = db.sql().concat(&q, "';'");
     batch(
         &mut conn,
         &format!("CREATE TABLE qk (id {int} PRIMARY KEY, {q} {text})"),

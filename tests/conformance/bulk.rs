@@ -302,10 +302,7 @@ async fn t_bad_identifiers_are_refused(db: &TestDb) {
 async fn t_quoted_names_work(db: &TestDb) {
     let k = db.kind.name();
     let mut conn = db.conn().await;
-    let (table, column) = match db.kind {
-        Kind::Mysql => ("`Bulk \"Mixed\"`", "`Select`"),
-        Kind::Sqlite | Kind::Postgres | Kind::Turso => ("\"Bulk \"\"Mixed\"\"\"", "\"Select\""),
-    };
+    let (table, column) = (db.sql().quote("Bulk \"Mixed\""), db.sql().quote("Select"));
     batch(
         &mut conn,
         &format!(
@@ -324,7 +321,7 @@ async fn t_quoted_names_work(db: &TestDb) {
         .await
         .unwrap();
     assert_eq!(n, 2, "[{k}]");
-    assert_eq!(count(&mut conn, table).await, 2, "[{k}]");
+    assert_eq!(count(&mut conn, &table).await, 2, "[{k}]");
 }
 
 async fn t_constraint_violation_loads_nothing(db: &TestDb) {

@@ -117,10 +117,7 @@ async fn changes(db: &TestDb, conn: &mut Conn) -> (Vec<Change>, Vec<String>) {
     let mut cleanup = Vec::new();
     batch(conn, &format!("CREATE TABLE cm (v {text})")).await;
     batch(conn, "INSERT INTO cm (v) VALUES ('main')").await;
-    let temp = match db.kind {
-        Kind::Mysql => format!("CREATE TEMPORARY TABLE cm (v {text})"),
-        _ => format!("CREATE TEMP TABLE cm (v {text})"),
-    };
+    let temp = format!("CREATE {} TABLE cm (v {text})", db.sql().temp);
     let mut v = vec![Change {
         name: "a temporary table shadows the table",
         sql: "SELECT v FROM cm",

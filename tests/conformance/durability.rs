@@ -137,12 +137,7 @@ async fn previous_borrower(db: &TestDb, pool: &ConfigAndPool, before: Before) {
     let mut c = pool.get_connection().await.expect("checkout");
     match before {
         Before::LeftOpen => {
-            let begin = if db.kind == Kind::Mysql {
-                "START TRANSACTION"
-            } else {
-                "BEGIN"
-            };
-            c.execute_batch(begin).await.expect("raw begin");
+            c.execute_batch(db.sql().begin).await.expect("raw begin");
             c.query("INSERT INTO dur (id, v) VALUES ($1, 'left open')")
                 .params(&[RowValues::Int(-1)])
                 .dml()

@@ -12,14 +12,6 @@ use crate::backend_tests;
 use crate::common::backends::{Kind, Logical, TestDb, expect_kind};
 use crate::helpers::*;
 
-/// A column that holds short text on `db` (MySQL keys and limits need a bounded type).
-fn short_text(db: &TestDb) -> &'static str {
-    match db.kind {
-        Kind::Mysql => "VARCHAR(64)",
-        Kind::Sqlite | Kind::Postgres | Kind::Turso => db.ty(Logical::Text),
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // NOT NULL: a missing value and an explicit NULL
 // ---------------------------------------------------------------------------------------------
@@ -35,7 +27,7 @@ async fn t_missing_not_null_value(db: &TestDb) {
         &format!(
             "CREATE TABLE ek_nn (id {} PRIMARY KEY, nn {} NOT NULL, other {})",
             db.ty(Logical::Int),
-            short_text(db),
+            db.ty(Logical::KeyText),
             db.ty(Logical::Int)
         ),
     )
@@ -200,7 +192,7 @@ async fn t_duplicate_key(db: &TestDb) {
             "CREATE TABLE ek_dup (id {} PRIMARY KEY, email {} UNIQUE);
              INSERT INTO ek_dup (id, email) VALUES (1, 'a@example.com');",
             db.ty(Logical::Int),
-            short_text(db)
+            db.ty(Logical::KeyText)
         ),
     )
     .await;
@@ -578,7 +570,7 @@ async fn permission_denied_mysql(c: &mut Conn) {
     let host = rest.split_once('@').map_or(rest, |(_, host)| host);
     let url = format!("{scheme}://{user}@{host}");
     let mut wrong = Vec::new();
-    match crate::common::backends::mysql_builder(&url)
+    match crate::common::engines::mysql::builder(&url)
         .max_size(1)
         .build()
         .await

@@ -4,18 +4,15 @@
 //!
 //! Test paths are `<topic>::<backend>::<test>`, e.g. `round_trips::postgres::round_trip_values`:
 //! each topic file below ends with its own `backend_tests!` list, which puts one copy of every
-//! body in the modules `sqlite`, `postgres` (feature `postgres`), `turso` (feature `turso`) and
-//! `mysql` (feature `mysql`). So `cargo test --all-features --test conformance -- postgres::`
-//! runs exactly the Postgres tests (CI runs them that way against a throwaway cluster, and
-//! `-- mysql::` against a throwaway MariaDB server), and `-- round_trips::` one topic.
+//! body in a module per engine of the list in `common::engines`: `sqlite` (feature `sqlite`),
+//! `postgres` (feature `postgres`), `turso` (feature `turso`) and `mysql` (feature `mysql`).
+//! So `cargo test --all-features --test conformance -- postgres::` runs exactly the Postgres
+//! tests (CI runs them that way against a throwaway cluster, and `-- mysql::` against a
+//! throwaway MariaDB server), and `-- round_trips::` one topic. Where a topic only spells SQL
+//! differently per engine, it asks the list (`db.sql()`, `db.ty(..)`) instead of matching on
+//! the engine.
 //! Tests that are not per backend sit directly in their topic (`errors::config::…`); their
 //! names never contain `postgres::` or `mysql::`.
-
-/// Every per-backend body runs on MySQL too (see `backend_tests!`).
-#[macro_export]
-macro_rules! mysql_backend_tests {
-    ($($items:tt)*) => { $($items)* };
-}
 
 #[path = "../common/mod.rs"]
 mod common;

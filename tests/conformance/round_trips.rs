@@ -871,13 +871,13 @@ async fn t_translation(db: &TestDb) {
     drop(st);
 
     // Translation off: the SQL goes to the engine unchanged, in its own placeholder style.
-    let native = match db.kind {
-        Kind::Sqlite | Kind::Turso => "SELECT id FROM tr WHERE a = ?1 AND b = ?2",
-        Kind::Postgres => "SELECT id FROM tr WHERE a = $1 AND b = $2",
-        Kind::Mysql => "SELECT id FROM tr WHERE a = ? AND b = ?",
-    };
+    let native = format!(
+        "SELECT id FROM tr WHERE a = {} AND b = {}",
+        db.sql().param(1),
+        db.sql().param(2)
+    );
     let (id,): (i64,) = conn
-        .query(native)
+        .query(&native)
         .translation(TranslationMode::Off)
         .params(&[10.into(), "y".into()])
         .one()
@@ -896,7 +896,7 @@ async fn t_translation(db: &TestDb) {
     drop(conn);
     let mut c = off.get_connection().await.unwrap();
     let (id,): (i64,) = c
-        .query(native)
+        .query(&native)
         .params(&[20.into(), "y".into()])
         .one()
         .await

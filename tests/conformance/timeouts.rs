@@ -52,12 +52,9 @@ const MYSQL_DIGITS: &str = "WITH d(x) AS (SELECT 0 UNION ALL SELECT 1 UNION ALL 
 /// Nine copies of the digits, joined: 10^9 rows.
 const MYSQL_NINE_JOINS: &str = "d a, d b, d c, d e, d f, d g, d h, d i, d j";
 
-/// `$1 + 1` as a 64-bit integer, as `kind` casts (MySQL: `SIGNED`).
-fn plus_one_sql(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Mysql => "SELECT CAST($1 AS SIGNED) + 1",
-        Kind::Sqlite | Kind::Postgres | Kind::Turso => "SELECT CAST($1 AS BIGINT) + 1",
-    }
+/// `$1 + 1` as a 64-bit integer, as `kind` casts.
+fn plus_one_sql(kind: Kind) -> String {
+    format!("SELECT {} + 1", kind.sql().cast_int("$1"))
 }
 
 /// Postgres in the unnamed (pooler) mode sends no cancel request: a statement past its limit
@@ -118,7 +115,7 @@ fn timed_out<T: std::fmt::Debug>(what: &str, started: Instant, r: Result<T, SqlM
 async fn still_fine(kind: Kind, what: &str, conn: &mut Conn) {
     for i in 0..20_i64 {
         let (n,): (i64,) = conn
-            .query(plus_one_sql(kind))
+            .query(&plus_one_sql(kind))
             .params(&[RowValues::Int(i)])
             .timeout(Duration::from_secs(30))
             .one()

@@ -1256,7 +1256,7 @@ async fn run_fresh(records: Vec<Record>, tally: &mut Tally) {
     let mut raw_tally = Tally::default();
     let (records, file_tally) = (&records, &mut raw_tally);
     crate::common::mysql::with_database(move |url| async move {
-        let db = crate::common::backends::mysql(&url).await;
+        let db = crate::common::engines::mysql::test_db(&url).await;
         let mut conn = db.conn().await;
         let opts = mysql_async::Opts::from_url(&crate::common::mysql::driver_url(&raw_url))
             .expect("raw url");

@@ -1538,7 +1538,7 @@ fn differential_sqlite() {
 #[test]
 fn differential_turso() {
     let rt = common::reliability::runtime();
-    let db = rt.block_on(common::backends::turso());
+    let db = rt.block_on(common::engines::turso::test_db());
     let mut conn = rt.block_on(db.db.get_connection()).expect("checkout");
     rt.block_on(conn.execute_batch(SQLITE_TABLE))
         .expect("table");
@@ -1552,7 +1552,7 @@ fn differential_mysql() {
     use mysql_async::prelude::Queryable;
     let rt = common::reliability::runtime();
     rt.block_on(common::mysql::with_database(|url| async move {
-        let db = common::backends::mysql(&url).await;
+        let db = common::engines::mysql::test_db(&url).await;
         let mut conn = db.conn().await;
         conn.execute_batch(mysql::MY_TABLE).await.expect("table");
         let mut raw = common::mysql::raw_conn(&url).await;
@@ -1580,7 +1580,7 @@ fn differential_mysql() {
 fn differential_postgres() {
     let rt = common::reliability::runtime();
     rt.block_on(common::pg::with_schema(|url| async move {
-        let db = common::backends::postgres(&url).await;
+        let db = common::engines::postgres::test_db(&url).await;
         let mut conn = db.conn().await;
         conn.execute_batch(PG_TABLE).await.expect("table");
         let raw = common::pg::raw_client(&url).await;

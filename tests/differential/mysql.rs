@@ -559,7 +559,7 @@ pub(crate) async fn query(conn: &mut mysql_async::Conn, sql: &str, p: &[i64]) ->
 fn bit_values_read_as_the_numbers_the_server_computes() {
     let rt = crate::common::reliability::runtime();
     rt.block_on(crate::common::mysql::with_database(|url| async move {
-        let db = crate::common::backends::mysql(&url).await;
+        let db = crate::common::engines::mysql::test_db(&url).await;
         let mut conn = db.conn().await;
         conn.execute_batch(
             "CREATE TABLE b (id INT PRIMARY KEY, w BIT(1), f BIT(5), x BIT(8), v BIT(64));

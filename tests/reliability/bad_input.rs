@@ -129,13 +129,12 @@ async fn t_matrix(db: &TestDb) {
     m.case("placeholder number past the engine's limit", v, c)
         .await;
 
-    // MySQL casts to SIGNED, not to BIGINT.
-    let two = if db.kind == Kind::Mysql {
-        "SELECT CAST($1 AS SIGNED) + CAST($2 AS SIGNED)"
-    } else {
-        "SELECT CAST($1 AS BIGINT) + CAST($2 AS BIGINT)"
-    };
-    let r = match c.prepare(two).await {
+    let two = format!(
+        "SELECT {} + {}",
+        db.sql().cast_int("$1"),
+        db.sql().cast_int("$2")
+    );
+    let r = match c.prepare(&two).await {
         Ok(mut p) => p.select(&[1.into()]).await,
         Err(e) => Err(e),
     };

@@ -872,7 +872,7 @@ mod sqlite_models {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn cancel_at_every_await_point_offload() {
         let _group = common::groups::enter("cancel");
-        let db = common::backends::sqlite().await;
+        let db = common::engines::sqlite::test_db().await;
         let b = db.builder().sqlite_exec_model(SqliteExecModel::Offload);
         t_cancel_everywhere(&db, b, "sqlite-offload").await
     }
@@ -880,7 +880,7 @@ mod sqlite_models {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn cancel_at_every_await_point_inline() {
         let _group = common::groups::enter("cancel");
-        let db = common::backends::sqlite().await;
+        let db = common::engines::sqlite::test_db().await;
         let b = db.builder().sqlite_exec_model(SqliteExecModel::Inline);
         t_cancel_everywhere(&db, b, "sqlite-inline").await
     }
@@ -888,7 +888,7 @@ mod sqlite_models {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn dropped_statement_then_commit_offload() {
         let _group = common::groups::enter("cancel");
-        let db = common::backends::sqlite().await;
+        let db = common::engines::sqlite::test_db().await;
         let b = db.builder().sqlite_exec_model(SqliteExecModel::Offload);
         t_dropped_statement_then_commit(&db, b, "sqlite-offload").await
     }

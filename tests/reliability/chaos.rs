@@ -547,7 +547,7 @@ async fn postgres_connections_killed_behind_pgbouncer() {
             cfg.get_user().unwrap_or("postgres")
         )
     };
-    let through = common::pgbouncer::shared().url(&db);
+    let through = common::pg::pgbouncer::shared().url(&db);
     let run = std::panic::AssertUnwindSafe(async {
         let (pool, admin, app) =
             pg_pools(&through, &direct, sql_middleware::StatementCache::Unnamed).await;
@@ -778,7 +778,7 @@ async fn t_writers(db: &TestDb) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_writers_lose_nothing() {
     let _group = common::groups::enter("chaos");
-    let db = common::backends::sqlite().await;
+    let db = common::engines::sqlite::test_db().await;
     t_writers(&db).await
 }
 
@@ -786,7 +786,7 @@ async fn sqlite_writers_lose_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turso_writers_lose_nothing() {
     let _group = common::groups::enter("chaos");
-    let db = common::backends::turso().await;
+    let db = common::engines::turso::test_db().await;
     t_writers(&db).await
 }
 
@@ -799,7 +799,7 @@ async fn turso_writers_lose_nothing() {
 async fn sqlite_new_connection_waits_for_a_held_lock() {
     let _group = common::groups::enter("chaos");
     use sql_middleware::drivers::rusqlite;
-    let db = common::backends::sqlite().await;
+    let db = common::engines::sqlite::test_db().await;
     {
         let mut c = db.conn().await;
         c.execute_batch("CREATE TABLE lk (id INTEGER PRIMARY KEY)")
@@ -867,7 +867,7 @@ async fn sqlite_new_connection_waits_for_a_held_lock() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_server_restarted_under_load() {
     let _group = common::groups::enter("chaos");
-    let cluster = common::pg::start_restartable_cluster().unwrap_or_else(|e| {
+    let cluster = common::pg::cluster::start_restartable_cluster().unwrap_or_else(|e| {
         panic!(
             "the restart test starts its own PostgreSQL cluster and needs the server binaries \
              (initdb, pg_ctl) in PATH or /usr/lib/postgresql/*/bin: {e}"

@@ -73,36 +73,9 @@ impl Value {
     }
 }
 
-fn base(kind: Kind) -> String {
-    match kind {
-        #[cfg(feature = "mysql")]
-        Kind::Mysql => common::mysql::base_url(),
-        #[cfg(not(feature = "mysql"))]
-        Kind::Mysql => panic!("MySQL is not in this build"),
-        Kind::Sqlite => "sqlite::memory:".to_owned(),
-        Kind::Turso => "turso::memory:".to_owned(),
-        Kind::Postgres => common::pg::base_url(),
-    }
-}
-
 fn with_param(url: &str, key: &str, value: &str) -> String {
     let sep = if url.contains('?') { '&' } else { '?' };
     format!("{url}{sep}{key}={value}")
-}
-
-fn builder_for(kind: Kind) -> PoolBuilder {
-    match kind {
-        #[cfg(feature = "sqlite")]
-        Kind::Sqlite => ConfigAndPool::sqlite_memory(),
-        #[cfg(feature = "turso")]
-        Kind::Turso => ConfigAndPool::turso_memory(),
-        #[cfg(feature = "postgres")]
-        Kind::Postgres => ConfigAndPool::postgres(&common::pg::base_url()),
-        #[cfg(feature = "mysql")]
-        Kind::Mysql => ConfigAndPool::mysql(&common::mysql::base_url()),
-        #[allow(unreachable_patterns)]
-        other => panic!("{other:?} is not in this build"),
-    }
 }
 
 fn set(b: PoolBuilder, key: &str, v: Value) -> PoolBuilder {
@@ -130,11 +103,11 @@ fn case_builder(
     v: Value,
 ) -> Option<Result<PoolBuilder, SqlMiddlewareDbError>> {
     match input {
-        Input::Builder => Some(Ok(set(builder_for(kind), key, v))),
+        Input::Builder => Some(Ok(set(kind.base_builder(), key, v))),
         Input::Url => {
             let value = v.url()?;
             Some(ConfigAndPool::from_url(&with_param(
-                &base(kind),
+                &kind.base_url(),
                 key,
                 &value,
             )))
@@ -154,7 +127,7 @@ fn case_builder(
             };
             let json = format!(
                 "{{\"url\": {}, \"{field}\": {number}}}",
-                serde_json::Value::from(base(kind))
+                serde_json::Value::from(kind.base_url())
             );
             let cfg: sql_middleware::Config = serde_json::from_str(&json).ok()?;
             Some(cfg.builder())
@@ -216,23 +189,6 @@ fn guarded(kind: Kind, input: Input, key: &str, v: Value) -> Option<Result<(), S
     }
 }
 
-fn kinds() -> Vec<Kind> {
-    let mut v = Vec::new();
-    if cfg!(feature = "sqlite") {
-        v.push(Kind::Sqlite);
-    }
-    if cfg!(feature = "turso") {
-        v.push(Kind::Turso);
-    }
-    if cfg!(feature = "postgres") {
-        v.push(Kind::Postgres);
-    }
-    if cfg!(feature = "mysql") {
-        v.push(Kind::Mysql);
-    }
-    v
-}
-
 fn inputs() -> Vec<Input> {
     vec![
         Input::Builder,
@@ -246,7 +202,7 @@ fn inputs() -> Vec<Input> {
 fn extreme_values_are_config_errors_never_panics() {
     let _group = common::groups::enter("config");
     let (mut cases, mut bad) = (0, Vec::new());
-    for kind in kinds() {
+    for kind in Kind::built() {
         for input in inputs() {
             let values = DURATION_SETTINGS
                 .iter()

@@ -126,7 +126,7 @@ fn children(pid: u32) -> Vec<u32> {
 
 /// A throwaway cluster's URL and its postmaster's pid.
 async fn throwaway() -> Option<(String, u32)> {
-    let url = crate::common::pg::start_throwaway_cluster()?;
+    let url = crate::common::pg::cluster::start_throwaway_cluster()?;
     let client = crate::common::pg::raw_client(&url).await;
     let row = client
         .query_one("SELECT pg_backend_pid()", &[])

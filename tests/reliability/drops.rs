@@ -261,13 +261,14 @@ async fn every_drop_returns_at_once(db: &ConfigAndPool, kind: Kind, mode: &str, 
         .map(|i| vec![RowValues::Int(i), RowValues::Text("z".repeat(1000))])
         .collect();
     let refs: Vec<&[RowValues]> = sets.iter().map(Vec::as_slice).collect();
-    let insert = if kind == Kind::Postgres {
-        "INSERT INTO d (id, v) VALUES ($1, $2)"
-    } else {
-        "INSERT INTO d (id, v) VALUES (?1, ?2)"
-    };
+    // In the engine's own placeholders.
+    let insert = format!(
+        "INSERT INTO d (id, v) VALUES ({}, {})",
+        kind.sql().param(1),
+        kind.sql().param(2)
+    );
     for ms in [1, 5] {
-        if let Some(d) = cut(conn.pipeline(insert, &refs), ms).await {
+        if let Some(d) = cut(conn.pipeline(&insert, &refs), ms).await {
             cut_short += 1;
             c.add(Some(d), Duration::ZERO);
         }
@@ -407,7 +408,7 @@ async fn on_file(kind: Kind, wal: bool, flavour: &'static str) {
 #[cfg(feature = "postgres")]
 async fn on_postgres(flavour: &'static str) {
     crate::common::pg::with_schema(|url| async move {
-        let db = crate::common::backends::postgres(&url).await;
+        let db = crate::common::engines::postgres::test_db(&url).await;
         every_drop_returns_at_once(&db.db, Kind::Postgres, "server", flavour).await;
     })
     .await;

@@ -37,7 +37,7 @@ use sql_middleware::prelude::*;
 
 use crate::common::groups;
 use crate::common::ledger as load;
-use crate::common::pgaf::Formation;
+use crate::common::pg::pgaf::Formation;
 
 /// The scenarios run one at a time: each loads the machine and measures time.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

@@ -13,8 +13,8 @@ use sql_middleware::prelude::*;
 use crate::common::groups;
 use crate::common::pg;
 
-fn pair() -> pg::Pair {
-    pg::start_primary_and_standby().unwrap_or_else(|e| {
+fn pair() -> pg::cluster::Pair {
+    pg::cluster::start_primary_and_standby().unwrap_or_else(|e| {
         panic!(
             "the HA tests start a primary and a standby from the local PostgreSQL server \
              binaries (initdb, pg_ctl, pg_basebackup; Debian: apt-get install postgresql): {e}"

@@ -514,12 +514,8 @@ const SECRET: &str = "hunter2-do-not-log-me";
 async fn t_bound_values_never_reach_error_messages(db: &crate::common::backends::TestDb) {
     let k = db.kind.name();
     let mut conn = db.conn().await;
-    // MySQL keys a text column only with a bounded type.
-    let token = if db.kind == Kind::Mysql {
-        "VARCHAR(255)"
-    } else {
-        "TEXT"
-    };
+    // A text column a key can hold (MySQL keys one only with a bounded type).
+    let token = db.ty(crate::common::backends::Logical::KeyText);
     conn.execute_batch(&format!(
         "CREATE TABLE tok (token {token} PRIMARY KEY, n INTEGER NOT NULL)"
     ))
@@ -594,7 +590,8 @@ async fn t_bound_values_never_reach_error_messages(db: &crate::common::backends:
 #[tokio::test(flavor = "current_thread")]
 async fn panic_in_user_code_on_a_current_thread_runtime_sqlite() {
     let _group = groups::enter("integrity");
-    t_panic_in_user_code_leaves_nothing_armed(&crate::common::backends::sqlite().await).await
+    t_panic_in_user_code_leaves_nothing_armed(&crate::common::engines::sqlite::test_db().await)
+        .await
 }
 
 /// See [`panic_in_user_code_on_a_current_thread_runtime_sqlite`].
@@ -602,7 +599,7 @@ async fn panic_in_user_code_on_a_current_thread_runtime_sqlite() {
 #[tokio::test(flavor = "current_thread")]
 async fn panic_in_user_code_on_a_current_thread_runtime_turso() {
     let _group = groups::enter("integrity");
-    t_panic_in_user_code_leaves_nothing_armed(&crate::common::backends::turso().await).await
+    t_panic_in_user_code_leaves_nothing_armed(&crate::common::engines::turso::test_db().await).await
 }
 
 /// Every backend keeps at most `statement_cache_capacity` statements per connection, evicts the

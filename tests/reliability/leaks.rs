@@ -397,7 +397,7 @@ async fn connect_errors_name_their_cause() {
 async fn a_failed_password_names_authentication_and_never_the_password() {
     let _group = common::groups::enter("leaks");
     let cluster = tokio::task::spawn_blocking(|| {
-        common::pg::start_cluster_with(&common::pg::ClusterSetup {
+        common::pg::cluster::start_cluster_with(&common::pg::cluster::ClusterSetup {
             settings: vec![("password_encryption".into(), "scram-sha-256".into())],
             hba: Some("local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n".into()),
             ..Default::default()

@@ -14,13 +14,6 @@
 //! `<topic>::<backend>::<test>`: `cargo test --all-features --test reliability -- cancel::` runs
 //! one topic.
 
-/// Every per-backend body of `backend_tests!` runs on MySQL/MariaDB too (module `mysql`,
-/// feature `mysql`), each on a database of its own.
-#[macro_export]
-macro_rules! mysql_backend_tests {
-    ($($items:tt)*) => { $($items)* };
-}
-
 #[path = "../common/mod.rs"]
 mod common;
 

@@ -726,7 +726,7 @@ fn run_model(db: TestDb, handle: &tokio::runtime::Handle) {
 fn model_sqlite() {
     let _group = common::groups::enter("model");
     let rt = common::reliability::runtime();
-    let db = rt.block_on(common::backends::sqlite());
+    let db = rt.block_on(common::engines::sqlite::test_db());
     run_model(db, rt.handle());
 }
 
@@ -735,7 +735,7 @@ fn model_sqlite() {
 fn model_turso() {
     let _group = common::groups::enter("model");
     let rt = common::reliability::runtime();
-    let db = rt.block_on(common::backends::turso());
+    let db = rt.block_on(common::engines::turso::test_db());
     run_model(db, rt.handle());
 }
 
@@ -746,7 +746,7 @@ fn model_postgres() {
     let rt = common::reliability::runtime();
     rt.block_on(async {
         common::pg::with_schema(|url| async move {
-            let db = common::backends::postgres(&url).await;
+            let db = common::engines::postgres::test_db(&url).await;
             let handle = tokio::runtime::Handle::current();
             // proptest drives the cases synchronously: run them on a blocking thread.
             tokio::task::spawn_blocking(move || run_model(db, &handle))

@@ -230,7 +230,7 @@ fn run_columns(db: &TestDb, handle: &tokio::runtime::Handle) {
 fn get_by_name_returns_its_own_column_sqlite() {
     let _group = common::groups::enter("props");
     let rt = common::reliability::runtime();
-    let db = rt.block_on(common::backends::sqlite());
+    let db = rt.block_on(common::engines::sqlite::test_db());
     run_columns(&db, rt.handle());
 }
 
@@ -239,7 +239,7 @@ fn get_by_name_returns_its_own_column_sqlite() {
 fn get_by_name_returns_its_own_column_turso() {
     let _group = common::groups::enter("props");
     let rt = common::reliability::runtime();
-    let db = rt.block_on(common::backends::turso());
+    let db = rt.block_on(common::engines::turso::test_db());
     run_columns(&db, rt.handle());
 }
 
@@ -249,7 +249,7 @@ fn get_by_name_returns_its_own_column_postgres() {
     let _group = common::groups::enter("props");
     let rt = common::reliability::runtime();
     rt.block_on(common::pg::with_schema(|url| async move {
-        let db = common::backends::postgres(&url).await;
+        let db = common::engines::postgres::test_db(&url).await;
         let handle = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || run_columns(&db, &handle))
             .await

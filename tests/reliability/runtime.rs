@@ -532,8 +532,8 @@ async fn heartbeat_stays_on_time_under_contention() {
     let idle = hb.await.expect("heartbeat");
     let idle_p99 = quantile(&idle, 0.99);
 
-    let sqlite = common::backends::sqlite().await;
-    let turso = common::backends::turso().await;
+    let sqlite = common::engines::sqlite::test_db().await;
+    let turso = common::engines::turso::test_db().await;
     let mut pools = Vec::new();
     for db in [&sqlite, &turso] {
         let int = db.ty(Logical::Int);
@@ -631,7 +631,7 @@ backend_tests! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_offload_timed_out_statement_does_not_delay_the_next_borrower() {
     let _group = common::groups::enter("runtime");
-    let db = common::backends::sqlite().await;
+    let db = common::engines::sqlite::test_db().await;
     t_timeout_isolation(
         &db,
         |d| d.builder().sqlite_exec_model(SqliteExecModel::Offload),
@@ -644,7 +644,7 @@ async fn sqlite_offload_timed_out_statement_does_not_delay_the_next_borrower() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_long_write_is_offloaded_when_it_syncs_and_inline_first_otherwise() {
     let _group = common::groups::enter("runtime");
-    let db = common::backends::sqlite().await;
+    let db = common::engines::sqlite::test_db().await;
     t_sqlite_long_write(&db).await
 }
 
@@ -653,7 +653,7 @@ async fn sqlite_long_write_is_offloaded_when_it_syncs_and_inline_first_otherwise
 async fn postgres_cancel_of_an_abandoned_statement_does_not_hit_the_next_one() {
     let _group = common::groups::enter("runtime");
     common::pg::with_schema(|url| async move {
-        let db = common::backends::postgres(&url).await;
+        let db = common::engines::postgres::test_db(&url).await;
         t_pg_cancel_does_not_leak(&db).await
     })
     .await;

@@ -95,7 +95,7 @@ fn setups() -> Vec<Setup> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_session_of_a_pool_is_weaker_than_its_strictest_sslmode() {
     let _group = common::groups::enter("tls_floor");
-    let server = common::pg_tls::start_with(true).unwrap_or_else(|e| panic!("{e}"));
+    let server = common::pg::tls::start_with(true).unwrap_or_else(|e| panic!("{e}"));
     let admin = common::pg::raw_client(&server.cluster.socket_url).await;
     let ca = common::pg::percent_encode(&server.ca.display().to_string());
     let (mut sessions, mut wrong) = (0, Vec::new());

@@ -894,7 +894,7 @@ backend_tests! {
 async fn postgres_killed_mid_transaction() {
     let _group = common::groups::enter("transactions");
     common::pg::with_schema(|url| async move {
-        let db = common::backends::postgres(&url).await;
+        let db = common::engines::postgres::test_db(&url).await;
         t_pg_killed_mid_transaction(&db).await
     })
     .await;

@@ -2,7 +2,7 @@
 //! the mirror of `postgres_single_row_lookup` in the main crate.
 //!
 //! The server is `SQL_MIDDLEWARE_PG_URL`, else the local default, else a throwaway cluster
-//! (`tests/common/pg.rs`, shared by path). The bench uses schema `dataset::postgres_schema(N)`
+//! (`tests/common/pg/`, shared by path). The bench uses schema `dataset::postgres_schema(N)`
 //! with the main crate's table and rows, creates it when missing and drops it at the end.
 
 use std::hint::black_box;

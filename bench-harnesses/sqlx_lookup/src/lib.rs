@@ -22,12 +22,8 @@ pub mod dataset;
 
 /// Postgres server resolution shared with the main crate's tests (`SQL_MIDDLEWARE_PG_URL`, the
 /// local default server, or a throwaway cluster).
-#[path = "../../../tests/common/pg.rs"]
+#[path = "../../../tests/common/pg/mod.rs"]
 pub mod pg;
-/// The PgBouncer the shared server code can route through (`SQL_MIDDLEWARE_PG_VIA_PGBOUNCER`).
-#[path = "../../../tests/common/pgbouncer.rs"]
-#[allow(dead_code)]
-pub mod pgbouncer;
 /// The panic-catching runner the shared server code uses to tear down after a test body.
 #[path = "../../../tests/common/unwind.rs"]
 #[allow(dead_code)]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use sql_middleware::prelude::*;
 
 use crate::common::groups;
-use crate::common::pg_tls::{self, TlsServer};
+use crate::common::pg::tls::{self, TlsServer};
 use crate::common::tls_matrix::{self, Case, Cert, Got, Root};
 
 /// Connects as `case` says and asks the server whether the session is encrypted.
@@ -46,8 +46,8 @@ async fn every_mode_means_what_it_means_in_libpq() {
     let _group = groups::enter("postgres_tls");
     let started = tokio::task::spawn_blocking(|| {
         Ok::<_, String>((
-            pg_tls::start_named(true, false)?,
-            pg_tls::start_named(true, true)?,
+            tls::start_named(true, false)?,
+            tls::start_named(true, true)?,
         ))
     })
     .await

@@ -2,7 +2,7 @@
 //! system's `pgbouncer` binary (Debian: `apt-get install pgbouncer`) on a free loopback port,
 //! for the life of the test process (a watchdog shell stops it when the process exits).
 //!
-//! `SQL_MIDDLEWARE_PG_VIA_PGBOUNCER=1` makes [`super::pg::with_schema`] hand every Postgres test
+//! `SQL_MIDDLEWARE_PG_VIA_PGBOUNCER=1` makes [`super::with_schema`] hand every Postgres test
 //! a fresh database reached through it (a schema's `search_path` cannot survive transaction
 //! pooling, a database can).
 
@@ -31,7 +31,7 @@ pub fn via_bouncer() -> bool {
 /// cannot be started.
 pub fn shared() -> &'static Bouncer {
     static B: OnceLock<Result<Bouncer, String>> = OnceLock::new();
-    match B.get_or_init(|| start(&super::pg::base_url(), 20, None)) {
+    match B.get_or_init(|| start(&super::base_url(), 20, None)) {
         Ok(b) => b,
         Err(e) => panic!("{e}"),
     }
@@ -41,13 +41,13 @@ pub fn shared() -> &'static Bouncer {
 /// clients to share one server connection). Panics, saying what to install, when it cannot
 /// start.
 pub fn dedicated(pool_size: usize) -> Bouncer {
-    start(&super::pg::base_url(), pool_size, None).unwrap_or_else(|e| panic!("{e}"))
+    start(&super::base_url(), pool_size, None).unwrap_or_else(|e| panic!("{e}"))
 }
 
 impl Bouncer {
     /// The database of the test server's URL, through the bouncer.
     pub fn base_db_url(&self) -> String {
-        let base: tokio_postgres::Config = super::pg::base_url().parse().expect("test URL");
+        let base: tokio_postgres::Config = super::base_url().parse().expect("test URL");
         self.url(base.get_dbname().unwrap_or("postgres"))
     }
 

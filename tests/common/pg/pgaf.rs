@@ -15,7 +15,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::pg;
+use super::cluster;
 
 /// The monitor's settings: health checks every 500 ms, a node unhealthy after 2 s.
 const MONITOR_SETTINGS: &str = "\n# shortened by the HA tests\n\
@@ -51,7 +51,7 @@ pub struct Node {
 
 /// A running formation (see the module's documentation).
 pub struct Formation {
-    dir: pg::ServerDir,
+    dir: cluster::ServerDir,
     autoctl: String,
     monitor_pgdata: String,
     /// The monitor's port.
@@ -85,7 +85,7 @@ impl Formation {
     /// Starts a monitor and two nodes and waits until `node1` is primary and `node2` its
     /// synchronous secondary. The error says what is missing or what failed.
     pub fn start() -> Result<Formation, String> {
-        let dir = pg::server_dir("sqlmw_pgaf")?;
+        let dir = cluster::server_dir("sqlmw_pgaf")?;
         let autoctl = find_autoctl(&dir.bin_dir).ok_or(
             "pg_autoctl was not found: install pg_auto_failover (Debian: apt-get install \
              postgresql-15-auto-failover; .ci/run installs it when missing)",

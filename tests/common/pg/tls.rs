@@ -1,4 +1,3 @@
-#![allow(dead_code)]
 //! A throwaway PostgreSQL cluster that speaks TLS, for the TLS tests and benches (feature
 //! `postgres-tls`). Certificates are made at start with `rcgen`:
 //!
@@ -12,8 +11,8 @@
 //! that is `hostssl` only over TCP (`cert` authentication for [`CERT_USER`], `trust` for the
 //! rest) and `trust` on its unix socket, where the tests' own plain-text admin connections go.
 //!
-//! `SQL_MIDDLEWARE_PG_TLS=1` makes [`super::pg::base_url`] use this cluster's socket and
-//! [`super::pg::PgSchema`] hand tests `verify-full` URLs to it, so the conformance suite runs
+//! `SQL_MIDDLEWARE_PG_TLS=1` makes [`super::base_url`] use this cluster's socket and
+//! [`super::PgSchema`] hand tests `verify-full` URLs to it, so the conformance suite runs
 //! over TLS. It needs the PostgreSQL server binaries, and fails saying so without them.
 
 use std::path::PathBuf;
@@ -39,7 +38,7 @@ pub fn via_tls() -> bool {
 #[derive(Debug, Clone)]
 pub struct TlsServer {
     /// The cluster (its port, its unix-socket URL, its directory).
-    pub cluster: super::pg::Cluster,
+    pub cluster: super::cluster::Cluster,
     /// The CA that signed the server's and the client's certificates (PEM).
     pub ca: PathBuf,
     /// A CA that signed nothing here (PEM).
@@ -62,7 +61,7 @@ impl TlsServer {
 
     /// The URL the TLS mode hands the tests: `localhost`, `verify-full`, the test CA.
     pub fn verify_full_url(&self) -> String {
-        let ca = super::pg::percent_encode(&self.ca.display().to_string());
+        let ca = super::percent_encode(&self.ca.display().to_string());
         self.url(
             "postgres",
             "localhost",
@@ -111,7 +110,7 @@ pub fn start_named(plain_tcp: bool, ip_san: bool) -> Result<TlsServer, String> {
     if plain_tcp {
         hba.push_str("host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n");
     }
-    let setup = super::pg::ClusterSetup {
+    let setup = super::cluster::ClusterSetup {
         files: vec![
             ("server.crt".to_owned(), m.server_cert.clone().into_bytes()),
             ("server.key".to_owned(), m.server_key.clone().into_bytes()),
@@ -127,7 +126,7 @@ pub fn start_named(plain_tcp: bool, ip_san: bool) -> Result<TlsServer, String> {
         .to_vec(),
         hba: Some(hba),
     };
-    let cluster = super::pg::start_cluster_with(&setup).map_err(|e| {
+    let cluster = super::cluster::start_cluster_with(&setup).map_err(|e| {
         format!(
             "cannot start a TLS PostgreSQL cluster for the TLS tests: {e}\n\
              Install the PostgreSQL server binaries (initdb, pg_ctl, postgres; Debian/Ubuntu: \

@@ -1,0 +1,444 @@
+#![allow(dead_code)]
+//! PostgreSQL provisioning for the integration tests, split by job:
+//!
+//! - this module: finding the server ([`base_url`]) and a schema per test ([`PgSchema`],
+//!   [`with_schema`]), so tests can run in parallel without seeing each other's tables;
+//! - [`cluster`]: throwaway clusters (started with `initdb` and `pg_ctl`), restartable ones,
+//!   ones with files and settings of their own, and a primary with a streaming standby;
+//! - `tls` (feature `postgres-tls`): a throwaway cluster that speaks TLS;
+//! - [`pgbouncer`]: a PgBouncer in transaction mode in front of the test server;
+//! - `pgaf` (unix): a pg_auto_failover formation for the HA tests.
+//!
+//! Include it from a test binary through a `common/mod.rs` containing `pub mod pg;`, or with
+//! `#[path = "common/pg/mod.rs"] mod pg;` beside `#[path = "common/unwind.rs"] mod unwind;`
+//! (the benches do). It depends only on `std`, `tokio`, `tokio-postgres` and (for `tls`)
+//! `rcgen`, never on the library under test.
+
+use std::collections::hash_map::RandomState;
+use std::future::Future;
+use std::hash::BuildHasher;
+use std::panic::resume_unwind;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio_postgres::NoTls;
+
+pub mod cluster;
+#[cfg(unix)]
+pub mod pgaf;
+pub mod pgbouncer;
+#[cfg(feature = "postgres-tls")]
+pub mod tls;
+
+/// Environment variable that names the PostgreSQL server to test against.
+pub const PG_URL_ENV: &str = "SQL_MIDDLEWARE_PG_URL";
+
+/// How long one connectivity probe may take before the candidate counts as unreachable.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Environment variable that, set to `1`, skips the local server and starts a throwaway cluster:
+/// it exercises the path taken on machines that have the PostgreSQL binaries but no server.
+pub const PG_THROWAWAY_ENV: &str = "SQL_MIDDLEWARE_PG_THROWAWAY";
+
+/// Prefix of every schema created by [`PgSchema::create`].
+pub const SCHEMA_PREFIX: &str = "sqlmw_t_";
+
+/// Base URL of a reachable PostgreSQL server (a connect string usable by
+/// `tokio_postgres::Config::from_str`).
+///
+/// Resolved once per process, in this order (with `SQL_MIDDLEWARE_PG_TLS=1`, instead: the unix
+/// socket of a TLS cluster started for the process, see `tls.rs`):
+///  1. the environment variable `SQL_MIDDLEWARE_PG_URL`, if set and non-empty; if that server
+///     cannot be reached this panics instead of falling through to the other sources;
+///  2. the local default server: the unix socket in `/var/run/postgresql`, then
+///     `127.0.0.1:5432`, as user `postgres` and then as user `root` (database `postgres`);
+///  3. a throwaway cluster started with `initdb` + `pg_ctl`/`postgres` found in `PATH` or
+///     `/usr/lib/postgresql/*/bin` (see [`cluster::start_throwaway_cluster`]);
+///  4. otherwise it panics with instructions for providing a server. It never skips silently.
+///
+/// A candidate counts only if a connection succeeds within about 2 seconds and the user may
+/// create schemas in the database. The outcome, including a failure, is cached: every later
+/// call returns the same URL or panics with the same message.
+///
+/// This function is synchronous and safe to call from inside a tokio runtime: probes run on a
+/// short-lived separate thread with its own current-thread runtime.
+pub fn base_url() -> String {
+    static BASE: OnceLock<Result<String, String>> = OnceLock::new();
+    match BASE.get_or_init(resolve_base_url) {
+        Ok(url) => url.clone(),
+        Err(message) => panic!("{message}"),
+    }
+}
+
+/// Environment variable that, set to `1`, runs the Postgres tests over TLS (`tls.rs`).
+pub const PG_TLS_ENV: &str = "SQL_MIDDLEWARE_PG_TLS";
+
+/// In the TLS mode (`SQL_MIDDLEWARE_PG_TLS=1`), the base server is a TLS cluster started for
+/// the process, reached through its unix socket (plain text) by the tests' admin connections.
+fn tls_base() -> Option<Result<String, String>> {
+    if !std::env::var(PG_TLS_ENV).is_ok_and(|v| v == "1") {
+        return None;
+    }
+    #[cfg(feature = "postgres-tls")]
+    {
+        Some(tls::try_shared().map(|s| s.cluster.socket_url.clone()))
+    }
+    #[cfg(not(feature = "postgres-tls"))]
+    {
+        Some(Err(format!(
+            "{PG_TLS_ENV}=1 needs the `postgres-tls` feature: run with --all-features"
+        )))
+    }
+}
+
+/// In the TLS mode, the URL tests connect with: `verify-full` to `localhost` (see `tls.rs`).
+fn tls_test_url() -> Option<String> {
+    #[cfg(feature = "postgres-tls")]
+    if tls::via_tls() {
+        return Some(tls::shared().verify_full_url());
+    }
+    None
+}
+
+/// Runs the resolution steps documented on [`base_url`].
+fn resolve_base_url() -> Result<String, String> {
+    if let Some(base) = tls_base() {
+        return base;
+    }
+    if let Some(url) = std::env::var(PG_URL_ENV)
+        .ok()
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+    {
+        return match probe(&url, PROBE_TIMEOUT) {
+            Ok(()) => {
+                eprintln!(
+                    "[pg tests] using PostgreSQL from {PG_URL_ENV}: {}",
+                    redact(&url)
+                );
+                Ok(url)
+            }
+            Err(e) => Err(format!(
+                "{PG_URL_ENV} is set to {:?}, but that PostgreSQL server is not usable: {e}\n\
+                 Fix the URL (format: postgres://user@host:port/db, the user must be allowed to \
+                 create schemas) or unset {PG_URL_ENV} to let the tests find or start a local server.",
+                redact(&url)
+            )),
+        };
+    }
+
+    let mut tried = Vec::new();
+    let force_throwaway = std::env::var(PG_THROWAWAY_ENV).is_ok_and(|v| v == "1");
+    let candidates = if force_throwaway {
+        tried.push(format!(
+            "  - local server: skipped because {PG_THROWAWAY_ENV}=1"
+        ));
+        Vec::new()
+    } else {
+        local_candidates()
+    };
+    for url in candidates {
+        match probe(&url, PROBE_TIMEOUT) {
+            Ok(()) => {
+                eprintln!("[pg tests] using the local PostgreSQL server at {url}");
+                return Ok(url);
+            }
+            Err(e) => tried.push(format!("  - {url}: {e}")),
+        }
+    }
+
+    match cluster::try_start_throwaway_cluster() {
+        Ok(url) => return Ok(url),
+        Err(e) => tried.push(format!("  - throwaway cluster: {e}")),
+    }
+
+    Err(format!(
+        "no PostgreSQL server is available for the integration tests.\n\
+         Tried:\n{}\n\
+         Provide one of these:\n\
+         \x20 * set {PG_URL_ENV}=postgres://user@host:port/db for a running server on which that \
+         user may create schemas, or\n\
+         \x20 * install the PostgreSQL server binaries (initdb, pg_ctl, postgres) so a throwaway \
+         cluster can be started (Debian/Ubuntu: `apt-get install postgresql`).",
+        tried.join("\n")
+    ))
+}
+
+/// The connect strings tried for the machine's default local server, in order.
+fn local_candidates() -> Vec<String> {
+    let mut candidates = Vec::new();
+    for user in ["postgres", "root"] {
+        candidates.push(format!(
+            "postgres://{user}@%2Fvar%2Frun%2Fpostgresql/postgres"
+        ));
+        candidates.push(format!("postgres://{user}@127.0.0.1:5432/postgres"));
+    }
+    candidates
+}
+
+/// Checks that `url` accepts a connection within `timeout` and that its user may create schemas.
+///
+/// Runs on a separate thread with its own current-thread runtime, so it can be called from
+/// synchronous code that itself runs inside a tokio runtime.
+fn probe(url: &str, timeout: Duration) -> Result<(), String> {
+    let url = url.to_owned();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot build the probe runtime: {e}"))?;
+        runtime.block_on(async {
+            match tokio::time::timeout(timeout, probe_async(&url)).await {
+                Ok(result) => result,
+                Err(_) => Err(format!("no answer within {timeout:?}")),
+            }
+        })
+    })
+    .join()
+    .unwrap_or_else(|_| Err("the probe thread panicked".to_owned()))
+}
+
+/// The async body of [`probe`].
+async fn probe_async(url: &str) -> Result<(), String> {
+    let (client, connection) = tokio_postgres::connect(url, NoTls)
+        .await
+        .map_err(|e| error_text(&e))?;
+    let connection = tokio::spawn(connection);
+    let row = client
+        .query_one(
+            "SELECT has_database_privilege(current_user, current_database(), 'CREATE')",
+            &[],
+        )
+        .await
+        .map_err(|e| error_text(&e))?;
+    let can_create: bool = row.get(0);
+    drop(client);
+    let _ = connection.await;
+    if can_create {
+        Ok(())
+    } else {
+        Err("connected, but the user may not create schemas in this database".to_owned())
+    }
+}
+
+/// Formats an error together with its chain of sources (tokio-postgres puts the useful part,
+/// such as "Connection refused", in the source).
+fn error_text(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Hides the password of a `postgres://user:password@host` URL or a `password=` key.
+fn redact(url: &str) -> String {
+    for scheme in ["postgres://", "postgresql://"] {
+        if let Some(rest) = url.strip_prefix(scheme) {
+            let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+            if let Some(at) = rest[..authority_end].rfind('@')
+                && let Some(colon) = rest[..at].find(':')
+            {
+                return format!("{scheme}{}:***{}", &rest[..colon], &rest[at..]);
+            }
+            return url.to_owned();
+        }
+    }
+    url.split(' ')
+        .map(|part| {
+            if part.starts_with("password=") {
+                "password=***"
+            } else {
+                part
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// 16 random lowercase hex digits, from std only (per-process random hasher keys mixed with
+/// the time, the pid, a counter and the thread id).
+pub fn random_hex() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let hash = RandomState::new().hash_one((
+        nanos,
+        std::process::id(),
+        count,
+        std::thread::current().id(),
+    ));
+    format!("{hash:016x}")
+}
+
+/// Percent-encodes everything except RFC 3986 unreserved characters.
+pub fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() * 3);
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// Returns `base` with the libpq `options` parameter set so that every connection made from the
+/// result uses `schema` as its `search_path`.
+///
+/// Works for URL (`postgres://...`) and key/value (`host=... user=...`) connect strings; in URL
+/// form existing `options` are kept and extended. In key/value form an existing `options` key is
+/// overridden.
+pub fn url_with_search_path(base: &str, schema: &str) -> String {
+    let option = format!("-c search_path={schema}");
+    if base.starts_with("postgres://") || base.starts_with("postgresql://") {
+        let encoded = percent_encode(&option);
+        match base.split_once('?') {
+            None => format!("{base}?options={encoded}"),
+            Some((head, query)) => {
+                let mut found = false;
+                let mut params: Vec<String> = query
+                    .split('&')
+                    .filter(|p| !p.is_empty())
+                    .map(|p| match p.strip_prefix("options=") {
+                        Some(existing) => {
+                            found = true;
+                            format!("options={existing}%20{encoded}")
+                        }
+                        None => p.to_owned(),
+                    })
+                    .collect();
+                if !found {
+                    params.push(format!("options={encoded}"));
+                }
+                format!("{head}?{}", params.join("&"))
+            }
+        }
+    } else {
+        format!("{base} options='{option}'")
+    }
+}
+
+/// An isolated schema for one test.
+///
+/// [`PgSchema::create`] creates schema `sqlmw_t_<random hex>` on the [`base_url`] server;
+/// [`PgSchema::url`] is a connect string whose connections use that schema as their
+/// `search_path` (through the libpq `options=-c search_path=...` parameter), so unqualified
+/// table names land in it. Nothing is dropped automatically: call [`PgSchema::drop_schema`],
+/// or use [`with_schema`], which always does.
+pub struct PgSchema {
+    /// Connect string for the base server with `search_path` set to [`PgSchema::schema`].
+    pub url: String,
+    /// The schema name, `sqlmw_t_<16 hex digits>` (needs no quoting).
+    pub schema: String,
+    /// The base URL the schema was created on (used to drop it).
+    base: String,
+}
+
+impl PgSchema {
+    /// Creates a fresh, uniquely named schema on the [`base_url`] server. Panics on failure.
+    pub async fn create() -> PgSchema {
+        let base = base_url();
+        let schema = format!("{SCHEMA_PREFIX}{}", random_hex());
+        let client = raw_client(&base).await;
+        if pgbouncer::via_bouncer() {
+            // Through a transaction-mode pooler a session's search_path does not stick: the
+            // test gets a database of its own instead, reached through the pooler.
+            client
+                .batch_execute(&format!("CREATE DATABASE \"{schema}\""))
+                .await
+                .unwrap_or_else(|e| {
+                    panic!("cannot create test database {schema}: {}", error_text(&e))
+                });
+            let url = pgbouncer::shared().url(&schema);
+            return PgSchema { url, schema, base };
+        }
+        client
+            .batch_execute(&format!("CREATE SCHEMA \"{schema}\""))
+            .await
+            .unwrap_or_else(|e| panic!("cannot create test schema {schema}: {}", error_text(&e)));
+        let url = url_with_search_path(&tls_test_url().unwrap_or_else(|| base.clone()), &schema);
+        PgSchema { url, schema, base }
+    }
+
+    /// Drops the schema with `CASCADE`. Idempotent: dropping an already dropped schema is fine.
+    /// Panics if the server cannot be reached or the drop fails.
+    pub async fn drop_schema(&self) {
+        if let Err(e) = self.try_drop().await {
+            panic!("cannot drop test schema {}: {e}", self.schema);
+        }
+    }
+
+    /// Drops the schema, reporting failures instead of panicking.
+    async fn try_drop(&self) -> Result<(), String> {
+        let (client, connection) = tokio_postgres::connect(&self.base, NoTls)
+            .await
+            .map_err(|e| error_text(&e))?;
+        let connection = tokio::spawn(connection);
+        let result = client
+            .batch_execute(&if pgbouncer::via_bouncer() {
+                format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.schema)
+            } else {
+                format!(
+                    "SET lock_timeout = '30s'; DROP SCHEMA IF EXISTS \"{}\" CASCADE",
+                    self.schema
+                )
+            })
+            .await
+            .map_err(|e| error_text(&e));
+        drop(client);
+        let _ = connection.await;
+        result
+    }
+}
+
+/// Runs `body(url)` with a fresh [`PgSchema`] and always drops the schema afterwards, even when
+/// the body panics: the panic is caught, the body's future is dropped (closing its
+/// connections), the schema is dropped, and then the panic is resumed.
+pub async fn with_schema<F, Fut>(body: F)
+where
+    F: FnOnce(String) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let schema = PgSchema::create().await;
+    let url = schema.url.clone();
+    let outcome = super::unwind::run_catching(body, url).await;
+    match outcome {
+        Ok(()) => schema.drop_schema().await,
+        Err(panic) => {
+            if let Err(e) = schema.try_drop().await {
+                eprintln!(
+                    "[pg tests] cannot drop test schema {} after a panic: {e}",
+                    schema.schema
+                );
+            }
+            resume_unwind(panic);
+        }
+    }
+}
+
+/// Connects with plain `tokio_postgres` (no TLS) to `url` and spawns the connection task on the
+/// current tokio runtime. Handy for assertions from outside the middleware. Panics if the
+/// connection fails.
+pub async fn raw_client(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {}: {}", redact(url), error_text(&e)));
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            eprintln!("[pg tests] raw_client connection error: {}", error_text(&e));
+        }
+    });
+    client
+}
