@@ -7,8 +7,8 @@
 //! [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) before anything reaches the
 //! engine. Each wing's `bulk.rs` does the loading.
 
+use crate::connection::{MiddlewarePoolConnection, TxFlag};
 use crate::error::Result;
-use crate::pool::{MiddlewarePoolConnection, TxFlag};
 use crate::sql::ident::BulkTarget;
 use crate::telemetry::traced;
 use crate::value::RowValues;

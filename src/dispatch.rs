@@ -7,9 +7,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::engine::DatabaseType;
 use crate::contract::{Wing, WingStmt};
 use crate::decode::FromRow;
+use crate::engine::DatabaseType;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::knobs::Knobs;
 use crate::pooling::{self, PoolStatus};

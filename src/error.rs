@@ -171,7 +171,6 @@ pub struct DriverError {
     raw: Box<dyn StdError + Send + Sync + 'static>,
 }
 
-
 impl fmt::Display for DriverError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} driver error", self.backend.name())?;

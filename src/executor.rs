@@ -3,8 +3,8 @@
 
 use std::future::Future;
 
+use crate::connection::MiddlewarePoolConnection;
 use crate::error::Result;
-use crate::pool::MiddlewarePoolConnection;
 use crate::query::QueryBuilder;
 use crate::results::ResultSet;
 use crate::statement::PreparedStatement;

@@ -94,6 +94,7 @@ with_an_engine! {
     pub mod config;
     mod dispatch;
     pub mod executor;
+    mod connection;
     pub mod pool;
     pub mod query;
     mod savepoint;

@@ -345,7 +345,10 @@ pub(crate) async fn within<T>(
 /// its own: if the caller gives up first, it joins the pool when it is ready (bounded by the
 /// pool's create timeout), for a later checkout.
 #[cfg(feature = "_server")]
-pub(crate) async fn checkout_within<M>(pool: &Pool<M>, deadline: Option<Instant>) -> Result<Object<M>>
+pub(crate) async fn checkout_within<M>(
+    pool: &Pool<M>,
+    deadline: Option<Instant>,
+) -> Result<Object<M>>
 where
     M: Manager + 'static,
     M::Error: std::fmt::Display,

@@ -1,8 +1,8 @@
 //! The query builder and [`QueryAndParams`].
 
+use crate::connection::MiddlewarePoolConnection;
 use crate::decode::FromRow;
 use crate::error::{Result, SqlMiddlewareDbError};
-use crate::pool::MiddlewarePoolConnection;
 use crate::results::ResultSet;
 use crate::stream::{RowStream, Source};
 use crate::telemetry::traced;
@@ -217,6 +217,14 @@ impl QueryAndParams {
     /// Runs it as DML on `conn`.
     pub async fn dml(&self, conn: &mut MiddlewarePoolConnection) -> Result<u64> {
         conn.query(&self.query).params(&self.params).dml().await
+    }
+}
+
+impl MiddlewarePoolConnection {
+    /// Starts a query: add `.params(..)`, then run it with `.select()`, `.dml()`, `.one()`,
+    /// `.optional()` or `.all()`.
+    pub fn query<'c, 'q>(&'c mut self, sql: &'q str) -> QueryBuilder<'c, 'q> {
+        QueryBuilder::new(self, sql)
     }
 }
 

@@ -8,8 +8,8 @@
 //! is rolled back to before the connection's next operation (`Drop` cannot wait). Savepoint
 //! statements run without a time limit (`None`), like the other bookkeeping of a transaction.
 
+use crate::connection::{MiddlewarePoolConnection, TxFlag};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
-use crate::pool::{MiddlewarePoolConnection, TxFlag};
 
 fn name(level: u32) -> String {
     format!("sqlmw_sp_{level}")

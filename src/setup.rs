@@ -29,8 +29,7 @@ pub(crate) trait Setup: Send {
     fn execute_batch<'a>(&'a mut self, sql: &'a str) -> BoxFuture<'a, Result<()>>;
 
     /// Runs one statement with parameters; returns the rows it changed.
-    fn dml<'a>(&'a mut self, sql: &'a str, params: &'a [RowValues])
-    -> BoxFuture<'a, Result<u64>>;
+    fn dml<'a>(&'a mut self, sql: &'a str, params: &'a [RowValues]) -> BoxFuture<'a, Result<u64>>;
 
     /// Runs one statement with parameters and returns its rows.
     fn select<'a>(
@@ -59,7 +58,9 @@ macro_rules! setup_via_wing {
                 &'a mut self,
                 sql: &'a str,
             ) -> $crate::setup::BoxFuture<'a, $crate::error::Result<()>> {
-                Box::pin($crate::contract::Wing::execute_batch(self, sql, false, None))
+                Box::pin($crate::contract::Wing::execute_batch(
+                    self, sql, false, None,
+                ))
             }
 
             fn dml<'a>(
@@ -142,7 +143,10 @@ impl AfterConnect {
     }
 
     /// Whether the pool has a hook (the engines whose opening skips work without one ask).
-    #[allow(dead_code, reason = "an engine whose opening is the same with or without a hook does not ask")]
+    #[allow(
+        dead_code,
+        reason = "an engine whose opening is the same with or without a hook does not ask"
+    )]
     pub(crate) fn is_set(&self) -> bool {
         self.0.is_some()
     }

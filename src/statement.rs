@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
+use crate::connection::MiddlewarePoolConnection;
 use crate::decode::FromRow;
 use crate::dispatch::StmtHandle;
 use crate::error::{Result, SqlMiddlewareDbError};
-use crate::pool::MiddlewarePoolConnection;
 use crate::results::{Columns, ResultSet};
 use crate::stream::{RowStream, Source};
 use crate::telemetry::traced;
@@ -161,5 +161,15 @@ impl<'c> PreparedStatement<'c> {
             self.timeout,
             sql,
         )
+    }
+}
+
+impl MiddlewarePoolConnection {
+    /// Prepares `sql` once; run it many times with [`PreparedStatement::query`] and friends.
+    pub async fn prepare(&mut self, sql: &str) -> Result<PreparedStatement<'_>> {
+        let mode = self.translation;
+        let deadline = self.deadline(None);
+        let handle = self.prepare_handle(sql, mode, deadline).await?;
+        Ok(PreparedStatement::new(self, handle, sql))
     }
 }

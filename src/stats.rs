@@ -216,7 +216,10 @@ impl Flushed {
     /// Takes what the connection did so far as already added: the pool's own work on a new
     /// connection (its `after_connect` hook) stays out of the totals. (Postgres runs its hook
     /// outside the statement cache, with nothing to skip.)
-    #[allow(dead_code, reason = "an engine that runs its hook outside its cache has nothing to skip")]
+    #[allow(
+        dead_code,
+        reason = "an engine that runs its hook outside its cache has nothing to skip"
+    )]
     pub(crate) fn skip(&mut self, cache: StatementCacheStats, exec: ExecStats) {
         self.cache = cache;
         self.exec = exec;

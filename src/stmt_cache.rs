@@ -120,13 +120,19 @@ impl<S> StmtCache<S> {
 
     /// Every cached statement (Turso: to reset them before [`Self::clear`]; Postgres: to pick
     /// those a session reset makes stale).
-    #[allow(dead_code, reason = "an engine that never walks its cache does not use it")]
+    #[allow(
+        dead_code,
+        reason = "an engine that never walks its cache does not use it"
+    )]
     pub(crate) fn values(&self) -> impl Iterator<Item = &Arc<S>> {
         self.slots.iter().flat_map(HashMap::values).map(|e| &e.stmt)
     }
 
     /// Forgets the statement for `sql` under `mode` (not counted as an eviction).
-    #[allow(dead_code, reason = "only an engine that forgets single statements uses it")]
+    #[allow(
+        dead_code,
+        reason = "only an engine that forgets single statements uses it"
+    )]
     pub(crate) fn remove(&mut self, sql: &str, mode: TranslationMode) {
         self.slots[Self::slot(mode)].remove(sql);
     }

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use futures_util::Stream;
 
+use crate::connection::MiddlewarePoolConnection;
 use crate::decode::FromRow;
 use crate::dispatch::{CursorInner, StmtHandle};
 use crate::error::Result;
-use crate::pool::MiddlewarePoolConnection;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
 

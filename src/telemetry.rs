@@ -359,7 +359,10 @@ mod on {
         fn operation_is_the_first_keyword() {
             assert_eq!(operation("  select 1", Lexer::Plain), "SELECT");
             assert_eq!(
-                operation("/* x */ -- y\n insert into t values (1)", Lexer::DollarQuotes),
+                operation(
+                    "/* x */ -- y\n insert into t values (1)",
+                    Lexer::DollarQuotes
+                ),
                 "INSERT"
             );
             assert_eq!(operation("", Lexer::Plain), "");
@@ -418,7 +421,6 @@ mod off {
         #[inline(always)]
         pub(crate) fn scope_end(&mut self, _: u32, _: &'static str) {}
     }
-
 }
 
 #[cfg(feature = "tracing")]

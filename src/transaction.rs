@@ -1,8 +1,8 @@
 //! [`Tx`]: a transaction (or a savepoint inside one) with the same query API as a connection,
 //! rolled back when dropped.
 
-use crate::error::Result;
-use crate::pool::MiddlewarePoolConnection;
+use crate::connection::{MiddlewarePoolConnection, TxFlag};
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::query::QueryBuilder;
 use crate::results::ResultSet;
 use crate::statement::PreparedStatement;
@@ -144,5 +144,27 @@ impl Drop for Tx<'_> {
                 n => self.conn.sp_abandon(n),
             }
         }
+    }
+}
+
+impl MiddlewarePoolConnection {
+    /// Begins a transaction (`BEGIN IMMEDIATE` on SQLite and Turso, so write-lock contention
+    /// surfaces at once as a wait bounded by the busy timeout). Commit it with [`Tx::commit`];
+    /// dropping it without commit rolls it back.
+    pub async fn begin(&mut self) -> Result<Tx<'_>> {
+        if self.tx != TxFlag::None {
+            return Err(SqlMiddlewareDbError::new(
+                ErrorKind::TransactionState,
+                "a transaction is already open on this connection",
+            ));
+        }
+        self.enter().await?;
+        // The checkout's limit covers `BEGIN`, `COMMIT` and `ROLLBACK` too (the wings that
+        // have no use for it ignore it).
+        let r = self.inner.begin(self.deadline(None)).await;
+        self.note(r)?;
+        self.tx = TxFlag::Active;
+        self.trace.scope_begin(0);
+        Ok(Tx::new(self))
     }
 }

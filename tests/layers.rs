@@ -57,6 +57,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "after_connect",
             "bulk",
             "config",
+            "connection",
             "dispatch",
             "executor",
             "pool",

@@ -14,10 +14,12 @@ impl ConfigAndPool {
     pub fn mysql(url: &str) -> PoolBuilder {
         match Self::from_url(url) {
             Ok(b) if matches!(b.settings, Settings::Mysql(_)) => b,
-            Ok(_) => Self::mysql_opts(mysql_async::Opts::default()).failed(SqlMiddlewareDbError::new(
-                ErrorKind::Config,
-                "ConfigAndPool::mysql takes a mysql:// or mariadb:// URL",
-            )),
+            Ok(_) => {
+                Self::mysql_opts(mysql_async::Opts::default()).failed(SqlMiddlewareDbError::new(
+                    ErrorKind::Config,
+                    "ConfigAndPool::mysql takes a mysql:// or mariadb:// URL",
+                ))
+            }
             Err(e) => Self::mysql_opts(mysql_async::Opts::default()).failed(e),
         }
     }
@@ -40,7 +42,7 @@ impl MiddlewarePoolConnection {
         match &mut self.inner {
             ConnInner::Mysql(c) => c.raw_mut().await,
             #[allow(unreachable_patterns)]
-            _ => Err(crate::pool::wrong_backend("mysql_connection", ty)),
+            _ => Err(crate::connection::wrong_backend("mysql_connection", ty)),
         }
     }
 }

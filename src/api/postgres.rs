@@ -17,8 +17,9 @@ impl ConfigAndPool {
     pub fn postgres(url: &str) -> PoolBuilder {
         if crate::postgres::url::is_url(url) {
             // URL parameters for the pool (see `from_url`) are understood here too.
-            return Self::from_url(url)
-                .unwrap_or_else(|e| Self::postgres_config(tokio_postgres::Config::new()).failed(e));
+            return Self::from_url(url).unwrap_or_else(|e| {
+                Self::postgres_config(tokio_postgres::Config::new()).failed(e)
+            });
         }
         // libpq's `key=value` form: `target_session_attrs` is the middleware's (tokio-postgres
         // refuses `primary`, `standby` and `prefer-standby`).
@@ -154,7 +155,10 @@ impl MiddlewarePool {
         match &self.inner {
             PoolInner::Postgres(p) => crate::postgres::listen::Listener::for_pool(p).await,
             #[allow(unreachable_patterns)]
-            _ => Err(crate::pool::wrong_backend("listener", self.database_type())),
+            _ => Err(crate::connection::wrong_backend(
+                "listener",
+                self.database_type(),
+            )),
         }
     }
 }
@@ -169,7 +173,7 @@ impl MiddlewarePoolConnection {
         match &mut self.inner {
             ConnInner::Postgres(c) => crate::contract::Wing::raw(c).await,
             #[allow(unreachable_patterns)]
-            _ => Err(crate::pool::wrong_backend("postgres_client", ty)),
+            _ => Err(crate::connection::wrong_backend("postgres_client", ty)),
         }
     }
 }

@@ -25,11 +25,7 @@ impl ConfigAndPool {
 
 impl PoolBuilder {
     /// The SQLite settings, or the builder with an error saying `what` does not apply.
-    fn sqlite_settings(
-        mut self,
-        what: &str,
-        set: impl FnOnce(&mut SqliteSettings),
-    ) -> PoolBuilder {
+    fn sqlite_settings(mut self, what: &str, set: impl FnOnce(&mut SqliteSettings)) -> PoolBuilder {
         match &mut self.settings {
             Settings::Sqlite(s) => set(s),
             #[allow(unreachable_patterns)]
@@ -69,7 +65,7 @@ impl MiddlewarePoolConnection {
         let r = match &mut self.inner {
             ConnInner::Sqlite(c) => c.with_raw(f, deadline).await,
             #[allow(unreachable_patterns)]
-            _ => Err(crate::pool::wrong_backend("with_blocking_sqlite", ty)),
+            _ => Err(crate::connection::wrong_backend("with_blocking_sqlite", ty)),
         };
         self.note(r)
     }
@@ -89,7 +85,6 @@ impl Tx<'_> {
     }
 }
 
-
 /// The SQLite wing's internal steps as timed loops: materialisation and parameter binding.
 #[doc(hidden)]
 pub mod bench {
@@ -106,7 +101,12 @@ pub mod bench {
     /// materialised into a `ResultSet` by the wing's own row collection, with the statement
     /// described at prepare time and its columns checked on each execution, as `select` does.
     /// `sql` takes one parameter. Returns the time of the whole loop.
-    pub fn marshal_loop(conn: &mut Connection, sql: &str, ids: &[i64], iters: u64) -> Result<Duration> {
+    pub fn marshal_loop(
+        conn: &mut Connection,
+        sql: &str,
+        ids: &[i64],
+        iters: u64,
+    ) -> Result<Duration> {
         let cell = crate::sqlite::session::SessionCell::default();
         let s = crate::sqlite::stmt::SqliteStmt::describe(conn, sql.into(), &cell)?;
         let mut st = conn.prepare_cached(sql).map_err(map_err)?;

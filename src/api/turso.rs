@@ -29,7 +29,7 @@ impl MiddlewarePoolConnection {
         match &mut self.inner {
             ConnInner::Turso(c) => crate::contract::Wing::raw(&mut ***c).await,
             #[allow(unreachable_patterns)]
-            _ => Err(crate::pool::wrong_backend("turso_connection", ty)),
+            _ => Err(crate::connection::wrong_backend("turso_connection", ty)),
         }
     }
 }

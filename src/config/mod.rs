@@ -304,7 +304,11 @@ impl PoolBuilder {
     /// (feature `mysql-tls`): the same, as MySQL's `ssl-ca`.
     #[cfg(feature = "_tls")]
     pub fn ssl_root_cert(mut self, path: impl AsRef<std::path::Path>) -> Self {
-        if !self.settings.knobs().ssl_root_cert(path.as_ref().to_path_buf()) {
+        if !self
+            .settings
+            .knobs()
+            .ssl_root_cert(path.as_ref().to_path_buf())
+        {
             return self.reject("ssl_root_cert");
         }
         self

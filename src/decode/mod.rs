@@ -9,7 +9,6 @@ use crate::value::ValueRef;
 mod numbers;
 mod values;
 
-
 /// Read access to one result row, by index or by name.
 ///
 /// Implemented by [`crate::CustomDbRow`] and by each backend's driver row, so a [`FromRow`]
@@ -142,7 +141,6 @@ fn mismatch<T>(
     Err(DecodeError::new(expected, found.kind_name()))
 }
 
-
 macro_rules! tuple_from_row {
     ($($name:ident : $idx:tt),+) => {
         impl<$($name: FromValue),+> FromRow for ($($name,)+) {
@@ -204,9 +202,9 @@ mod tests {
     use rust_decimal::Decimal;
 
     use super::*;
-    use crate::value::RowValues;
     use crate::CustomDbRow;
     use crate::results::Columns;
+    use crate::value::RowValues;
     use std::sync::Arc;
 
     fn row() -> CustomDbRow {
@@ -358,8 +356,14 @@ mod tests {
         let text = |s: &'static str| Decimal::from_value(ValueRef::Text(Cow::Borrowed(s)));
         for (s, want) in [
             ("12.50", "12.50"),
-            ("-0.0000000000000000000000000001", "-0.0000000000000000000000000001"),
-            ("79228162514264337593543950335", "79228162514264337593543950335"),
+            (
+                "-0.0000000000000000000000000001",
+                "-0.0000000000000000000000000001",
+            ),
+            (
+                "79228162514264337593543950335",
+                "79228162514264337593543950335",
+            ),
             // Trailing zeros past 28 places: only those are dropped.
             (
                 "1.500000000000000000000000000000",
@@ -369,7 +373,10 @@ mod tests {
                 "12345678901234567890.500000000000000000000000000000",
                 "12345678901234567890.500000000",
             ),
-            ("7.000000000000000000000000000000", "7.0000000000000000000000000000"),
+            (
+                "7.000000000000000000000000000000",
+                "7.0000000000000000000000000000",
+            ),
             ("1.5e3", "1500"),
         ] {
             assert_eq!(text(s).map(|d| d.to_string()), Ok(want.to_owned()), "{s}");

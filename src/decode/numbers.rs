@@ -145,7 +145,6 @@ fn numeric_to_f32(d: Decimal) -> f32 {
     }
 }
 
-
 impl FromValue for Decimal {
     fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {
         match v {
@@ -179,8 +178,8 @@ fn decimal_from_text(s: &str) -> std::result::Result<Decimal, DecodeError> {
     }
     let unsigned = s.strip_prefix(['-', '+']).unwrap_or(s);
     let (int, frac) = unsigned.split_once('.').unwrap_or((unsigned, ""));
-    let number = int.len() + frac.len() > 0
-        && int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit());
+    let number =
+        int.len() + frac.len() > 0 && int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit());
     Err(DecodeError::new(
         "Decimal",
         if number {

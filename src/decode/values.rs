@@ -97,7 +97,6 @@ impl FromValue for Uuid {
     }
 }
 
-
 impl FromValue for serde_json::Value {
     fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {
         match v {

@@ -55,4 +55,3 @@ pub(crate) fn segments(sql: &str, d: Dialect) -> Vec<(&str, bool)> {
     }
     out
 }
-

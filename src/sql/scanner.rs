@@ -298,7 +298,11 @@ fn executable_comment(bytes: &[u8], start: usize) -> bool {
 /// The end of an executable comment's opening (`/*!`, `/*M!`, and the version digits after
 /// it): its text is scanned as code.
 fn executable_comment_end(bytes: &[u8], start: usize) -> usize {
-    let bang = if bytes[start] == b'M' { start + 2 } else { start + 1 };
+    let bang = if bytes[start] == b'M' {
+        start + 2
+    } else {
+        start + 1
+    };
     digits_end(bytes, bang)
 }
 
