@@ -139,7 +139,7 @@ impl MiddlewarePoolConnection {
     /// first failing set is returned and no set takes effect:
     /// - outside a transaction, a statement that writes runs inside a transaction of its own
     ///   (`BEGIN` … `COMMIT`, rolled back on the first failure); a read-only statement needs none;
-    /// - inside a [`Tx`], the failure aborts the transaction like any failed statement: later
+    /// - inside a [`Tx`](crate::Tx), the failure aborts the transaction like any failed statement: later
     ///   statements fail with [`ErrorKind::TransactionAborted`] and `commit` rolls back.
     pub async fn pipeline(
         &mut self,

@@ -74,7 +74,7 @@ with_an_engine! {
     pub use stmt_cache::StatementCacheStats;
     mod url_text;
     #[cfg(feature = "serde")]
-    pub use config::Config;
+    pub use config::serde_config::Config;
     #[cfg(feature = "_embedded")]
     mod sqlite_family;
 

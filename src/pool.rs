@@ -107,7 +107,7 @@ impl MiddlewarePool {
 
     /// A connection for reads: on a replica (round-robin among the healthy ones) when the pool
     /// has replicas, else as [`Self::get`]. Reader sessions are read-only (a write fails with
-    /// [`ErrorKind::ReadOnly`]); see [`crate::PoolBuilder::replica`].
+    /// [`ErrorKind::ReadOnly`](crate::ErrorKind::ReadOnly)); see [`crate::PoolBuilder::replica`].
     pub async fn reader(&self) -> Result<MiddlewarePoolConnection> {
         let span = self.trace.checkout_span();
         #[cfg(feature = "tracing")]
@@ -157,7 +157,7 @@ impl MiddlewarePool {
     /// Closes the pool and everything it owns: its connections as they come back, its
     /// readers' pools (replicas and the primary's read-only pool), its `Listener`s (their
     /// connections close; `recv` returns `None`) and its background upkeep. Later checkouts,
-    /// readers and listeners fail with [`ErrorKind::PoolClosed`].
+    /// readers and listeners fail with [`ErrorKind::PoolClosed`](crate::ErrorKind::PoolClosed).
     pub fn close(&self) {
         self.inner.close();
         // The upkeep of the pool (and of its readers' pools, which share the counters).

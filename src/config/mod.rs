@@ -1,6 +1,6 @@
 //! [`ConfigAndPool`] and its builder: one entry point per backend, one set of pool settings.
 //! The entry points and settings of one engine only are in that engine's API file
-//! (`src/api/`); URLs are read in [`url`], serde's `Config` in `serde`.
+//! (`src/api/`); URLs are read in `url.rs`, serde's `Config` in `serde_config.rs`.
 
 use std::time::Duration;
 
@@ -13,11 +13,9 @@ use crate::translation::TranslationMode;
 pub use crate::engine::DatabaseType;
 
 #[cfg(feature = "serde")]
-mod serde_config;
+pub(crate) mod serde_config;
 mod url;
 
-#[cfg(feature = "serde")]
-pub use serde_config::Config;
 
 /// A pool and the settings it was built with. Cheap to clone; clones share the pool.
 ///
