@@ -63,76 +63,47 @@ pub trait Executor: Send {
         R: AsRef<[RowValues]> + Send + Sync;
 }
 
-impl Executor for MiddlewarePoolConnection {
-    #[inline]
-    fn query<'a, 'q>(&'a mut self, sql: &'q str) -> QueryBuilder<'a, 'q> {
-        MiddlewarePoolConnection::query(self, sql)
-    }
+/// `Executor` on a type whose inherent methods of the same names it forwards to: the connection
+/// and the transaction implement it the same way.
+macro_rules! forward_executor {
+    ($($ty:ty),+) => {$(
+        impl Executor for $ty {
+            #[inline]
+            fn query<'a, 'q>(&'a mut self, sql: &'q str) -> QueryBuilder<'a, 'q> {
+                <$ty>::query(self, sql)
+            }
 
-    fn prepare(&mut self, sql: &str) -> impl Future<Output = Result<PreparedStatement<'_>>> + Send {
-        MiddlewarePoolConnection::prepare(self, sql)
-    }
+            fn prepare(&mut self, sql: &str) -> impl Future<Output = Result<PreparedStatement<'_>>> + Send {
+                <$ty>::prepare(self, sql)
+            }
 
-    fn execute_batch(&mut self, sql: &str) -> impl Future<Output = Result<()>> + Send {
-        MiddlewarePoolConnection::execute_batch(self, sql)
-    }
+            fn execute_batch(&mut self, sql: &str) -> impl Future<Output = Result<()>> + Send {
+                <$ty>::execute_batch(self, sql)
+            }
 
-    fn pipeline(
-        &mut self,
-        sql: &str,
-        param_sets: &[&[RowValues]],
-    ) -> impl Future<Output = Result<Vec<ResultSet>>> + Send {
-        MiddlewarePoolConnection::pipeline(self, sql, param_sets)
-    }
+            fn pipeline(
+                &mut self,
+                sql: &str,
+                param_sets: &[&[RowValues]],
+            ) -> impl Future<Output = Result<Vec<ResultSet>>> + Send {
+                <$ty>::pipeline(self, sql, param_sets)
+            }
 
-    fn bulk_insert<I, R>(
-        &mut self,
-        table: &str,
-        columns: &[&str],
-        rows: I,
-    ) -> impl Future<Output = Result<u64>> + Send
-    where
-        I: IntoIterator<Item = R> + Send,
-        I::IntoIter: Send,
-        R: AsRef<[RowValues]> + Send + Sync,
-    {
-        MiddlewarePoolConnection::bulk_insert(self, table, columns, rows)
-    }
+            fn bulk_insert<I, R>(
+                &mut self,
+                table: &str,
+                columns: &[&str],
+                rows: I,
+            ) -> impl Future<Output = Result<u64>> + Send
+            where
+                I: IntoIterator<Item = R> + Send,
+                I::IntoIter: Send,
+                R: AsRef<[RowValues]> + Send + Sync,
+            {
+                <$ty>::bulk_insert(self, table, columns, rows)
+            }
+        }
+    )+};
 }
 
-impl Executor for Tx<'_> {
-    #[inline]
-    fn query<'a, 'q>(&'a mut self, sql: &'q str) -> QueryBuilder<'a, 'q> {
-        Tx::query(self, sql)
-    }
-
-    fn prepare(&mut self, sql: &str) -> impl Future<Output = Result<PreparedStatement<'_>>> + Send {
-        Tx::prepare(self, sql)
-    }
-
-    fn execute_batch(&mut self, sql: &str) -> impl Future<Output = Result<()>> + Send {
-        Tx::execute_batch(self, sql)
-    }
-
-    fn pipeline(
-        &mut self,
-        sql: &str,
-        param_sets: &[&[RowValues]],
-    ) -> impl Future<Output = Result<Vec<ResultSet>>> + Send {
-        Tx::pipeline(self, sql, param_sets)
-    }
-
-    fn bulk_insert<I, R>(
-        &mut self,
-        table: &str,
-        columns: &[&str],
-        rows: I,
-    ) -> impl Future<Output = Result<u64>> + Send
-    where
-        I: IntoIterator<Item = R> + Send,
-        I::IntoIter: Send,
-        R: AsRef<[RowValues]> + Send + Sync,
-    {
-        Tx::bulk_insert(self, table, columns, rows)
-    }
-}
+forward_executor!(MiddlewarePoolConnection, Tx<'_>);

@@ -9,6 +9,32 @@ use crate::telemetry::traced;
 use crate::translation::TranslationMode;
 use crate::value::{ParamKinds, RowValues};
 
+/// The body every runner shares: the call's deadline, the statement through the connection's
+/// cache, then the wing's `$op` with the parameters, all inside the call's span (`$rows` says
+/// what the span records of the result).
+macro_rules! prepared_call {
+    ($this:ident, $op:ident $(::<$t:ty>)?, $rows:expr) => {{
+        let QueryBuilder {
+            conn,
+            sql,
+            params,
+            translation,
+            timeout,
+        } = $this;
+        let deadline = conn.deadline(timeout);
+        traced!(
+            conn,
+            sql,
+            None,
+            async {
+                let h = conn.prepare_handle(sql, translation, deadline).await?;
+                conn.$op$(::<$t>)?(&h, params, deadline).await
+            },
+            $rows
+        )
+    }};
+}
+
 /// A query being set up on a connection or transaction; finish it with one of the async runners.
 ///
 /// The statement is prepared through the connection's statement cache, so running the same SQL
@@ -67,46 +93,14 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
 
     /// Runs the query and materialises every row.
     pub async fn select(self) -> Result<ResultSet> {
-        let Self {
-            conn,
-            sql,
-            params,
-            translation,
-            timeout,
-        } = self;
-        let deadline = conn.deadline(timeout);
-        traced!(
-            conn,
-            sql,
-            None,
-            async {
-                let h = conn.prepare_handle(sql, translation, deadline).await?;
-                conn.select(&h, params, deadline).await
-            },
-            |rs: &ResultSet| crate::telemetry::Rows::Returned(rs.len())
-        )
+        prepared_call!(self, select, |rs: &ResultSet| {
+            crate::telemetry::Rows::Returned(rs.len())
+        })
     }
 
     /// Runs a data-changing statement and returns the number of rows it changed.
     pub async fn dml(self) -> Result<u64> {
-        let Self {
-            conn,
-            sql,
-            params,
-            translation,
-            timeout,
-        } = self;
-        let deadline = conn.deadline(timeout);
-        traced!(
-            conn,
-            sql,
-            None,
-            async {
-                let h = conn.prepare_handle(sql, translation, deadline).await?;
-                conn.dml(&h, params, deadline).await
-            },
-            |n: &u64| crate::telemetry::Rows::Affected(*n)
-        )
+        prepared_call!(self, dml, |n: &u64| crate::telemetry::Rows::Affected(*n))
     }
 
     /// Decodes the first row into `T`; no row is an [`crate::ErrorKind::NoRows`] error.
@@ -118,24 +112,9 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
 
     /// Decodes the first row into `T`, or `None` when there is none.
     pub async fn optional<T: FromRow + Send + 'static>(self) -> Result<Option<T>> {
-        let Self {
-            conn,
-            sql,
-            params,
-            translation,
-            timeout,
-        } = self;
-        let deadline = conn.deadline(timeout);
-        traced!(
-            conn,
-            sql,
-            None,
-            async {
-                let h = conn.prepare_handle(sql, translation, deadline).await?;
-                conn.optional::<T>(&h, params, deadline).await
-            },
-            |r: &Option<T>| crate::telemetry::Rows::Returned(usize::from(r.is_some()))
-        )
+        prepared_call!(self, optional::<T>, |r: &Option<T>| {
+            crate::telemetry::Rows::Returned(usize::from(r.is_some()))
+        })
     }
 
     /// Streams the rows, decoded as `T`, in bounded memory (see [`RowStream`]). Nothing runs
@@ -160,24 +139,9 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
 
     /// Decodes every row into `T`.
     pub async fn all<T: FromRow + Send + 'static>(self) -> Result<Vec<T>> {
-        let Self {
-            conn,
-            sql,
-            params,
-            translation,
-            timeout,
-        } = self;
-        let deadline = conn.deadline(timeout);
-        traced!(
-            conn,
-            sql,
-            None,
-            async {
-                let h = conn.prepare_handle(sql, translation, deadline).await?;
-                conn.all::<T>(&h, params, deadline).await
-            },
-            |v: &Vec<T>| crate::telemetry::Rows::Returned(v.len())
-        )
+        prepared_call!(self, all::<T>, |v: &Vec<T>| {
+            crate::telemetry::Rows::Returned(v.len())
+        })
     }
 }
 

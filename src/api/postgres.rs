@@ -191,17 +191,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::error::ErrorKind;
-
-    fn err(r: Result<PoolBuilder>) -> String {
-        match r {
-            Ok(b) => panic!("expected an error, got {b:?}"),
-            Err(e) => {
-                assert_eq!(e.kind(), ErrorKind::Config, "{e:?}");
-                e.to_string()
-            }
-        }
-    }
+    use crate::config::config_err as err;
 
     #[cfg(feature = "serde")]
     #[test]

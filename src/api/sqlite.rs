@@ -149,17 +149,7 @@ pub mod bench {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ErrorKind;
-
-    fn err(r: Result<PoolBuilder>) -> String {
-        match r {
-            Ok(b) => panic!("expected an error, got {b:?}"),
-            Err(e) => {
-                assert_eq!(e.kind(), ErrorKind::Config, "{e:?}");
-                e.to_string()
-            }
-        }
-    }
+    use crate::config::config_err as err;
 
     #[test]
     fn sqlite_urls_and_their_errors() {

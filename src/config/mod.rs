@@ -15,7 +15,8 @@ pub use crate::engine::DatabaseType;
 #[cfg(feature = "serde")]
 pub(crate) mod serde_config;
 mod url;
-
+#[cfg(test)]
+pub(crate) use url::config_err;
 
 /// A pool and the settings it was built with. Cheap to clone; clones share the pool.
 ///

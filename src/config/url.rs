@@ -84,20 +84,23 @@ impl ConfigAndPool {
     }
 }
 
+/// The message of a configuration error a builder must refuse with: for the URL tests here and
+/// in each engine's `api/` file.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::error::ErrorKind;
-
-    fn err(r: Result<PoolBuilder>) -> String {
-        match r {
-            Ok(b) => panic!("expected an error, got {b:?}"),
-            Err(e) => {
-                assert_eq!(e.kind(), ErrorKind::Config, "{e:?}");
-                e.to_string()
-            }
+pub(crate) fn config_err(r: Result<PoolBuilder>) -> String {
+    match r {
+        Ok(b) => panic!("expected an error, got {b:?}"),
+        Err(e) => {
+            assert_eq!(e.kind(), crate::error::ErrorKind::Config, "{e:?}");
+            e.to_string()
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::config_err as err;
+    use super::*;
 
     #[test]
     fn schemes_and_errors() {

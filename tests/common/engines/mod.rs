@@ -11,7 +11,7 @@
 //! 2. for a server engine, its provisioning module in `tests/common/` (as `pg/` and
 //!    `mysql.rs`: the server found or started once per process, a schema or a database per
 //!    test);
-//! 3. its fingerprint table, `tests/reliability/fingerprint/<name>.rs`.
+//! 3. its fingerprint table, `tests/reliability/fingerprint/tables/<name>.rs`.
 //!
 //! The compiler then points at every `match` on [`Kind`] in the topic files: each states a
 //! documented difference between the engines, which the new engine answers too.
