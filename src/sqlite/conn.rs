@@ -1,6 +1,6 @@
-//! The SQLite connection: its state, its constructor and recycle check, raw access, and the
-//! [`Wing`] contract on rusqlite, which runs statements through `exec.rs` and transactions
-//! through `tx.rs`. Every backend folder has a `conn.rs` with the same operations.
+//! The SQLite connection: its state, its constructor, raw access, and the [`Wing`] contract on
+//! rusqlite, which runs statements through `exec.rs`, transactions through `tx.rs` and
+//! recovery through `recover.rs`. Every backend folder has a `conn.rs` with the same operations.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,7 +17,7 @@ use super::stmt::SqliteStmt;
 use crate::contract::Wing;
 use crate::deadline::At;
 use crate::decode::FromRow;
-use crate::error::{Result, SqlMiddlewareDbError};
+use crate::error::Result;
 use crate::results::ResultSet;
 use crate::sql::ident::BulkTarget;
 use crate::sqlite_family::session::Effects;
@@ -35,7 +35,7 @@ pub(crate) struct SqliteConn {
     pub(super) broken: bool,
     pub(super) stmts: StmtCache<SqliteStmt>,
     pub(super) simple_slow: Arc<[AtomicBool; 3]>,
-    /// Every commit on this connection waits for an fsync (see `config::commits_sync`).
+    /// Every commit on this connection waits for an fsync (see `open::commits_sync`).
     pub(super) syncing_commits: bool,
     /// `PRAGMA synchronous` as the connection opened with it.
     pub(super) sync_level: i64,
@@ -115,36 +115,6 @@ impl SqliteConn {
         self.conn.as_mut().ok_or_else(broken)
     }
 
-    /// Recycle check: the connection must be present, not broken, and outside any transaction.
-    pub(crate) fn make_clean(&mut self) -> Result<()> {
-        self.stream_returned();
-        self.rollback_if_open();
-        if !self.conn_mut()?.is_autocommit() {
-            return Err(broken());
-        }
-        // Settings are restored; attached databases and temporary objects cannot be, so a
-        // connection that holds any is discarded (an in-memory database lives on in the pool's
-        // keeper).
-        let effects = std::mem::take(&mut self.session)
-            .with(self.cell.take())
-            .lasting();
-        if effects == Effects::NONE {
-            return Ok(());
-        }
-        let clean = !effects.discards()
-            && self
-                .restore_session(effects)
-                .inspect_err(|_| self.broken = true)?;
-        if !clean {
-            self.broken = true;
-            return Err(SqlMiddlewareDbError::new(
-                crate::error::ErrorKind::ConnectionLost,
-                "this SQLite connection holds session state a fresh one lacks (an attached database, temporary objects, or a setting the pool cannot put back); it is discarded",
-            ));
-        }
-        Ok(())
-    }
-
     /// Raw access to the rusqlite connection, run like a script: on the blocking pool unless the
     /// model is inline. rusqlite work blocks, so this is how the hall's `with_blocking_sqlite`
     /// reaches the engine. It starts as raw access does on every wing, with [`Wing::raw`]: the
@@ -171,41 +141,6 @@ impl SqliteConn {
             r
         })
         .await
-    }
-}
-
-crate::setup::setup_via_wing!(SqliteConn, SqliteConn::in_tx_now);
-
-impl SqliteConn {
-    /// Whether a transaction is open (after taking the connection back from a stream's worker).
-    async fn in_tx_now(&mut self) -> Result<bool> {
-        if self.returning.is_some() {
-            self.settle_stream().await;
-        }
-        Ok(!self.conn_mut()?.is_autocommit())
-    }
-
-    /// Runs the pool's `after_connect` hook on this new connection (see `setup.rs`). What the
-    /// hook leaves is the session recycling puts the connection back to (this connection's own
-    /// [`Fresh`]).
-    pub(crate) async fn set_up(&mut self, hook: &crate::setup::AfterConnect) -> Result<()> {
-        if !hook.set_up(self).await? {
-            return Ok(());
-        }
-        let in_memory = self.opts.in_memory;
-        let c = self.conn_mut()?;
-        // The pool's own lock waiting (a `PRAGMA busy_timeout` replaces it), and the commit
-        // policy and `synchronous` level of the session as the hook left it.
-        install_busy_handler(c)?;
-        let syncing_commits = !in_memory && super::config::commits_sync(c)?;
-        let sync_level: i64 = c
-            .query_row("PRAGMA synchronous", [], |r| r.get(0))
-            .map_err(map_err)?;
-        let fresh = Arc::new(Fresh::read(c)?);
-        (self.syncing_commits, self.sync_level, self.fresh) = (syncing_commits, sync_level, fresh);
-        self.session = Effects::NONE;
-        self.cell.take();
-        Ok(())
     }
 }
 
@@ -329,11 +264,9 @@ impl Wing for SqliteConn {
         self.rollback_tx().await
     }
 
-    /// After a cancelled operation outside a transaction: nothing may stay open.
+    /// After a cancelled operation outside a transaction: nothing may stay open (see `recover.rs`).
     async fn recover(&mut self) -> Result<()> {
-        self.settle_stream().await;
-        self.rollback_if_open();
-        Ok(())
+        self.recover_after_cancel().await
     }
 
     /// SQLite is back in autocommit mode while the hall holds a transaction open: the engine

@@ -111,8 +111,8 @@ fn run_batch(c: &mut Connection, sql: &str, wrap: bool, committed: &AtomicBool) 
     if !wrap {
         return run_script(c, sql, false);
     }
-    for (part, alone) in crate::sql::segments(sql, crate::sqlite_family::DIALECT) {
-        if !crate::sql::is_blank(part, crate::sqlite_family::DIALECT) {
+    for (part, alone) in crate::sql::segments(sql, super::dialect::DIALECT) {
+        if !crate::sql::is_blank(part, super::dialect::DIALECT) {
             run_script(c, part, !alone)?;
             committed.store(true, Ordering::Relaxed);
         }
@@ -195,9 +195,7 @@ impl SqliteConn {
     ) -> Result<Arc<SqliteStmt>> {
         crate::sql::reject_nul(sql)?;
         let translated: Box<str> = match mode {
-            TranslationMode::On => {
-                translate_placeholders(sql, crate::sqlite_family::PLACEHOLDERS).into()
-            }
+            TranslationMode::On => translate_placeholders(sql, super::dialect::PLACEHOLDERS).into(),
             TranslationMode::Off => sql.into(),
         };
         let owned = translated.clone();
@@ -235,7 +233,7 @@ impl SqliteConn {
         let autocommit = self.conn_mut()?.is_autocommit();
         let wrap = !in_tx
             && autocommit
-            && !crate::sql::has_transaction_control(sql, crate::sqlite_family::DIALECT);
+            && !crate::sql::has_transaction_control(sql, super::dialect::DIALECT);
         // A script with transaction control of its own may commit part-way.
         let own_control = !in_tx && autocommit && !wrap;
         let committed = Arc::new(AtomicBool::new(false));

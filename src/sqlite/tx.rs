@@ -1,5 +1,5 @@
-//! Transactions on a SQLite connection: `BEGIN IMMEDIATE`, `COMMIT` and `ROLLBACK`, and the
-//! rollback of a transaction dropped without commit, off the calling thread.
+//! Transactions on a SQLite connection: `BEGIN IMMEDIATE`, `COMMIT` and `ROLLBACK` (a
+//! transaction dropped without commit is rolled back by `recover.rs`).
 
 use std::sync::Arc;
 
@@ -44,22 +44,6 @@ impl SqliteConn {
         self.simple("ROLLBACK", 2).await
     }
 
-    /// A transaction was dropped without commit: it is rolled back off the calling thread (see
-    /// [`Self::rollback_off_thread`]); the connection's next operation takes it back first.
-    pub(super) fn abandon(&mut self) {
-        self.stream_returned();
-        if self.conn.is_none() {
-            if self.returning.is_some() {
-                // A dropped stream's worker still has it: rolled back when it comes back.
-                self.abandoned = true;
-            } else {
-                self.broken = true;
-            }
-            return;
-        }
-        self.rollback_off_thread();
-    }
-
     /// `BEGIN IMMEDIATE` (0), `COMMIT` (1) or `ROLLBACK` (2): each remembers, per connection,
     /// whether it ran past the inline budget (a `COMMIT` waiting for fsync does), and is then
     /// offloaded.
@@ -77,38 +61,5 @@ impl SqliteConn {
             || move |c: &mut Connection| run_sql(c, sql),
         )
         .await
-    }
-
-    pub(super) fn rollback_if_open(&mut self) {
-        let Some(c) = self.conn.as_mut() else {
-            return;
-        };
-        if !c.is_autocommit() && c.execute_batch("ROLLBACK").is_err() {
-            self.broken = true;
-        }
-    }
-
-    /// Rolls back an open transaction on tokio's blocking pool, never on the calling thread:
-    /// a rollback rewrites the pages a large transaction spilled to the database file (in
-    /// rollback-journal mode, milliseconds for a few megabytes), and `Drop` must not block. The
-    /// connection comes back through `self.returning`, as from a dropped stream's worker, and
-    /// is discarded if the rollback failed. Outside any runtime it rolls back here.
-    pub(super) fn rollback_off_thread(&mut self) {
-        if self.conn.as_ref().is_none_or(|c| c.is_autocommit()) {
-            return;
-        }
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            self.rollback_if_open();
-            return;
-        };
-        let Some(conn) = self.conn.take() else {
-            return;
-        };
-        let (back, returning) = tokio::sync::oneshot::channel();
-        drop(handle.spawn_blocking(move || {
-            let failed = !conn.is_autocommit() && conn.execute_batch("ROLLBACK").is_err();
-            let _ = back.send((conn, failed));
-        }));
-        self.returning = Some(returning);
     }
 }

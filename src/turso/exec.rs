@@ -281,7 +281,7 @@ impl TursoConn {
             return Err(crate::sqlite_family::errors::multiple_statements());
         }
         let translated = match mode {
-            TranslationMode::On => translate_placeholders(sql, crate::sqlite_family::PLACEHOLDERS),
+            TranslationMode::On => translate_placeholders(sql, super::dialect::PLACEHOLDERS),
             TranslationMode::Off => std::borrow::Cow::Borrowed(sql),
         };
         // What the statement does, from its program, learnt once. A `PRAGMA` marks the checkout
@@ -296,8 +296,8 @@ impl TursoConn {
         let s = Arc::new(TursoStmt {
             desc: Arc::new(describe(&stmt)),
             param_count: sqlite_param_count(&translated),
-            dml: crate::sql::is_dml(&translated, crate::sqlite_family::DIALECT),
-            ddl: crate::sql::script::changes_schema(&translated, crate::sqlite_family::DIALECT),
+            dml: crate::sql::is_dml(&translated, super::dialect::DIALECT),
+            ddl: crate::sql::script::changes_schema(&translated, super::dialect::DIALECT),
             effects,
             epoch,
             stmt,
@@ -324,7 +324,7 @@ impl TursoConn {
         crate::sql::reject_nul(sql)?;
         let wrap = !in_tx
             && self.autocommit()?
-            && !crate::sql::has_transaction_control(sql, crate::sqlite_family::DIALECT)
+            && !crate::sql::has_transaction_control(sql, super::dialect::DIALECT)
             && !super::session::only_pragmas(sql);
         // A script's statements are not compiled one by one here: its session is checked on
         // return.
@@ -339,8 +339,8 @@ impl TursoConn {
         // only when no earlier segment committed; after one did, the script is part-applied
         // and the outcome says so.
         let mut committed = false;
-        for (part, alone) in crate::sql::segments(sql, crate::sqlite_family::DIALECT) {
-            if crate::sql::is_blank(part, crate::sqlite_family::DIALECT) {
+        for (part, alone) in crate::sql::segments(sql, super::dialect::DIALECT) {
+            if crate::sql::is_blank(part, super::dialect::DIALECT) {
                 continue;
             }
             let r = match crate::deadline::check(self.stop_at) {
@@ -381,7 +381,7 @@ impl TursoConn {
         if native {
             self.set_native_busy(false)?;
         }
-        if crate::sql::script::changes_schema(sql, crate::sqlite_family::DIALECT) {
+        if crate::sql::script::changes_schema(sql, super::dialect::DIALECT) {
             self.schema_changed();
         }
         if !wrap {
@@ -411,8 +411,8 @@ impl TursoConn {
     /// it). Stopped, it fails with `Timeout`; the caller rolls back what the script's
     /// transaction did.
     async fn run_limited(&mut self, sql: &str) -> Result<()> {
-        for stmt in crate::sql::script::statements(sql, crate::sqlite_family::DIALECT) {
-            if crate::sql::is_blank(stmt, crate::sqlite_family::DIALECT) {
+        for stmt in crate::sql::script::statements(sql, super::dialect::DIALECT) {
+            if crate::sql::is_blank(stmt, super::dialect::DIALECT) {
                 continue;
             }
             crate::deadline::check(self.stop_at)?;

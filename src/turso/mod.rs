@@ -11,6 +11,7 @@ pub(crate) mod busy;
 pub(crate) mod config;
 pub(crate) mod conn;
 pub(crate) mod deadline;
+pub(crate) mod dialect;
 pub(crate) mod error;
 pub(crate) mod exec;
 pub(crate) mod params;
@@ -32,7 +33,7 @@ pub(crate) type Cursor<T> = stream::TursoCursor<T>;
 
 /// The engine's name as the OpenTelemetry conventions give it (`db.system`).
 pub(crate) const SYSTEM: &str = "turso";
-pub(crate) use crate::sqlite_family::DIALECT;
 /// No readers apart from the pool: a reader is any connection.
 pub(crate) use config::checkout as checkout_reader;
 pub(crate) use config::{Settings, build, checkout, close, server};
+pub(crate) use dialect::DIALECT;
