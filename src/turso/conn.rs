@@ -1,19 +1,19 @@
-//! The Turso connection: its state, its constructor, what it settles before each use, its
-//! recycle check, and the [`Wing`] contract on the `turso` crate, which runs statements through
-//! `exec.rs` and transactions through `tx.rs`. Every backend folder has a `conn.rs` with the
-//! same operations.
+//! The Turso connection: its state, its constructor, and the [`Wing`] contract on the `turso`
+//! crate, which runs statements through `exec.rs`, transactions through `tx.rs` and recovery
+//! (what it settles before each use, its recycle check) through `recover.rs`. Every backend
+//! folder has a `conn.rs` with the same operations.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::config::TursoOptions;
 use super::error::map_err;
-use super::session::{DISCARD, VERIFY};
+use super::session::VERIFY;
 use super::stmt::TursoStmt;
 use crate::contract::Wing;
 use crate::deadline::At;
 use crate::decode::FromRow;
-use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::error::Result;
 use crate::results::ResultSet;
 use crate::sql::ident::BulkTarget;
 use crate::stmt_cache::StmtCache;
@@ -34,9 +34,9 @@ pub(crate) struct TursoConn {
     pub(super) rolling_back: Option<tokio::sync::oneshot::Receiver<()>>,
     /// The connection went back to the pool with a call abandoned mid-way: the pool discards
     /// it at the next checkout.
-    discard: bool,
+    pub(super) discard: bool,
     /// The raw connection was handed out: it may have changed the schema.
-    raw_used: bool,
+    pub(super) raw_used: bool,
     /// The pool's schema epoch this connection's cached statements were described at.
     epoch_seen: u64,
     /// Turso's own busy handler is on (the raw connection was handed out); the middleware's
@@ -45,8 +45,9 @@ pub(crate) struct TursoConn {
     /// The values of the row being decoded by `one`/`optional`/`all`, reused from call to call.
     pub(super) row_buf: Vec<RowValues>,
     /// What the pool must do with this checkout's session on recycle: check and restore it
-    /// ([`VERIFY`]), or discard the connection ([`DISCARD`]); see `session.rs`.
-    session: u8,
+    /// ([`VERIFY`]), or discard the connection ([`DISCARD`](super::session::DISCARD)); see
+    /// `session.rs`.
+    pub(super) session: u8,
     /// When the connection last went back to the pool.
     returned_at: Option<std::time::Instant>,
     /// The time limit of the operation running now.
@@ -82,22 +83,8 @@ impl TursoConn {
         }
     }
 
-    /// Runs the pool's `after_connect` hook on this new connection (see `setup.rs`). What the
-    /// hook leaves is the session recycling puts the connection back to.
-    pub(crate) async fn set_up(&mut self, hook: &crate::setup::AfterConnect) -> Result<()> {
-        if hook.set_up(self).await? {
-            self.fresh = Some(super::session::read_fresh(&self.conn).await?);
-            self.session = 0;
-        }
-        Ok(())
-    }
-
-    /// Whether a transaction is open.
-    async fn in_tx_now(&mut self) -> Result<bool> {
-        Ok(!self.autocommit()?)
-    }
-
-    /// Marks this checkout's session for the pool's recycle check ([`VERIFY`], [`DISCARD`]).
+    /// Marks this checkout's session for the pool's recycle check ([`VERIFY`],
+    /// [`DISCARD`](super::session::DISCARD)).
     #[inline]
     pub(super) fn mark(&mut self, m: u8) {
         self.session |= m;
@@ -115,12 +102,6 @@ impl TursoConn {
         Ok(())
     }
 
-    /// Whether an abandoned call or a dropped transaction left work for [`Self::settle`].
-    #[inline]
-    pub(super) fn unsettled(&self) -> bool {
-        self.in_flight || self.needs_rollback || self.raw_used || self.rolling_back.is_some()
-    }
-
     /// The pool's schema epoch now.
     #[inline]
     pub(super) fn epoch(&self) -> u64 {
@@ -132,33 +113,6 @@ impl TursoConn {
     pub(super) fn schema_changed(&mut self) {
         self.epoch_seen = self.opts.schema_epoch.fetch_add(1, Ordering::AcqRel) + 1;
         self.forget_statements();
-    }
-
-    /// Before the next statement: forget cached statements an abandoned call left mid-way (their
-    /// state is unknown), and roll back a transaction that was dropped without commit. Turso
-    /// itself would roll such a transaction back only lazily, after a write through a cached
-    /// statement could already have been acknowledged inside it.
-    pub(super) async fn settle(&mut self) -> Result<()> {
-        if let Some(rolled_back) = self.rolling_back.as_mut() {
-            // Awaited in place (cancel-safe): dropped meanwhile, the next use waits again.
-            let _ = rolled_back.await;
-            self.rolling_back = None;
-        }
-        if self.in_flight {
-            self.forget_statements();
-            self.in_flight = false;
-        }
-        if self.needs_rollback {
-            if !self.autocommit()? {
-                self.conn.execute("ROLLBACK", ()).await.map_err(map_err)?;
-            }
-            self.needs_rollback = false;
-        }
-        if self.raw_used {
-            self.raw_used = false;
-            self.schema_changed();
-        }
-        Ok(())
     }
 
     /// Resets and drops every cached statement: after a call was abandoned mid-way (their
@@ -174,53 +128,7 @@ impl TursoConn {
     pub(super) fn autocommit(&self) -> Result<bool> {
         self.conn.is_autocommit().map_err(map_err)
     }
-
-    /// Recycle check: outside any transaction, no statement left mid-way.
-    pub(crate) async fn make_clean(&mut self) -> Result<()> {
-        if let Some(rolled_back) = self.rolling_back.as_mut() {
-            // Awaited in place (cancel-safe): dropped meanwhile, the next use waits again.
-            let _ = rolled_back.await;
-            self.rolling_back = None;
-        }
-        if self.discard {
-            return Err(SqlMiddlewareDbError::new(
-                ErrorKind::ConnectionLost,
-                "this Turso connection went back to the pool mid-call; it is discarded",
-            ));
-        }
-        if self.in_flight {
-            return Err(SqlMiddlewareDbError::new(
-                ErrorKind::ConnectionLost,
-                "a call on this Turso connection was abandoned mid-way; the connection is discarded",
-            ));
-        }
-        if !self.autocommit()? {
-            self.simple("ROLLBACK", None).await?;
-            if !self.autocommit()? {
-                return Err(SqlMiddlewareDbError::new(
-                    ErrorKind::TransactionState,
-                    "the Turso connection stayed inside a transaction; it is discarded",
-                ));
-            }
-        }
-        self.needs_rollback = false;
-        // The session: nothing to do after plain statements; checked and restored, or the
-        // connection discarded, after anything else (see `session.rs`).
-        let mark = std::mem::take(&mut self.session);
-        if mark & DISCARD != 0 {
-            return Err(SqlMiddlewareDbError::new(
-                ErrorKind::ConnectionLost,
-                "this Turso connection set a sequence's session value, which nothing resets; it is discarded",
-            ));
-        }
-        if mark & VERIFY != 0 {
-            self.verify_session().await?;
-        }
-        Ok(())
-    }
 }
-
-crate::setup::setup_via_wing!(TursoConn, TursoConn::in_tx_now);
 
 impl Wing for TursoConn {
     type Stmt = TursoStmt;
@@ -339,11 +247,9 @@ impl Wing for TursoConn {
     }
 
     /// After a cancelled operation outside a transaction: forget statements left mid-way and
-    /// roll back whatever is open.
+    /// roll back whatever is open (see `recover.rs`).
     async fn recover(&mut self) -> Result<()> {
-        self.settle().await?;
-        self.rollback_if_open().await;
-        Ok(())
+        self.recover_after_cancel().await
     }
 
     /// A commit the engine refuses is rolled back (see `tx.rs`).

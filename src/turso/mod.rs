@@ -1,10 +1,11 @@
 //! The Turso wing: the `turso` crate (default features off) on a deadpool pool of our own.
 //!
-//! The same file set as every wing — `config` (settings, manager, pool), `conn` (the
-//! connection and its `Wing` (`contract.rs`) operations), `exec` (running statements), `tx`
-//! (transactions), `deadline` (time limits), `session` (what a statement does beyond its rows,
-//! from its compiled program, and the check of a session on return), `stmt`, `params`, `rows`,
-//! `error`, `stream`, `bulk` — plus Turso's extra: `busy` (lock waits on the runtime's timer).
+//! The same file set as every wing — `config` (settings, manager, pool), `url`, `dialect` (the
+//! family's SQL), `open` (opening and setting up a connection), `conn` (the connection and its
+//! `Wing` (`contract.rs`) operations), `exec` (running statements), `tx` (transactions),
+//! `deadline` (time limits), `recover` (recovery after a fault or a cancelled call), `session`
+//! (what a statement does beyond its rows, from its compiled program, and the check of a
+//! session on return), `stmt`, `params`, `rows`, `error`, `stream`, `bulk` — plus Turso's extra: `busy` (lock waits on the runtime's timer).
 
 pub(crate) mod bulk;
 pub(crate) mod busy;
@@ -14,7 +15,9 @@ pub(crate) mod deadline;
 pub(crate) mod dialect;
 pub(crate) mod error;
 pub(crate) mod exec;
+pub(crate) mod open;
 pub(crate) mod params;
+pub(crate) mod recover;
 pub(crate) mod rows;
 pub(crate) mod session;
 pub(crate) mod stmt;
