@@ -103,7 +103,7 @@ impl SqliteConn {
         R: AsRef<[RowValues]> + Send + Sync,
     {
         let per = rows_per_statement(target.width());
-        let d = crate::sqlite_family::DIALECT;
+        let d = super::dialect::DIALECT;
         let stmts = Arc::new(Statements {
             full: target.insert_sql(d, per).into(),
             one: target.insert_sql(d, 1).into(),

@@ -15,7 +15,10 @@ use rusqlite::config::DbConfig;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::types::Value;
 
+use super::busy::install_busy_handler;
+use super::conn::SqliteConn;
 use super::error::map_err;
+use super::offload::broken;
 use crate::error::Result;
 use crate::sqlite_family::session::{Effects, RESTORABLE, pragma_effects};
 
@@ -275,5 +278,56 @@ impl Fresh {
     /// Whether `c` holds nothing a fresh connection lacks (see [`STATE_SQL`]).
     pub(crate) fn state_is_fresh(&self, c: &Connection) -> Result<bool> {
         Ok(read_state(c)? == self.state)
+    }
+}
+
+impl SqliteConn {
+    /// Puts back the session of a fresh connection of the pool after this checkout changed it
+    /// (`effects`); `Ok(false)` when that cannot be done exactly and the connection must go.
+    ///
+    /// - Pragma assignments the authorizer saw: each restorable one is assigned the fresh
+    ///   value again, only if it differs (assigning a flag expires every prepared statement).
+    /// - Temporary objects or attachments the authorizer saw: what no setting undoes must
+    ///   equal the fresh connection's (a failed `CREATE TEMP …` or `ATTACH` leaves nothing,
+    ///   and costs no connection).
+    /// - After raw access, which may have done anything: the authorizer is checked (and
+    ///   installed again if the closure replaced it, forgetting what was learnt without it;
+    ///   every restorable pragma is then compared), the busy and progress handlers are
+    ///   installed again, the connection flags and hooks are put back, and what no setting
+    ///   undoes (temporary objects, attached databases, functions, collations, modules,
+    ///   journal and locking modes) must equal the fresh connection's.
+    pub(super) fn restore_session(&mut self, effects: Effects) -> Result<bool> {
+        let fresh = Arc::clone(&self.fresh);
+        let (cell, level) = (Arc::clone(&self.cell), self.sync_level);
+        let capacity = self.opts.statement_cache_capacity;
+        let c = self.conn.as_mut().ok_or_else(broken)?;
+        let mut pragmas: Vec<usize> = effects.pragmas().collect();
+        if effects.has(Effects::RAW) {
+            // Is the pool's authorizer still there? It reports any statement prepared.
+            cell.take();
+            drop(c.prepare("SELECT 1").map_err(map_err)?);
+            // What raw SQL assigned is then already in `effects`. If the closure replaced it,
+            // the wing knows nothing of what ran meanwhile: it installs it again, forgets what
+            // its statement cache learnt without it, and compares every restorable pragma.
+            if !cell.take().has(Effects::SEEN) {
+                install_authorizer(c, &cell)?;
+                self.stmts.clear();
+                pragmas = (0..crate::sqlite_family::session::RESTORABLE.len()).collect();
+            }
+            install_busy_handler(c)?;
+            self.progress.reinstall(c)?;
+            fresh.restore_connection(c)?;
+            c.set_prepared_statement_cache_capacity(capacity);
+        } else if effects
+            .pragmas()
+            .any(|i| crate::sqlite_family::session::RESTORABLE[i] == "busy_timeout")
+        {
+            install_busy_handler(c)?;
+        }
+        fresh.restore_pragmas(c, pragmas.into_iter(), level)?;
+        let clean = !effects.needs_state_check() || fresh.state_is_fresh(c)?;
+        // What the restore itself ran is not a borrower's change.
+        cell.take();
+        Ok(clean)
     }
 }

@@ -82,7 +82,7 @@ impl SqliteStmt {
         let reprepares = st.get_status(rusqlite::StatementStatus::RePrepare);
         drop(st);
         Ok(SqliteStmt {
-            dml: crate::sql::is_dml(&sql, crate::sqlite_family::DIALECT),
+            dml: crate::sql::is_dml(&sql, super::dialect::DIALECT),
             restartable: readonly && !effects.has(Effects::TX | Effects::ATTACH),
             session: effects.lasting(),
             sql,

@@ -25,5 +25,3 @@ pub(crate) mod session;
 pub(crate) mod sql;
 pub(crate) mod storable;
 pub(crate) mod text_form;
-
-pub(crate) use dialect::{DIALECT, PLACEHOLDERS};

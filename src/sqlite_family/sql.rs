@@ -8,8 +8,8 @@ use crate::sql::script::{is_blank, statements};
 /// True when `sql` holds more than one statement (Turso would prepare the first and silently
 /// ignore the rest).
 pub(crate) fn has_multiple_statements(sql: &str) -> bool {
-    statements(sql, crate::sqlite_family::DIALECT)
-        .filter(|s| !is_blank(s, crate::sqlite_family::DIALECT))
+    statements(sql, super::dialect::DIALECT)
+        .filter(|s| !is_blank(s, super::dialect::DIALECT))
         .nth(1)
         .is_some()
 }
@@ -20,7 +20,7 @@ pub(crate) fn has_multiple_statements(sql: &str) -> bool {
 pub(crate) fn sqlite_param_count(sql: &str) -> usize {
     let mut max = 0usize;
     let mut names: Vec<&str> = Vec::new();
-    for t in tokens(sql, crate::sqlite_family::DIALECT) {
+    for t in tokens(sql, super::dialect::DIALECT) {
         let text = &sql[t.start..t.end];
         match t.kind {
             Kind::Placeholder if text.starts_with('?') => {

@@ -61,7 +61,7 @@ impl TursoConn {
     {
         let width = target.width();
         let per = rows_per_statement(width);
-        let d = crate::sqlite_family::DIALECT;
+        let d = super::dialect::DIALECT;
         let full = self
             .prepare(&target.insert_sql(d, per), TranslationMode::Off, None)
             .await?;

@@ -1,5 +1,6 @@
 //! Turso settings and the pool manager: one `turso::Database` per pool, connections pooled by
-//! deadpool, so a connection is only ever used by the task that checked it out.
+//! deadpool, so a connection is only ever used by the task that checked it out (`open.rs`
+//! opens and sets up each one).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -51,8 +52,8 @@ pub(crate) enum TursoTarget {
 }
 
 pub(crate) struct TursoManager {
-    db: turso::Database,
-    opts: Arc<TursoOptions>,
+    pub(super) db: turso::Database,
+    pub(super) opts: Arc<TursoOptions>,
 }
 
 impl std::fmt::Debug for TursoManager {
@@ -68,25 +69,7 @@ impl Manager for TursoManager {
     type Error = SqlMiddlewareDbError;
 
     async fn create(&self) -> Result<Box<TursoConn>> {
-        let conn = self.db.connect().map_err(super::error::map_err)?;
-        // Turso's own busy handler spins an executor thread while it waits; the middleware
-        // waits for locks itself, on the runtime's timer (see `busy.rs`), so it stays off.
-        conn.busy_timeout(std::time::Duration::ZERO)
-            .map_err(super::error::map_err)?;
-        // Off by default in Turso, as in SQLite; the SQLite backend turns it on too.
-        conn.execute("PRAGMA foreign_keys = ON", ())
-            .await
-            .map_err(super::error::map_err)?;
-        if self.opts.baseline.get().is_none() {
-            let fresh = super::session::read_settings(&conn).await?;
-            let _ = self.opts.baseline.set(fresh);
-        }
-        let mut conn = Box::new(TursoConn::new(conn, Arc::clone(&self.opts)));
-        if self.opts.after_connect.is_set() {
-            // Boxed: the hook's future must not grow every checkout's future.
-            Box::pin(conn.set_up(&self.opts.after_connect)).await?;
-        }
-        Ok(conn)
+        self.open_conn().await
     }
 
     async fn recycle(

@@ -1,22 +1,29 @@
 //! The Turso wing: the `turso` crate (default features off) on a deadpool pool of our own.
 //!
-//! The same file set as every wing — `config` (settings, manager, pool), `conn` (the
-//! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bulk` — plus
-//! Turso's extras: `busy` (lock waits on the runtime's timer) and `session` (what a statement
-//! does beyond its rows, from its compiled program, and the check of a session on return).
+//! The same file set as every wing — `config` (settings, manager, pool), `url`, `dialect` (the
+//! family's SQL), `open` (opening and setting up a connection), `conn` (the connection and its
+//! `Wing` (`contract.rs`) operations), `exec` (running statements), `tx` (transactions),
+//! `deadline` (time limits), `recover` (recovery after a fault or a cancelled call), `session`
+//! (what a statement does beyond its rows, from its compiled program, and the check of a
+//! session on return), `stmt`, `params`, `rows`, `error`, `stream`, `bulk` — plus Turso's extra: `busy` (lock waits on the runtime's timer).
 
 pub(crate) mod bulk;
 pub(crate) mod busy;
 pub(crate) mod config;
 pub(crate) mod conn;
+pub(crate) mod deadline;
+pub(crate) mod dialect;
 pub(crate) mod error;
+pub(crate) mod exec;
+pub(crate) mod open;
 pub(crate) mod params;
+pub(crate) mod recover;
 pub(crate) mod rows;
 pub(crate) mod session;
 pub(crate) mod stmt;
 pub(crate) mod stream;
+pub(crate) mod tx;
 pub(crate) mod url;
-
 
 /// The pool type of the Turso wing.
 pub(crate) type Pool = deadpool::managed::Pool<config::TursoManager>;
@@ -29,7 +36,7 @@ pub(crate) type Cursor<T> = stream::TursoCursor<T>;
 
 /// The engine's name as the OpenTelemetry conventions give it (`db.system`).
 pub(crate) const SYSTEM: &str = "turso";
-pub(crate) use crate::sqlite_family::DIALECT;
-pub(crate) use config::{Settings, build, checkout, close, server};
 /// No readers apart from the pool: a reader is any connection.
 pub(crate) use config::checkout as checkout_reader;
+pub(crate) use config::{Settings, build, checkout, close, server};
+pub(crate) use dialect::DIALECT;

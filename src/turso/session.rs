@@ -63,7 +63,7 @@ enum StmtKind {
 }
 
 fn kind(sql: &str) -> StmtKind {
-    let Some(first) = tokens(sql, crate::sqlite_family::DIALECT)
+    let Some(first) = tokens(sql, super::dialect::DIALECT)
         .find(|t| t.kind == Kind::Word)
         .map(|t| &sql[t.start..t.end])
     else {
@@ -75,7 +75,7 @@ fn kind(sql: &str) -> StmtKind {
     } else if is("INSERT") || is("UPDATE") || is("DELETE") || is("REPLACE") {
         StmtKind::Dml
     } else if is("WITH") {
-        if crate::sql::is_dml(sql, crate::sqlite_family::DIALECT) {
+        if crate::sql::is_dml(sql, super::dialect::DIALECT) {
             StmtKind::Dml
         } else {
             StmtKind::Query
@@ -97,11 +97,11 @@ fn kind(sql: &str) -> StmtKind {
 /// (`temp_store`), so such a script gains nothing from running inside a transaction.
 pub(crate) fn only_pragmas(sql: &str) -> bool {
     let mut any = false;
-    for stmt in crate::sql::script::statements(sql, crate::sqlite_family::DIALECT) {
-        if crate::sql::is_blank(stmt, crate::sqlite_family::DIALECT) {
+    for stmt in crate::sql::script::statements(sql, super::dialect::DIALECT) {
+        if crate::sql::is_blank(stmt, super::dialect::DIALECT) {
             continue;
         }
-        let first = tokens(stmt, crate::sqlite_family::DIALECT)
+        let first = tokens(stmt, super::dialect::DIALECT)
             .find(|t| t.kind == Kind::Word)
             .map(|t| &stmt[t.start..t.end]);
         if !first.is_some_and(|w| w.eq_ignore_ascii_case("PRAGMA")) {
