@@ -321,6 +321,14 @@ impl SqlMiddlewareDbError {
         )
     }
 
+    /// `begin` on a connection where raw SQL left a transaction open: one error on every engine.
+    pub(crate) fn raw_tx_open() -> Self {
+        Self::new(
+            ErrorKind::TransactionState,
+            "a transaction begun by raw SQL is still open on this connection; commit or roll it back first",
+        )
+    }
+
     pub(crate) fn nul_in_sql() -> Self {
         Self::new(
             ErrorKind::InvalidInput,

@@ -74,18 +74,27 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// The files every wing has; a wing may add extras (SQLite: `offload`, `busy`, `session`,
-/// `slowdown`; Turso: `busy`, `session`; MySQL: `session`, `timeout`, `tls`).
+/// The files every wing has, one job each (docs/dev/Design.md, "The wing file set"); a wing may
+/// add extras named for their one job (SQLite: `offload`, `busy`, `slowdown`; Turso: `busy`;
+/// Postgres: `hosts`, `replica`, `listen`, `tls`, …; MySQL: `tls`, `warnings`, …).
 const WING_FILES: &[&str] = &[
     "mod.rs",
     "config.rs",
+    "url.rs",
+    "dialect.rs",
+    "open.rs",
     "conn.rs",
+    "exec.rs",
+    "tx.rs",
+    "session.rs",
+    "deadline.rs",
+    "recover.rs",
     "stmt.rs",
     "params.rs",
     "rows.rs",
     "error.rs",
-    "bulk.rs",
     "stream.rs",
+    "bulk.rs",
 ];
 
 fn layer_of(module: &str) -> Option<(usize, &'static str)> {

@@ -15,10 +15,7 @@ impl SqliteConn {
             self.settle_stream().await;
         }
         if !self.conn_mut()?.is_autocommit() {
-            return Err(SqlMiddlewareDbError::new(
-                crate::error::ErrorKind::TransactionState,
-                "a transaction begun by raw SQL is still open on this connection; commit or roll it back first",
-            ));
+            return Err(SqlMiddlewareDbError::raw_tx_open());
         }
         self.simple("BEGIN IMMEDIATE", 0).await
     }

@@ -4,7 +4,7 @@
 use super::conn::TursoConn;
 use crate::contract::Wing;
 use crate::deadline::At;
-use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::error::{Result, SqlMiddlewareDbError};
 use crate::translation::TranslationMode;
 
 impl TursoConn {
@@ -13,10 +13,7 @@ impl TursoConn {
             self.settle().await?;
         }
         if !self.autocommit()? {
-            return Err(SqlMiddlewareDbError::new(
-                ErrorKind::TransactionState,
-                "a transaction begun by raw SQL is still open on this connection; commit or roll it back first",
-            ));
+            return Err(SqlMiddlewareDbError::raw_tx_open());
         }
         self.simple("BEGIN IMMEDIATE", at).await
     }
