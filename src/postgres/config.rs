@@ -6,8 +6,9 @@ use std::sync::Arc;
 use deadpool::managed::{Manager, Metrics, RecycleResult};
 use deadpool_postgres::{ClientWrapper, ManagerConfig, RecyclingMethod};
 
+use super::attrs::{ServerFlags, SessionAttrs};
 use super::conn::PgConnection;
-use super::hosts::{self, HostBook, HostName, ServerFlags, SessionAttrs};
+use super::hosts::{self, HostBook, HostName};
 use super::stmt::PgStmt;
 use super::tls::{CancelRequest, Connector, TlsOptions};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
@@ -70,7 +71,7 @@ pub(crate) struct PgClient {
     pub(crate) id: u64,
     /// The host it reached.
     pub(crate) host: HostName,
-    /// What the server reported of its state (see `hosts::ServerFlags`).
+    /// What the server reported of its state (see `attrs::ServerFlags`).
     pub(crate) flags: Arc<ServerFlags>,
     /// The pool's generation when the connection was opened (see `HostBook::epoch`).
     epoch: u64,
@@ -138,7 +139,7 @@ impl Manager for PgManager {
         // Before the settings are counted: a library the hook loads is part of the fresh session.
         if self.opts.after_connect.is_set() {
             // Boxed, as the connect: the hook's future must not grow every checkout's future.
-            Box::pin(super::conn::PgSetup(&client).run(&self.opts.after_connect)).await?;
+            Box::pin(super::open::PgSetup(&client).run(&self.opts.after_connect)).await?;
         }
         // The opening exchange is part of the connect: bounded by the host's bound too.
         let mut settings = match limit {
@@ -423,8 +424,11 @@ impl crate::knobs::Knobs for Settings {
 /// the strictest mode given for any of them.
 pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool> {
     let (cfg, mut pg, replicas) = (s.config, s.options, s.replicas);
-    pg.tls
-        .raise_to_strictest(&cfg, replicas.replicas.iter().map(|(c, _)| c), s.replica_ssl);
+    pg.tls.raise_to_strictest(
+        &cfg,
+        replicas.replicas.iter().map(|(c, _)| c),
+        s.replica_ssl,
+    );
     let readers = if replicas.replicas.is_empty() {
         None
     } else {
