@@ -186,7 +186,10 @@ impl Manager for MyManager {
             pending_close: Vec::new(),
             dirty: false,
             broken: false,
-            epoch: self.opts.schema_epoch.load(std::sync::atomic::Ordering::Acquire),
+            epoch: self
+                .opts
+                .schema_epoch
+                .load(std::sync::atomic::Ordering::Acquire),
             max_packet: max_packet.unwrap_or(u64::MAX),
             #[cfg(feature = "tracing")]
             host: (
@@ -196,9 +199,12 @@ impl Manager for MyManager {
             endpoint: Arc::clone(&self.endpoint),
             mark,
         });
-        Box::pin(super::conn::set_up(&mut c)).await?;
+        Box::pin(super::open::set_up(&mut c)).await?;
         // What the session now is, for the checks after statements that may change it.
-        if let Some(e) = Box::pin(super::check::session(&mut c, false)).await?.error() {
+        if let Some(e) = Box::pin(super::check::session(&mut c, false))
+            .await?
+            .error()
+        {
             return Err(e);
         }
         Ok(c)
@@ -223,7 +229,7 @@ impl Manager for MyManager {
         let bound = self.opts.recycle_timeout;
         let clean = async {
             if c.dirty {
-                super::conn::reset(c).await?;
+                super::session::reset(c).await?;
             }
             if c.opts.test_before_acquire {
                 c.conn.ping().await.map_err(super::error::map_err)?;
@@ -324,7 +330,11 @@ pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool
 }
 
 /// Builds the pool from mysql_async's options and the middleware's settings.
-fn build_pool(opts: mysql_async::Opts, mut my: MyOptions, pool: &PoolOptions) -> Result<super::Pool> {
+fn build_pool(
+    opts: mysql_async::Opts,
+    mut my: MyOptions,
+    pool: &PoolOptions,
+) -> Result<super::Pool> {
     my.counters = Arc::clone(&pool.counters);
     my.after_connect = pool.after_connect.clone();
     my.recycle_timeout = pool.recycle_timeout;
