@@ -174,10 +174,7 @@ impl MyConnection {
 
     /// How long cleaning a connection may take: the pool's recycle timeout.
     pub(super) fn net_bound(&self) -> Duration {
-        self.pool
-            .timeouts()
-            .recycle
-            .unwrap_or(Duration::from_secs(5))
+        crate::server::held::net_bound(&self.pool)
     }
 }
 

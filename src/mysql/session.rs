@@ -22,6 +22,7 @@ use super::config::MyClient;
 use super::conn::Obj;
 use super::error::map_err;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::server::held;
 use crate::sql::Dialect;
 use crate::sql::scanner::{Kind, Token, tokens};
 use crate::sql::script::statements;
@@ -280,51 +281,36 @@ pub(crate) async fn reset(c: &mut MyClient) -> Result<()> {
 
 /// A connection going back to the pool, in a task of its own bounded by `bound`: the rows of
 /// a stream closed early read off (`unread`), a transaction left `open` rolled back, and a
-/// touched session reset; a connection whose cleaning does not finish is detached and closed.
+/// touched session reset; a connection whose cleaning does not finish is marked broken,
+/// detached and closed (see `server::held::Cleaning`).
 pub(super) fn clean(obj: Obj, open: bool, unread: bool, bound: Duration) {
-    let Ok(handle) = tokio::runtime::Handle::try_current() else {
-        drop(deadpool::managed::Object::take(obj));
-        return;
-    };
-    let mut guard = Cleaning(Some(obj));
-    handle.spawn(async move {
-        let Some(obj) = guard.0.as_mut() else {
-            return;
-        };
-        let clean = async {
-            if unread {
-                // The rows of a stream closed early: read off (a no-op when none are left).
-                QueryResult::<BinaryProtocol>::new(&mut obj.conn)
-                    .drop_result()
-                    .await
-                    .map_err(map_err)?;
-            }
-            if open {
-                obj.conn.query_drop("ROLLBACK").await.map_err(map_err)?;
-            }
-            if obj.dirty {
-                reset(obj).await?;
-            }
-            Ok::<(), SqlMiddlewareDbError>(())
-        };
-        if let Ok(Ok(())) = tokio::time::timeout(bound, clean).await {
+    held::clean_in_background(obj, bound, mark_broken, move |obj| {
+        Box::pin(async move {
+            let clean = async {
+                if unread {
+                    // The rows of a stream closed early: read off (a no-op when none are left).
+                    QueryResult::<BinaryProtocol>::new(&mut obj.conn)
+                        .drop_result()
+                        .await
+                        .map_err(map_err)?;
+                }
+                if open {
+                    obj.conn.query_drop("ROLLBACK").await.map_err(map_err)?;
+                }
+                if obj.dirty {
+                    reset(obj).await?;
+                }
+                Ok::<(), SqlMiddlewareDbError>(())
+            };
             // Clean: back to the pool.
-            drop(guard.0.take());
-        }
+            clean.await.is_ok()
+        })
     });
 }
 
-/// A connection being cleaned in the background: if the cleaning does not finish (an error, the
-/// bound, the runtime shutting down), the connection is detached from the pool and closed.
-struct Cleaning(Option<Obj>);
-
-impl Drop for Cleaning {
-    fn drop(&mut self) {
-        if let Some(mut obj) = self.0.take() {
-            obj.broken = true;
-            drop(deadpool::managed::Object::take(obj));
-        }
-    }
+/// A connection whose cleaning did not finish is marked broken before it is detached.
+fn mark_broken(c: &mut MyClient) {
+    c.broken = true;
 }
 
 #[cfg(test)]

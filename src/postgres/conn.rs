@@ -138,7 +138,7 @@ impl PgConnection {
     /// How long cancelling a statement or cleaning a connection may take: the pool's recycle
     /// timeout. Past it the connection is given up (detached and closed), never waited for.
     pub(super) fn net_bound(&self) -> Duration {
-        net_bound(&self.pool)
+        crate::server::held::net_bound(&self.pool)
     }
 
     pub(super) fn is_closed(&self) -> bool {
@@ -361,11 +361,6 @@ impl Wing for PgConnection {
         self.session = Session::State;
         self.client()
     }
-}
-
-/// The pool's recycle timeout, the bound on cancelling and cleaning (5 s when unset).
-fn net_bound(pool: &super::Pool) -> Duration {
-    pool.timeouts().recycle.unwrap_or(Duration::from_secs(5))
 }
 
 impl Drop for PgConnection {

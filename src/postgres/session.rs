@@ -4,10 +4,12 @@
 
 use std::time::Duration;
 
+use super::config::PgClient;
 use super::conn::{Obj, PgConnection};
 use super::effects::Session;
 use super::open::PgSetup;
 use super::stmt::{PgStmt, StatementCache};
+use crate::server::held;
 
 impl PgConnection {
     /// Notes what SQL about to be sent does to the connection's state beyond its rows: session
@@ -58,7 +60,7 @@ SELECT count(*) AS settings FROM pg_settings";
 /// pool opened it: not when the borrower loaded a library (PL/pgSQL is loaded when the
 /// connection opens, see `config.rs`), which adds settings nothing can remove; the connection
 /// is then closed instead of reused.
-async fn reset_session(obj: &Obj) -> bool {
+async fn reset_session(obj: &PgClient) -> bool {
     let Ok(msgs) = obj.client.simple_query(RESET).await else {
         return false;
     };
@@ -91,7 +93,7 @@ async fn reset_session(obj: &Obj) -> bool {
 /// again. Named mode also forgets the driver's cached types (its lookup statements stay valid,
 /// and every cached statement carries its own types); the unnamed mode keeps them, since its
 /// statements find their result types there (see `describe`).
-fn forget_changed_session(obj: &mut Obj) {
+fn forget_changed_session(obj: &mut PgClient) {
     let stale: Vec<(Box<str>, crate::translation::TranslationMode)> = obj
         .stmts
         .values()
@@ -106,54 +108,29 @@ fn forget_changed_session(obj: &mut Obj) {
     }
 }
 
-/// Holds a connection while it is cleaned; if cleaning does not finish (error, cancelled task,
-/// runtime shutdown), the connection is detached from the pool and closed instead of returned.
-struct Cleaning(Option<Obj>, bool);
-
-impl Cleaning {
-    fn cleaned(&mut self, ok: bool) {
-        self.1 = ok;
-    }
-}
-
-impl Drop for Cleaning {
-    fn drop(&mut self) {
-        if let (Some(obj), false) = (self.0.take(), self.1) {
-            drop(deadpool::managed::Object::take(obj));
-        }
-    }
-}
-
 /// Cleans `obj` as it goes back to the pool, in a task of its own bounded by `bound`: the
 /// `ROLLBACK`, and when `reset` the session reset and the `after_connect` hook again. A
-/// connection whose cleaning does not finish is detached and closed (see [`Cleaning`]).
+/// connection whose cleaning does not finish is detached and closed (see
+/// `server::held::Cleaning`).
 pub(super) fn clean(obj: Obj, reset: bool, bound: Duration) {
-    let mut guard = Cleaning(Some(obj), false);
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => {
-            handle.spawn(async move {
-                let Some(obj) = guard.0.as_mut() else {
-                    return;
-                };
-                let clean = async {
-                    let mut ok = obj.client.batch_execute("ROLLBACK").await.is_ok();
-                    if ok && reset {
-                        forget_changed_session(obj);
-                        ok = reset_session(obj).await;
-                        // The reset undid the `after_connect` hook's work too: it runs again.
-                        if ok {
-                            let hook = &obj.opts.after_connect;
-                            ok = PgSetup(&obj.client).run(hook).await.is_ok();
-                        }
+    held::clean_in_background(
+        obj,
+        bound,
+        |_| {},
+        move |obj| {
+            Box::pin(async move {
+                let mut ok = obj.client.batch_execute("ROLLBACK").await.is_ok();
+                if ok && reset {
+                    forget_changed_session(obj);
+                    ok = reset_session(obj).await;
+                    // The reset undid the `after_connect` hook's work too: it runs again.
+                    if ok {
+                        let hook = &obj.opts.after_connect;
+                        ok = PgSetup(&obj.client).run(hook).await.is_ok();
                     }
-                    ok
-                };
-                // Past the bound the connection is detached (the guard's drop), so a
-                // server that stopped answering never holds a pool slot.
-                let ok = tokio::time::timeout(bound, clean).await.unwrap_or(false);
-                guard.cleaned(ok);
-            });
-        }
-        Err(_) => drop(guard),
-    }
+                }
+                ok
+            })
+        },
+    );
 }
