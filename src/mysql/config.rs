@@ -86,8 +86,8 @@ pub(crate) struct MyClient {
     /// How to open another connection to the same server (a `KILL QUERY` for this one).
     pub(crate) endpoint: Arc<Endpoint>,
     /// The server and the session this connection reached, recorded when it opened: a
-    /// `KILL QUERY` for it is sent only where the killer finds them (see `timeout::Mark`).
-    pub(crate) mark: Option<super::timeout::Mark>,
+    /// `KILL QUERY` for it is sent only where the killer finds them (see `deadline::Mark`).
+    pub(crate) mark: Option<super::deadline::Mark>,
 }
 
 impl crate::pooling::Pooled for MyClient {
@@ -169,7 +169,7 @@ impl Manager for MyManager {
             .query_first("SELECT @@max_allowed_packet")
             .await
             .map_err(super::error::map_err)?;
-        let mark = super::timeout::Mark::record(&mut conn).await?;
+        let mark = super::deadline::Mark::record(&mut conn).await?;
         let mut c = Box::new(MyClient {
             conn,
             stmts: StmtCache::new(),
@@ -370,6 +370,6 @@ fn build_pool(
 /// by the pool's wait timeout as a whole.
 pub(crate) async fn checkout(pool: &super::Pool) -> Result<MyConnection> {
     // Boxed: the bounded checkout (and the connect it may start) is large.
-    let obj = Box::pin(super::timeout::checkout(pool, None)).await?;
+    let obj = Box::pin(super::deadline::checkout(pool, None)).await?;
     Ok(MyConnection::new(pool.clone(), obj))
 }

@@ -20,7 +20,7 @@ use crate::value::RowValues;
 pub(super) type Obj = deadpool::managed::Object<super::config::MyManager>;
 
 /// Runs `$call` (an expression that awaits the operation) within the call's time limit `$at`,
-/// if any (see `timeout.rs`); without a limit it is `$call` alone, after a few flag
+/// if any (see `deadline.rs`); without a limit it is `$call` alone, after a few flag
 /// checks. A connection given up by an earlier call is replaced first, within the limit, a
 /// transaction dropped earlier is rolled back, and what an earlier call left to do is done (see
 /// [`MyConnection::ready`]). `$writes`: the call may commit a change by itself (a write outside
@@ -46,7 +46,7 @@ macro_rules! limited {
             None => $call,
             Some(at) => {
                 crate::deadline::check(Some(at))?;
-                match Box::pin(super::timeout::within(at, async { $call })).await {
+                match Box::pin(super::deadline::within(at, async { $call })).await {
                     Some(r) => r,
                     None => Err($self.after_limit(true)),
                 }
@@ -72,7 +72,7 @@ macro_rules! limited {
                 Some(at) => {
                     crate::deadline::check(Some(at))?;
                     // Boxed: the limited path (a timer) would otherwise grow every future.
-                    match Box::pin(super::timeout::within(at, async { $call })).await {
+                    match Box::pin(super::deadline::within(at, async { $call })).await {
                         Some(r) => r,
                         None => Err($self.after_limit($writes)),
                     }
@@ -364,7 +364,7 @@ impl Drop for MyConnection {
         obj.returned_at = obj.opts.counters.returned_now();
         let bound = self.net_bound();
         if self.in_flight {
-            super::timeout::abandon(obj, bound);
+            super::deadline::abandon(obj, bound);
             return;
         }
         let open = self.needs_rollback || self.in_tx || self.unknown;

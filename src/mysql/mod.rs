@@ -6,18 +6,19 @@
 //! (transactions), `session` (what a statement leaves in the session, and the reset on
 //! return), `recover` (giving up and replacing a connection, settling what an earlier call
 //! left), `open` (the `after_connect` hook and MySQL's checks on a connection being opened),
+//! `deadline` (time limits, and stopping a statement past its limit with `KILL QUERY`),
 //! `stmt`, `params`, `rows`, `error`, `bulk`, `stream` — plus MySQL's extras: `check` (asking
 //! the server what a statement did to the session), `warnings` (a value the server changed
 //! with only a warning), `counts` (row counts with one meaning), `sets` (several result sets),
-//! `liveness` (connections the server closed while idle), `timeout` (time limits that stop the
-//! server's work with `KILL QUERY`) and `tls` (with `tls_probe` and `tls_names`, its
-//! chain-only check).
+//! `liveness` (connections the server closed while idle) and `tls` (with `tls_probe` and
+//! `tls_names`, its chain-only check).
 
 pub(crate) mod bulk;
 pub(crate) mod check;
 pub(crate) mod config;
 pub(crate) mod conn;
 pub(crate) mod counts;
+mod deadline;
 pub(crate) mod dialect;
 pub(crate) mod error;
 mod exec;
@@ -30,7 +31,6 @@ pub(crate) mod session;
 mod sets;
 pub(crate) mod stmt;
 pub(crate) mod stream;
-mod timeout;
 pub(crate) mod tls;
 #[cfg(feature = "mysql-tls")]
 mod tls_names;

@@ -23,11 +23,11 @@ impl MyConnection {
         }
     }
 
-    /// Gives the connection up at once (see `timeout::abandon`).
+    /// Gives the connection up at once (see `deadline::abandon`).
     pub(super) fn give_up(&mut self) {
         self.in_flight = true;
         if let Some(old) = self.obj.take() {
-            super::timeout::abandon(old, self.net_bound());
+            super::deadline::abandon(old, self.net_bound());
         }
     }
 

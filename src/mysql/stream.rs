@@ -71,7 +71,7 @@ impl MyConnection {
             };
             let r = match stop_at {
                 None => run.await,
-                Some(at) => match super::timeout::within(at, run).await {
+                Some(at) => match super::deadline::within(at, run).await {
                     Some(r) => r,
                     None => return Err(self.after_limit(s.fx.writes)),
                 },
@@ -129,7 +129,7 @@ impl MyConnection {
         };
         let more = match k.stop_at {
             None => read.await,
-            Some(at) => match super::timeout::within(at, read).await {
+            Some(at) => match super::deadline::within(at, read).await {
                 Some(r) => r,
                 None => return Err(self.after_limit(k.stmt.fx.writes)),
             },

@@ -323,12 +323,12 @@ pub(crate) fn build_pool(
 }
 
 /// Checks out a connection, with the pool to replace it from if it must be discarded; bounded
-/// by the pool's wait timeout as a whole (see `timeout::checkout`). With `read_your_writes`, the
+/// by the pool's wait timeout as a whole (see `deadline::checkout`). With `read_your_writes`, the
 /// connection notes its writes on the pool's clock.
 pub(crate) async fn checkout(pool: &super::Pool) -> Result<PgConnection> {
     // Boxed: the bounded checkout (and the connect it may start) is large, and the pool's
     // checkout future, shared by every backend, would otherwise carry its size.
-    let obj = Box::pin(super::timeout::checkout(pool, None)).await?;
+    let obj = Box::pin(super::deadline::checkout(pool, None)).await?;
     let mut c = PgConnection::new(pool.clone(), obj);
     c.write_clock = pool.manager().readers.as_ref().and_then(|r| r.clock());
     Ok(c)

@@ -53,7 +53,7 @@ macro_rules! replanned {
 }
 
 /// Runs `$call` (an expression that awaits the operation) within the call's time limit `$at`,
-/// if any (see `timeout.rs`); the hot path without a limit is `$call` alone, after one flag
+/// if any (see `deadline.rs`); the hot path without a limit is `$call` alone, after one flag
 /// check. A connection given up by an earlier call is replaced first, within the limit.
 /// `$writes`: the call may commit a change by itself (a write outside a transaction), so a
 /// limit passing after it was sent leaves its outcome unknown.
@@ -69,7 +69,7 @@ macro_rules! limited {
                 crate::deadline::check(Some(at))?;
                 // Boxed: the limited path (a timer) would otherwise grow every future that
                 // awaits a Postgres call, limited or not.
-                match Box::pin(super::timeout::within(at, async { $call })).await {
+                match Box::pin(super::deadline::within(at, async { $call })).await {
                     Some(r) => r,
                     None => Err($self.after_limit($writes)),
                 }
@@ -266,7 +266,7 @@ impl Wing for PgConnection {
             self,
             at,
             self.execute_batch_within(sql, in_tx).await,
-            super::timeout::script_writes(sql)
+            super::deadline::script_writes(sql)
         )
     }
 
@@ -375,7 +375,7 @@ impl Drop for PgConnection {
             // time limit) and close the connection (never reuse it, since a late cancel could
             // hit the next user's statement).
             let cancel = super::recover::cancels(&obj);
-            super::timeout::abandon(obj, cancel, bound);
+            super::deadline::abandon(obj, cancel, bound);
             return;
         }
         if self.deallocated {

@@ -5,12 +5,14 @@
 //! its `Wing` (`contract.rs`) operations), `exec` (running statements), `tx` (transactions),
 //! `session` (what a checkout changed in the session, and its reset), `recover` (giving up and
 //! replacing a connection after a fault), `open` (the `after_connect` hook on a connection
-//! being opened), `stmt`, `params`, `rows`, `error`, `bulk`, `stream`.
+//! being opened), `deadline` (time limits, and cancelling a statement past its limit), `stmt`,
+//! `params`, `rows`, `error`, `bulk`, `stream`.
 
 pub(crate) mod attrs;
 pub(crate) mod bulk;
 pub(crate) mod config;
 pub(crate) mod conn;
+mod deadline;
 pub(crate) mod dialect;
 pub(crate) mod effects;
 pub(crate) mod error;
@@ -27,7 +29,6 @@ pub(crate) mod rows;
 mod session;
 pub(crate) mod stmt;
 pub(crate) mod stream;
-mod timeout;
 pub(crate) mod tls;
 mod tx;
 pub(crate) mod types;

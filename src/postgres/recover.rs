@@ -19,7 +19,7 @@ pub(super) fn cancels(obj: &Obj) -> bool {
 
 impl PgConnection {
     /// After a call's limit passed: the statement may still run, so the connection is given up
-    /// now (cancelled and closed in the background, see `timeout.rs`) and the next call
+    /// now (cancelled and closed in the background, see `deadline.rs`) and the next call
     /// checks out a replacement within its own limit. Inside a transaction the hall treats the
     /// transaction as aborted (the server rolls it back as the connection closes). Returns the
     /// call's error: `OutcomeUnknown` when `writes` (the statement may have committed by
@@ -34,12 +34,12 @@ impl PgConnection {
     }
 
     /// Gives the connection up at once: a statement of it may still run (see
-    /// `timeout::abandon`). It is replaced before its next use.
+    /// `deadline::abandon`). It is replaced before its next use.
     pub(super) fn give_up(&mut self) {
         self.in_flight = true;
         if let Some(old) = self.obj.take() {
             let cancel = cancels(&old);
-            super::timeout::abandon(old, cancel, self.net_bound());
+            super::deadline::abandon(old, cancel, self.net_bound());
         }
     }
 
@@ -53,7 +53,7 @@ impl PgConnection {
             self.unknown = false;
             self.in_tx = false;
             self.session = Session::Untouched;
-            self.obj = Some(super::timeout::checkout(&self.pool, deadline).await?);
+            self.obj = Some(super::deadline::checkout(&self.pool, deadline).await?);
             self.in_flight = false;
         }
         Ok(())

@@ -19,7 +19,7 @@ impl PgConnection {
             None => self.simple(sql).await,
             Some(at) => {
                 crate::deadline::check(Some(at))?;
-                match Box::pin(super::timeout::within(at, self.simple(sql))).await {
+                match Box::pin(super::deadline::within(at, self.simple(sql))).await {
                     Some(r) => r,
                     None => {
                         self.give_up();
@@ -39,7 +39,7 @@ impl PgConnection {
             // The rollback of an abandoned transaction, within this call's limit.
             match at {
                 None => self.repair().await?,
-                Some(at) => match Box::pin(super::timeout::within(at, self.repair())).await {
+                Some(at) => match Box::pin(super::deadline::within(at, self.repair())).await {
                     Some(r) => r?,
                     None => {
                         self.give_up();
