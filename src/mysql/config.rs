@@ -1,5 +1,6 @@
 //! MySQL settings and the pool manager: mysql_async connections (its own statement cache and
-//! pool unused) pooled by deadpool, each with the middleware's bounded statement cache.
+//! pool unused; opened in `open.rs`) pooled by deadpool, each with the middleware's bounded
+//! statement cache.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -131,20 +132,6 @@ impl std::fmt::Debug for Endpoint {
     }
 }
 
-impl Endpoint {
-    /// Opens a connection: with TLS as the mode asks, and for `prefer`, in plain text when
-    /// the server offers no TLS.
-    pub(crate) async fn connect(&self) -> Result<mysql_async::Conn> {
-        #[cfg(feature = "mysql-tls")]
-        if self.tls.mode() != crate::SslMode::Disable {
-            return self.tls.connect(&self.opts).await;
-        }
-        mysql_async::Conn::new(self.opts.clone())
-            .await
-            .map_err(super::error::map_err)
-    }
-}
-
 /// The pool manager.
 pub(crate) struct MyManager {
     pub(crate) opts: Arc<MyOptions>,
@@ -162,52 +149,9 @@ impl Manager for MyManager {
     type Type = Box<MyClient>;
     type Error = SqlMiddlewareDbError;
 
+    /// Opens a connection (see `open::create`).
     async fn create(&self) -> Result<Box<MyClient>> {
-        // Boxed: a connect is rare, and its future is deep.
-        let mut conn = Box::pin(self.endpoint.connect()).await?;
-        let max_packet: Option<u64> = conn
-            .query_first("SELECT @@max_allowed_packet")
-            .await
-            .map_err(super::error::map_err)?;
-        let mark = super::deadline::Mark::record(&mut conn).await?;
-        let mut c = Box::new(MyClient {
-            conn,
-            stmts: StmtCache::new(),
-            opts: Arc::clone(&self.opts),
-            returned_at: None,
-            flushed: Default::default(),
-            id: {
-                static NEXT: AtomicU64 = AtomicU64::new(1);
-                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            },
-            generation: 0,
-            facts: super::check::Facts::fresh(),
-            autocommit_off: false,
-            pending_close: Vec::new(),
-            dirty: false,
-            broken: false,
-            epoch: self
-                .opts
-                .schema_epoch
-                .load(std::sync::atomic::Ordering::Acquire),
-            max_packet: max_packet.unwrap_or(u64::MAX),
-            #[cfg(feature = "tracing")]
-            host: (
-                Arc::from(self.endpoint.opts.ip_or_hostname()),
-                self.endpoint.opts.tcp_port(),
-            ),
-            endpoint: Arc::clone(&self.endpoint),
-            mark,
-        });
-        Box::pin(super::open::set_up(&mut c)).await?;
-        // What the session now is, for the checks after statements that may change it.
-        if let Some(e) = Box::pin(super::check::session(&mut c, false))
-            .await?
-            .error()
-        {
-            return Err(e);
-        }
-        Ok(c)
+        super::open::create(self).await
     }
 
     /// Without the network, usually: a connection comes back clean (see `MyConnection`'s

@@ -1,12 +1,14 @@
-//! A MySQL connection being opened: the pool's `after_connect` hook (and MySQL's own checks
-//! after it) on a connection whose statements are prepared for the call and closed after it.
+//! A MySQL connection being opened: the connect (TLS as the mode asks), the session's first
+//! state, and the pool's `after_connect` hook (and MySQL's own checks after it) on a connection
+//! whose statements are prepared for the call and closed after it.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use mysql_async::Value;
 use mysql_async::prelude::Queryable;
 
-use super::config::MyClient;
+use super::config::{Endpoint, MyClient, MyManager};
 use super::counts::CountRule;
 use super::error::map_err;
 use super::exec::{count_rows, select_rows};
@@ -17,9 +19,75 @@ use super::tx::in_transaction;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
 use crate::sql::Dialect;
+use crate::stmt_cache::StmtCache;
 use crate::value::RowValues;
 
 const D: Dialect = super::dialect::DIALECT;
+
+/// Opens a pooled connection (the manager's `create`): the connect (TLS as the mode asks; see
+/// [`Endpoint::connect`]), the server's `max_allowed_packet` and the session's mark (see
+/// `deadline::Mark`), the `after_connect` hook (see [`set_up`]), and what the session then is.
+pub(super) async fn create(m: &MyManager) -> Result<Box<MyClient>> {
+    // Boxed: a connect is rare, and its future is deep.
+    let mut conn = Box::pin(m.endpoint.connect()).await?;
+    let max_packet: Option<u64> = conn
+        .query_first("SELECT @@max_allowed_packet")
+        .await
+        .map_err(super::error::map_err)?;
+    let mark = super::deadline::Mark::record(&mut conn).await?;
+    let mut c = Box::new(MyClient {
+        conn,
+        stmts: StmtCache::new(),
+        opts: Arc::clone(&m.opts),
+        returned_at: None,
+        flushed: Default::default(),
+        id: {
+            static NEXT: AtomicU64 = AtomicU64::new(1);
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        },
+        generation: 0,
+        facts: super::check::Facts::fresh(),
+        autocommit_off: false,
+        pending_close: Vec::new(),
+        dirty: false,
+        broken: false,
+        epoch: m
+            .opts
+            .schema_epoch
+            .load(std::sync::atomic::Ordering::Acquire),
+        max_packet: max_packet.unwrap_or(u64::MAX),
+        #[cfg(feature = "tracing")]
+        host: (
+            Arc::from(m.endpoint.opts.ip_or_hostname()),
+            m.endpoint.opts.tcp_port(),
+        ),
+        endpoint: Arc::clone(&m.endpoint),
+        mark,
+    });
+    Box::pin(set_up(&mut c)).await?;
+    // What the session now is, for the checks after statements that may change it.
+    if let Some(e) = Box::pin(super::check::session(&mut c, false))
+        .await?
+        .error()
+    {
+        return Err(e);
+    }
+    Ok(c)
+}
+
+impl Endpoint {
+    /// Opens a connection: with TLS as the mode asks, and for `prefer`, in plain text when
+    /// the server offers no TLS.
+    pub(crate) async fn connect(&self) -> Result<mysql_async::Conn> {
+        #[cfg(feature = "mysql-tls")]
+        if self.tls.mode() != crate::SslMode::Disable {
+            return self.tls.connect(&self.opts).await;
+        }
+        mysql_async::Conn::new(self.opts.clone())
+            .await
+            .map_err(super::error::map_err)
+    }
+}
 
 /// Runs the pool's `after_connect` hook on a connection being opened (and again after a session
 /// reset; see `setup.rs`), then MySQL's own checks. What the hook leaves is the session the next

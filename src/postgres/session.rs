@@ -58,7 +58,7 @@ SELECT count(*) AS settings FROM pg_settings";
 
 /// Runs [`RESET`] (and deallocates what it listed). Returns whether the session is now as the
 /// pool opened it: not when the borrower loaded a library (PL/pgSQL is loaded when the
-/// connection opens, see `config.rs`), which adds settings nothing can remove; the connection
+/// connection opens, see `open.rs`), which adds settings nothing can remove; the connection
 /// is then closed instead of reused.
 async fn reset_session(obj: &PgClient) -> bool {
     let Ok(msgs) = obj.client.simple_query(RESET).await else {
