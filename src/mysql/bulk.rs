@@ -5,7 +5,8 @@
 
 use mysql_async::Value;
 
-use super::conn::{MyConnection, count_rows};
+use super::conn::MyConnection;
+use super::exec::count_rows;
 use super::params::to_value;
 use crate::error::Result;
 use crate::sql::ident::BulkTarget;
@@ -104,9 +105,12 @@ impl MyConnection {
     /// Runs one `INSERT` of `rows` rows.
     async fn insert(&mut self, target: &BulkTarget, rows: usize, values: Vec<Value>) -> Result<()> {
         let s = self
-            .prepare_within(&target.insert_sql(super::dialect::DIALECT, rows), TranslationMode::Off)
+            .prepare_within(
+                &target.insert_sql(super::dialect::DIALECT, rows),
+                TranslationMode::Off,
+            )
             .await?;
-        super::conn::check_size(self.client()?, &values)?;
+        super::exec::check_size(self.client()?, &values)?;
         self.in_flight = true;
         let c = self.client()?;
         let r = count_rows(c, &s, values).await.map(drop);

@@ -93,7 +93,10 @@ impl Found {
 
 /// Whether the session's `time_zone` names UTC.
 fn is_utc(tz: &str) -> bool {
-    matches!(tz, "+00:00" | "+0:00" | "-00:00" | "UTC" | "utc" | "Etc/UTC" | "GMT")
+    matches!(
+        tz,
+        "+00:00" | "+0:00" | "-00:00" | "UTC" | "utc" | "Etc/UTC" | "GMT"
+    )
 }
 
 fn is_utf8mb4(cs: Option<&str>) -> bool {
@@ -174,7 +177,7 @@ pub(crate) async fn session(c: &mut MyClient, in_tx: bool) -> Result<Found> {
         || facts.collation != c.facts.collation
     {
         // Names and quotes may resolve differently now: statements are prepared again.
-        super::conn::forget_statements(c).await;
+        super::stmt::forget_statements(c).await;
     }
     c.facts = facts;
     Ok(found)
@@ -204,7 +207,10 @@ mod tests {
 
     #[test]
     fn strictness_is_left_out_of_the_comparison() {
-        assert_eq!(without_strict("STRICT_TRANS_TABLES,STRICT_ALL_TABLES,ANSI_QUOTES"), "STRICT_TRANS_TABLES,ANSI_QUOTES");
+        assert_eq!(
+            without_strict("STRICT_TRANS_TABLES,STRICT_ALL_TABLES,ANSI_QUOTES"),
+            "STRICT_TRANS_TABLES,ANSI_QUOTES"
+        );
         assert_eq!(without_strict("STRICT_ALL_TABLES"), "");
     }
 
@@ -222,7 +228,10 @@ mod tests {
             autocommit_was_off: true,
             charset_was: Some("latin1".into()),
         };
-        assert_eq!(f.error().map(|e| e.kind()), Some(ErrorKind::TransactionState));
+        assert_eq!(
+            f.error().map(|e| e.kind()),
+            Some(ErrorKind::TransactionState)
+        );
         let f = Found {
             autocommit_was_off: false,
             charset_was: Some("latin1".into()),

@@ -1,5 +1,6 @@
 //! MySQL settings and the pool manager: mysql_async connections (its own statement cache and
-//! pool unused) pooled by deadpool, each with the middleware's bounded statement cache.
+//! pool unused; opened in `open.rs`) pooled by deadpool, each with the middleware's bounded
+//! statement cache.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -86,8 +87,8 @@ pub(crate) struct MyClient {
     /// How to open another connection to the same server (a `KILL QUERY` for this one).
     pub(crate) endpoint: Arc<Endpoint>,
     /// The server and the session this connection reached, recorded when it opened: a
-    /// `KILL QUERY` for it is sent only where the killer finds them (see `timeout::Mark`).
-    pub(crate) mark: Option<super::timeout::Mark>,
+    /// `KILL QUERY` for it is sent only where the killer finds them (see `deadline::Mark`).
+    pub(crate) mark: Option<super::deadline::Mark>,
 }
 
 impl crate::pooling::Pooled for MyClient {
@@ -131,20 +132,6 @@ impl std::fmt::Debug for Endpoint {
     }
 }
 
-impl Endpoint {
-    /// Opens a connection: with TLS as the mode asks, and for `prefer`, in plain text when
-    /// the server offers no TLS.
-    pub(crate) async fn connect(&self) -> Result<mysql_async::Conn> {
-        #[cfg(feature = "mysql-tls")]
-        if self.tls.mode() != crate::SslMode::Disable {
-            return self.tls.connect(&self.opts).await;
-        }
-        mysql_async::Conn::new(self.opts.clone())
-            .await
-            .map_err(super::error::map_err)
-    }
-}
-
 /// The pool manager.
 pub(crate) struct MyManager {
     pub(crate) opts: Arc<MyOptions>,
@@ -162,46 +149,9 @@ impl Manager for MyManager {
     type Type = Box<MyClient>;
     type Error = SqlMiddlewareDbError;
 
+    /// Opens a connection (see `open::create`).
     async fn create(&self) -> Result<Box<MyClient>> {
-        // Boxed: a connect is rare, and its future is deep.
-        let mut conn = Box::pin(self.endpoint.connect()).await?;
-        let max_packet: Option<u64> = conn
-            .query_first("SELECT @@max_allowed_packet")
-            .await
-            .map_err(super::error::map_err)?;
-        let mark = super::timeout::Mark::record(&mut conn).await?;
-        let mut c = Box::new(MyClient {
-            conn,
-            stmts: StmtCache::new(),
-            opts: Arc::clone(&self.opts),
-            returned_at: None,
-            flushed: Default::default(),
-            id: {
-                static NEXT: AtomicU64 = AtomicU64::new(1);
-                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            },
-            generation: 0,
-            facts: super::check::Facts::fresh(),
-            autocommit_off: false,
-            pending_close: Vec::new(),
-            dirty: false,
-            broken: false,
-            epoch: self.opts.schema_epoch.load(std::sync::atomic::Ordering::Acquire),
-            max_packet: max_packet.unwrap_or(u64::MAX),
-            #[cfg(feature = "tracing")]
-            host: (
-                Arc::from(self.endpoint.opts.ip_or_hostname()),
-                self.endpoint.opts.tcp_port(),
-            ),
-            endpoint: Arc::clone(&self.endpoint),
-            mark,
-        });
-        Box::pin(super::conn::set_up(&mut c)).await?;
-        // What the session now is, for the checks after statements that may change it.
-        if let Some(e) = Box::pin(super::check::session(&mut c, false)).await?.error() {
-            return Err(e);
-        }
-        Ok(c)
+        super::open::create(self).await
     }
 
     /// Without the network, usually: a connection comes back clean (see `MyConnection`'s
@@ -223,7 +173,7 @@ impl Manager for MyManager {
         let bound = self.opts.recycle_timeout;
         let clean = async {
             if c.dirty {
-                super::conn::reset(c).await?;
+                super::session::reset(c).await?;
             }
             if c.opts.test_before_acquire {
                 c.conn.ping().await.map_err(super::error::map_err)?;
@@ -324,7 +274,11 @@ pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool
 }
 
 /// Builds the pool from mysql_async's options and the middleware's settings.
-fn build_pool(opts: mysql_async::Opts, mut my: MyOptions, pool: &PoolOptions) -> Result<super::Pool> {
+fn build_pool(
+    opts: mysql_async::Opts,
+    mut my: MyOptions,
+    pool: &PoolOptions,
+) -> Result<super::Pool> {
     my.counters = Arc::clone(&pool.counters);
     my.after_connect = pool.after_connect.clone();
     my.recycle_timeout = pool.recycle_timeout;
@@ -360,6 +314,6 @@ fn build_pool(opts: mysql_async::Opts, mut my: MyOptions, pool: &PoolOptions) ->
 /// by the pool's wait timeout as a whole.
 pub(crate) async fn checkout(pool: &super::Pool) -> Result<MyConnection> {
     // Boxed: the bounded checkout (and the connect it may start) is large.
-    let obj = Box::pin(super::timeout::checkout(pool, None)).await?;
+    let obj = Box::pin(super::deadline::checkout(pool, None)).await?;
     Ok(MyConnection::new(pool.clone(), obj))
 }

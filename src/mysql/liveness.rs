@@ -48,7 +48,7 @@ impl MyConnection {
     pub(super) async fn replace(&mut self, deadline: Option<std::time::Instant>) -> Result<()> {
         self.needs_rollback = false;
         self.in_tx = false;
-        let obj = super::timeout::checkout(&self.pool, deadline).await?;
+        let obj = super::deadline::checkout(&self.pool, deadline).await?;
         self.unverified = reused(&obj);
         self.obj = Some(obj);
         self.in_flight = false;

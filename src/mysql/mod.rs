@@ -2,37 +2,43 @@
 //! bounded statement cache per connection.
 //!
 //! The same file set as every wing — `config` (settings, manager, pool), `conn` (the
-//! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bulk`, `stream` —
-//! plus MySQL's extras: `session` (what a statement leaves in the session, and the reset on
-//! return), `check` (asking the server what a statement did to the session), `warnings` (a
-//! value the server changed with only a warning), `counts` (row counts with one meaning),
-//! `sets` (several result sets), `liveness` (connections the server closed while idle),
-//! `timeout` (time limits that stop the server's work with `KILL QUERY`) and `tls` (with
-//! `tls_probe` and `tls_names`, its chain-only check).
+//! connection and its `Wing` (`contract.rs`) operations), `exec` (running statements), `tx`
+//! (transactions), `session` (what a statement leaves in the session, and the reset on
+//! return), `recover` (giving up and replacing a connection, settling what an earlier call
+//! left), `open` (the `after_connect` hook and MySQL's checks on a connection being opened),
+//! `deadline` (time limits, and stopping a statement past its limit with `KILL QUERY`),
+//! `stmt`, `params`, `rows`, `error`, `bulk`, `stream` — plus MySQL's extras: `check` (asking
+//! the server what a statement did to the session), `warnings` (a value the server changed
+//! with only a warning), `counts` (row counts with one meaning), `sets` (several result sets),
+//! `liveness` (connections the server closed while idle) and `tls` (with `tls_probe` and
+//! `tls_names`, its chain-only check).
 
 pub(crate) mod bulk;
 pub(crate) mod check;
 pub(crate) mod config;
 pub(crate) mod conn;
 pub(crate) mod counts;
+mod deadline;
 pub(crate) mod dialect;
 pub(crate) mod error;
+mod exec;
 mod liveness;
+mod open;
 pub(crate) mod params;
+mod recover;
 pub(crate) mod rows;
 pub(crate) mod session;
 mod sets;
 pub(crate) mod stmt;
 pub(crate) mod stream;
-pub(crate) mod url;
-mod timeout;
 pub(crate) mod tls;
 #[cfg(feature = "mysql-tls")]
 mod tls_names;
 #[cfg(feature = "mysql-tls")]
 mod tls_probe;
+mod tx;
+pub(crate) mod url;
 mod warnings;
-
 
 /// The pool type of the MySQL wing.
 pub(crate) type Pool = deadpool::managed::Pool<config::MyManager>;
@@ -45,7 +51,7 @@ pub(crate) type Cursor<T> = stream::MyCursor<T>;
 
 /// The engine's name as the OpenTelemetry conventions give it (`db.system`).
 pub(crate) const SYSTEM: &str = "mysql";
-pub(crate) use dialect::DIALECT;
-pub(crate) use config::{Settings, build, checkout, close, server};
 /// No readers apart from the pool: a reader is any connection.
 pub(crate) use config::checkout as checkout_reader;
+pub(crate) use config::{Settings, build, checkout, close, server};
+pub(crate) use dialect::DIALECT;

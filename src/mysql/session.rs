@@ -1,5 +1,5 @@
 //! What a MySQL statement leaves in the session, read from its text, and what that costs on
-//! return.
+//! return: the session reset, and the cleaning of a connection going back to the pool.
 //!
 //! MySQL can report session changes itself (`CLIENT_SESSION_TRACK`), but mysql_async does not
 //! ask for them, so the wing reads statements the only safe way: a statement is *plain* (it
@@ -13,6 +13,16 @@
 //! locks, prepared statements and open handlers are gone, and the pool's `after_connect` hook
 //! runs again.
 
+use std::time::Duration;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{BinaryProtocol, QueryResult};
+
+use super::config::MyClient;
+use super::conn::Obj;
+use super::error::map_err;
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::server::held;
 use crate::sql::Dialect;
 use crate::sql::scanner::{Kind, Token, tokens};
 use crate::sql::script::statements;
@@ -20,12 +30,14 @@ use crate::sql::script::statements;
 const D: Dialect = super::dialect::DIALECT;
 
 /// First words of statements that may be plain.
+#[rustfmt::skip]
 const PLAIN_HEADS: [&str; 14] = [
     "SELECT", "INSERT", "UPDATE", "DELETE", "REPLACE", "WITH", "VALUES", "TABLE", "SHOW",
     "DESCRIBE", "DESC", "EXPLAIN", "SAVEPOINT", "RELEASE",
 ];
 
 /// Functions whose call leaves state in the session.
+#[rustfmt::skip]
 const STATEFUL: [&str; 7] = [
     "GET_LOCK",
     "RELEASE_LOCK",
@@ -38,6 +50,7 @@ const STATEFUL: [&str; 7] = [
 
 /// Built-in functions that keep no state in the session: a call to any other function (a
 /// stored function may set variables or make temporary tables) makes the statement not plain.
+#[rustfmt::skip]
 const PURE: &[&str] = &[
     // aggregates and windows
     "COUNT", "SUM", "AVG", "MIN", "MAX", "GROUP_CONCAT", "BIT_AND", "BIT_OR", "BIT_XOR", "STD",
@@ -85,6 +98,7 @@ const PURE: &[&str] = &[
 ];
 
 /// Words after which `(` opens a list, a subquery or a definition, never a call.
+#[rustfmt::skip]
 const NOT_CALLS: &[&str] = &[
     "AND", "AS", "BY", "CASE", "DELETE", "DISTINCT", "ELSE", "EXCEPT", "FOR", "FROM", "GROUP",
     "HAVING", "INSERT", "INTERSECT", "INTO", "IS", "JOIN", "LIKE", "LIMIT", "NOT", "OFFSET", "ON",
@@ -94,6 +108,7 @@ const NOT_CALLS: &[&str] = &[
 ];
 
 /// Words of reads: a statement that starts with one of these changes no row.
+#[rustfmt::skip]
 const READ_HEADS: [&str; 8] = [
     "SELECT", "VALUES", "TABLE", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "WITH",
 ];
@@ -199,9 +214,9 @@ pub(crate) fn is_plain(sql: &str) -> bool {
 /// functions and triggers may not end one).
 pub(crate) fn runs_routine(sql: &str) -> bool {
     statements(sql, D).any(|s| {
-        tokens(s, D)
-            .find(|t| !t.kind.is_blank())
-            .is_some_and(|t| t.kind == Kind::Word && is_any(&s[t.start..t.end], &["CALL", "EXECUTE"]))
+        tokens(s, D).find(|t| !t.kind.is_blank()).is_some_and(|t| {
+            t.kind == Kind::Word && is_any(&s[t.start..t.end], &["CALL", "EXECUTE"])
+        })
     })
 }
 
@@ -219,6 +234,83 @@ pub(crate) fn writes(sql: &str) -> bool {
                 .find(|t| !t.kind.is_blank())
                 .is_some_and(|t| t.kind == Kind::Word && is_any(&s[t.start..t.end], &READ_HEADS))
         })
+}
+
+/// Resets the session (`COM_RESET_CONNECTION`: user and session variables, temporary tables,
+/// named locks, prepared statements and handlers are gone; mysql_async then runs the pool's
+/// session settings again), forgets the statements the server dropped, and runs the
+/// `after_connect` hook again.
+pub(crate) async fn reset(c: &mut MyClient) -> Result<()> {
+    let supported = c.conn.reset().await.map_err(map_err)?;
+    if !supported {
+        return Err(SqlMiddlewareDbError::new(
+            ErrorKind::Unsupported,
+            "this server cannot reset a session (COM_RESET_CONNECTION needs MySQL 5.7.3 or MariaDB 10.2.4); the connection is closed",
+        ));
+    }
+    c.stmts.clear();
+    c.pending_close.clear();
+    c.generation += 1;
+    // The reset keeps the current database: put back the pool's (a `USE` of a borrower's), or
+    // refuse the connection when the pool names none and a borrower chose one.
+    match c.endpoint.opts.db_name() {
+        Some(db) => {
+            let db = db.replace('`', "``");
+            c.conn
+                .query_drop(format!("USE `{db}`"))
+                .await
+                .map_err(map_err)?;
+        }
+        None => {
+            let current: Option<Option<String>> = c
+                .conn
+                .query_first("SELECT DATABASE()")
+                .await
+                .map_err(map_err)?;
+            if current.flatten().is_some() {
+                return Err(SqlMiddlewareDbError::new(
+                    ErrorKind::ConnectionLost,
+                    "a borrower chose a database with USE on a pool that names none, and a reset cannot undo it; the connection is closed",
+                ));
+            }
+        }
+    }
+    c.dirty = false;
+    super::open::set_up(c).await
+}
+
+/// A connection going back to the pool, in a task of its own bounded by `bound`: the rows of
+/// a stream closed early read off (`unread`), a transaction left `open` rolled back, and a
+/// touched session reset; a connection whose cleaning does not finish is marked broken,
+/// detached and closed (see `server::held::Cleaning`).
+pub(super) fn clean(obj: Obj, open: bool, unread: bool, bound: Duration) {
+    held::clean_in_background(obj, bound, mark_broken, move |obj| {
+        Box::pin(async move {
+            let clean = async {
+                if unread {
+                    // The rows of a stream closed early: read off (a no-op when none are left).
+                    QueryResult::<BinaryProtocol>::new(&mut obj.conn)
+                        .drop_result()
+                        .await
+                        .map_err(map_err)?;
+                }
+                if open {
+                    obj.conn.query_drop("ROLLBACK").await.map_err(map_err)?;
+                }
+                if obj.dirty {
+                    reset(obj).await?;
+                }
+                Ok::<(), SqlMiddlewareDbError>(())
+            };
+            // Clean: back to the pool.
+            clean.await.is_ok()
+        })
+    });
+}
+
+/// A connection whose cleaning did not finish is marked broken before it is detached.
+fn mark_broken(c: &mut MyClient) {
+    c.broken = true;
 }
 
 #[cfg(test)]

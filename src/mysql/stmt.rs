@@ -1,11 +1,27 @@
-//! A statement prepared on one MySQL connection, kept in that connection's cache.
+//! A statement prepared on one MySQL connection, kept in that connection's cache: what it is,
+//! preparing it, and forgetting the cache when the schema changed.
 
+use std::borrow::Cow;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
+use mysql_async::Statement;
+use mysql_async::prelude::Queryable;
+
+use super::config::MyClient;
+use super::conn::MyConnection;
+use super::counts::CountRule;
+use super::error::map_err;
+use super::rows::columns_of;
 use crate::contract::WingStmt;
-use crate::error::{Result, SqlMiddlewareDbError};
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::Columns;
+use crate::server::StatementCache;
+use crate::sql::Dialect;
+use crate::translation::TranslationMode;
 use crate::value::RowValues;
+
+const D: Dialect = super::dialect::DIALECT;
 
 /// A MySQL statement and what was learnt about it at prepare time.
 pub(crate) struct MyStmt {
@@ -81,5 +97,137 @@ impl MyStmt {
         } else {
             Err(SqlMiddlewareDbError::parameter_count(self.params, p.len()))
         }
+    }
+}
+
+impl MyConnection {
+    /// [`Wing::prepare`](crate::contract::Wing::prepare) without its time limit.
+    pub(super) async fn prepare_within(
+        &mut self,
+        sql: &str,
+        mode: TranslationMode,
+    ) -> Result<Arc<MyStmt>> {
+        let c = self.client()?;
+        let epoch = c.opts.schema_epoch.load(Ordering::Acquire);
+        if epoch == c.epoch {
+            if let Some(s) = c.stmts.get(sql, mode) {
+                return Ok(Arc::clone(s));
+            }
+        }
+        self.in_flight = true;
+        let r = self.prepare_new(sql, mode, epoch).await;
+        self.in_flight = false;
+        r
+    }
+
+    /// Prepares a statement the cache does not hold (the call is marked as running: dropped
+    /// part-way, the connection is given up).
+    pub(super) async fn prepare_new(
+        &mut self,
+        sql: &str,
+        mode: TranslationMode,
+        epoch: u64,
+    ) -> Result<Arc<MyStmt>> {
+        let c = self.client()?;
+        if epoch != c.epoch {
+            // The schema changed through another connection of the pool: statements cached
+            // here may describe tables as they were.
+            forget_statements(c).await;
+            c.epoch = epoch;
+            if let Some(s) = c.stmts.get(sql, mode) {
+                return Ok(Arc::clone(s));
+            }
+        }
+        crate::sql::reject_nul(sql)?;
+        if crate::sql::is_blank(sql, D) {
+            return Err(SqlMiddlewareDbError::blank_sql());
+        }
+        if crate::sql::script::statements(sql, D)
+            .filter(|s| !crate::sql::is_blank(s, D))
+            .nth(1)
+            .is_some()
+        {
+            return Err(SqlMiddlewareDbError::new(
+                ErrorKind::InvalidInput,
+                "the SQL text holds more than one statement; run scripts with execute_batch",
+            ));
+        }
+        let super::dialect::MysqlText {
+            text,
+            order,
+            params,
+        } = match mode {
+            TranslationMode::On => super::dialect::to_mysql(sql)?,
+            TranslationMode::Off => super::dialect::MysqlText {
+                text: Cow::Borrowed(sql),
+                order: None,
+                params: usize::MAX,
+            },
+        };
+        let st = c.conn.prep(text.as_ref()).await.map_err(map_err)?;
+        let server = usize::from(st.num_params());
+        let params = if params == usize::MAX {
+            server
+        } else {
+            // The `?`s this translation wrote must be the ones the server counts.
+            let written = order.as_ref().map_or(params, |o| o.len());
+            if written != server {
+                let _ = c.conn.close(st).await;
+                return Err(SqlMiddlewareDbError::new(
+                    ErrorKind::InvalidInput,
+                    format!(
+                        "the statement has {server} placeholders as MySQL reads it, but {written} as the middleware reads it; write placeholders as $1, $2, …"
+                    ),
+                ));
+            }
+            params
+        };
+        let columns = Arc::new(columns_of(&st.columns()));
+        let named = c.opts.statement_cache == StatementCache::Named;
+        let stmt = if named {
+            Some(st)
+        } else {
+            // Unnamed: nothing is left on the server between runs.
+            c.conn.close(st).await.map_err(map_err)?;
+            None
+        };
+        let s = Arc::new(MyStmt {
+            stmt,
+            fx: Effects::of(&text),
+            count: CountRule::of(&text),
+            dml: crate::sql::is_dml(&text, D),
+            text: text.into(),
+            columns,
+            order,
+            params,
+            conn: (c.id, c.generation),
+        });
+        let evicted = c
+            .stmts
+            .insert(sql, mode, Arc::clone(&s), c.opts.statement_cache_capacity);
+        if let Some(old) = evicted {
+            // Closed on the server, unless a reset since dropped it there already.
+            if let (Some(st), true) = (old.stmt.clone(), old.conn == (c.id, c.generation)) {
+                c.conn.close(st).await.map_err(map_err)?;
+            }
+        }
+        Ok(s)
+    }
+}
+
+/// The schema changed through `c`: every connection of the pool, this one included, closes
+/// its cached statements before it prepares the next one (their columns may have changed).
+pub(super) fn schema_changed(c: &mut MyClient) {
+    c.opts.schema_epoch.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Closes and forgets every cached statement (a statement still held by a caller is prepared
+/// again for its next run).
+pub(super) async fn forget_statements(c: &mut MyClient) {
+    let all: Vec<Statement> = c.stmts.values().filter_map(|s| s.stmt.clone()).collect();
+    c.stmts.clear();
+    c.generation += 1;
+    for st in all {
+        let _ = c.conn.close(st).await;
     }
 }

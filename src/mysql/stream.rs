@@ -13,8 +13,9 @@ use std::sync::Arc;
 use mysql_async::prelude::Queryable;
 use mysql_async::{BinaryProtocol, QueryResult, Statement};
 
-use super::conn::{MyConnection, current_columns, statement_for};
+use super::conn::MyConnection;
 use super::error::map_err;
+use super::exec::{current_columns, statement_for};
 use super::params::to_values;
 use super::rows::MyRow;
 use super::stmt::MyStmt;
@@ -31,7 +32,7 @@ pub(crate) struct MyCursor<T> {
     stmt: Arc<MyStmt>,
     /// A statement prepared for this run only, closed at the end.
     temporary: Option<Statement>,
-    /// The result's columns, decided at its first row (see `conn::current_columns`).
+    /// The result's columns, decided at its first row (see `exec::current_columns`).
     fresh: Option<Arc<Columns>>,
     /// The time limit of the whole stream.
     stop_at: Option<std::time::Instant>,
@@ -70,7 +71,7 @@ impl MyConnection {
             };
             let r = match stop_at {
                 None => run.await,
-                Some(at) => match super::timeout::within(at, run).await {
+                Some(at) => match super::deadline::within(at, run).await {
                     Some(r) => r,
                     None => return Err(self.after_limit(s.fx.writes)),
                 },
@@ -112,7 +113,8 @@ impl MyConnection {
         let read = async {
             let c = self.client()?;
             for _ in 0..BATCH_ROWS {
-                let mut qr: QueryResult<'_, 'static, BinaryProtocol> = QueryResult::new(&mut c.conn);
+                let mut qr: QueryResult<'_, 'static, BinaryProtocol> =
+                    QueryResult::new(&mut c.conn);
                 let Some(row) = qr.next().await.map_err(map_err)? else {
                     super::sets::no_more(&mut qr).await?;
                     return Ok(false);
@@ -127,7 +129,7 @@ impl MyConnection {
         };
         let more = match k.stop_at {
             None => read.await,
-            Some(at) => match super::timeout::within(at, read).await {
+            Some(at) => match super::deadline::within(at, read).await {
                 Some(r) => r,
                 None => return Err(self.after_limit(k.stmt.fx.writes)),
             },

@@ -1,13 +1,15 @@
-//! PostgreSQL settings and pool construction: deadpool-postgres connects and recycles; each
-//! pooled connection carries the middleware's bounded statement cache beside it.
+//! PostgreSQL settings and pool construction: the pool's manager opens connections (see
+//! `open.rs`) and recycles them with deadpool-postgres; each pooled connection carries the
+//! middleware's bounded statement cache beside it.
 
 use std::sync::Arc;
 
 use deadpool::managed::{Manager, Metrics, RecycleResult};
 use deadpool_postgres::{ClientWrapper, ManagerConfig, RecyclingMethod};
 
+use super::attrs::{ServerFlags, SessionAttrs};
 use super::conn::PgConnection;
-use super::hosts::{self, HostBook, HostName, ServerFlags, SessionAttrs};
+use super::hosts::{HostBook, HostName};
 use super::stmt::PgStmt;
 use super::tls::{CancelRequest, Connector, TlsOptions};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
@@ -59,7 +61,7 @@ pub(crate) struct PgClient {
     /// What this connection has added to the pool's statistics.
     pub(crate) flushed: crate::stats::Flushed,
     /// The pool's connector, for cancel requests (they open a connection of their own).
-    connector: Connector,
+    pub(super) connector: Connector,
     /// Unnamed mode: the names and text of the statements tokio-postgres prepared for its type
     /// lookups, which each describe prepares again inside its transaction (see `describe`).
     pub(crate) type_lookups: Vec<(String, String)>,
@@ -70,10 +72,10 @@ pub(crate) struct PgClient {
     pub(crate) id: u64,
     /// The host it reached.
     pub(crate) host: HostName,
-    /// What the server reported of its state (see `hosts::ServerFlags`).
+    /// What the server reported of its state (see `attrs::ServerFlags`).
     pub(crate) flags: Arc<ServerFlags>,
     /// The pool's generation when the connection was opened (see `HostBook::epoch`).
-    epoch: u64,
+    pub(super) epoch: u64,
 }
 
 impl PgClient {
@@ -96,12 +98,12 @@ pub(crate) struct PgManager {
     /// Set when the pool is closed; the pool's `Listener`s stop when it is.
     pub(crate) closing: Arc<tokio::sync::watch::Sender<bool>>,
     inner: deadpool_postgres::Manager,
-    opts: Arc<PgOptions>,
+    pub(super) opts: Arc<PgOptions>,
     /// The kind of server every connection must reach.
     pub(crate) attrs: SessionAttrs,
     /// Each host's bound (connect, startup, check): `connect_timeout`, else with several hosts
     /// the create timeout shared between them.
-    host_bound: Option<std::time::Duration>,
+    pub(super) host_bound: Option<std::time::Duration>,
     /// The hosts that failed lately, and the connections' generation.
     pub(crate) book: HostBook,
     /// The connection settings and connector, for connections outside the pool (a `Listener`).
@@ -129,54 +131,9 @@ impl Manager for PgManager {
     type Type = Box<PgClient>;
     type Error = SqlMiddlewareDbError;
 
+    /// Opens a connection (see `open::create`).
     async fn create(&self) -> Result<Box<PgClient>> {
-        let epoch = self.book.epoch();
-        let limit = self.host_bound;
-        // Boxed: a connect is rare, and its future is deep.
-        let opened = Box::pin(hosts::connect(&self.config, self.attrs, &self.book, limit)).await?;
-        let client = opened.client;
-        // Before the settings are counted: a library the hook loads is part of the fresh session.
-        if self.opts.after_connect.is_set() {
-            // Boxed, as the connect: the hook's future must not grow every checkout's future.
-            Box::pin(super::conn::PgSetup(&client).run(&self.opts.after_connect)).await?;
-        }
-        // The opening exchange is part of the connect: bounded by the host's bound too.
-        let mut settings = match limit {
-            None => opening_settings(&client).await?,
-            Some(limit) => tokio::time::timeout(limit, opening_settings(&client))
-                .await
-                .map_err(|_| {
-                    SqlMiddlewareDbError::new(
-                        ErrorKind::ConnectionLost,
-                        format!(
-                            "host {} did not finish opening the session within connect_timeout ({limit:?})",
-                            opened.host
-                        ),
-                    )
-                })??,
-        };
-        if self.opts.statement_cache == super::stmt::StatementCache::Unnamed {
-            // Behind a transaction-mode pooler each transaction may run on another server
-            // connection, whose count says nothing about this one.
-            settings = None;
-        }
-        Ok(Box::new(PgClient {
-            client,
-            stmts: StmtCache::new(),
-            opts: Arc::clone(&self.opts),
-            returned_at: None,
-            flushed: Default::default(),
-            connector: self.config.connector.clone(),
-            type_lookups: Vec::new(),
-            settings,
-            id: {
-                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            },
-            host: opened.host,
-            flags: opened.flags,
-            epoch,
-        }))
+        super::open::create(self).await
     }
 
     async fn recycle(
@@ -210,32 +167,6 @@ impl Manager for PgManager {
                 }
             })
     }
-}
-
-/// Part of the session every pooled connection opens with: PL/pgSQL loaded (an empty `DO`
-/// block), as the first `DO` block or PL/pgSQL function of any borrower would load it, adding
-/// settings that no reset removes. Returns how many settings the session then has (`None`
-/// where the server has no PL/pgSQL or no `pg_settings`, as a pooler may not).
-async fn opening_settings(
-    client: &tokio_postgres::Client,
-) -> std::result::Result<Option<u64>, tokio_postgres::Error> {
-    const COUNT: &str = "SELECT count(*) FROM pg_settings";
-    let msgs = match client
-        .simple_query(&format!("DO $$BEGIN END$$; {COUNT}"))
-        .await
-    {
-        Ok(m) => m,
-        Err(e) if e.as_db_error().is_some() => match client.simple_query(COUNT).await {
-            Ok(m) => m,
-            Err(e) if e.as_db_error().is_some() => return Ok(None),
-            Err(e) => return Err(e),
-        },
-        Err(e) => return Err(e),
-    };
-    Ok(msgs.iter().find_map(|m| match m {
-        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|n| n.parse().ok()),
-        _ => None,
-    }))
 }
 
 /// The first host, port and database of a configuration, for the spans' `server.address`,
@@ -322,12 +253,12 @@ pub(crate) fn build_pool(
 }
 
 /// Checks out a connection, with the pool to replace it from if it must be discarded; bounded
-/// by the pool's wait timeout as a whole (see `timeout::checkout`). With `read_your_writes`, the
+/// by the pool's wait timeout as a whole (see `deadline::checkout`). With `read_your_writes`, the
 /// connection notes its writes on the pool's clock.
 pub(crate) async fn checkout(pool: &super::Pool) -> Result<PgConnection> {
     // Boxed: the bounded checkout (and the connect it may start) is large, and the pool's
     // checkout future, shared by every backend, would otherwise carry its size.
-    let obj = Box::pin(super::timeout::checkout(pool, None)).await?;
+    let obj = Box::pin(super::deadline::checkout(pool, None)).await?;
     let mut c = PgConnection::new(pool.clone(), obj);
     c.write_clock = pool.manager().readers.as_ref().and_then(|r| r.clock());
     Ok(c)
@@ -423,8 +354,11 @@ impl crate::knobs::Knobs for Settings {
 /// the strictest mode given for any of them.
 pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool> {
     let (cfg, mut pg, replicas) = (s.config, s.options, s.replicas);
-    pg.tls
-        .raise_to_strictest(&cfg, replicas.replicas.iter().map(|(c, _)| c), s.replica_ssl);
+    pg.tls.raise_to_strictest(
+        &cfg,
+        replicas.replicas.iter().map(|(c, _)| c),
+        s.replica_ssl,
+    );
     let readers = if replicas.replicas.is_empty() {
         None
     } else {

@@ -230,7 +230,7 @@ async fn connect(
         .connect(&config.config, pump)
         .await
         .map_err(super::error::map_err)?;
-    super::conn::PgSetup(&client)
+    super::open::PgSetup(&client)
         .run(&config.after_connect)
         .await?;
     let row = client

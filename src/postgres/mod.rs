@@ -1,28 +1,38 @@
 //! The PostgreSQL wing: tokio-postgres pooled by deadpool-postgres, with a bounded statement
 //! cache per connection.
 //!
-//! The same file set as every wing — `config` (settings, pool), `conn` (the
-//! `Wing` (`contract.rs`) operations), `stmt`, `params`, `rows`, `error`, `bulk`.
+//! The same file set as every wing — `config` (settings, pool), `conn` (the connection and
+//! its `Wing` (`contract.rs`) operations), `exec` (running statements), `tx` (transactions),
+//! `session` (what a checkout changed in the session, and its reset), `recover` (giving up and
+//! replacing a connection after a fault), `open` (the `after_connect` hook on a connection
+//! being opened), `deadline` (time limits, and cancelling a statement past its limit), `stmt`,
+//! `params`, `rows`, `error`, `bulk`, `stream`.
 
+pub(crate) mod attrs;
 pub(crate) mod bulk;
 pub(crate) mod config;
 pub(crate) mod conn;
+mod deadline;
 pub(crate) mod dialect;
 pub(crate) mod effects;
 pub(crate) mod error;
+mod exec;
 pub(crate) mod hosts;
 pub(crate) mod listen;
 pub(crate) mod numeric;
+mod open;
 pub(crate) mod params;
+mod pure;
+mod recover;
 pub(crate) mod replica;
 pub(crate) mod rows;
+mod session;
 pub(crate) mod stmt;
 pub(crate) mod stream;
-pub(crate) mod url;
-mod timeout;
 pub(crate) mod tls;
+mod tx;
 pub(crate) mod types;
-
+pub(crate) mod url;
 
 /// The pool type of the Postgres wing.
 pub(crate) type Pool = deadpool::managed::Pool<config::PgManager>;
@@ -35,5 +45,5 @@ pub(crate) type Cursor<T> = stream::PgCursor<T>;
 
 /// The engine's name as the OpenTelemetry conventions give it (`db.system`).
 pub(crate) const SYSTEM: &str = "postgresql";
-pub(crate) use dialect::DIALECT;
 pub(crate) use config::{Settings, build, checkout, checkout_reader, close, server};
+pub(crate) use dialect::DIALECT;

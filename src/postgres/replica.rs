@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use super::attrs::SessionAttrs;
 use super::config::{PgOptions, build_pool};
 use super::conn::PgConnection;
-use super::hosts::SessionAttrs;
 use crate::deadline::{nanos, now_nanos};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::pooling::{PoolOptions, pool_error};

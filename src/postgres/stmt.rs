@@ -1,12 +1,18 @@
-//! A server-side prepared statement and its columns, and the parameter checks made before a
-//! statement is sent.
+//! A server-side prepared statement and its columns, the parameter checks made before a
+//! statement is sent, and preparing one (named, or described for the unnamed mode), again
+//! after the server refused its cached plan.
 
 use std::sync::{Arc, OnceLock};
 
-use crate::contract::WingStmt;
+use super::conn::PgConnection;
+use super::effects::Session;
+use super::error::map_err;
+use super::rows::columns_of;
+use crate::contract::{Wing, WingStmt};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::Columns;
 use crate::sql::scanner::Kind;
+use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
 use crate::value::RowValues;
 
 /// The most parameters one Postgres statement can take (the protocol counts them in 16 bits).
@@ -115,3 +121,235 @@ impl PgStmt {
 }
 
 pub use crate::server::StatementCache;
+
+/// What a statement takes and returns, as the server described it.
+struct Described {
+    params: Vec<tokio_postgres::types::Type>,
+    columns: crate::results::Columns,
+}
+
+impl PgConnection {
+    /// [`Wing::prepare`](crate::contract::Wing::prepare) without its time limit.
+    pub(super) async fn prepare_within(
+        &mut self,
+        sql: &str,
+        mode: TranslationMode,
+    ) -> Result<Arc<PgStmt>> {
+        if self.needs_rollback || self.in_flight {
+            self.repair().await?;
+        }
+        let cached = match self.obj.as_mut() {
+            Some(o) => o.stmts.get(sql, mode).cloned(),
+            None => None,
+        };
+        if let Some(s) = cached {
+            self.note_stmt(&s);
+            return Ok(s);
+        }
+        crate::sql::reject_nul(sql)?;
+        too_many_placeholders(sql)?;
+        let translated = match mode {
+            TranslationMode::On => translate_placeholders(sql, PlaceholderStyle::Postgres),
+            TranslationMode::Off => std::borrow::Cow::Borrowed(sql),
+        };
+        const PG: crate::sql::Dialect = super::dialect::DIALECT;
+        let session = super::effects::session_change(&translated);
+        let tx_control = crate::sql::has_transaction_control(&translated, PG);
+        let deallocates = session != Session::Untouched && super::effects::deallocates(&translated);
+        // Parsed in the session the pool configured (not after a `SET search_path`, which a
+        // prepared statement keeps), so it stays valid across a reset.
+        let clean = self.session == Session::Untouched;
+        // Noted before it reaches the server: a cancelled prepare may still have run.
+        if session > self.session {
+            self.session = session;
+        }
+        self.deallocated |= deallocates;
+        if tx_control && !self.in_tx {
+            self.unknown = true;
+        }
+        let unnamed = self
+            .obj
+            .as_ref()
+            .is_some_and(|o| o.opts.statement_cache == StatementCache::Unnamed);
+        self.in_flight = true;
+        let r = if unnamed {
+            self.describe(&translated).await.map(|d| (d, None))
+        } else {
+            self.client()?
+                .prepare(&translated)
+                .await
+                .map(|st| {
+                    let d = Described {
+                        params: st.params().to_vec(),
+                        columns: columns_of(&st),
+                    };
+                    (d, Some(st))
+                })
+                .map_err(map_err)
+        };
+        self.in_flight = false;
+        // A failed prepare is not cached.
+        let (described, stmt) = r?;
+        let s = Arc::new(PgStmt {
+            key: sql.into(),
+            mode,
+            text: translated.as_ref().into(),
+            param_types: described.params,
+            columns: Arc::new(described.columns),
+            dml: crate::sql::is_dml(&translated, PG),
+            session,
+            clean,
+            deallocates,
+            tx_control,
+            stmt,
+            successor: std::sync::OnceLock::new(),
+            conn: self.obj.as_ref().map_or(0, |o| o.id),
+        });
+        if let Some(o) = self.obj.as_mut() {
+            let capacity = o.opts.statement_cache_capacity;
+            o.stmts.insert(sql, mode, Arc::clone(&s), capacity);
+        }
+        Ok(s)
+    }
+
+    /// `s` as it runs on this connection: prepared again when it was prepared on a connection
+    /// since replaced (named statements only exist on the connection that prepared them).
+    pub(super) async fn here(&mut self, s: &Arc<PgStmt>) -> Result<Arc<PgStmt>> {
+        let s = PgStmt::current(s);
+        match self.obj.as_ref() {
+            Some(o) if s.stmt.is_some() && s.conn != o.id => {
+                Box::pin(self.prepare_within(&s.key, s.mode)).await
+            }
+            _ => Ok(Arc::clone(s)),
+        }
+    }
+
+    /// The unnamed mode's prepare: learns the statement's parameter types and columns from a
+    /// named statement that lives only inside a transaction (its own when none is open), which
+    /// a transaction-mode pooler keeps on one server connection; the statement is closed before
+    /// the transaction ends, so nothing is left on the server.
+    ///
+    /// The driver's type lookups happen here too, and only here: for a user-defined type (enum,
+    /// domain, composite, arrays of them) tokio-postgres runs named statements of its own,
+    /// which it prepares once and keeps for the life of the client. Behind a pooler the next
+    /// describe may run on another server connection, where they do not exist. So they live
+    /// only inside the describe's transaction as well: the first time the client prepares
+    /// them, the describe learns their names and text from the server, and deallocates them
+    /// before the transaction ends; every later describe prepares them again under the same
+    /// names first. The types the driver learned stay in its cache, where running a statement
+    /// finds its result types (after it was sent, when no lookup could be repaired).
+    async fn describe(&mut self, sql: &str) -> Result<Described> {
+        let own_tx = !self.in_tx;
+        let Some(obj) = self.obj.as_mut() else {
+            return Err(self.client().err().unwrap_or_else(|| {
+                SqlMiddlewareDbError::new(ErrorKind::ConnectionLost, "no connection")
+            }));
+        };
+        let c: &mut super::config::PgClient = obj;
+        let (client, type_lookups) = (&c.client, &mut c.type_lookups);
+        let mut open = String::from(if own_tx { "BEGIN; " } else { "" });
+        open.push_str("SAVEPOINT sqlmw_describe");
+        for (name, text) in type_lookups.iter() {
+            open.push_str("; PREPARE \"");
+            open.push_str(name);
+            open.push_str("\" AS ");
+            open.push_str(text);
+        }
+        if let Err(e) = client.batch_execute(&open).await {
+            if own_tx {
+                let _ = client.batch_execute("ROLLBACK").await;
+            }
+            return Err(map_err(e));
+        }
+        let prepared = client.prepare(sql).await;
+        let failed = prepared.is_err();
+        let mut close = String::new();
+        if failed {
+            // The savepoint keeps the transaction usable for the learning and deallocation.
+            close.push_str("ROLLBACK TO SAVEPOINT sqlmw_describe; ");
+        }
+        let learn = type_lookups.len() < 3
+            && match &prepared {
+                Ok(st) => st
+                    .params()
+                    .iter()
+                    .chain(st.columns().iter().map(|c| c.type_()))
+                    .any(|t| tokio_postgres::types::Type::from_oid(t.oid()).is_none()),
+                Err(_) => true,
+            };
+        // The statement is dropped here (its Close sent before anything that follows).
+        let described = prepared
+            .map(|st| Described {
+                params: st.params().to_vec(),
+                columns: columns_of(&st),
+            })
+            .map_err(map_err);
+        let r = async {
+            if failed {
+                client.batch_execute(&close).await?;
+                close.clear();
+            }
+            if learn {
+                // Named statements the client prepared in this transaction and kept (the one
+                // described is closed): its type lookups.
+                let found = client
+                    .simple_query(
+                        "SELECT name, statement FROM pg_prepared_statements \
+                         WHERE NOT from_sql AND prepare_time >= now()",
+                    )
+                    .await?;
+                for m in found {
+                    if let tokio_postgres::SimpleQueryMessage::Row(row) = m {
+                        if let (Some(name), Some(text)) = (row.get(0), row.get(1)) {
+                            let known = type_lookups.iter().any(|(n, _)| n == name);
+                            let plain = name.bytes().all(|b| b.is_ascii_alphanumeric());
+                            if !known && plain {
+                                type_lookups.push((name.to_owned(), text.to_owned()));
+                            }
+                        }
+                    }
+                }
+            }
+            Ok::<_, tokio_postgres::Error>(())
+        }
+        .await;
+        // The lookups go before the transaction ends.
+        for (name, _) in type_lookups.iter() {
+            close.push_str("DEALLOCATE \"");
+            close.push_str(name);
+            close.push_str("\"; ");
+        }
+        close.push_str(match (own_tx, described.is_ok() && r.is_ok()) {
+            (true, true) => "COMMIT",
+            (true, false) => "ROLLBACK",
+            (false, _) => "RELEASE SAVEPOINT sqlmw_describe",
+        });
+        let end = client.batch_execute(&close).await;
+        if let Err(e) = end {
+            if own_tx {
+                let _ = client.batch_execute("ROLLBACK").await;
+            }
+            return Err(map_err(e));
+        }
+        r.map_err(map_err)?;
+        described
+    }
+
+    /// After a schema change the server refuses a cached statement whose result type changed
+    /// (`0A000 cached plan must not change result type`). Outside a transaction the statement is
+    /// prepared again and the call retried once; inside one the error stands (the transaction is
+    /// aborted on the server).
+    pub(super) fn replannable(&self, e: &SqlMiddlewareDbError) -> bool {
+        !self.in_tx && e.driver_code() == Some("0A000") && e.message().contains("cached plan")
+    }
+
+    pub(super) async fn replan(&mut self, s: &PgStmt) -> Result<Arc<PgStmt>> {
+        if let Some(o) = self.obj.as_mut() {
+            o.stmts.remove(&s.key, s.mode);
+        }
+        let fresh = self.prepare(&s.key, s.mode, None).await?;
+        // A handle that still holds `s` runs `fresh` from now on.
+        let _ = s.successor.set(Arc::clone(&fresh));
+        Ok(fresh)
+    }
+}

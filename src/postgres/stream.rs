@@ -22,8 +22,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::{FutureExt, TryStreamExt};
 
-use super::conn::{PgConnection, rows_of};
+use super::conn::PgConnection;
 use super::error::map_err;
+use super::exec::rows_of;
 use super::params::PgParam;
 use super::rows::PgRow;
 use super::stmt::PgStmt;

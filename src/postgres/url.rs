@@ -2,11 +2,13 @@
 //! the pool's parameters and the middleware's own (TLS, `target_session_attrs`,
 //! `test_before_acquire`, `statement_cache`) are taken out, the rest goes to tokio-postgres.
 
+use super::attrs::SessionAttrs;
 use super::config::Settings;
-use super::hosts::SessionAttrs;
 use super::tls::{Roots, TlsOptions};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
-use crate::url_text::{PoolParam, config_error, duration, flag, is_pool_key, percent_decode, pool_param};
+use crate::url_text::{
+    PoolParam, config_error, duration, flag, is_pool_key, percent_decode, pool_param,
+};
 
 /// The URL schemes of PostgreSQL.
 pub(crate) const SCHEMES: &[&str] = &["postgres", "postgresql"];
@@ -22,8 +24,11 @@ pub(crate) fn is_url(conn: &str) -> bool {
 /// The settings of a libpq `key=value` connection string (`target_session_attrs` is the
 /// middleware's: tokio-postgres refuses `primary`, `standby` and `prefer-standby`). `what`
 /// names the string in the error (`the Postgres connection string`).
-pub(crate) fn parse_key_value(conn: &str, what: &str) -> Result<(tokio_postgres::Config, Option<SessionAttrs>)> {
-    let (rest, attrs) = super::hosts::split_attrs(conn)?;
+pub(crate) fn parse_key_value(
+    conn: &str,
+    what: &str,
+) -> Result<(tokio_postgres::Config, Option<SessionAttrs>)> {
+    let (rest, attrs) = super::attrs::split_attrs(conn)?;
     match rest.parse::<tokio_postgres::Config>() {
         Ok(cfg) => Ok((cfg, attrs)),
         Err(e) => Err(SqlMiddlewareDbError::from_driver(
@@ -71,9 +76,7 @@ pub(crate) fn parse(scheme: &str, rest: &str, query: &str) -> Result<(Settings, 
             }
             // Every libpq value (tokio-postgres knows only any, read-write and read-only);
             // checked by the middleware as it connects (see `postgres::hosts`).
-            "target_session_attrs" => {
-                attrs = Some(SessionAttrs::parse(&value)?)
-            }
+            "target_session_attrs" => attrs = Some(SessionAttrs::parse(&value)?),
             "sslcert" => tls.client_cert = Some(value.into()),
             "sslkey" => tls.client_key = Some(value.into()),
             // The driver's own durations follow the URL's one rule too (tokio-postgres reads
@@ -120,4 +123,3 @@ pub(crate) fn parse(scheme: &str, rest: &str, query: &str) -> Result<(Settings, 
     s.options.attrs = attrs;
     Ok((s, pool))
 }
-

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use super::config::PgClient;
 use crate::error::Result;
+use crate::server::held::{self, Task};
 
 /// A pooled Postgres connection as deadpool hands it out.
 type Obj = deadpool::managed::Object<super::config::PgManager>;
@@ -39,15 +40,17 @@ const CANCEL_WAIT: Duration = Duration::from_millis(250);
 /// Gives up `obj`, whose statement may still run: it leaves the pool now, and (when `cancel`)
 /// cancel requests go out in the background (see [`cancel_until_answered`]), bounded by
 /// `bound`, before the connection closes. Without a runtime, or without `cancel` (a pooler in
-/// between), it closes at once.
+/// between), it closes at once (see `server::held::abandon`).
 pub(super) fn abandon(obj: Obj, cancel: bool, bound: Duration) {
-    let client: Box<PgClient> = deadpool::managed::Object::take(obj);
-    if let (true, Ok(handle)) = (cancel, tokio::runtime::Handle::try_current()) {
-        handle.spawn(async move {
-            let _ = tokio::time::timeout(bound, cancel_until_answered(&client)).await;
-            drop(client);
-        });
-    }
+    held::abandon(obj, bound, cancel.then_some(stop));
+}
+
+/// What stopping an abandoned statement means here: cancel requests until the connection
+/// answers (see [`cancel_until_answered`]).
+fn stop(client: &PgClient) -> Task<'_, ()> {
+    Box::pin(async move {
+        cancel_until_answered(client).await;
+    })
 }
 
 /// Sends cancel requests for the statement running on `client` until the connection answers
@@ -59,7 +62,10 @@ pub(super) async fn cancel_until_answered(client: &PgClient) -> usize {
     for sent in 1..=CANCEL_TRIES {
         // Best effort: a request that cannot be sent is followed by another.
         let _ = client.cancel_request().send().await;
-        if tokio::time::timeout(CANCEL_WAIT, &mut answered).await.is_ok() {
+        if tokio::time::timeout(CANCEL_WAIT, &mut answered)
+            .await
+            .is_ok()
+        {
             return sent;
         }
     }

@@ -1,5 +1,5 @@
-//! Settings the server engines share (PostgreSQL, MySQL/MariaDB): how connections use TLS
-//! ([`SslMode`]) and how they prepare statements ([`StatementCache`]).
+//! The settings the server engines share: how connections use TLS ([`SslMode`]) and how they
+//! prepare statements ([`StatementCache`]).
 
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 
@@ -93,7 +93,6 @@ impl std::str::FromStr for SslMode {
         })
     }
 }
-
 
 /// How a pool's connections to a server prepare statements (PostgreSQL and MySQL/MariaDB).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -21,6 +21,7 @@ use mysql_async::prelude::Queryable;
 
 use super::config::MyClient;
 use crate::error::Result;
+use crate::server::held::{self, Task};
 
 /// A pooled MySQL connection as deadpool hands it out.
 type Obj = deadpool::managed::Object<super::config::MyManager>;
@@ -149,15 +150,16 @@ fn seen(mut row: mysql_async::Row) -> Option<Seen> {
 /// Gives up `obj`, whose statement may still run: it leaves the pool now, and in the background
 /// `KILL QUERY` stops its statement (bounded by `bound`; see [`kill_query`]) before the
 /// connection closes. Without a runtime it closes at once (the server stops the statement when
-/// it next writes to the closed socket).
+/// it next writes to the closed socket; see `server::held::abandon`).
 pub(super) fn abandon(obj: Obj, bound: Duration) {
-    let client: Box<MyClient> = deadpool::managed::Object::take(obj);
-    if let Ok(handle) = tokio::runtime::Handle::try_current() {
-        handle.spawn(async move {
-            let _ = tokio::time::timeout(bound, kill_query(&client)).await;
-            drop(client);
-        });
-    }
+    held::abandon(obj, bound, Some(stop));
+}
+
+/// What stopping an abandoned statement means here: `KILL QUERY` (see [`kill_query`]).
+fn stop(client: &MyClient) -> Task<'_, ()> {
+    Box::pin(async move {
+        let _ = kill_query(client).await;
+    })
 }
 
 /// What [`kill_query`] did.
@@ -214,9 +216,15 @@ mod tests {
     use super::*;
 
     fn server() -> Vec<Option<String>> {
-        ["db", "3306", "1", "10.11.6-MariaDB", "0dfuIzFBftiUR9RKF00wCn2cXPI="]
-            .map(|v| Some(v.to_owned()))
-            .to_vec()
+        [
+            "db",
+            "3306",
+            "1",
+            "10.11.6-MariaDB",
+            "0dfuIzFBftiUR9RKF00wCn2cXPI=",
+        ]
+        .map(|v| Some(v.to_owned()))
+        .to_vec()
     }
 
     fn mark() -> Mark {
@@ -241,7 +249,10 @@ mod tests {
         for i in 0..server().len() {
             let mut other = server();
             other[i] = Some("other".into());
-            assert!(!m.is_seen(&[row(other, 42, "app", "10.0.0.5:51234")]), "{i}");
+            assert!(
+                !m.is_seen(&[row(other, 42, "app", "10.0.0.5:51234")]),
+                "{i}"
+            );
         }
         let mut unnamed = server();
         unnamed[4] = None;

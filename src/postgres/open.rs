@@ -1,0 +1,171 @@
+//! A PostgreSQL connection being opened: the connect and the session's first state (the pool
+//! manager's `create`), and the pool's `after_connect` hook on it.
+
+use std::sync::Arc;
+
+use futures_util::TryStreamExt;
+use tokio_postgres::error::SqlState;
+
+use super::config::{PgClient, PgManager};
+use super::error::map_err;
+use super::hosts;
+use super::params::PgParam;
+use super::rows::{collect, columns_of};
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::results::ResultSet;
+use crate::stmt_cache::StmtCache;
+use crate::translation::{PlaceholderStyle, translate_placeholders};
+use crate::value::RowValues;
+
+/// Opens a pooled connection (the manager's `create`): the connect to a host of the pool's
+/// kind (see `hosts::connect`, TLS included), the `after_connect` hook, and the session's first
+/// state (see [`opening_settings`]).
+pub(super) async fn create(m: &PgManager) -> Result<Box<PgClient>> {
+    let epoch = m.book.epoch();
+    let limit = m.host_bound;
+    // Boxed: a connect is rare, and its future is deep.
+    let opened = Box::pin(hosts::connect(&m.config, m.attrs, &m.book, limit)).await?;
+    let client = opened.client;
+    // Before the settings are counted: a library the hook loads is part of the fresh session.
+    if m.opts.after_connect.is_set() {
+        // Boxed, as the connect: the hook's future must not grow every checkout's future.
+        Box::pin(PgSetup(&client).run(&m.opts.after_connect)).await?;
+    }
+    // The opening exchange is part of the connect: bounded by the host's bound too.
+    let mut settings = match limit {
+        None => opening_settings(&client).await?,
+        Some(limit) => tokio::time::timeout(limit, opening_settings(&client))
+            .await
+            .map_err(|_| {
+                SqlMiddlewareDbError::new(
+                    ErrorKind::ConnectionLost,
+                    format!(
+                        "host {} did not finish opening the session within connect_timeout ({limit:?})",
+                        opened.host
+                    ),
+                )
+            })??,
+    };
+    if m.opts.statement_cache == super::stmt::StatementCache::Unnamed {
+        // Behind a transaction-mode pooler each transaction may run on another server
+        // connection, whose count says nothing about this one.
+        settings = None;
+    }
+    Ok(Box::new(PgClient {
+        client,
+        stmts: StmtCache::new(),
+        opts: Arc::clone(&m.opts),
+        returned_at: None,
+        flushed: Default::default(),
+        connector: m.config.connector.clone(),
+        type_lookups: Vec::new(),
+        settings,
+        id: {
+            static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        },
+        host: opened.host,
+        flags: opened.flags,
+        epoch,
+    }))
+}
+
+/// Part of the session every pooled connection opens with: PL/pgSQL loaded (an empty `DO`
+/// block), as the first `DO` block or PL/pgSQL function of any borrower would load it, adding
+/// settings that no reset removes. Returns how many settings the session then has (`None`
+/// where the server has no PL/pgSQL or no `pg_settings`, as a pooler may not).
+async fn opening_settings(
+    client: &tokio_postgres::Client,
+) -> std::result::Result<Option<u64>, tokio_postgres::Error> {
+    const COUNT: &str = "SELECT count(*) FROM pg_settings";
+    let msgs = match client
+        .simple_query(&format!("DO $$BEGIN END$$; {COUNT}"))
+        .await
+    {
+        Ok(m) => m,
+        Err(e) if e.as_db_error().is_some() => match client.simple_query(COUNT).await {
+            Ok(m) => m,
+            Err(e) if e.as_db_error().is_some() => return Ok(None),
+            Err(e) => return Err(e),
+        },
+        Err(e) => return Err(e),
+    };
+    Ok(msgs.iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|n| n.parse().ok()),
+        _ => None,
+    }))
+}
+
+/// A Postgres connection being opened (pooled, a reader's or a `Listener`'s), as the pool's
+/// `after_connect` hook drives it: straight on the client, with statements prepared for the
+/// call and closed after it (the connection has no statement cache yet).
+pub(crate) struct PgSetup<'a>(pub(crate) &'a tokio_postgres::Client);
+
+impl PgSetup<'_> {
+    /// Runs `hook` on the connection (see `setup.rs`).
+    pub(crate) async fn run(mut self, hook: &crate::setup::AfterConnect) -> Result<()> {
+        hook.set_up(&mut self).await.map(drop)
+    }
+
+    async fn prepared(&self, sql: &str) -> Result<tokio_postgres::Statement> {
+        crate::sql::reject_nul(sql)?;
+        let sql = translate_placeholders(sql, PlaceholderStyle::Postgres);
+        self.0.prepare(&sql).await.map_err(map_err)
+    }
+}
+
+impl crate::setup::Setup for PgSetup<'_> {
+    fn execute_batch<'a>(&'a mut self, sql: &'a str) -> crate::setup::BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            crate::sql::reject_nul(sql)?;
+            self.0.batch_execute(sql).await.map_err(map_err)
+        })
+    }
+
+    fn dml<'a>(
+        &'a mut self,
+        sql: &'a str,
+        params: &'a [RowValues],
+    ) -> crate::setup::BoxFuture<'a, Result<u64>> {
+        Box::pin(async move {
+            let st = self.prepared(sql).await?;
+            self.0
+                .execute_raw(&st, params.iter().map(PgParam))
+                .await
+                .map_err(map_err)
+        })
+    }
+
+    fn select<'a>(
+        &'a mut self,
+        sql: &'a str,
+        params: &'a [RowValues],
+    ) -> crate::setup::BoxFuture<'a, Result<ResultSet>> {
+        Box::pin(async move {
+            let st = self.prepared(sql).await?;
+            let rows: Vec<tokio_postgres::Row> = self
+                .0
+                .query_raw(&st, params.iter().map(PgParam))
+                .await
+                .map_err(map_err)?
+                .try_collect()
+                .await
+                .map_err(map_err)?;
+            collect(&rows, &Arc::new(columns_of(&st)))
+        })
+    }
+
+    /// A `SAVEPOINT` is refused outside a transaction (with `25P01`): the probe.
+    fn in_transaction(&mut self) -> crate::setup::BoxFuture<'_, Result<bool>> {
+        Box::pin(async move {
+            match self.0.simple_query("SAVEPOINT sqlmw_after_connect").await {
+                Err(e) if e.code() == Some(&SqlState::NO_ACTIVE_SQL_TRANSACTION) => Ok(false),
+                Err(e) => Err(map_err(e)),
+                Ok(_) => Ok(true),
+            }
+        })
+    }
+
+    /// The hook ran outside the statement cache: nothing to skip.
+    fn skip_stats(&mut self) {}
+}

@@ -1,0 +1,10 @@
+//! What the server engines share (PostgreSQL, MySQL/MariaDB): the settings of their
+//! connections, how they use TLS ([`SslMode`]) and how they prepare statements
+//! ([`StatementCache`]), in `settings.rs`; and the bookkeeping of a connection held past its
+//! use, given up while its statement may still run or cleaned before it goes back to the pool,
+//! in `held.rs`.
+
+pub(crate) mod held;
+mod settings;
+
+pub use settings::{SslMode, StatementCache};
