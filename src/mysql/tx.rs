@@ -26,10 +26,7 @@ impl MyConnection {
             // Ask the server: `DO 1` answers with its transaction status.
             self.simple("DO 1").await?;
             if in_transaction(&self.client()?.conn) {
-                return Err(SqlMiddlewareDbError::new(
-                    ErrorKind::TransactionState,
-                    "a transaction begun by raw SQL is still open on this connection; commit or roll it back first",
-                ));
+                return Err(SqlMiddlewareDbError::raw_tx_open());
             }
             self.unknown = false;
         }

@@ -45,7 +45,8 @@ impl PgConnection {
         let copy = format!("COPY {table} ({cols}) FROM STDIN (FORMAT binary)");
         // Behind a transaction-mode pooler, the prepares and the copy must share one server
         // connection: a transaction keeps them together.
-        let own_tx = !in_tx && self.unnamed();
+        // (Not when raw SQL left a transaction open: its COMMIT would end that one.)
+        let own_tx = !in_tx && self.unnamed() && !self.raw_tx_open().await?;
         // If this future is dropped mid-way, the connection is replaced (the abandoned copy is
         // aborted by the server when the connection closes): nothing is loaded.
         self.in_flight = true;

@@ -239,7 +239,9 @@ impl PgConnection {
     /// names first. The types the driver learned stay in its cache, where running a statement
     /// finds its result types (after it was sent, when no lookup could be repaired).
     async fn describe(&mut self, sql: &str) -> Result<Described> {
-        let own_tx = !self.in_tx;
+        // Inside a transaction (the crate's, or one raw SQL left open) the describe nests in a
+        // savepoint; outside one it brings its own, so that a raw transaction is never ended.
+        let own_tx = !self.in_tx && !self.raw_tx_open().await?;
         let Some(obj) = self.obj.as_mut() else {
             return Err(self.client().err().unwrap_or_else(|| {
                 SqlMiddlewareDbError::new(ErrorKind::ConnectionLost, "no connection")

@@ -30,6 +30,27 @@ impl PgConnection {
         }
     }
 
+    /// Whether raw SQL left a transaction open on this connection. Asked of the server only
+    /// after raw SQL or transaction control ran outside a `Tx` (`unknown`); otherwise `false`
+    /// without a round trip. In a transaction `now()` is the transaction's start; outside one it
+    /// is the statement's (simple protocol: with the extended one, each message moves
+    /// `statement_timestamp`). Behind a transaction-mode pooler an open transaction pins the
+    /// server connection, so the question reaches the session that holds it.
+    pub(super) async fn raw_tx_open(&mut self) -> Result<bool> {
+        if !self.unknown || self.in_tx {
+            return Ok(false);
+        }
+        let msgs = self
+            .client()?
+            .simple_query("SELECT now() = statement_timestamp()")
+            .await
+            .map_err(map_err)?;
+        let idle = msgs.iter().any(
+            |m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(r) if r.get(0) == Some("t")),
+        );
+        Ok(!idle)
+    }
+
     pub(super) async fn begin_tx(&mut self, at: At) -> Result<()> {
         if self.in_flight {
             // A connection given up earlier: replaced within this call's limit.
@@ -48,23 +69,8 @@ impl PgConnection {
                 },
             }
         }
-        if self.unknown {
-            // Raw SQL may have opened a transaction: in one, now() is the transaction's start.
-            // (Simple protocol: with the extended one, each message moves statement_timestamp.)
-            let msgs = self
-                .client()?
-                .simple_query("SELECT now() = statement_timestamp()")
-                .await
-                .map_err(map_err)?;
-            let idle = msgs.iter().any(|m| {
-                matches!(m, tokio_postgres::SimpleQueryMessage::Row(r) if r.get(0) == Some("t"))
-            });
-            if !idle {
-                return Err(SqlMiddlewareDbError::new(
-                    ErrorKind::TransactionState,
-                    "a transaction begun by raw SQL is still open on this connection; commit or roll it back first",
-                ));
-            }
+        if self.raw_tx_open().await? {
+            return Err(SqlMiddlewareDbError::raw_tx_open());
         }
         // If this future is dropped after BEGIN went out, the flag makes the next user roll back.
         self.needs_rollback = true;
