@@ -76,14 +76,23 @@ mod tests {
 
     #[test]
     fn upserts_and_replaces_count_records() {
-        assert_eq!(CountRule::of("REPLACE INTO t VALUES (?)"), CountRule::Records);
+        assert_eq!(
+            CountRule::of("REPLACE INTO t VALUES (?)"),
+            CountRule::Records
+        );
         assert_eq!(
             CountRule::of("insert into t (a) values (?) on duplicate key update a = values(a)"),
             CountRule::Records
         );
-        assert_eq!(CountRule::of("INSERT INTO t VALUES ('ON DUPLICATE KEY UPDATE')"), CountRule::AsReported);
+        assert_eq!(
+            CountRule::of("INSERT INTO t VALUES ('ON DUPLICATE KEY UPDATE')"),
+            CountRule::AsReported
+        );
         assert_eq!(CountRule::of("UPDATE t SET a = 1"), CountRule::AsReported);
-        assert_eq!(CountRule::of("/* REPLACE */ DELETE FROM t"), CountRule::AsReported);
+        assert_eq!(
+            CountRule::of("/* REPLACE */ DELETE FROM t"),
+            CountRule::AsReported
+        );
     }
 
     #[test]

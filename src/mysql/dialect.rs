@@ -32,16 +32,21 @@ fn outside_tx_only(h: &[&str]) -> Option<String> {
     if is_any(h.first(), &["CREATE", "DROP"]) {
         // `CREATE [OR REPLACE] TEMPORARY TABLE` and `DROP TEMPORARY TABLE` stay inside (not
         // MariaDB's `TEMPORARY SEQUENCE`, which commits).
-        let temp = h
-            .windows(2)
-            .skip(1)
-            .take(3)
-            .any(|w| w[0].eq_ignore_ascii_case("TEMPORARY") && w[1].eq_ignore_ascii_case("TABLE"));
+        let temp =
+            h.windows(2).skip(1).take(3).any(|w| {
+                w[0].eq_ignore_ascii_case("TEMPORARY") && w[1].eq_ignore_ascii_case("TABLE")
+            });
         return (!temp).then(|| named(2)).flatten();
     }
-    if is_any(h.first(), &["ALTER", "RENAME", "TRUNCATE", "GRANT", "REVOKE", "FLUSH", "RESET"])
-        || is_any(h.first(), &["ANALYZE", "OPTIMIZE", "REPAIR", "INSTALL", "UNINSTALL"])
-    {
+    if is_any(
+        h.first(),
+        &[
+            "ALTER", "RENAME", "TRUNCATE", "GRANT", "REVOKE", "FLUSH", "RESET",
+        ],
+    ) || is_any(
+        h.first(),
+        &["ANALYZE", "OPTIMIZE", "REPAIR", "INSTALL", "UNINSTALL"],
+    ) {
         return named(2);
     }
     let pair = |a: &str, b: &[&str]| is(h.first(), a) && is_any(second, b);
@@ -135,7 +140,8 @@ pub(crate) fn to_mysql(sql: &str) -> crate::error::Result<MysqlText<'_>> {
         });
     };
     s.push_str(&sql[copied..]);
-    let in_order = order.len() == highest && order.iter().enumerate().all(|(k, &i)| usize::from(i) == k);
+    let in_order =
+        order.len() == highest && order.iter().enumerate().all(|(k, &i)| usize::from(i) == k);
     let order = (!in_order).then(|| order.into_boxed_slice());
     Ok(MysqlText {
         text: Cow::Owned(s),

@@ -28,9 +28,7 @@ fn kind_of(code: u16) -> ErrorKind {
         // ER_DUP_KEY, ER_DUP_ENTRY, ER_DUP_UNIQUE, ER_DUP_ENTRY_WITH_KEY_NAME,
         // ER_DUP_ENTRY_AUTOINCREMENT_CASE, ER_FOREIGN_DUPLICATE_KEY(_WITH(OUT)_CHILD_INFO),
         // ER_DUP_UNKNOWN_IN_INDEX
-        1022 | 1062 | 1169 | 1557 | 1569 | 1586 | 1761 | 1762 | 1859 => {
-            ErrorKind::UniqueViolation
-        }
+        1022 | 1062 | 1169 | 1557 | 1569 | 1586 | 1761 | 1762 | 1859 => ErrorKind::UniqueViolation,
         // ER_NO_REFERENCED_ROW(_2), ER_ROW_IS_REFERENCED(_2)
         1216 | 1217 | 1451 | 1452 => ErrorKind::ForeignKeyViolation,
         // ER_BAD_NULL_ERROR (an explicit NULL), ER_NO_DEFAULT_FOR_FIELD (a NOT NULL column
@@ -108,25 +106,39 @@ const SIGNALLED: &str = "a trigger or stored routine raised this error with SIGN
 static TEMPLATES: &[(u16, &[&str])] = &[
     // --- messages that quote a value --------------------------------------------------------
     // ER_DUP_ENTRY, ER_DUP_ENTRY_WITH_KEY_NAME
-    (1062, &["Duplicate entry '{v}' for key '{}'", "Duplicate entry '{v}' for key {}"]),
+    (
+        1062,
+        &[
+            "Duplicate entry '{v}' for key '{}'",
+            "Duplicate entry '{v}' for key {}",
+        ],
+    ),
     (1586, &["Duplicate entry '{v}' for key '{}'"]),
     // ER_DUP_ENTRY_AUTOINCREMENT_CASE
     (
         1569,
-        &["ALTER TABLE causes auto_increment resequencing, resulting in duplicate entry '{v}' for key '{}'"],
+        &[
+            "ALTER TABLE causes auto_increment resequencing, resulting in duplicate entry '{v}' for key '{}'",
+        ],
     ),
     // ER_FOREIGN_DUPLICATE_KEY (MySQL), ER_FOREIGN_DUPLICATE_KEY_WITH(OUT)_CHILD_INFO
     (
         1557,
-        &["Upholding foreign key constraints for table '{}', entry '{v}', key {} would lead to a duplicate entry"],
+        &[
+            "Upholding foreign key constraints for table '{}', entry '{v}', key {} would lead to a duplicate entry",
+        ],
     ),
     (
         1761,
-        &["Foreign key constraint for table '{}', record '{v}' would lead to a duplicate entry in table '{}', key '{}'"],
+        &[
+            "Foreign key constraint for table '{}', record '{v}' would lead to a duplicate entry in table '{}', key '{}'",
+        ],
     ),
     (
         1762,
-        &["Foreign key constraint for table '{}', record '{v}' would lead to a duplicate entry in a child table"],
+        &[
+            "Foreign key constraint for table '{}', record '{v}' would lead to a duplicate entry in a child table",
+        ],
     ),
     // ER_WRONG_VALUE_FOR_VAR
     (1231, &["Variable '{}' can't be set to the value of '{v}'"]),
@@ -145,7 +157,10 @@ static TEMPLATES: &[(u16, &[&str])] = &[
     // ER_ILLEGAL_VALUE_FOR_TYPE
     (1367, &["Illegal {} '{v}' value found during parsing"]),
     // ER_WRONG_STRING_LENGTH
-    (1470, &["String '{v}' is too long for {} (should be no longer than {})"]),
+    (
+        1470,
+        &["String '{v}' is too long for {} (should be no longer than {})"],
+    ),
     // ER_NO_PARTITION_FOR_GIVEN_VALUE: the value is not even quoted.
     (1526, &["Table has no partition for value {v}"]),
     // ER_DATA_OUT_OF_RANGE: quotes the expression, with the literals in it.
@@ -153,9 +168,15 @@ static TEMPLATES: &[(u16, &[&str])] = &[
     // ER_BAD_OPTION_VALUE
     (1912, &["Incorrect value '{v}' for option '{}'"]),
     // ER_DATA_OVERFLOW, ER_DATA_TRUNCATED, ER_BAD_DATA
-    (1916, &["Got overflow when converting '{v}' to {}. Value truncated"]),
+    (
+        1916,
+        &["Got overflow when converting '{v}' to {}. Value truncated"],
+    ),
     (1917, &["Truncated value '{v}' when converting to {}"]),
-    (1918, &["Encountered illegal value '{v}' when converting to {}"]),
+    (
+        1918,
+        &["Encountered illegal value '{v}' when converting to {}"],
+    ),
     // ER_INVALID_DEFAULT_VALUE_FOR_FIELD
     (1978, &["Incorrect default value '{v}' for column '{}'"]),
     // ER_PARSE_ERROR: the SQL from the error on, literals and all; the line number stays.
@@ -163,7 +184,10 @@ static TEMPLATES: &[(u16, &[&str])] = &[
     // --- messages that quote names only ---------------------------------------------------
     // ER_DBACCESS_DENIED_ERROR, ER_ACCESS_DENIED_ERROR, ER_ACCESS_DENIED_NO_PASSWORD_ERROR
     (1044, &["Access denied for user '{}'@'{}' to database '{}'"]),
-    (1045, &["Access denied for user '{}'@'{}' (using password: {})"]),
+    (
+        1045,
+        &["Access denied for user '{}'@'{}' (using password: {})"],
+    ),
     (1698, &["Access denied for user '{}'@'{}'"]),
     // ER_BAD_NULL_ERROR, ER_NO_DEFAULT_FOR_FIELD, ER_WARN_NULL_TO_NOTNULL
     (1048, &["Column '{}' cannot be null"]),
@@ -180,17 +204,28 @@ static TEMPLATES: &[(u16, &[&str])] = &[
     (1054, &["Unknown column '{}' in '{}'"]),
     (1060, &["Duplicate column name '{}'"]),
     (1061, &["Duplicate key name '{}'"]),
-    (1091, &["Can't DROP '{}'; check that column/key exists", "Can't DROP {}; check that it exists"]),
+    (
+        1091,
+        &[
+            "Can't DROP '{}'; check that column/key exists",
+            "Can't DROP {}; check that it exists",
+        ],
+    ),
     (1109, &["Unknown table '{}' in {}"]),
     (1146, &["Table '{}' doesn't exist"]),
     // ER_DUP_KEY, ER_DUP_UNIQUE, ER_DUP_UNKNOWN_IN_INDEX
     (1022, &["Can't write; duplicate key in table '{}'"]),
-    (1169, &["Can't write, because of unique constraint, to table '{}'"]),
+    (
+        1169,
+        &["Can't write, because of unique constraint, to table '{}'"],
+    ),
     (1859, &["Duplicate entry for key '{}'"]),
     // ER_UPDATE_TABLE_USED
     (
         1093,
-        &["Table '{}' is specified twice, both as a target for '{}' and as a separate source for data"],
+        &[
+            "Table '{}' is specified twice, both as a target for '{}' and as a separate source for data",
+        ],
     ),
     // ER_TABLEACCESS_DENIED_ERROR, ER_COLUMNACCESS_DENIED_ERROR, ER_PROCACCESS_DENIED_ERROR
     (
@@ -204,13 +239,19 @@ static TEMPLATES: &[(u16, &[&str])] = &[
         1143,
         &["{} command denied to user '{}'@'{}' for column '{}' in table '{}'"],
     ),
-    (1370, &["{} command denied to user '{}'@'{}' for routine '{}'"]),
+    (
+        1370,
+        &["{} command denied to user '{}'@'{}' for routine '{}'"],
+    ),
     // ER_KEY_DOES_NOT_EXITS
     (1176, &["Key '{}' doesn't exist in table '{}'"]),
     // ER_NOT_SUPPORTED_YET
     (1235, &["This version of {} doesn't yet support '{}'"]),
     // ER_CANT_AGGREGATE_2COLLATIONS, ER_CANT_AGGREGATE_3COLLATIONS
-    (1267, &["Illegal mix of collations ({},{}) and ({},{}) for operation '{}'"]),
+    (
+        1267,
+        &["Illegal mix of collations ({},{}) and ({},{}) for operation '{}'"],
+    ),
     (
         1270,
         &["Illegal mix of collations ({},{}), ({},{}), ({},{}) for operation '{}'"],
@@ -218,16 +259,26 @@ static TEMPLATES: &[(u16, &[&str])] = &[
     // ER_VIEW_INVALID
     (
         1356,
-        &["View '{}' references invalid table(s) or column(s) or function(s) or definer/invoker of view lack rights to use them"],
+        &[
+            "View '{}' references invalid table(s) or column(s) or function(s) or definer/invoker of view lack rights to use them",
+        ],
     ),
     // ER_DROP_INDEX_FK
-    (1553, &["Cannot drop index '{}': needed in a foreign key constraint"]),
+    (
+        1553,
+        &["Cannot drop index '{}': needed in a foreign key constraint"],
+    ),
     // ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT
-    (1582, &["Incorrect parameter count in the call to native function '{}'"]),
+    (
+        1582,
+        &["Incorrect parameter count in the call to native function '{}'"],
+    ),
     // ER_FUNC_INEXISTENT_NAME_COLLISION
     (
         1630,
-        &["FUNCTION {} does not exist. Check the 'Function Name Parsing and Resolution' section in the Reference Manual"],
+        &[
+            "FUNCTION {} does not exist. Check the 'Function Name Parsing and Resolution' section in the Reference Manual",
+        ],
     ),
     // ER_INVALID_JSON_TEXT (MySQL): the parser's complaint and the column, not the value.
     (
@@ -237,7 +288,10 @@ static TEMPLATES: &[(u16, &[&str])] = &[
     // ER_CHECK_CONSTRAINT_VIOLATED (MySQL)
     (3819, &["Check constraint '{}' is violated."]),
     // ER_ILLEGAL_PARAMETER_DATA_TYPES2_FOR_OPERATION, ER_ILLEGAL_PARAMETER_DATA_TYPE_FOR_OPERATION
-    (4078, &["Illegal parameter data types {} and {} for operation '{}'"]),
+    (
+        4078,
+        &["Illegal parameter data types {} and {} for operation '{}'"],
+    ),
     (4079, &["Illegal parameter data type {} for operation '{}'"]),
 ];
 
@@ -381,7 +435,11 @@ pub(crate) fn map_err(err: E) -> SqlMiddlewareDbError {
             format!("the connection to the MySQL server failed: {e}"),
         ),
         #[allow(unreachable_patterns)]
-        E::Io(e) => (ErrorKind::Tls, None, format!("TLS with the MySQL server failed: {e}")),
+        E::Io(e) => (
+            ErrorKind::Tls,
+            None,
+            format!("TLS with the MySQL server failed: {e}"),
+        ),
         E::Driver(d) => match d {
             DriverError::ConnectionClosed | DriverError::PoolDisconnected => (
                 ErrorKind::ConnectionLost,
@@ -493,10 +551,7 @@ mod tests {
             NOT_SHOWN
         );
         // A number the table does not know: everything between the outer quotes goes.
-        assert_eq!(
-            redacted(9999, "Some 'a'b' thing 'c' here"),
-            "Some '…' here"
-        );
+        assert_eq!(redacted(9999, "Some 'a'b' thing 'c' here"), "Some '…' here");
         assert_eq!(redacted(9999, "it's open"), "it'…");
         assert_eq!(redacted(9999, "no quotes at all"), "no quotes at all");
     }

@@ -74,7 +74,15 @@ fn micros(i: usize, nanos: u32) -> Result<u32> {
 }
 
 fn date(i: usize, d: &NaiveDate) -> Result<Value> {
-    Ok(Value::Date(year(i, d.year())?, d.month() as u8, d.day() as u8, 0, 0, 0, 0))
+    Ok(Value::Date(
+        year(i, d.year())?,
+        d.month() as u8,
+        d.day() as u8,
+        0,
+        0,
+        0,
+        0,
+    ))
 }
 
 fn datetime(i: usize, t: &NaiveDateTime) -> Result<Value> {
@@ -171,7 +179,10 @@ mod tests {
 
     #[test]
     fn spans_become_times_and_too_long_ones_are_refused() {
-        assert_eq!(time_span(-1_500_000), Some(Value::Time(true, 0, 0, 0, 1, 500_000)));
+        assert_eq!(
+            time_span(-1_500_000),
+            Some(Value::Time(true, 0, 0, 0, 1, 500_000))
+        );
         assert_eq!(
             time_span(26 * 3_600_000_000),
             Some(Value::Time(false, 1, 2, 0, 0, 0))
@@ -183,11 +194,15 @@ mod tests {
             microseconds: 0,
         };
         assert_eq!(
-            to_value(0, &RowValues::Interval(iv), true).unwrap_err().kind(),
+            to_value(0, &RowValues::Interval(iv), true)
+                .unwrap_err()
+                .kind(),
             ErrorKind::ParameterType
         );
         assert_eq!(
-            to_value(2, &RowValues::Array(vec![]), true).unwrap_err().kind(),
+            to_value(2, &RowValues::Array(vec![]), true)
+                .unwrap_err()
+                .kind(),
             ErrorKind::ParameterType
         );
     }
@@ -202,14 +217,26 @@ mod tests {
                     .unwrap(),
             )
         };
-        for v in [at(10_000, 0), at(-1, 0), at(2024, 1), at(2024, 1_500_000_000)] {
-            assert_eq!(to_value(0, &v, true).unwrap_err().kind(), ErrorKind::ParameterType, "{v:?}");
+        for v in [
+            at(10_000, 0),
+            at(-1, 0),
+            at(2024, 1),
+            at(2024, 1_500_000_000),
+        ] {
+            assert_eq!(
+                to_value(0, &v, true).unwrap_err().kind(),
+                ErrorKind::ParameterType,
+                "{v:?}"
+            );
         }
         assert!(to_value(0, &at(0, 0), true).is_ok());
         assert!(to_value(0, &at(9999, 999_999_000), true).is_ok());
         let tz = RowValues::TimestampTz(chrono::DateTime::from_timestamp(0, 0).unwrap());
         assert!(to_value(0, &tz, true).is_ok());
-        assert_eq!(to_value(0, &tz, false).unwrap_err().kind(), ErrorKind::ParameterType);
+        assert_eq!(
+            to_value(0, &tz, false).unwrap_err().kind(),
+            ErrorKind::ParameterType
+        );
     }
 
     #[test]

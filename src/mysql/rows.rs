@@ -45,10 +45,7 @@ pub(crate) fn columns_of(cols: &[Column]) -> Columns {
 fn bad(columns: &Columns, idx: usize, why: &str) -> SqlMiddlewareDbError {
     SqlMiddlewareDbError::new(
         ErrorKind::TypeMismatch,
-        format!(
-            "column `{}`: {why}",
-            columns.name(idx).unwrap_or("?")
-        ),
+        format!("column `{}`: {why}", columns.name(idx).unwrap_or("?")),
     )
 }
 
@@ -77,7 +74,6 @@ fn unsigned<'a>(u: u64) -> ValueRef<'a> {
         Err(_) => ValueRef::Numeric(Decimal::from(u)),
     }
 }
-
 
 /// A `DECIMAL`'s text as `Numeric` when a [`Decimal`] holds its value exactly (trailing zeros
 /// past 28 places dropped, as few as need be), else as the text itself: never rounded.
@@ -167,9 +163,8 @@ pub(crate) fn value_ref<'a>(
 /// A value the server sent as bytes, read by its column's type.
 fn bytes<'a>(b: &'a [u8], col: &Column, idx: usize, columns: &Columns) -> Result<ValueRef<'a>> {
     use ColumnType as T;
-    let text = || {
-        std::str::from_utf8(b).map_err(|_| bad(columns, idx, "the text is not valid UTF-8"))
-    };
+    let text =
+        || std::str::from_utf8(b).map_err(|_| bad(columns, idx, "the text is not valid UTF-8"));
     Ok(match col.column_type() {
         T::MYSQL_TYPE_NEWDECIMAL | T::MYSQL_TYPE_DECIMAL => decimal(text()?),
         T::MYSQL_TYPE_JSON => {
@@ -222,9 +217,10 @@ pub(crate) fn row_values(row: Row, columns: &Columns) -> Result<Vec<RowValues>> 
                 if is_binary(col) {
                     RowValues::Blob(b)
                 } else {
-                    RowValues::Text(String::from_utf8(b).map_err(|_| {
-                        bad(columns, idx, "the text is not valid UTF-8")
-                    })?)
+                    RowValues::Text(
+                        String::from_utf8(b)
+                            .map_err(|_| bad(columns, idx, "the text is not valid UTF-8"))?,
+                    )
                 }
             }
             v => value_ref(&v, col, idx, columns)?.to_owned_value(),
@@ -315,11 +311,23 @@ mod tests {
         for (s, want) in [
             ("0.00", "0.00"),
             ("-12.50", "-12.50"),
-            ("12345678901234567890.12345678", "12345678901234567890.12345678"),
-            ("0.0000000000000000000000000001", "0.0000000000000000000000000001"),
-            ("-79228162514264337593543950335", "-79228162514264337593543950335"),
+            (
+                "12345678901234567890.12345678",
+                "12345678901234567890.12345678",
+            ),
+            (
+                "0.0000000000000000000000000001",
+                "0.0000000000000000000000000001",
+            ),
+            (
+                "-79228162514264337593543950335",
+                "-79228162514264337593543950335",
+            ),
             ("18446744073709551615", "18446744073709551615"),
-            ("1.500000000000000000000000000000", "1.5000000000000000000000000000"),
+            (
+                "1.500000000000000000000000000000",
+                "1.5000000000000000000000000000",
+            ),
             (
                 "42.0000000000000000000000000000",
                 "42.000000000000000000000000000",
@@ -380,7 +388,13 @@ mod tests {
 
     #[test]
     fn floats_widen_exactly() {
-        for f in [0.1f32, -f32::from_bits(1), f32::MIN_POSITIVE, f32::MAX, 16_777_216.0] {
+        for f in [
+            0.1f32,
+            -f32::from_bits(1),
+            f32::MIN_POSITIVE,
+            f32::MAX,
+            16_777_216.0,
+        ] {
             match read(Value::Float(f), ColumnType::MYSQL_TYPE_FLOAT) {
                 RowValues::Float(x) => assert_eq!(x.to_bits(), f64::from(f).to_bits(), "{f}"),
                 other => panic!("{f}: {other:?}"),

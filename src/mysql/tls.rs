@@ -55,7 +55,10 @@ impl MyTls {
     pub(crate) fn check(&self) -> Result<()> {
         if !cfg!(feature = "mysql-tls") {
             let mode = self.mode();
-            if matches!(mode, SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull) {
+            if matches!(
+                mode,
+                SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull
+            ) {
                 return Err(config_error(format!(
                     "sslmode={mode} asks for TLS, which this build does not support (enable the \
                      `mysql-tls` feature); refusing to connect in plain text"
@@ -67,10 +70,20 @@ impl MyTls {
                 ));
             }
         }
-        if self.client.as_ref().is_some_and(|(c, k)| c.as_os_str().is_empty() || k.as_os_str().is_empty()) {
-            return Err(config_error("a client certificate needs both sslcert and sslkey"));
+        if self
+            .client
+            .as_ref()
+            .is_some_and(|(c, k)| c.as_os_str().is_empty() || k.as_os_str().is_empty())
+        {
+            return Err(config_error(
+                "a client certificate needs both sslcert and sslkey",
+            ));
         }
-        for p in self.roots.iter().chain(self.client.iter().flat_map(|(c, k)| [c, k])) {
+        for p in self
+            .roots
+            .iter()
+            .chain(self.client.iter().flat_map(|(c, k)| [c, k]))
+        {
             if std::fs::metadata(p).is_err() {
                 return Err(config_error(format!(
                     "the TLS file {} cannot be read",
@@ -105,7 +118,10 @@ mod connect {
 
     impl Learned {
         pub(super) fn get(&self) -> Option<Arc<str>> {
-            self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+            self.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
         }
 
         pub(super) fn set(&self, name: Option<Arc<str>>) {

@@ -188,9 +188,18 @@ mod tests {
 
     #[test]
     fn the_host_is_kept_when_the_certificate_names_it() {
-        let c = cert(vec![dns("localhost"), SanType::IpAddress([127, 0, 0, 1].into())]);
-        assert_eq!(name_to_verify(&c, "127.0.0.1").as_deref(), Some("127.0.0.1"));
-        assert_eq!(name_to_verify(&c, "localhost").as_deref(), Some("localhost"));
+        let c = cert(vec![
+            dns("localhost"),
+            SanType::IpAddress([127, 0, 0, 1].into()),
+        ]);
+        assert_eq!(
+            name_to_verify(&c, "127.0.0.1").as_deref(),
+            Some("127.0.0.1")
+        );
+        assert_eq!(
+            name_to_verify(&c, "localhost").as_deref(),
+            Some("localhost")
+        );
         assert_eq!(name_to_verify(&c, "10.1.1.1").as_deref(), Some("localhost"));
     }
 
@@ -229,7 +238,12 @@ mod tests {
         for cut in 0..good.len() {
             let _ = subject_alt_names(&good[..cut]);
         }
-        for junk in [&[][..], &[0x30], &[0x30, 0x84, 0xff, 0xff, 0xff, 0xff], &[0x1f, 0, 0]] {
+        for junk in [
+            &[][..],
+            &[0x30],
+            &[0x30, 0x84, 0xff, 0xff, 0xff, 0xff],
+            &[0x1f, 0, 0],
+        ] {
             assert!(subject_alt_names(junk).is_empty());
         }
         let mut flipped = good.to_vec();

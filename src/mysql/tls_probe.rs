@@ -197,7 +197,9 @@ fn protocol_error(what: &str) -> SqlMiddlewareDbError {
 fn read_greeting(payload: &[u8]) -> Result<bool> {
     match payload.first() {
         Some(0xff) => {
-            let code = payload.get(1..3).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
+            let code = payload
+                .get(1..3)
+                .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
             let rest = payload.get(3..).unwrap_or_default();
             let (state, message) = match rest.strip_prefix(b"#") {
                 Some(r) if r.len() >= 5 => (&r[..5], &r[5..]),

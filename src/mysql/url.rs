@@ -57,7 +57,11 @@ pub(crate) fn parse(_scheme: &str, rest: &str, query: &str) -> Result<(Settings,
     match (cert, key) {
         (Some(c), Some(k)) => tls.client = Some((c, k)),
         (None, None) => {}
-        _ => return Err(config_error("a client certificate needs both sslcert and sslkey")),
+        _ => {
+            return Err(config_error(
+                "a client certificate needs both sslcert and sslkey",
+            ));
+        }
     }
     let url = if driver.is_empty() {
         format!("mysql:{rest}")
@@ -100,4 +104,3 @@ pub(crate) fn parse(_scheme: &str, rest: &str, query: &str) -> Result<(Settings,
     s.options.tls = tls;
     Ok((s, pool))
 }
-

@@ -38,7 +38,10 @@ const CHANGED: [u16; 14] = [
 
 /// The warnings of the statement that just ran on `c`, when its answer counted some: the
 /// first one that says a value was changed, as an error; `None` otherwise.
-pub(crate) async fn changed_value(c: &mut MyClient, in_tx: bool) -> Result<Option<SqlMiddlewareDbError>> {
+pub(crate) async fn changed_value(
+    c: &mut MyClient,
+    in_tx: bool,
+) -> Result<Option<SqlMiddlewareDbError>> {
     if c.conn.get_warnings() == 0 {
         return Ok(None);
     }

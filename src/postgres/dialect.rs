@@ -30,8 +30,9 @@ fn outside_tx_only(h: &[&str]) -> Option<String> {
             second?.to_ascii_uppercase()
         ));
     }
-    let index_op =
-        pair("CREATE", &["INDEX", "UNIQUE"]) || pair("DROP", &["INDEX"]) || is(h.first(), "REINDEX");
+    let index_op = pair("CREATE", &["INDEX", "UNIQUE"])
+        || pair("DROP", &["INDEX"])
+        || is(h.first(), "REINDEX");
     (index_op && h.iter().any(|w| w.eq_ignore_ascii_case("CONCURRENTLY")))
         .then(|| format!("{} … CONCURRENTLY", first.to_ascii_uppercase()))
 }

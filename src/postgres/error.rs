@@ -337,7 +337,10 @@ mod tests {
                 "syntax error at or near \"SELEC\"",
                 "syntax error at or near \"SELEC\"",
             ),
-            ("syntax error at end of input", "syntax error at end of input"),
+            (
+                "syntax error at end of input",
+                "syntax error at end of input",
+            ),
         ] {
             assert_eq!(public_message("42601", msg), want);
         }

@@ -280,7 +280,11 @@ pub(crate) fn text_to_sql(s: &str, out: &mut bytes::BytesMut) -> Result<(), BoxE
     }
     let weight = i16::try_from(weight).map_err(|_| bad())?;
     let ndigits = u16::try_from(groups.len()).map_err(|_| bad())?;
-    let sign = if neg && !groups.is_empty() { SIGN_NEG } else { SIGN_POS };
+    let sign = if neg && !groups.is_empty() {
+        SIGN_NEG
+    } else {
+        SIGN_POS
+    };
     out.extend_from_slice(&ndigits.to_be_bytes());
     out.extend_from_slice(&weight.to_be_bytes());
     out.extend_from_slice(&sign.to_be_bytes());
@@ -314,8 +318,20 @@ mod tests {
         assert_eq!(round("-0"), PgNumeric::Exact(Decimal::ZERO));
         assert_eq!(round("NaN"), PgNumeric::Text("NaN".to_owned()));
         assert_eq!(round("-Infinity"), PgNumeric::Text("-Infinity".to_owned()));
-        for bad in ["", ".", "1.2.3", "abc", "1e", "--1", "1e99999999999999999999", "1e-99999"] {
-            assert!(text_to_sql(bad, &mut bytes::BytesMut::new()).is_err(), "{bad}");
+        for bad in [
+            "",
+            ".",
+            "1.2.3",
+            "abc",
+            "1e",
+            "--1",
+            "1e99999999999999999999",
+            "1e-99999",
+        ] {
+            assert!(
+                text_to_sql(bad, &mut bytes::BytesMut::new()).is_err(),
+                "{bad}"
+            );
         }
     }
 
@@ -369,13 +385,22 @@ mod tests {
     #[test]
     fn trailing_zeros_past_a_decimal_are_dropped_only_as_needed() {
         for (s, want) in [
-            ("1.000000000000000000000000000000", "1.0000000000000000000000000000"),
-            ("-1.5000000000000000000000000000000000000000", "-1.5000000000000000000000000000"),
+            (
+                "1.000000000000000000000000000000",
+                "1.0000000000000000000000000000",
+            ),
+            (
+                "-1.5000000000000000000000000000000000000000",
+                "-1.5000000000000000000000000000",
+            ),
             (
                 "12345678901234567890.500000000000000000000000000000",
                 "12345678901234567890.500000000",
             ),
-            ("0.000000000000000000000000000000", "0.0000000000000000000000000000"),
+            (
+                "0.000000000000000000000000000000",
+                "0.0000000000000000000000000000",
+            ),
             (
                 "79228162514264337593543950335.00",
                 "79228162514264337593543950335",

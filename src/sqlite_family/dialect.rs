@@ -41,8 +41,11 @@ fn outside_tx_only(h: &[&str]) -> Option<String> {
         return h.first().map(|w| w.to_ascii_uppercase());
     }
     let (name, assigns) = pragma(h)?;
-    (assigns && PRAGMAS_OUTSIDE_TX.iter().any(|p| p.eq_ignore_ascii_case(name)))
-        .then(|| format!("PRAGMA {}", name.to_ascii_lowercase()))
+    (assigns
+        && PRAGMAS_OUTSIDE_TX
+            .iter()
+            .any(|p| p.eq_ignore_ascii_case(name)))
+    .then(|| format!("PRAGMA {}", name.to_ascii_lowercase()))
 }
 
 #[cfg(test)]

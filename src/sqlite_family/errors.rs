@@ -84,9 +84,7 @@ pub(crate) fn public_text(message: &str) -> String {
     for lead in ["near \"", "unrecognized token: \""] {
         if let Some(i) = text.find(lead) {
             let start = i + lead.len();
-            let end = text[start..]
-                .rfind('"')
-                .map_or(text.len(), |e| start + e);
+            let end = text[start..].rfind('"').map_or(text.len(), |e| start + e);
             if may_be_literal(&text[start..end]) {
                 text.replace_range(start..end, "…");
             }
@@ -113,10 +111,22 @@ mod tests {
     #[test]
     fn quoted_literals_are_left_out() {
         for (msg, want) in [
-            ("near \"'s3cret'\": syntax error", "near \"…\": syntax error"),
-            ("near \"4111111111111111\": syntax error", "near \"…\": syntax error"),
-            ("near \"SELEC\": syntax error", "near \"SELEC\": syntax error"),
-            ("unrecognized token: \"'s3cret\"", "unrecognized token: \"…\""),
+            (
+                "near \"'s3cret'\": syntax error",
+                "near \"…\": syntax error",
+            ),
+            (
+                "near \"4111111111111111\": syntax error",
+                "near \"…\": syntax error",
+            ),
+            (
+                "near \"SELEC\": syntax error",
+                "near \"SELEC\": syntax error",
+            ),
+            (
+                "unrecognized token: \"'s3cret\"",
+                "unrecognized token: \"…\"",
+            ),
             (
                 "non-terminated literal ''s3cret' at offset 7",
                 "non-terminated literal '…' at offset 7",
@@ -127,7 +137,10 @@ mod tests {
                 "CHECK constraint failed: s <> '…'",
             ),
             ("it's", "it'…"),
-            ("UNIQUE constraint failed: t.email", "UNIQUE constraint failed: t.email"),
+            (
+                "UNIQUE constraint failed: t.email",
+                "UNIQUE constraint failed: t.email",
+            ),
             ("no such column: nope", "no such column: nope"),
         ] {
             assert_eq!(public_text(msg), want, "{msg}");

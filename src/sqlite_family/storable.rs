@@ -9,9 +9,9 @@ use crate::value::RowValues;
 #[inline]
 pub(crate) fn check_storable(idx: usize, value: &RowValues) -> Result<()> {
     match value {
-        RowValues::Array(_) | RowValues::Float(_) | RowValues::JSON(serde_json::Value::Number(_)) => {
-            check_storable_slow(idx, value)
-        }
+        RowValues::Array(_)
+        | RowValues::Float(_)
+        | RowValues::JSON(serde_json::Value::Number(_)) => check_storable_slow(idx, value),
         _ => Ok(()),
     }
 }
@@ -65,7 +65,10 @@ mod tests {
         assert!(check_storable(0, &RowValues::Float(1.5)).is_ok());
         assert!(check_storable(0, &RowValues::Null).is_ok());
         let big = RowValues::JSON(serde_json::json!(u64::MAX));
-        assert_eq!(check_storable(0, &big).unwrap_err().kind(), ErrorKind::ParameterType);
+        assert_eq!(
+            check_storable(0, &big).unwrap_err().kind(),
+            ErrorKind::ParameterType
+        );
         assert!(check_storable(0, &RowValues::JSON(serde_json::json!(i64::MIN))).is_ok());
         assert!(check_storable(0, &RowValues::JSON(serde_json::json!({"n": u64::MAX}))).is_ok());
     }
