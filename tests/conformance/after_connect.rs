@@ -23,7 +23,7 @@ struct Probe {
 /// Whether a connection has a session of its own: not behind PgBouncer in transaction mode,
 /// where the server sessions are shared by the pooler's clients (there the hook's temporary
 /// table is not checked).
-fn own_session(kind: Kind) -> bool {
+pub(crate) fn own_session(kind: Kind) -> bool {
     #[cfg(feature = "postgres")]
     if kind == Kind::Postgres && crate::common::pg::pgbouncer::via_bouncer() {
         return false;

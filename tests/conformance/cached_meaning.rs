@@ -191,6 +191,17 @@ async fn changes(db: &TestDb, conn: &mut Conn) -> (Vec<Change>, Vec<String>) {
 }
 
 async fn cached_meaning(db: &TestDb) {
+    if !crate::after_connect::own_session(db.kind) {
+        // Behind a transaction-mode pooler the server sessions are shared by the pooler's
+        // clients (docs/Postgres.md, "Scaling out"): a session change, and the reset on return,
+        // reach whichever server connection the pooler picks, so no borrower has a session
+        // whose meaning could be checked. The direct runs of this test check it.
+        println!(
+            "cached_meaning backend={} not checked: no session of its own behind a transaction-mode pooler",
+            db.kind.name()
+        );
+        return;
+    }
     let mut setup = db.conn().await;
     let (changes, cleanup) = changes(db, &mut setup).await;
     drop(setup);
