@@ -51,6 +51,17 @@ pub(crate) fn unknown_outcome() -> SqlMiddlewareDbError {
     )
 }
 
+/// The error of a call stopped at its limit: [`unknown_outcome`] when it `writes` outside a
+/// transaction (the statement may have committed by itself before it was stopped), else
+/// [`error`].
+pub(crate) fn stopped(writes: bool, in_tx: bool) -> SqlMiddlewareDbError {
+    if writes && !in_tx {
+        unknown_outcome()
+    } else {
+        error()
+    }
+}
+
 /// The error of a script stopped at its limit after a part of it may have committed (SQLite
 /// and Turso: a statement that cannot run inside a transaction split it into parts that commit
 /// one by one, or the script has transaction control of its own).

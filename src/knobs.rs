@@ -53,3 +53,54 @@ pub(crate) trait Knobs {
     /// built.
     fn check(&self) -> Result<()>;
 }
+
+/// The settings of an embedded engine (SQLite, Turso): where its database is (`T`) and the
+/// options every connection is opened with (`O`), of which the builder reaches two.
+#[cfg(feature = "_embedded")]
+#[derive(Debug, Clone)]
+pub(crate) struct Embedded<T, O> {
+    /// Where the database is.
+    pub(crate) target: T,
+    /// How connections use it.
+    pub(crate) options: O,
+}
+
+/// The builder's knobs an embedded engine's options hold.
+#[cfg(feature = "_embedded")]
+pub(crate) trait EmbeddedOptions: Default {
+    /// How long a statement waits for a lock another connection holds.
+    fn busy_timeout_mut(&mut self) -> &mut Duration;
+    /// How many prepared statements each connection keeps.
+    fn statement_cache_capacity_mut(&mut self) -> &mut usize;
+    /// The two, to check their ranges: the busy timeout and the statement cache's capacity.
+    fn knobs(&self) -> (Duration, usize);
+}
+
+#[cfg(feature = "_embedded")]
+impl<T, O: EmbeddedOptions> Embedded<T, O> {
+    /// The defaults, for the database at `target`.
+    pub(crate) fn new(target: T) -> Self {
+        Self {
+            target,
+            options: O::default(),
+        }
+    }
+}
+
+#[cfg(feature = "_embedded")]
+impl<T, O: EmbeddedOptions> Knobs for Embedded<T, O> {
+    fn statement_cache_capacity(&mut self, n: usize) {
+        *self.options.statement_cache_capacity_mut() = n;
+    }
+
+    fn busy_timeout(&mut self, d: Duration) -> bool {
+        *self.options.busy_timeout_mut() = d;
+        true
+    }
+
+    fn check(&self) -> Result<()> {
+        let (busy, capacity) = self.options.knobs();
+        crate::limits::duration("busy_timeout", busy)?;
+        crate::limits::statement_cache_capacity(capacity)
+    }
+}

@@ -145,6 +145,16 @@ const POOL_KEYS: [&str; 11] = [
 ];
 
 /// Whether `key` is a parameter of the pool itself (the same on every engine).
+/// A server engine's `statement_cache` parameter: `named` or `unnamed`.
+#[cfg(feature = "_server")]
+pub(crate) fn statement_cache(v: &str) -> Result<crate::server::StatementCache> {
+    match v {
+        "named" => Ok(crate::server::StatementCache::Named),
+        "unnamed" => Ok(crate::server::StatementCache::Unnamed),
+        _ => Err(config_error("`statement_cache` must be named or unnamed")),
+    }
+}
+
 #[cfg(feature = "_server")]
 pub(crate) fn is_pool_key(key: &str) -> bool {
     POOL_KEYS.contains(&key)

@@ -3,7 +3,10 @@
 
 use super::config::Settings;
 use crate::error::Result;
-use crate::url_text::{PoolParam, config_error, flag, is_pool_key, percent_decode, pool_param};
+use crate::url_text::{
+    PoolParam, config_error, flag, is_pool_key, percent_decode, pool_param,
+    statement_cache as statement_cache_param,
+};
 
 /// The URL schemes of MySQL and MariaDB.
 pub(crate) const SCHEMES: &[&str] = &["mysql", "mariadb"];
@@ -27,13 +30,7 @@ pub(crate) fn parse(_scheme: &str, rest: &str, query: &str) -> Result<(Settings,
         match key_.as_str() {
             k if is_pool_key(k) => pool_params.push((key_, value)),
             "test_before_acquire" => test_before_acquire = Some(flag(&key_, &value)?),
-            "statement_cache" => {
-                statement_cache = Some(match value.as_str() {
-                    "named" => crate::StatementCache::Named,
-                    "unnamed" => crate::StatementCache::Unnamed,
-                    _ => return Err(config_error("`statement_cache` must be named or unnamed")),
-                })
-            }
+            "statement_cache" => statement_cache = Some(statement_cache_param(&value)?),
             "sslmode" | "ssl-mode" | "ssl_mode" => {
                 let mode: crate::SslMode = value.parse()?;
                 tls.mode = Some(tls.mode.map_or(mode, |m| m.max(mode)));

@@ -26,11 +26,7 @@ impl PgConnection {
     /// itself before it was stopped), else `Timeout`.
     pub(super) fn after_limit(&mut self, writes: bool) -> SqlMiddlewareDbError {
         self.give_up();
-        if writes && !self.in_tx {
-            crate::deadline::unknown_outcome()
-        } else {
-            crate::deadline::error()
-        }
+        crate::deadline::stopped(writes, self.in_tx)
     }
 
     /// Gives the connection up at once: a statement of it may still run (see

@@ -202,11 +202,10 @@ impl PgConnection {
                 // Given up at once (its statement cancelled); replaced before its next use.
                 Err(_) => {
                     self.give_up();
-                    return Err(if crate::contract::WingStmt::writes(&**s) && !self.in_tx {
-                        crate::deadline::unknown_outcome()
-                    } else {
-                        crate::deadline::error()
-                    });
+                    return Err(crate::deadline::stopped(
+                        crate::contract::WingStmt::writes(&**s),
+                        self.in_tx,
+                    ));
                 }
             },
         };
@@ -266,13 +265,10 @@ impl PgConnection {
                     c.timed_out = true;
                     c.rows = None;
                     self.give_up();
-                    return Err(
-                        if crate::contract::WingStmt::writes(&*c.stmt) && !self.in_tx {
-                            crate::deadline::unknown_outcome()
-                        } else {
-                            crate::deadline::error()
-                        },
-                    );
+                    return Err(crate::deadline::stopped(
+                        crate::contract::WingStmt::writes(&*c.stmt),
+                        self.in_tx,
+                    ));
                 }
             },
         };

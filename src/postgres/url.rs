@@ -8,6 +8,7 @@ use super::tls::{Roots, TlsOptions};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::url_text::{
     PoolParam, config_error, duration, flag, is_pool_key, percent_decode, pool_param,
+    statement_cache as statement_cache_param,
 };
 
 /// The URL schemes of PostgreSQL.
@@ -57,13 +58,7 @@ pub(crate) fn parse(scheme: &str, rest: &str, query: &str) -> Result<(Settings, 
         match key.as_str() {
             k if is_pool_key(k) => pool_params.push((key, value)),
             "test_before_acquire" => test_before_acquire = Some(flag(&key, &value)?),
-            "statement_cache" => {
-                statement_cache = Some(match value.as_str() {
-                    "named" => crate::StatementCache::Named,
-                    "unnamed" => crate::StatementCache::Unnamed,
-                    _ => return Err(config_error("`statement_cache` must be named or unnamed")),
-                })
-            }
+            "statement_cache" => statement_cache = Some(statement_cache_param(&value)?),
             // TLS settings are the middleware's own (tokio-postgres knows neither the
             // `verify-*` modes nor the certificate files); see `postgres::tls`.
             "sslmode" => tls.mode = Some(value.parse()?),

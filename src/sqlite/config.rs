@@ -180,35 +180,19 @@ impl Manager for SqliteManager {
 }
 
 /// What a SQLite pool is built from: where the database is, and how connections use it.
-#[derive(Debug, Clone)]
-pub(crate) struct Settings {
-    pub(crate) target: SqliteTarget,
-    pub(crate) options: SqliteOptions,
-}
+pub(crate) type Settings = crate::knobs::Embedded<SqliteTarget, SqliteOptions>;
 
-impl Settings {
-    /// The defaults, for the database at `target`.
-    pub(crate) fn new(target: SqliteTarget) -> Self {
-        Self {
-            target,
-            options: SqliteOptions::default(),
-        }
-    }
-}
-
-impl crate::knobs::Knobs for Settings {
-    fn statement_cache_capacity(&mut self, n: usize) {
-        self.options.statement_cache_capacity = n;
+impl crate::knobs::EmbeddedOptions for SqliteOptions {
+    fn busy_timeout_mut(&mut self) -> &mut Duration {
+        &mut self.busy_timeout
     }
 
-    fn busy_timeout(&mut self, d: Duration) -> bool {
-        self.options.busy_timeout = d;
-        true
+    fn statement_cache_capacity_mut(&mut self) -> &mut usize {
+        &mut self.statement_cache_capacity
     }
 
-    fn check(&self) -> Result<()> {
-        crate::limits::duration("busy_timeout", self.options.busy_timeout)?;
-        crate::limits::statement_cache_capacity(self.options.statement_cache_capacity)
+    fn knobs(&self) -> (Duration, usize) {
+        (self.busy_timeout, self.statement_cache_capacity)
     }
 }
 

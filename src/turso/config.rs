@@ -82,35 +82,19 @@ impl Manager for TursoManager {
 }
 
 /// What a Turso pool is built from: where the database is, and how connections use it.
-#[derive(Debug, Clone)]
-pub(crate) struct Settings {
-    pub(crate) target: TursoTarget,
-    pub(crate) options: TursoOptions,
-}
+pub(crate) type Settings = crate::knobs::Embedded<TursoTarget, TursoOptions>;
 
-impl Settings {
-    /// The defaults, for the database at `target`.
-    pub(crate) fn new(target: TursoTarget) -> Self {
-        Self {
-            target,
-            options: TursoOptions::default(),
-        }
-    }
-}
-
-impl crate::knobs::Knobs for Settings {
-    fn statement_cache_capacity(&mut self, n: usize) {
-        self.options.statement_cache_capacity = n;
+impl crate::knobs::EmbeddedOptions for TursoOptions {
+    fn busy_timeout_mut(&mut self) -> &mut Duration {
+        &mut self.busy_timeout
     }
 
-    fn busy_timeout(&mut self, d: Duration) -> bool {
-        self.options.busy_timeout = d;
-        true
+    fn statement_cache_capacity_mut(&mut self) -> &mut usize {
+        &mut self.statement_cache_capacity
     }
 
-    fn check(&self) -> Result<()> {
-        crate::limits::duration("busy_timeout", self.options.busy_timeout)?;
-        crate::limits::statement_cache_capacity(self.options.statement_cache_capacity)
+    fn knobs(&self) -> (Duration, usize) {
+        (self.busy_timeout, self.statement_cache_capacity)
     }
 }
 
