@@ -54,6 +54,7 @@ pub(crate) fn unknown_outcome() -> SqlMiddlewareDbError {
 /// The error of a call stopped at its limit: [`unknown_outcome`] when it `writes` outside a
 /// transaction (the statement may have committed by itself before it was stopped), else
 /// [`error`].
+#[cfg(feature = "_server")]
 pub(crate) fn stopped(writes: bool, in_tx: bool) -> SqlMiddlewareDbError {
     if writes && !in_tx {
         unknown_outcome()
