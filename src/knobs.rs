@@ -37,6 +37,12 @@ pub(crate) trait Knobs {
         false
     }
 
+    /// The password provider, asked each time a connection opens.
+    #[cfg(feature = "_server")]
+    fn password_provider(&mut self, _p: crate::credentials::PasswordProvider) -> bool {
+        false
+    }
+
     /// A PEM file of CA certificates the server's certificate must chain to.
     #[cfg(feature = "_tls")]
     fn ssl_root_cert(&mut self, _path: std::path::PathBuf) -> bool {

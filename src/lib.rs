@@ -52,6 +52,10 @@ with_an_engine! {
 
     // the SQLite family, the neutral layer
     mod contract;
+    #[cfg(feature = "_server")]
+    mod credentials;
+    #[cfg(feature = "_server")]
+    pub use credentials::Password;
     mod deadline;
     mod knobs;
     mod limits;

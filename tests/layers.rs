@@ -37,6 +37,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "neutral",
         &[
             "contract",
+            "credentials",
             "knobs",
             "limits",
             "url_text",

@@ -435,6 +435,77 @@ impl PoolBuilder {
         self
     }
 
+    /// Postgres and MySQL: asks `provider` for the password (or token) each time the pool opens
+    /// a connection, for secrets that rotate and short-lived cloud IAM tokens. It applies to
+    /// the pool's connections, on Postgres also to the readers' (replicas and the primary's
+    /// read-only pool) and to each [`Listener`](crate::Listener)'s, on whichever host a
+    /// multi-host URL reaches, over TLS or not; on MySQL also to the second connection that
+    /// stops a statement past its limit. Its [`Password`](crate::Password) replaces the
+    /// URL's password, if any; connections already open stay as they are (set a
+    /// [`max_lifetime`](Self::max_lifetime) shorter than a token's validity so that none
+    /// outlives its login for long, where the server cares).
+    ///
+    /// - **Bounds.** The provider runs inside the opening, so the
+    ///   [create timeout](Self::create_timeout) bounds it: past it the opening fails with
+    ///   [`ErrorKind::PoolTimeout`]. Cache the secret in the provider if fetching it is slow;
+    ///   it is called once per connection opened.
+    /// - **Errors.** An error returned by the provider fails that opening with
+    ///   [`ErrorKind::Config`], whose message leaves out the provider's error (its text may quote
+    ///   the secret); [`SqlMiddlewareDbError::driver_error`] returns it. A password the server
+    ///   refuses is [`ErrorKind::Config`] too, as any refused login. The pool stays usable: the
+    ///   next checkout asks the provider again.
+    /// - **No secret in output.** [`Password`](crate::Password) prints as `***`; the password
+    ///   goes to the driver's login only, never into an error, a `Debug` or a span.
+    ///
+    /// SQLite and Turso have no login: there [`Self::build`] fails with [`ErrorKind::Config`].
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), sql_middleware::SqlMiddlewareDbError> {
+    /// use std::sync::{Arc, RwLock};
+    /// use sql_middleware::Password;
+    /// use sql_middleware::prelude::*;
+    ///
+    /// // Whatever keeps the current secret up to date (a file watcher, a vault client, ...).
+    /// let current = Arc::new(RwLock::new(String::from("first-secret")));
+    /// let secret = Arc::clone(&current);
+    /// let db = ConfigAndPool::postgres("postgres://app@db.internal/app")
+    ///     .password_provider(move || {
+    ///         let secret = Arc::clone(&secret);
+    ///         async move {
+    ///             let text = secret.read().map_err(|_| "the secret's lock is poisoned")?.clone();
+    ///             Ok(Password::new(text))
+    ///         }
+    ///     })
+    ///     .max_lifetime(std::time::Duration::from_secs(600))
+    ///     .build()
+    ///     .await?;
+    /// // Later, after the password changed on the server:
+    /// *current.write().unwrap() = String::from("second-secret");
+    /// let mut conn = db.get_connection().await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "_server")]
+    pub fn password_provider<F, Fut>(mut self, provider: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<
+                Output = std::result::Result<
+                    crate::Password,
+                    Box<dyn std::error::Error + Send + Sync + 'static>,
+                >,
+            > + Send
+            + 'static,
+    {
+        let p = crate::credentials::PasswordProvider::new(std::sync::Arc::new(move || {
+            Box::pin(provider())
+        }));
+        if !self.settings.knobs().password_provider(p) {
+            return self.reject("password_provider");
+        }
+        self
+    }
+
     /// Makes [`Self::build`] open a first connection before it returns, retrying with
     /// backoff (50 ms, doubling up to 1 s) while it fails, for at most `bound`; then `build`
     /// fails with the driver's last error. For services that start beside their database.

@@ -30,6 +30,8 @@ pub(crate) struct MyOptions {
     pub(crate) counters: Arc<crate::pooling::Counters>,
     /// Run on each connection the pool opens, and again after a session reset.
     pub(crate) after_connect: crate::setup::AfterConnect,
+    /// Asked for the password each time a connection opens.
+    pub(crate) password: crate::credentials::PasswordProvider,
     /// Bumped by every schema change made through the pool: connections behind it forget their
     /// cached statements (whose columns may have changed).
     pub(crate) schema_epoch: Arc<AtomicU64>,
@@ -46,6 +48,7 @@ impl Default for MyOptions {
             tls: MyTls::default(),
             counters: Arc::default(),
             after_connect: Default::default(),
+            password: Default::default(),
             schema_epoch: Arc::default(),
             recycle_timeout: std::time::Duration::from_secs(5),
         }
@@ -124,6 +127,8 @@ pub(crate) struct Endpoint {
     pub(crate) opts: mysql_async::Opts,
     #[cfg_attr(not(feature = "mysql-tls"), allow(dead_code))]
     pub(crate) tls: MyTls,
+    /// Asked for the password of each connection made (see `open.rs`, `Endpoint::connect`).
+    pub(crate) password: crate::credentials::PasswordProvider,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -224,6 +229,11 @@ impl crate::knobs::Knobs for Settings {
         true
     }
 
+    fn password_provider(&mut self, p: crate::credentials::PasswordProvider) -> bool {
+        self.options.password = p;
+        true
+    }
+
     fn ssl_mode(&mut self, mode: crate::SslMode) -> bool {
         let tls = &mut self.options.tls;
         tls.mode = Some(tls.mode.map_or(mode, |m| m.max(mode)));
@@ -304,6 +314,7 @@ fn build_pool(
         endpoint: Arc::new(Endpoint {
             opts,
             tls: my.tls.clone(),
+            password: my.password.clone().bounded(pool.create_timeout),
         }),
         opts: Arc::new(my),
     };

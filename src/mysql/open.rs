@@ -78,12 +78,20 @@ pub(super) async fn create(m: &MyManager) -> Result<Box<MyClient>> {
 impl Endpoint {
     /// Opens a connection: with TLS as the mode asks, and for `prefer`, in plain text when
     /// the server offers no TLS.
+    /// With a password provider, the provider's password (asked now, bounded by the create
+    /// timeout) replaces the configuration's.
     pub(crate) async fn connect(&self) -> Result<mysql_async::Conn> {
+        let opts = match self.password.fetch(crate::error::Backend::Mysql).await? {
+            None => self.opts.clone(),
+            Some(p) => mysql_async::OptsBuilder::from_opts(self.opts.clone())
+                .pass(Some(p.expose()))
+                .into(),
+        };
         #[cfg(feature = "mysql-tls")]
         if self.tls.mode() != crate::SslMode::Disable {
-            return self.tls.connect(&self.opts).await;
+            return self.tls.connect(&opts).await;
         }
-        mysql_async::Conn::new(self.opts.clone())
+        mysql_async::Conn::new(opts)
             .await
             .map_err(super::error::map_err)
     }

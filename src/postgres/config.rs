@@ -33,6 +33,8 @@ pub(crate) struct PgOptions {
     pub(crate) attrs: Option<SessionAttrs>,
     /// Run on each connection the pool opens, and again after a session reset.
     pub(crate) after_connect: crate::setup::AfterConnect,
+    /// Asked for the password each time a connection opens.
+    pub(crate) password: crate::credentials::PasswordProvider,
 }
 
 impl Default for PgOptions {
@@ -45,6 +47,7 @@ impl Default for PgOptions {
             tls: TlsOptions::default(),
             attrs: None,
             after_connect: Default::default(),
+            password: Default::default(),
         }
     }
 }
@@ -117,6 +120,8 @@ pub(crate) struct Endpoint {
     pub(crate) connector: Connector,
     /// Run on each connection made (a `Listener`'s too).
     pub(crate) after_connect: crate::setup::AfterConnect,
+    /// Asked for the password of each connection made (see `open.rs`, `Endpoint::login`).
+    pub(crate) password: crate::credentials::PasswordProvider,
 }
 
 impl std::fmt::Debug for PgManager {
@@ -193,6 +198,7 @@ pub(crate) fn build_pool(
 ) -> Result<super::Pool> {
     opts.counters = Arc::clone(&pool.counters);
     opts.after_connect = pool.after_connect.clone();
+    opts.password = opts.password.clone().bounded(pool.create_timeout);
     if cfg.get_hosts().is_empty() {
         return Err(SqlMiddlewareDbError::new(
             ErrorKind::Config,
@@ -235,6 +241,7 @@ pub(crate) fn build_pool(
             deadpool_postgres::Manager::from_config(cfg.clone(), tls.clone(), manager_config)
         }
     };
+    let password = opts.password.clone();
     let manager = PgManager {
         readers,
         closing: Arc::new(tokio::sync::watch::Sender::new(false)),
@@ -247,6 +254,7 @@ pub(crate) fn build_pool(
             config: cfg,
             connector,
             after_connect: pool.after_connect.clone(),
+            password,
         },
     };
     pooling::build(manager, pool, true)
@@ -318,6 +326,11 @@ impl crate::knobs::Knobs for Settings {
 
     fn test_before_acquire(&mut self, on: bool) -> bool {
         self.options.test_before_acquire = on;
+        true
+    }
+
+    fn password_provider(&mut self, p: crate::credentials::PasswordProvider) -> bool {
+        self.options.password = p;
         true
     }
 

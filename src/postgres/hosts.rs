@@ -169,7 +169,9 @@ pub(crate) async fn connect(
     book: &HostBook,
     limit: Option<Duration>,
 ) -> Result<Opened> {
-    let cfg = &ep.config;
+    // The password provider's, if the pool has one: asked once per connect.
+    let login = ep.login().await?;
+    let cfg = &*login;
     let n = cfg.get_hosts().len().max(cfg.get_hostaddrs().len());
     let random = cfg.get_load_balance_hosts() == tokio_postgres::config::LoadBalanceHosts::Random;
     let order = book.order(n, random);

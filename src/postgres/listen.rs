@@ -227,7 +227,7 @@ async fn connect(
     };
     let client = config
         .connector
-        .connect(&config.config, pump)
+        .connect(&*config.login().await?, pump)
         .await
         .map_err(super::error::map_err)?;
     super::open::PgSetup(&client)

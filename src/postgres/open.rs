@@ -70,6 +70,23 @@ pub(super) async fn create(m: &PgManager) -> Result<Box<PgClient>> {
     }))
 }
 
+impl super::config::Endpoint {
+    /// The settings to log in with: the configuration, with the password provider's password
+    /// when the pool has one (asked now, bounded by the create timeout; see `credentials.rs`).
+    pub(crate) async fn login(&self) -> Result<std::borrow::Cow<'_, tokio_postgres::Config>> {
+        Ok(
+            match self.password.fetch(crate::error::Backend::Postgres).await? {
+                None => std::borrow::Cow::Borrowed(&self.config),
+                Some(p) => {
+                    let mut cfg = self.config.clone();
+                    cfg.password(p.expose());
+                    std::borrow::Cow::Owned(cfg)
+                }
+            },
+        )
+    }
+}
+
 /// Part of the session every pooled connection opens with: PL/pgSQL loaded (an empty `DO`
 /// block), as the first `DO` block or PL/pgSQL function of any borrower would load it, adding
 /// settings that no reset removes. Returns how many settings the session then has (`None`

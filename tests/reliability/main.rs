@@ -24,6 +24,8 @@ mod cancel;
 mod chaos;
 mod config;
 mod control;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod credentials;
 #[cfg(feature = "postgres")]
 mod deadlines;
 mod drops;

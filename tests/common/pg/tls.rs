@@ -99,7 +99,6 @@ pub fn start_with(plain_tcp: bool) -> Result<TlsServer, String> {
 /// [`start_with`]; with `ip_san`, the server certificate also names the IP address
 /// `127.0.0.1`, so `verify-full` to that address succeeds.
 pub fn start_named(plain_tcp: bool, ip_san: bool) -> Result<TlsServer, String> {
-    let m = Material::new(ip_san).map_err(|e| format!("cannot make test certificates: {e}"))?;
     let mut hba = format!(
         "local all all trust\n\
          hostssl all {CERT_USER} 127.0.0.1/32 cert\n\
@@ -110,6 +109,23 @@ pub fn start_named(plain_tcp: bool, ip_san: bool) -> Result<TlsServer, String> {
     if plain_tcp {
         hba.push_str("host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n");
     }
+    start_hba(ip_san, hba, plain_tcp)
+}
+
+/// A cluster as [`start_with`]`(true)`, whose TCP logins (TLS or plain text) need the role's
+/// password (`scram-sha-256`) instead of `trust`: for the tests of credentials per connection.
+/// The unix socket stays `trust` for the tests' own admin connections.
+pub fn start_password_auth() -> Result<TlsServer, String> {
+    let hba = "local all all trust\n\
+               host all all 127.0.0.1/32 scram-sha-256\n\
+               host all all ::1/128 scram-sha-256\n"
+        .to_owned();
+    start_hba(false, hba, true)
+}
+
+/// Starts a TLS cluster with `hba` as its `pg_hba.conf` (see the module docs).
+fn start_hba(ip_san: bool, hba: String, plain_tcp: bool) -> Result<TlsServer, String> {
+    let m = Material::new(ip_san).map_err(|e| format!("cannot make test certificates: {e}"))?;
     let setup = super::cluster::ClusterSetup {
         files: vec![
             ("server.crt".to_owned(), m.server_cert.clone().into_bytes()),
@@ -166,7 +182,7 @@ pub fn start_named(plain_tcp: bool, ip_san: bool) -> Result<TlsServer, String> {
 }
 
 /// Runs `sql` on `url` (plain text; meant for the unix socket) from a thread of its own.
-fn admin(url: &str, sql: &str) -> Result<(), String> {
+pub fn admin(url: &str, sql: &str) -> Result<(), String> {
     let (url, sql) = (url.to_owned(), sql.to_owned());
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
