@@ -27,7 +27,7 @@ use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 /// assert_eq!(p.expose(), "s3cr3t");
 /// assert_eq!(format!("{p} {p:?}"), "*** ***");
 /// ```
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Password(String);
 
 impl Password {
@@ -178,7 +178,7 @@ mod tests {
             assert!(!shown.contains("hunter2"), "{shown}");
         }
         assert_eq!(p.expose(), "hunter2-secret");
-        assert_eq!(p.clone(), p);
+        assert_eq!(p.clone().expose(), p.expose());
     }
 
     #[tokio::test]

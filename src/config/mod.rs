@@ -460,6 +460,7 @@ impl PoolBuilder {
     /// SQLite and Turso have no login: there [`Self::build`] fails with [`ErrorKind::Config`].
     ///
     /// ```no_run
+    /// # #[cfg(feature = "postgres")]
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), sql_middleware::SqlMiddlewareDbError> {
     /// use std::sync::{Arc, RwLock};
@@ -484,6 +485,8 @@ impl PoolBuilder {
     /// *current.write().unwrap() = String::from("second-secret");
     /// let mut conn = db.get_connection().await?;
     /// # Ok(()) }
+    /// # #[cfg(not(feature = "postgres"))]
+    /// # fn main() {}
     /// ```
     #[cfg(feature = "_server")]
     pub fn password_provider<F, Fut>(mut self, provider: F) -> Self

@@ -1,13 +1,14 @@
 //! MySQL/MariaDB TLS (feature `mysql-tls`): each `sslmode` against throwaway MariaDB servers
 //! that speak TLS with certificates made here with `rcgen` (`server`), and against one that
 //! does not; `matrix` runs libpq's mode matrix (`common::tls_matrix`), and `probe` counts the
-//! handshakes of the chain-only check.
+//! handshakes of the chain-only check, `credentials` a pool's password provider over TLS.
 //!
 //! Whether a session is encrypted is the server's word (`Ssl_cipher` in its session status).
 //! The servers need the MariaDB server binaries (`mariadb-install-db`, `mariadbd`); the tests
 //! fail saying so without them.
 #![cfg(feature = "mysql-tls")]
 
+mod credentials;
 mod matrix;
 mod probe;
 mod server;

@@ -6,9 +6,11 @@
 //!   out and query in a loop, on a pool whose short `max_lifetime` keeps it opening
 //!   connections; the provider returns the new password from that moment on. No checkout that
 //!   started after the provider switched fails, the connections opened after it logged in with
-//!   the new password (the server refuses the old one, which a direct login checks), and they
-//!   are many. Postgres runs it over TLS (`verify-full`), with a multi-host URL whose first host
-//!   is down, and with readers on a replica; MySQL through the TLS connect path (`prefer`).
+//!   the new password (the server refuses the old one: a direct login and a pool on the URL
+//!   alone, whose password is the old one, both fail with `Config`), and they are many.
+//!   Postgres runs it over TLS (`verify-full`), with a multi-host URL whose first host is down,
+//!   with readers on a replica, and opens a `Listener` after the rotation; MySQL runs it
+//!   through the TLS connect path (`prefer`).
 //! - **No password in any output.** Neither the old nor the new password appears in any
 //!   error's `Display` or `Debug`, the builder's, the pool's, its status' or its statistics'
 //!   `Debug`, or any span or event the pool emits (feature `tracing`, captured at `TRACE`),
@@ -356,6 +358,19 @@ async fn typed_failures(engine: &str, url: &str, right: &str) {
     );
 }
 
+/// The control: a pool on the same URL without the provider (so with the URL's old password)
+/// cannot log in after the rotation. Its error goes to `out`.
+async fn url_alone_is_refused(builder: PoolBuilder, out: &Sink) {
+    let db = builder.build().await.expect("build");
+    let e = db
+        .get_connection()
+        .await
+        .err()
+        .expect("the URL's old password is refused after the rotation");
+    out.push(&format!("{e}\n{e:?}"));
+    assert_eq!(e.kind(), ErrorKind::Config, "{e}");
+}
+
 /// The pool's, its status' and its statistics' `Debug`.
 fn show_debug(out: &mut String, db: &ConfigAndPool) {
     out.push_str(&format!("{db:?}\n{:?}\n{:?}\n", db.status(), db.stats()));
@@ -433,6 +448,10 @@ mod postgres {
                 .expect("alter role");
         };
         let load = load_around_rotation(&db, true, &secret, &new, rotate, &out).await;
+        // A `Listener` logs in through the provider too (the URL's password is the old one).
+        let mut listener = db.listener().await.expect("a listener after the rotation");
+        listener.listen("sqlmw_credentials").await.expect("listen");
+        out.push(&format!("{listener:?}"));
         let tls_sessions: i64 = admin
             .query_one(
                 "SELECT count(*) FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) \
@@ -445,7 +464,15 @@ mod postgres {
         let mut shown = String::new();
         show_debug(&mut shown, &db);
         out.push(&shown);
+        drop(listener);
         db.close();
+        url_alone_is_refused(
+            ConfigAndPool::postgres(&format!(
+                "postgres://{role}:{old}@localhost:{port}/postgres?{tls}"
+            )),
+            &out,
+        )
+        .await;
         let (old_ok, new_ok) = (logs_in(&role, &old).await, logs_in(&role, &new).await);
         let _ = admin
             .batch_execute(&format!(
@@ -459,7 +486,10 @@ mod postgres {
             &load,
             &secret,
             checked,
-            &format!(" tls_sessions={tls_sessions} old_login={old_ok} new_login={new_ok}"),
+            &format!(
+            " tls_sessions={tls_sessions} listener=ok url_alone=Config old_login={old_ok} \
+             new_login={new_ok}"
+        ),
         );
         assert!(
             !old_ok && new_ok,
@@ -589,6 +619,11 @@ mod mysql {
         show_debug(&mut shown, &db);
         out.push(&shown);
         db.close();
+        url_alone_is_refused(
+            ConfigAndPool::mysql(&format!("mysql://{user}:{old}@{host}:{port}/")),
+            &out,
+        )
+        .await;
         let (old_ok, new_ok) = (
             logs_in(&host, port, &user, &old).await,
             logs_in(&host, port, &user, &new).await,
@@ -602,7 +637,7 @@ mod mysql {
             &load,
             &secret,
             checked,
-            &format!(" tls={tls} old_login={old_ok} new_login={new_ok}"),
+            &format!(" tls={tls} url_alone=Config old_login={old_ok} new_login={new_ok}"),
         );
         assert!(
             !old_ok && new_ok,
