@@ -278,7 +278,7 @@ async fn typed_failures(engine: &str, url: &str, right: &str) {
         .build()
         .await
         .expect("build");
-    let e = db.get_connection().await.err().expect("a refused password");
+    let e = db.get_connection().await.expect_err("a refused password");
     show(&e);
     assert_eq!(e.kind(), ErrorKind::Config, "{e}");
 
@@ -292,7 +292,7 @@ async fn typed_failures(engine: &str, url: &str, right: &str) {
         .build()
         .await
         .expect("build");
-    let e = db.get_connection().await.err().expect("a provider's error");
+    let e = db.get_connection().await.expect_err("a provider's error");
     show(&e);
     assert_eq!(e.kind(), ErrorKind::Config, "{e}");
     let raw = e
@@ -313,7 +313,7 @@ async fn typed_failures(engine: &str, url: &str, right: &str) {
         .await
         .expect("build");
     let started = Instant::now();
-    let e = db.get_connection().await.err().expect("a slow provider");
+    let e = db.get_connection().await.expect_err("a slow provider");
     let slow = started.elapsed();
     show(&e);
     assert_eq!(e.kind(), ErrorKind::PoolTimeout, "{e}");
@@ -336,11 +336,7 @@ async fn typed_failures(engine: &str, url: &str, right: &str) {
         .build()
         .await
         .expect("build");
-    let first = db
-        .get_connection()
-        .await
-        .err()
-        .expect("the first try fails");
+    let first = db.get_connection().await.expect_err("the first try fails");
     show(&first);
     let mut c = db.get_connection().await.expect("the pool works again");
     c.query("SELECT 1").select().await.expect("a query");
@@ -365,8 +361,7 @@ async fn url_alone_is_refused(builder: PoolBuilder, out: &Sink) {
     let e = db
         .get_connection()
         .await
-        .err()
-        .expect("the URL's old password is refused after the rotation");
+        .expect_err("the URL's old password is refused after the rotation");
     out.push(&format!("{e}\n{e:?}"));
     assert_eq!(e.kind(), ErrorKind::Config, "{e}");
 }
@@ -487,9 +482,9 @@ mod postgres {
             &secret,
             checked,
             &format!(
-            " tls_sessions={tls_sessions} listener=ok url_alone=Config old_login={old_ok} \
+                " tls_sessions={tls_sessions} listener=ok url_alone=Config old_login={old_ok} \
              new_login={new_ok}"
-        ),
+            ),
         );
         assert!(
             !old_ok && new_ok,
@@ -665,10 +660,14 @@ mod mysql {
 
 #[cfg(any(feature = "sqlite", feature = "turso"))]
 #[tokio::test]
+#[allow(
+    clippy::vec_init_then_push,
+    reason = "one push per embedded engine the build has"
+)]
 async fn embedded_engines_refuse_a_password_provider() {
     let _group = common::groups::enter("credentials");
     let mut refused = 0;
-    #[allow(unused_mut)]
+    #[allow(unused_mut, reason = "a build with one embedded engine pushes once")]
     let mut builders: Vec<PoolBuilder> = Vec::new();
     #[cfg(feature = "sqlite")]
     builders.push(ConfigAndPool::sqlite_memory());
@@ -680,8 +679,7 @@ async fn embedded_engines_refuse_a_password_provider() {
             .password_provider(|| async { Ok(Password::new("unused")) })
             .build()
             .await
-            .err()
-            .expect("an embedded engine has no login");
+            .expect_err("an embedded engine has no login");
         assert_eq!(e.kind(), ErrorKind::Config, "{e}");
         assert!(e.message().contains("password_provider"), "{e}");
         refused += 1;

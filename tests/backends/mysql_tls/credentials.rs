@@ -42,7 +42,10 @@ async fn a_provided_password_logs_in_over_tls_and_a_wrong_one_is_config() {
         }
         shown.push_str(&format!("{b:?}\n"));
         let db = b.build().await.expect("build");
-        let mut c = db.get_connection().await.expect("the provided password logs in");
+        let mut c = db
+            .get_connection()
+            .await
+            .expect("the provided password logs in");
         let rs = c
             .query("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
             .select()
@@ -58,10 +61,16 @@ async fn a_provided_password_logs_in_over_tls_and_a_wrong_one_is_config() {
         .build()
         .await
         .expect("build");
-    let e = db.get_connection().await.err().expect("a wrong password");
+    let e = db.get_connection().await.expect_err("a wrong password");
     shown.push_str(&format!("{e}\n{e:?}\n"));
-    println!("mysql_tls_credentials encrypted={encrypted} wrong={:?}", e.kind());
+    println!(
+        "mysql_tls_credentials encrypted={encrypted} wrong={:?}",
+        e.kind()
+    );
     assert_eq!(encrypted, 2, "every session is encrypted");
     assert_eq!(e.kind(), ErrorKind::Config, "{e}");
-    assert!(!shown.contains(&s.password), "the password appears in: {shown}");
+    assert!(
+        !shown.contains(&s.password),
+        "the password appears in: {shown}"
+    );
 }
