@@ -1,6 +1,7 @@
-//! Credentials per connection: the [`Password`] a pool's password provider returns (see
+//! Credentials per connection: the [`Login`] a pool's password provider is asked for, the
+//! [`Password`] it returns (see
 //! [`PoolBuilder::password_provider`](crate::PoolBuilder::password_provider)), and the provider
-//! as the server wings call it, once each time they open a connection.
+//! as the server wings call it, once each time they log in to a host.
 //!
 //! The provider's password never reaches a `Display`, a `Debug`, a span or an error: the wings
 //! hand it to the driver's connect only, and the provider's own error is kept out of the
@@ -63,13 +64,145 @@ impl Drop for Password {
     }
 }
 
+/// The login a pool's [password provider](crate::PoolBuilder::password_provider) is asked a
+/// password for: the engine, the host and port actually being connected to (for a multi-host
+/// URL, the host being tried; for a replica, the replica), the user, the database, and whether
+/// the connection serves reads (a replica's, or the primary's read-only pool's). Cloud IAM
+/// tokens (AWS RDS, Azure) are signed for exactly these.
+///
+/// It holds no password, and its `Debug` shows the fields above. Cheap to clone.
+///
+/// ```no_run
+/// # #[cfg(feature = "postgres")]
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), sql_middleware::SqlMiddlewareDbError> {
+/// use sql_middleware::prelude::*;
+/// use sql_middleware::{Login, Password};
+///
+/// // A token signed for one host, port and user (an IAM token service, say).
+/// async fn token_for(host: &str, port: u16, user: &str) -> Result<String, std::io::Error> {
+///     Ok(format!("token-for-{user}@{host}:{port}"))
+/// }
+///
+/// let db = ConfigAndPool::postgres("postgres://app@db-a.internal,db-b.internal/app")
+///     .password_provider(|login: Login| async move {
+///         let token = token_for(login.host(), login.port(), login.user()).await?;
+///         Ok(Password::new(token))
+///     })
+///     .build()
+///     .await?;
+/// # Ok(()) }
+/// # #[cfg(not(feature = "postgres"))]
+/// # fn main() {}
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Login {
+    backend: Backend,
+    host: Arc<str>,
+    port: u16,
+    user: Arc<str>,
+    database: Option<Arc<str>>,
+    reader: bool,
+}
+
+impl Login {
+    /// A login on `backend` to `host`:`port` as `user` (`""` if the configuration names none),
+    /// to `database` if any, for reads or not.
+    pub(crate) fn new(
+        backend: Backend,
+        (host, port): (Arc<str>, u16),
+        user: Option<&str>,
+        database: Option<&str>,
+        reader: bool,
+    ) -> Self {
+        Self {
+            backend,
+            host,
+            port,
+            user: user.unwrap_or_default().into(),
+            database: database.map(Into::into),
+            reader,
+        }
+    }
+
+    /// The engine being logged in to ([`Backend::Postgres`] or [`Backend::Mysql`]).
+    ///
+    /// ```
+    /// # fn check(login: &sql_middleware::Login) -> bool {
+    /// use sql_middleware::error::Backend;
+    /// login.backend() == Backend::Postgres
+    /// # }
+    /// ```
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The host being connected to, as the configuration names it: a host name or an address,
+    /// or on Postgres a Unix socket's directory. With a multi-host URL, the host being tried.
+    ///
+    /// ```
+    /// # fn check(login: &sql_middleware::Login) -> String {
+    /// format!("{}:{}", login.host(), login.port())
+    /// # }
+    /// ```
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The port being connected to (the default port when the configuration names none).
+    ///
+    /// ```
+    /// # fn check(login: &sql_middleware::Login) -> bool {
+    /// login.port() == 5432
+    /// # }
+    /// ```
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The user logging in (`""` when the configuration names none).
+    ///
+    /// ```
+    /// # fn check(login: &sql_middleware::Login) -> bool {
+    /// login.user() == "app"
+    /// # }
+    /// ```
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+
+    /// The database asked for, if the configuration names one.
+    ///
+    /// ```
+    /// # fn check(login: &sql_middleware::Login) -> &str {
+    /// login.database().unwrap_or("postgres")
+    /// # }
+    /// ```
+    pub fn database(&self) -> Option<&str> {
+        self.database.as_deref()
+    }
+
+    /// Whether the connection serves reads: a replica's, or the primary's read-only pool's
+    /// (Postgres [readers](crate::PoolBuilder::replica)); `false` for the pool's own
+    /// connections and a [`Listener`](crate::Listener)'s.
+    ///
+    /// ```
+    /// # fn check(login: &sql_middleware::Login) -> &'static str {
+    /// if login.is_reader() { "reader-role" } else { "writer-role" }
+    /// # }
+    /// ```
+    pub fn is_reader(&self) -> bool {
+        self.reader
+    }
+}
+
 /// What a provider's future yields: the password, or the provider's own error.
 pub(crate) type Fetched =
     std::result::Result<Password, Box<dyn std::error::Error + Send + Sync + 'static>>;
 
 /// The user's provider, as the builder stores it.
 pub(crate) type Provide =
-    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Fetched> + Send>> + Send + Sync>;
+    Arc<dyn Fn(Login) -> Pin<Box<dyn Future<Output = Fetched> + Send>> + Send + Sync>;
 
 /// A pool's password provider, if it has one, and the bound of each call (the pool's create
 /// timeout). Cheap to clone (clones share the provider).
@@ -104,16 +237,22 @@ impl PasswordProvider {
         self
     }
 
-    /// Asks the provider for the password of a connection `backend` is opening (`None` without
-    /// a provider: the configuration's password applies). Its error is a
+    /// Whether the pool has a provider.
+    pub(crate) fn is_set(&self) -> bool {
+        self.provide.is_some()
+    }
+
+    /// Asks the provider for the password of `login` (`None` without a provider: the
+    /// configuration's password applies). Its error is a
     /// [`ErrorKind::Config`] error that keeps the provider's error out of its text (it is
     /// behind [`SqlMiddlewareDbError::driver_error`]); past its bound, a
     /// [`ErrorKind::PoolTimeout`] error, as for any opening past the create timeout.
-    pub(crate) async fn fetch(&self, backend: Backend) -> Result<Option<Password>> {
+    pub(crate) async fn fetch(&self, login: Login) -> Result<Option<Password>> {
         let Some(provide) = &self.provide else {
             return Ok(None);
         };
-        let call = provide();
+        let backend = login.backend;
+        let call = provide(login);
         let fetched = match self.bound {
             Some(bound) => tokio::time::timeout(bound, call).await.map_err(|_| {
                 SqlMiddlewareDbError::new(
@@ -165,10 +304,20 @@ mod tests {
 
     fn provider<F, Fut>(f: F) -> PasswordProvider
     where
-        F: Fn() -> Fut + Send + Sync + 'static,
+        F: Fn(Login) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Fetched> + Send + 'static,
     {
-        PasswordProvider::new(Arc::new(move || Box::pin(f())))
+        PasswordProvider::new(Arc::new(move |l| Box::pin(f(l))))
+    }
+
+    fn login(backend: Backend) -> Login {
+        Login::new(
+            backend,
+            ("db.internal".into(), 6432),
+            Some("app"),
+            Some("shop"),
+            true,
+        )
     }
 
     #[test]
@@ -184,18 +333,51 @@ mod tests {
     #[tokio::test]
     async fn no_provider_gives_none_and_a_provider_gives_its_password() {
         let none = PasswordProvider::default();
-        assert!(none.fetch(Backend::Postgres).await.unwrap().is_none());
+        assert!(
+            none.fetch(login(Backend::Postgres))
+                .await
+                .unwrap()
+                .is_none()
+        );
         assert_eq!(format!("{none:?}"), "PasswordProvider(none)");
-        let set = provider(|| async { Ok(Password::new("tok-123")) });
-        let got = set.fetch(Backend::Postgres).await.unwrap().unwrap();
+        let set = provider(|_| async { Ok(Password::new("tok-123")) });
+        let got = set.fetch(login(Backend::Postgres)).await.unwrap().unwrap();
         assert_eq!(got.expose(), "tok-123");
         assert_eq!(format!("{set:?}"), "PasswordProvider(set)");
     }
 
     #[tokio::test]
+    async fn the_provider_is_told_the_login() {
+        let p = provider(|l: Login| async move {
+            Ok(Password::new(format!(
+                "{:?}|{}|{}|{}|{:?}|{}",
+                l.backend(),
+                l.host(),
+                l.port(),
+                l.user(),
+                l.database(),
+                l.is_reader()
+            )))
+        });
+        assert!(p.is_set() && !PasswordProvider::default().is_set());
+        let got = p.fetch(login(Backend::Postgres)).await.unwrap().unwrap();
+        assert_eq!(
+            got.expose(),
+            "Postgres|db.internal|6432|app|Some(\"shop\")|true"
+        );
+        let l = Login::new(Backend::Mysql, ("h".into(), 3306), None, None, false);
+        assert_eq!((l.user(), l.database()), ("", None));
+        assert_eq!(
+            format!("{l:?}"),
+            "Login { backend: Mysql, host: \"h\", port: 3306, user: \"\", database: None, reader: false }"
+        );
+    }
+
+    #[tokio::test]
     async fn an_error_is_config_without_its_text() {
-        let p = provider(|| async { Err("vault said: secret-in-error".into()) });
-        let e = p.fetch(Backend::Mysql).await.unwrap_err();
+        let p = provider(|_| async { Err("vault said: secret-in-error".into()) });
+        let e = p.fetch(login(Backend::Mysql)).await.unwrap_err();
+        assert_eq!(e.backend(), Backend::Mysql);
         assert_eq!(e.kind(), ErrorKind::Config);
         for shown in [e.to_string(), format!("{e:?}")] {
             assert!(!shown.contains("secret-in-error"), "{shown}");
@@ -206,13 +388,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_slow_provider_is_cut_at_its_bound() {
-        let p = provider(|| async {
+        let p = provider(|_| async {
             tokio::time::sleep(Duration::from_secs(60)).await;
             Ok(Password::new("late"))
         })
         .bounded(Duration::from_millis(200));
         let started = std::time::Instant::now();
-        let e = p.fetch(Backend::Postgres).await.unwrap_err();
+        let e = p.fetch(login(Backend::Postgres)).await.unwrap_err();
         assert!(
             started.elapsed() < Duration::from_secs(5),
             "{:?}",

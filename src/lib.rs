@@ -55,7 +55,7 @@ with_an_engine! {
     #[cfg(feature = "_server")]
     mod credentials;
     #[cfg(feature = "_server")]
-    pub use credentials::Password;
+    pub use credentials::{Login, Password};
     mod deadline;
     mod knobs;
     mod limits;

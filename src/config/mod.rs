@@ -440,7 +440,13 @@ impl PoolBuilder {
     /// the pool's connections, on Postgres also to the readers' (replicas and the primary's
     /// read-only pool) and to each [`Listener`](crate::Listener)'s, on whichever host a
     /// multi-host URL reaches, over TLS or not; on MySQL also to the second connection that
-    /// stops a statement past its limit. Its [`Password`](crate::Password) replaces the
+    /// stops a statement past its limit.
+    ///
+    /// Each call gets the [`Login`](crate::Login) being made: the engine, the host and port
+    /// actually being connected to (with a multi-host URL, each host as it is tried, so a host
+    /// that turns out to be down was asked for too; for a replica, the replica), the user, the
+    /// database and whether the connection serves reads, which is what a cloud IAM token is
+    /// signed for. Its [`Password`](crate::Password) replaces the
     /// URL's password, if any; connections already open stay as they are (set a
     /// [`max_lifetime`](Self::max_lifetime) shorter than a token's validity so that none
     /// outlives its login for long, where the server cares).
@@ -464,16 +470,18 @@ impl PoolBuilder {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), sql_middleware::SqlMiddlewareDbError> {
     /// use std::sync::{Arc, RwLock};
-    /// use sql_middleware::Password;
+    /// use sql_middleware::{Login, Password};
     /// use sql_middleware::prelude::*;
     ///
     /// // Whatever keeps the current secret up to date (a file watcher, a vault client, ...).
     /// let current = Arc::new(RwLock::new(String::from("first-secret")));
     /// let secret = Arc::clone(&current);
     /// let db = ConfigAndPool::postgres("postgres://app@db.internal/app")
-    ///     .password_provider(move || {
+    ///     .password_provider(move |login: Login| {
     ///         let secret = Arc::clone(&secret);
     ///         async move {
+    ///             // A token service would sign for `login.host()`, `login.port()`, `login.user()`.
+    ///             assert_eq!((login.host(), login.user()), ("db.internal", "app"));
     ///             let text = secret.read().map_err(|_| "the secret's lock is poisoned")?.clone();
     ///             Ok(Password::new(text))
     ///         }
@@ -491,7 +499,7 @@ impl PoolBuilder {
     #[cfg(feature = "_server")]
     pub fn password_provider<F, Fut>(mut self, provider: F) -> Self
     where
-        F: Fn() -> Fut + Send + Sync + 'static,
+        F: Fn(crate::Login) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<
                 Output = std::result::Result<
                     crate::Password,
@@ -500,8 +508,8 @@ impl PoolBuilder {
             > + Send
             + 'static,
     {
-        let p = crate::credentials::PasswordProvider::new(std::sync::Arc::new(move || {
-            Box::pin(provider())
+        let p = crate::credentials::PasswordProvider::new(std::sync::Arc::new(move |login| {
+            Box::pin(provider(login))
         }));
         if !self.settings.knobs().password_provider(p) {
             return self.reject("password_provider");

@@ -78,10 +78,17 @@ pub(super) async fn create(m: &MyManager) -> Result<Box<MyClient>> {
 impl Endpoint {
     /// Opens a connection: with TLS as the mode asks, and for `prefer`, in plain text when
     /// the server offers no TLS.
-    /// With a password provider, the provider's password (asked now, bounded by the create
-    /// timeout) replaces the configuration's.
+    /// With a password provider, the provider's password for this host, port, user and
+    /// database (asked now, bounded by the create timeout) replaces the configuration's.
     pub(crate) async fn connect(&self) -> Result<mysql_async::Conn> {
-        let opts = match self.password.fetch(crate::error::Backend::Mysql).await? {
+        let login = crate::credentials::Login::new(
+            crate::error::Backend::Mysql,
+            (Arc::from(self.opts.ip_or_hostname()), self.opts.tcp_port()),
+            self.opts.user(),
+            self.opts.db_name(),
+            false,
+        );
+        let opts = match self.password.fetch(login).await? {
             None => self.opts.clone(),
             Some(p) => mysql_async::OptsBuilder::from_opts(self.opts.clone())
                 .pass(Some(p.expose()))

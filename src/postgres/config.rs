@@ -35,6 +35,8 @@ pub(crate) struct PgOptions {
     pub(crate) after_connect: crate::setup::AfterConnect,
     /// Asked for the password each time a connection opens.
     pub(crate) password: crate::credentials::PasswordProvider,
+    /// A reader pool's (a replica's, or the primary's read-only pool): the provider is told.
+    pub(crate) reader: bool,
 }
 
 impl Default for PgOptions {
@@ -48,6 +50,7 @@ impl Default for PgOptions {
             attrs: None,
             after_connect: Default::default(),
             password: Default::default(),
+            reader: false,
         }
     }
 }
@@ -122,6 +125,8 @@ pub(crate) struct Endpoint {
     pub(crate) after_connect: crate::setup::AfterConnect,
     /// Asked for the password of each connection made (see `open.rs`, `Endpoint::login`).
     pub(crate) password: crate::credentials::PasswordProvider,
+    /// A reader pool's: the provider's [`Login`](crate::Login) says so.
+    pub(crate) reader: bool,
 }
 
 impl std::fmt::Debug for PgManager {
@@ -241,7 +246,7 @@ pub(crate) fn build_pool(
             deadpool_postgres::Manager::from_config(cfg.clone(), tls.clone(), manager_config)
         }
     };
-    let password = opts.password.clone();
+    let (password, reader) = (opts.password.clone(), opts.reader);
     let manager = PgManager {
         readers,
         closing: Arc::new(tokio::sync::watch::Sender::new(false)),
@@ -255,6 +260,7 @@ pub(crate) fn build_pool(
             connector,
             after_connect: pool.after_connect.clone(),
             password,
+            reader,
         },
     };
     pooling::build(manager, pool, true)

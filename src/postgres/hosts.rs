@@ -169,9 +169,7 @@ pub(crate) async fn connect(
     book: &HostBook,
     limit: Option<Duration>,
 ) -> Result<Opened> {
-    // The password provider's, if the pool has one: asked once per connect.
-    let login = ep.login().await?;
-    let cfg = &*login;
+    let cfg = &ep.config;
     let n = cfg.get_hosts().len().max(cfg.get_hostaddrs().len());
     let random = cfg.get_load_balance_hosts() == tokio_postgres::config::LoadBalanceHosts::Random;
     let order = book.order(n, random);
@@ -193,7 +191,10 @@ pub(crate) async fn connect(
         reachable.clear();
         for i in hosts {
             let name = host_name(cfg, i);
-            let one = one_host(cfg, i);
+            let mut one = one_host(cfg, i);
+            // The password provider's for this host, if the pool has one (bounded by the create
+            // timeout, outside the host's bound); its error ends the connect.
+            ep.login(&mut one, &name).await?;
             let attempt = attempt(ep, &one, *want, name.clone());
             let r = match limit {
                 Some(limit) => tokio::time::timeout(limit, attempt)

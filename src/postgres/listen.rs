@@ -220,16 +220,50 @@ async fn connect(
     shared: &Shared,
     notes: &mpsc::UnboundedSender<Notification>,
 ) -> Result<Live> {
-    let (end, ended) = oneshot::channel();
-    let pump = Pump {
+    let pump = |end| Pump {
         notes: notes.clone(),
         end,
     };
-    let client = config
-        .connector
-        .connect(&*config.login().await?, pump)
-        .await
-        .map_err(super::error::map_err)?;
+    let (client, ended) = if config.password.is_set() {
+        // The provider is asked for each host as it is tried: the driver's own walk over a
+        // multi-host URL would log in to every host with one password.
+        let cfg = &config.config;
+        let n = cfg.get_hosts().len().max(cfg.get_hostaddrs().len());
+        let mut last = None;
+        let mut opened = None;
+        for i in 0..n {
+            let name = super::hosts::host_name(cfg, i);
+            let mut one = super::hosts::one_host(cfg, i);
+            one.target_session_attrs(cfg.get_target_session_attrs());
+            config.login(&mut one, &name).await?;
+            let (end, ended) = oneshot::channel();
+            match config.connector.connect(&one, pump(end)).await {
+                Ok(c) => {
+                    opened = Some((c, ended));
+                    break;
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        match (opened, last) {
+            (Some(o), _) => o,
+            (None, Some(e)) => return Err(super::error::map_err(e)),
+            (None, None) => {
+                return Err(SqlMiddlewareDbError::new(
+                    ErrorKind::Config,
+                    "the Postgres configuration names no host",
+                ));
+            }
+        }
+    } else {
+        let (end, ended) = oneshot::channel();
+        let c = config
+            .connector
+            .connect(&config.config, pump(end))
+            .await
+            .map_err(super::error::map_err)?;
+        (c, ended)
+    };
     super::open::PgSetup(&client)
         .run(&config.after_connect)
         .await?;

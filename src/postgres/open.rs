@@ -71,19 +71,29 @@ pub(super) async fn create(m: &PgManager) -> Result<Box<PgClient>> {
 }
 
 impl super::config::Endpoint {
-    /// The settings to log in with: the configuration, with the password provider's password
-    /// when the pool has one (asked now, bounded by the create timeout; see `credentials.rs`).
-    pub(crate) async fn login(&self) -> Result<std::borrow::Cow<'_, tokio_postgres::Config>> {
-        Ok(
-            match self.password.fetch(crate::error::Backend::Postgres).await? {
-                None => std::borrow::Cow::Borrowed(&self.config),
-                Some(p) => {
-                    let mut cfg = self.config.clone();
-                    cfg.password(p.expose());
-                    std::borrow::Cow::Owned(cfg)
-                }
-            },
-        )
+    /// Gives `one` (the settings of the one host `host`; see `hosts::one_host`) the password
+    /// provider's password for that host when the pool has one (asked now, bounded by the
+    /// create timeout; see `credentials.rs`). Without a provider, `one` keeps the
+    /// configuration's password.
+    pub(crate) async fn login(
+        &self,
+        one: &mut tokio_postgres::Config,
+        host: &hosts::HostName,
+    ) -> Result<()> {
+        if !self.password.is_set() {
+            return Ok(());
+        }
+        let login = crate::credentials::Login::new(
+            crate::error::Backend::Postgres,
+            (Arc::clone(&host.address), host.port),
+            one.get_user(),
+            one.get_dbname(),
+            self.reader,
+        );
+        if let Some(p) = self.password.fetch(login).await? {
+            one.password(p.expose());
+        }
+        Ok(())
     }
 }
 

@@ -125,6 +125,7 @@ fn reader_opts(
     let mut opts = opts.clone();
     let attrs = attrs.unwrap_or_else(|| SessionAttrs::of_driver(cfg));
     opts.attrs = Some(attrs.for_readers());
+    opts.reader = true;
     opts
 }
 

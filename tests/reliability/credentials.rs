@@ -60,7 +60,7 @@ impl Secret {
 /// A pool builder with a provider that reads `secret`.
 fn with_provider(b: PoolBuilder, secret: &Arc<Secret>) -> PoolBuilder {
     let secret = Arc::clone(secret);
-    b.password_provider(move || {
+    b.password_provider(move |_| {
         let secret = Arc::clone(&secret);
         async move {
             let g = secret.current.read().await;
@@ -271,7 +271,7 @@ async fn typed_failures(engine: &str, url: &str, right: &str) {
     let wrong = unique("sqlmw-wrong-");
     let w = wrong.clone();
     let db = build(pool_of(url))
-        .password_provider(move || {
+        .password_provider(move |_| {
             let w = w.clone();
             async move { Ok(Password::new(w)) }
         })
@@ -285,7 +285,7 @@ async fn typed_failures(engine: &str, url: &str, right: &str) {
     let leaked = unique("sqlmw-in-error-");
     let l = leaked.clone();
     let db = build(pool_of(url))
-        .password_provider(move || {
+        .password_provider(move |_| {
             let l = l.clone();
             async move { Err(format!("the vault refused: {l}").into()) }
         })
@@ -305,7 +305,7 @@ async fn typed_failures(engine: &str, url: &str, right: &str) {
     );
 
     let db = build(pool_of(url))
-        .password_provider(|| async {
+        .password_provider(|_| async {
             tokio::time::sleep(Duration::from_secs(60)).await;
             Ok(Password::new("never"))
         })
@@ -322,7 +322,7 @@ async fn typed_failures(engine: &str, url: &str, right: &str) {
     let asked = Arc::new(AtomicU64::new(0));
     let (a, r) = (Arc::clone(&asked), right.to_owned());
     let db = build(pool_of(url))
-        .password_provider(move || {
+        .password_provider(move |_| {
             let first = a.fetch_add(1, Ordering::Relaxed) == 0;
             let r = r.clone();
             async move {
@@ -676,7 +676,7 @@ async fn embedded_engines_refuse_a_password_provider() {
     let n = builders.len();
     for b in builders {
         let e = b
-            .password_provider(|| async { Ok(Password::new("unused")) })
+            .password_provider(|_| async { Ok(Password::new("unused")) })
             .build()
             .await
             .expect_err("an embedded engine has no login");

@@ -17,7 +17,7 @@ fn pool(url: &str, mode: SslMode, password: &str) -> PoolBuilder {
         .ssl_mode(mode)
         .max_size(1)
         .create_timeout(Duration::from_secs(10))
-        .password_provider(move || {
+        .password_provider(move |_| {
             let p = password.clone();
             async move { Ok(Password::new(p)) }
         })
