@@ -19,6 +19,12 @@
 //!   provider's error with `Config` (its text, which may quote the secret, only behind
 //!   `driver_error()`), a provider slower than the create timeout with `PoolTimeout` within it;
 //!   none of them shows the secret, and the pool works again once the provider does.
+//! - **The provider knows the login.** Each call gets the `Login` being made, and it names the
+//!   server the connection then reaches: with a multi-host URL whose first host is down, that
+//!   host and then the next one (the session's `inet_server_port()`), a replica's host and
+//!   database with `is_reader()`, a `Listener`'s hosts in the URL's order; on MySQL the URL's
+//!   host, port (`@@port`), user and database, the connection that stops a statement past its
+//!   limit included.
 //! - **Embedded engines refuse it.** SQLite and Turso have no login: `build()` fails with
 //!   `Config`.
 //!
@@ -30,8 +36,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sql_middleware::Password;
 use sql_middleware::prelude::*;
+use sql_middleware::{Login, Password};
 
 use crate::common;
 
@@ -68,6 +74,34 @@ fn with_provider(b: PoolBuilder, secret: &Arc<Secret>) -> PoolBuilder {
             Ok(Password::new(g.1.clone()))
         }
     })
+}
+
+/// A provider that returns `password` and records each `Login` it was asked for.
+fn recording(b: PoolBuilder, password: &str) -> (PoolBuilder, Arc<Mutex<Vec<Login>>>) {
+    let asked: Arc<Mutex<Vec<Login>>> = Arc::default();
+    let (a, p) = (Arc::clone(&asked), password.to_owned());
+    let b = b.password_provider(move |login: Login| {
+        a.lock().unwrap().push(login);
+        let p = p.clone();
+        async move { Ok(Password::new(p)) }
+    });
+    (b, asked)
+}
+
+/// The logins recorded since `from`: (host, port, user, database, reader).
+fn logins(asked: &Mutex<Vec<Login>>, from: usize) -> Vec<(String, u16, String, String, bool)> {
+    asked.lock().unwrap()[from..]
+        .iter()
+        .map(|l| {
+            (
+                l.host().to_owned(),
+                l.port(),
+                l.user().to_owned(),
+                l.database().unwrap_or_default().to_owned(),
+                l.is_reader(),
+            )
+        })
+        .collect()
 }
 
 /// Everything the pool and its errors printed, and the tracing output.
@@ -500,6 +534,155 @@ mod postgres {
         let _ = admin.batch_execute(&format!("DROP ROLE {role}")).await;
     }
 
+    /// What a session says of itself: its port, user, database, whether it is read-only, and
+    /// its backend's process id.
+    async fn session(c: &mut MiddlewarePoolConnection) -> (u16, String, String, bool, i64) {
+        let rs = c
+            .query(
+                "SELECT inet_server_port()::bigint, current_user::text, current_database()::text, \
+                 current_setting('transaction_read_only') = 'on', pg_backend_pid()::bigint",
+            )
+            .select()
+            .await
+            .expect("the session's facts");
+        let r = &rs.results[0];
+        let port: i64 = r.try_get(0).expect("port");
+        (
+            u16::try_from(port).expect("a port"),
+            r.try_get(1).expect("user"),
+            r.try_get(2).expect("database"),
+            r.try_get(3).expect("read-only"),
+            r.try_get(4).expect("pid"),
+        )
+    }
+
+    #[tokio::test]
+    async fn the_provider_is_told_each_login() {
+        let _group = common::groups::enter("credentials");
+        let server = server();
+        let admin = common::pg::raw_client(&server.cluster.socket_url).await;
+        let role = unique("sqlmw_login_");
+        let replica_db = unique("sqlmw_login_db_");
+        let right = unique("sqlmw-right-");
+        admin
+            .batch_execute(&format!(
+                "CREATE ROLE {role} LOGIN PASSWORD '{right}'; CREATE DATABASE {replica_db}"
+            ))
+            .await
+            .expect("create role and database");
+        let dead = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let port = server.cluster.port;
+        // The primary's hosts and the replica's are named apart, and the replica has a database
+        // of its own: each login tells which pool asked.
+        let (builder, asked) = recording(
+            ConfigAndPool::postgres(&format!(
+                "postgres://{role}@127.0.0.1:{dead},localhost:{port}/postgres?sslmode=disable"
+            ))
+            .replica(&format!(
+                "postgres://{role}@127.0.0.1:{port}/{replica_db}?sslmode=disable"
+            )),
+            &right,
+        );
+        let db = builder
+            .max_size(2)
+            .create_timeout(Duration::from_secs(5))
+            .build()
+            .await
+            .expect("build");
+        let primary = |p| {
+            (
+                "localhost".to_owned(),
+                p,
+                role.clone(),
+                "postgres".to_owned(),
+                false,
+            )
+        };
+        let dead_host = (
+            "127.0.0.1".to_owned(),
+            dead,
+            role.clone(),
+            "postgres".to_owned(),
+            false,
+        );
+
+        // Two writers at once: two connections opened, the first after the dead host failed.
+        let (mut w1, mut w2) = (
+            db.get_connection().await.expect("a writer"),
+            db.get_connection().await.expect("a second writer"),
+        );
+        let writers = [session(&mut w1).await, session(&mut w2).await];
+        let asked_writers = logins(&asked, 0);
+        // Two readers at once, on the replica.
+        let (mut r1, mut r2) = (
+            db.reader().await.expect("a reader"),
+            db.reader().await.expect("a second reader"),
+        );
+        let readers = [session(&mut r1).await, session(&mut r2).await];
+        let n = asked_writers.len();
+        let asked_readers = logins(&asked, n);
+        // A `Listener` walks the URL's hosts in order: the dead one, then the live one.
+        let before = asked.lock().unwrap().len();
+        let listener = db.listener().await.expect("a listener");
+        let asked_listener = logins(&asked, before);
+        let shown = format!("{:?}", asked.lock().unwrap());
+        drop((w1, w2, r1, r2, listener));
+        db.close();
+        let _ = admin
+            .batch_execute(&format!(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"
+            ))
+            .await;
+        println!(
+            "credentials_logins engine=postgres writers={asked_writers:?} \
+             readers={asked_readers:?} listener={asked_listener:?} sessions={writers:?} \
+             reader_sessions={readers:?}"
+        );
+
+        // The writers: asked for the dead host first (the URL's order), then for the live host
+        // once per connection opened, and the sessions are on that host's port.
+        assert_eq!(asked_writers.first(), Some(&dead_host), "{asked_writers:?}");
+        let live: Vec<_> = asked_writers.iter().filter(|l| **l != dead_host).collect();
+        assert_eq!(live, vec![&primary(port); 2], "{asked_writers:?}");
+        assert_ne!(writers[0].4, writers[1].4, "two connections");
+        for w in &writers {
+            assert_eq!(
+                (w.0, w.1.as_str(), w.2.as_str(), w.3),
+                (port, role.as_str(), "postgres", false)
+            );
+        }
+        // The readers: the replica's host and database, read-only sessions there.
+        let replica = (
+            "127.0.0.1".to_owned(),
+            port,
+            role.clone(),
+            replica_db.clone(),
+            true,
+        );
+        assert_eq!(asked_readers, vec![replica; 2], "{asked_readers:?}");
+        assert_ne!(readers[0].4, readers[1].4, "two reader connections");
+        for r in &readers {
+            assert_eq!(
+                (r.0, r.1.as_str(), r.2.as_str(), r.3),
+                (port, role.as_str(), replica_db.as_str(), true)
+            );
+        }
+        assert_eq!(asked_listener, vec![dead_host, primary(port)]);
+        assert!(
+            !shown.contains(&right),
+            "a Login shows the password: {shown}"
+        );
+        let _ = admin
+            .batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {replica_db} WITH (FORCE)"
+            ))
+            .await;
+        let _ = admin.batch_execute(&format!("DROP ROLE {role}")).await;
+    }
+
     #[tokio::test]
     async fn typed_failures() {
         let _group = common::groups::enter("credentials");
@@ -642,6 +825,94 @@ mod mysql {
         assert!(
             trace.contains("SELECT 1"),
             "the capture saw no statement span"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_provider_is_told_each_login() {
+        let _group = common::groups::enter("credentials");
+        let (host, port, mut admin) = server().await;
+        let user = unique("sqlmw_login_");
+        let database = unique("sqlmw_login_db_");
+        let right = unique("sqlmw-right-");
+        create_user(&mut admin, &user, &right).await;
+        admin
+            .query_drop(format!("CREATE DATABASE {database}"))
+            .await
+            .expect("create database");
+        for h in ["%", "localhost"] {
+            admin
+                .query_drop(format!("GRANT ALL ON {database}.* TO '{user}'@'{h}'"))
+                .await
+                .expect("grant");
+        }
+        let (builder, asked) = recording(
+            ConfigAndPool::mysql(&format!("mysql://{user}@{host}:{port}/{database}")),
+            &right,
+        );
+        let db = builder
+            .max_size(2)
+            .create_timeout(Duration::from_secs(5))
+            .statement_timeout(Duration::from_millis(300))
+            .build()
+            .await
+            .expect("build");
+        let (mut c1, mut c2) = (
+            db.get_connection().await.expect("a connection"),
+            db.get_connection().await.expect("a second connection"),
+        );
+        let mut sessions = Vec::new();
+        for c in [&mut c1, &mut c2] {
+            let rs = c
+                .query(
+                    "SELECT CONNECTION_ID(), SUBSTRING_INDEX(CURRENT_USER(), '@', 1), DATABASE()",
+                )
+                .select()
+                .await
+                .expect("the session's facts");
+            let r = &rs.results[0];
+            let (id, u, d): (i64, String, String) = (
+                r.try_get(0).expect("id"),
+                r.try_get(1).expect("user"),
+                r.try_get(2).expect("database"),
+            );
+            sessions.push((id, u, d));
+        }
+        let opened = logins(&asked, 0);
+        // A statement past its limit is stopped from a connection of its own: the provider is
+        // asked for that login too.
+        let e = c1
+            .query("SELECT SLEEP(5)")
+            .select()
+            .await
+            .expect_err("past the statement timeout");
+        let killer = logins(&asked, opened.len());
+        let shown = format!("{:?}", asked.lock().unwrap());
+        drop((c1, c2));
+        db.close();
+        let _ = admin
+            .query_drop(format!("DROP DATABASE IF EXISTS {database}"))
+            .await;
+        drop_user(&mut admin, &user).await;
+        println!(
+            "credentials_logins engine=mysql opened={opened:?} killer={killer:?} \
+             sessions={sessions:?} timeout={:?}",
+            e.kind()
+        );
+        let expected = (host.clone(), port, user.clone(), database.clone(), false);
+        assert_eq!(opened, vec![expected.clone(); 2], "{opened:?}");
+        assert_ne!(sessions[0].0, sessions[1].0, "two connections");
+        for (_, u, d) in &sessions {
+            assert_eq!((u.as_str(), d.as_str()), (user.as_str(), database.as_str()));
+        }
+        assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+        assert!(
+            !killer.is_empty() && killer.iter().all(|l| *l == expected),
+            "{killer:?}"
+        );
+        assert!(
+            !shown.contains(&right),
+            "a Login shows the password: {shown}"
         );
     }
 
