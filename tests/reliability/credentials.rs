@@ -565,11 +565,14 @@ mod postgres {
         let replica_db = unique("sqlmw_login_db_");
         let right = unique("sqlmw-right-");
         admin
-            .batch_execute(&format!(
-                "CREATE ROLE {role} LOGIN PASSWORD '{right}'; CREATE DATABASE {replica_db}"
-            ))
+            .batch_execute(&format!("CREATE ROLE {role} LOGIN PASSWORD '{right}'"))
             .await
-            .expect("create role and database");
+            .expect("create role");
+        // On its own: `CREATE DATABASE` runs outside a transaction block only.
+        admin
+            .batch_execute(&format!("CREATE DATABASE {replica_db}"))
+            .await
+            .expect("create database");
         let dead = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -879,16 +882,23 @@ mod mysql {
             sessions.push((id, u, d));
         }
         let opened = logins(&asked, 0);
-        // A statement past its limit is stopped from a connection of its own: the provider is
-        // asked for that login too.
+        // A statement past its limit is stopped from a connection of its own, in the
+        // background once the connection is given up: the provider is asked for that login too.
         let e = c1
             .query("SELECT SLEEP(5)")
             .select()
             .await
             .expect_err("past the statement timeout");
+        drop(c1);
+        let waited = Instant::now();
+        while asked.lock().unwrap().len() == opened.len()
+            && waited.elapsed() < Duration::from_secs(4)
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         let killer = logins(&asked, opened.len());
         let shown = format!("{:?}", asked.lock().unwrap());
-        drop((c1, c2));
+        drop(c2);
         db.close();
         let _ = admin
             .query_drop(format!("DROP DATABASE IF EXISTS {database}"))
