@@ -71,8 +71,8 @@ async fn a_provided_password_logs_in_over_tls_and_a_wrong_one_is_config() {
         let r = &rs.results[0];
         let port: i64 = r.try_get(0).expect("@@port");
         let user: String = r.try_get(1).expect("user");
-        let db: String = r.try_get(2).expect("database");
-        sessions.push((port, user, db));
+        let database: String = r.try_get(2).expect("database");
+        sessions.push((port, user, database));
         drop(c);
         shown.push_str(&format!("{db:?}\n{:?}\n", db.stats()));
     }
