@@ -81,6 +81,9 @@ impl Endpoint {
     /// With a password provider, the provider's password for this host, port, user and
     /// database (asked now, bounded by the create timeout) replaces the configuration's.
     pub(crate) async fn connect(&self) -> Result<mysql_async::Conn> {
+        if !self.password.is_set() {
+            return self.connect_with(&self.opts).await;
+        }
         let login = crate::credentials::Login::new(
             crate::error::Backend::Mysql,
             (Arc::from(self.opts.ip_or_hostname()), self.opts.tcp_port()),
@@ -94,11 +97,16 @@ impl Endpoint {
                 .pass(Some(p.expose()))
                 .into(),
         };
+        self.connect_with(&opts).await
+    }
+
+    /// Opens a connection with `opts`: with TLS as the mode asks.
+    async fn connect_with(&self, opts: &mysql_async::Opts) -> Result<mysql_async::Conn> {
         #[cfg(feature = "mysql-tls")]
         if self.tls.mode() != crate::SslMode::Disable {
-            return self.tls.connect(&opts).await;
+            return self.tls.connect(opts).await;
         }
-        mysql_async::Conn::new(opts)
+        mysql_async::Conn::new(opts.clone())
             .await
             .map_err(super::error::map_err)
     }
