@@ -62,6 +62,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "executor",
             "pool",
             "query",
+            "retry",
             "savepoint",
             "statement",
             "stream",
