@@ -34,6 +34,7 @@ mod fingerprint;
 mod ha;
 mod integrity;
 mod leaks;
+mod ledger;
 #[cfg(feature = "postgres")]
 mod lifecycle;
 mod model;
