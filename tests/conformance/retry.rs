@@ -599,3 +599,155 @@ async fn runs_on_a_current_thread_runtime() {
     assert_eq!(send(call).await.unwrap(), 42);
     assert_eq!(db.stats().retry.calls, 1);
 }
+
+/// Kills session `id` of `kind` from another connection of `db` after `after`.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+fn kill_after(
+    db: ConfigAndPool,
+    kind: Kind,
+    id: i64,
+    after: Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        let mut c = db.get_connection().await.unwrap();
+        if kind == Kind::Postgres {
+            c.query("SELECT pg_terminate_backend($1)")
+                .params(&[RowValues::Int(id)])
+                .select()
+                .await
+                .unwrap();
+        } else {
+            c.execute_batch(&format!("KILL {id}")).await.unwrap();
+        }
+    })
+}
+
+/// The server engines: a connection lost while its `COMMIT` is held on the server is an
+/// unknown outcome from `Tx::commit` (it was `ConnectionLost`, which a retry loop would have
+/// run again: a double apply), and the retrying call does not run it again unless the policy
+/// declares the work idempotent. Postgres holds the `COMMIT` with a deferred constraint
+/// trigger that sleeps; MySQL with `FLUSH TABLES WITH READ LOCK` from another session.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+async fn t_commit_cut_off_is_outcome_unknown(db: TestDb) {
+    let k = db.kind.name();
+    let pg = db.kind == Kind::Postgres;
+    let mut c = db.conn().await;
+    if pg {
+        c.execute_batch(
+            "CREATE TABLE held (id BIGINT PRIMARY KEY);
+             CREATE TABLE fast (id BIGINT PRIMARY KEY);
+             CREATE FUNCTION held_sleep() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN PERFORM pg_sleep(3); RETURN NULL; END $$;
+             CREATE CONSTRAINT TRIGGER held_at_commit AFTER INSERT ON held
+               DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION held_sleep()",
+        )
+        .await
+        .unwrap();
+    } else {
+        c.execute_batch(
+            "CREATE TABLE held (id BIGINT PRIMARY KEY); CREATE TABLE fast (id BIGINT PRIMARY KEY)",
+        )
+        .await
+        .unwrap();
+    }
+    drop(c);
+    let me = if pg {
+        "SELECT CAST(pg_backend_pid() AS BIGINT)"
+    } else {
+        "SELECT CAST(CONNECTION_ID() AS SIGNED)"
+    };
+    // MySQL: another session blocks every COMMIT until it unlocks.
+    let hold = || async {
+        if pg {
+            return None;
+        }
+        let mut s = db.conn().await;
+        s.execute_batch("FLUSH TABLES WITH READ LOCK")
+            .await
+            .unwrap();
+        Some(s)
+    };
+    let unhold = |s: Option<MiddlewarePoolConnection>| async move {
+        if let Some(mut s) = s {
+            s.execute_batch("UNLOCK TABLES").await.unwrap();
+        }
+    };
+
+    // A plain Tx.
+    let mut a = db.conn().await;
+    let (id,): (i64,) = a.query(me).one().await.unwrap();
+    let mut tx = a.begin().await.unwrap();
+    tx.query("INSERT INTO held (id) VALUES (1)")
+        .dml()
+        .await
+        .unwrap();
+    let lock = hold().await;
+    let killer = kill_after(db.db.clone(), db.kind, id, ms(300));
+    let r = tx.commit().await;
+    killer.await.unwrap();
+    unhold(lock).await;
+    let e = r.expect_err("the session was killed during COMMIT");
+    assert_eq!(e.kind(), ErrorKind::OutcomeUnknown, "[{k}] {e:?}");
+    drop(a);
+
+    // The retrying call, not idempotent and then idempotent.
+    for idempotent in [false, true] {
+        let runs = Arc::new(AtomicU32::new(0));
+        let lock: Arc<Mutex<Option<MiddlewarePoolConnection>>> = Arc::default();
+        let (rr, side, kind, ll) = (Arc::clone(&runs), db.db.clone(), db.kind, Arc::clone(&lock));
+        let r = db
+            .db
+            .transaction(&policy(3).idempotent(idempotent), move |tx| {
+                let (runs, side, lock) = (Arc::clone(&rr), side.clone(), Arc::clone(&ll));
+                Box::pin(async move {
+                    let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
+                    if n > 1 {
+                        // The second attempt: nothing holds its COMMIT.
+                        if let Some(mut s) = lock.lock().await.take() {
+                            s.execute_batch("UNLOCK TABLES").await?;
+                        }
+                        tx.query("INSERT INTO fast (id) VALUES (1)").dml().await?;
+                        return Ok::<_, SqlMiddlewareDbError>(n);
+                    }
+                    let (id,): (i64,) = tx.query(me).one().await?;
+                    tx.query("INSERT INTO held (id) VALUES (2)").dml().await?;
+                    if kind == Kind::Mysql {
+                        let mut s = side.get_connection().await?;
+                        s.execute_batch("FLUSH TABLES WITH READ LOCK").await?;
+                        *lock.lock().await = Some(s);
+                    }
+                    // Killed once its COMMIT is held.
+                    drop(kill_after(side, kind, id, ms(300)));
+                    Ok(n)
+                })
+            })
+            .await;
+        tokio::time::sleep(ms(400)).await;
+        unhold(lock.lock().await.take()).await;
+        if idempotent {
+            let n = r.unwrap_or_else(|e| panic!("[{k}] {e:?}"));
+            assert_eq!(n, 2, "[{k}] an idempotent call runs again");
+        } else {
+            let e = r.expect_err("the commit's outcome is unknown");
+            assert_eq!(e.kind(), Some(ErrorKind::OutcomeUnknown), "[{k}] {e:?}");
+            assert_eq!((e.attempts(), runs.load(Ordering::SeqCst)), (1, 1), "[{k}]");
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_cut_off_is_outcome_unknown_on_postgres() {
+    Kind::Postgres
+        .with_fresh_db(t_commit_cut_off_is_outcome_unknown)
+        .await;
+}
+
+#[cfg(feature = "mysql")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_cut_off_is_outcome_unknown_on_mysql() {
+    Kind::Mysql
+        .with_fresh_db(t_commit_cut_off_is_outcome_unknown)
+        .await;
+}
