@@ -573,7 +573,65 @@ async fn t_deadline_bounds_the_call(db: &TestDb) {
     assert!(t0.elapsed() < ms(1500), "[{k}] {:?}", t0.elapsed());
 }
 
+/// Every API path inside the closure (query `dml`/`optional`/`one`/`select`, a prepared
+/// statement, `execute_batch`, `pipeline`, `bulk_insert`, a savepoint), then a conflict: the
+/// next attempt runs them all again on a new transaction, and each row commits once (a row
+/// left by the failed attempt would make the next fail on its key).
+async fn t_every_api_path_is_retried(db: &TestDb) {
+    let k = db.kind.name();
+    setup(db).await;
+    let c = Contention::new(db).await;
+    c.hold_lock(Some(ms(120))).await;
+    let runs = Arc::new(AtomicU32::new(0));
+    let (cc, rr) = (c.clone(), Arc::clone(&runs));
+    let r = c
+        .pool
+        .transaction(&policy(100), move |tx| {
+            let (c, runs) = (cc.clone(), Arc::clone(&rr));
+            Box::pin(async move {
+                let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
+                c.prelude(tx).await?;
+                tx.query("INSERT INTO done (id) VALUES (1)").dml().await?;
+                let one: Option<(i64,)> = tx
+                    .query("SELECT id FROM done WHERE id = $1")
+                    .params(&[1.into()])
+                    .optional()
+                    .await?;
+                assert_eq!(one, Some((1,)));
+                let (count,): (i64,) = tx.query("SELECT COUNT(*) FROM done").one().await?;
+                assert_eq!(count, 1, "a new transaction sees no earlier attempt's rows");
+                assert_eq!(tx.query("SELECT id FROM done").select().await?.len(), 1);
+                let mut st = tx.prepare("INSERT INTO done (id) VALUES ($1)").await?;
+                st.dml(&[2.into()]).await?;
+                drop(st);
+                tx.execute_batch("INSERT INTO done (id) VALUES (3)").await?;
+                let four: &[RowValues] = &[RowValues::Int(4)];
+                let five: &[RowValues] = &[RowValues::Int(5)];
+                tx.pipeline("INSERT INTO done (id) VALUES ($1)", &[four, five])
+                    .await?;
+                let rows = vec![vec![RowValues::Int(6)], vec![RowValues::Int(7)]];
+                tx.bulk_insert("done", &["id"], rows).await?;
+                let mut sp = tx.savepoint().await?;
+                sp.query("INSERT INTO done (id) VALUES (8)").dml().await?;
+                sp.commit().await?;
+                c.step(tx, n == 1).await?;
+                Ok::<_, SqlMiddlewareDbError>(n)
+            })
+        })
+        .await;
+    c.finish().await;
+    let n = r.unwrap_or_else(|e| panic!("[{k}] {e:?}"));
+    assert_eq!(n, if embedded(db.kind) { 1 } else { 2 }, "[{k}]");
+    assert!(c.pool.stats().retry.attempts >= 2, "[{k}]");
+    assert_eq!(
+        scalar(&db.db, "SELECT COUNT(*) FROM done").await,
+        8,
+        "[{k}]"
+    );
+}
+
 backend_tests! {
+    async fn every_api_path_is_retried(db) { t_every_api_path_is_retried(&db).await }
     async fn conflict_is_retried(db) { t_conflict_is_retried(&db).await }
     async fn caller_error_is_not_retried(db) { t_caller_error_is_not_retried(&db).await }
     async fn constraint_violation_is_not_retried(db) { t_constraint_violation_is_not_retried(&db).await }
@@ -731,7 +789,9 @@ async fn t_commit_cut_off_is_outcome_unknown(db: TestDb) {
         } else {
             let e = r.expect_err("the commit's outcome is unknown");
             assert_eq!(e.kind(), Some(ErrorKind::OutcomeUnknown), "[{k}] {e:?}");
-            assert_eq!((e.attempts(), runs.load(Ordering::SeqCst)), (1, 1), "[{k}]");
+            // Not run again. (An earlier attempt may have met a pooled connection that the
+            // plain kill above left dead: lost before COMMIT, that one is retried.)
+            assert_eq!(runs.load(Ordering::SeqCst), 1, "[{k}] {e:?}");
         }
     }
 }
