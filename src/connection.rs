@@ -41,6 +41,9 @@ pub struct MiddlewarePoolConnection {
     pub(crate) sp_pending: Option<u32>,
     /// Operations started on this checkout, for [`BUDGET_EVERY`].
     calls: u32,
+    /// The kind of the error that last aborted a transaction on this checkout (set on the
+    /// error path only), for the retrying transaction to tell a transient cause.
+    pub(crate) abort_cause: Option<ErrorKind>,
 }
 
 /// Every this many operations, one unit of tokio's cooperative budget is spent (see
@@ -73,6 +76,7 @@ impl MiddlewarePoolConnection {
             pending: false,
             sp_pending: None,
             calls: 0,
+            abort_cause: None,
         }
     }
 
@@ -254,6 +258,7 @@ impl MiddlewarePoolConnection {
         if let Err(e) = &r {
             if self.tx == TxFlag::Active {
                 self.tx = TxFlag::Aborted;
+                self.abort_cause = Some(e.kind());
             }
             if e.kind() == ErrorKind::ConnectionLost {
                 self.inner.lost();

@@ -41,7 +41,11 @@ pub enum ErrorKind {
     /// The server detected a deadlock and aborted this transaction (Postgres `40P01`, MySQL
     /// `1213`): retry it. SQLite and Turso report the same situation as [`ErrorKind::Busy`].
     Deadlock,
-    /// The connection to the server was lost; the pool replaces it.
+    /// The connection to the server was lost; the pool replaces it. A connection lost while
+    /// `COMMIT` was under way is [`ErrorKind::OutcomeUnknown`] instead. Not
+    /// [`retryable`](SqlMiddlewareDbError::is_retryable) in general; the retrying transaction
+    /// ([`crate::MiddlewarePool::transaction`]) runs its work again after one, because it knows
+    /// that its `COMMIT` was not yet sent.
     ConnectionLost,
     /// No pooled connection became free within the pool's wait timeout.
     PoolTimeout,
@@ -95,6 +99,9 @@ pub enum ErrorKind {
     Timeout,
     /// The limit passed while the statement's commit may have been under way, and whether it
     /// took effect is unknown: check before retrying, or make the write idempotent.
+    ///
+    /// Returned on Postgres and MySQL by `Tx::commit` when the connection is lost while its
+    /// `COMMIT` is under way (the server may have committed before the answer was lost).
     ///
     /// Returned on Postgres by:
     /// - `Tx::commit` (its `COMMIT` was sent when the limit passed);
@@ -281,7 +288,9 @@ impl SqlMiddlewareDbError {
         Some(text)
     }
 
-    /// True when retrying the whole transaction may succeed (busy, serialization failure, deadlock).
+    /// True when retrying the whole transaction may succeed (busy, serialization failure,
+    /// deadlock). [`crate::MiddlewarePool::transaction`] retries these, and also a connection
+    /// lost before its `COMMIT` was sent (see [`ErrorKind::ConnectionLost`]).
     pub fn is_retryable(&self) -> bool {
         matches!(
             self.inner.kind,

@@ -74,7 +74,7 @@ with_an_engine! {
     mod server;
     #[cfg(feature = "_server")]
     pub use server::{SslMode, StatementCache};
-    pub use stats::{ExecStats, PoolStats, WAIT_BUCKET_BOUNDS, WaitStats};
+    pub use stats::{ExecStats, PoolStats, RetryStats, WAIT_BUCKET_BOUNDS, WaitStats};
     pub use stmt_cache::StatementCacheStats;
     mod url_text;
     #[cfg(feature = "serde")]
@@ -101,6 +101,7 @@ with_an_engine! {
     mod connection;
     pub mod pool;
     pub mod query;
+    pub mod retry;
     mod savepoint;
     pub mod statement;
     pub mod stream;
@@ -154,6 +155,7 @@ with_an_engine! {
         pub use crate::param::ToValue;
         pub use crate::pool::{MiddlewarePool, MiddlewarePoolConnection};
         pub use crate::query::QueryAndParams;
+        pub use crate::retry::{RetryError, RetryPolicy};
         pub use crate::results::{CustomDbRow, ResultSet};
         #[cfg(feature = "sqlite")]
         pub use crate::sqlite::SqliteExecModel;
@@ -186,6 +188,7 @@ with_an_engine! {
     pub use param::collect_params as __params_collect;
     pub use pool::{MiddlewarePool, MiddlewarePoolConnection, PoolStatus};
     pub use query::{QueryAndParams, QueryBuilder};
+    pub use retry::{RetryError, RetryPolicy, TxFuture};
     pub use results::{Columns, CustomDbRow, ResultSet};
     #[cfg(feature = "sqlite")]
     pub use sqlite::SqliteExecModel;

@@ -20,9 +20,9 @@ pub struct MiddlewarePool {
     pub(crate) inner: PoolInner,
     translation: TranslationMode,
     statement_timeout: Option<Duration>,
-    counters: std::sync::Arc<crate::pooling::Counters>,
+    pub(crate) counters: std::sync::Arc<crate::pooling::Counters>,
     /// Tracing settings (feature `tracing`; empty without it).
-    trace: crate::telemetry::PoolTrace,
+    pub(crate) trace: crate::telemetry::PoolTrace,
 }
 
 impl std::fmt::Debug for MiddlewarePool {
@@ -151,6 +151,7 @@ impl MiddlewarePool {
             discarded: status.created.saturating_sub(status.size as u64 + retired),
             statement_cache: live.cache(),
             sqlite: live.exec(),
+            retry: live.retry(),
         }
     }
 

@@ -106,6 +106,22 @@ pub struct PoolStats {
     pub statement_cache: StatementCacheStats,
     /// How SQLite ran the calls of every checkout that ended (zero on other backends).
     pub sqlite: ExecStats,
+    /// Retrying transactions (`db.transaction(&policy, ..)`): calls, retries, attempts.
+    pub retry: RetryStats,
+}
+
+/// What the retrying transactions of a pool did (see [`crate::RetryPolicy`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetryStats {
+    /// Retrying calls that ended (committed or not).
+    pub calls: u64,
+    /// Calls that needed more than one attempt.
+    pub retried: u64,
+    /// Attempts of every call (at least one per call).
+    pub attempts: u64,
+    /// Calls that ended on a transient error: out of attempts, or out of time.
+    pub given_up: u64,
 }
 
 /// The pool-wide counters behind [`PoolStats`].
@@ -117,6 +133,8 @@ pub(crate) struct Live {
     wait_buckets: [AtomicU64; 8],
     cache: [AtomicU64; 3],
     exec: [AtomicU64; 3],
+    /// [`RetryStats`]: calls, retried, attempts, given up.
+    retry: [AtomicU64; 4],
 }
 
 impl Live {
@@ -146,6 +164,27 @@ impl Live {
             if v != 0 {
                 c.fetch_add(v, Ordering::Relaxed);
             }
+        }
+    }
+
+    /// Counts a retrying call that ended after `attempts` attempts (`gave_up`: on a transient
+    /// error).
+    pub(crate) fn retry_call(&self, attempts: u32, gave_up: bool) {
+        let add = |i: usize, v: u64| self.retry[i].fetch_add(v, Ordering::Relaxed);
+        add(0, 1);
+        add(1, u64::from(attempts > 1));
+        add(2, u64::from(attempts));
+        add(3, u64::from(gave_up));
+    }
+
+    /// The retrying calls so far.
+    pub(crate) fn retry(&self) -> RetryStats {
+        let load = |i: usize| self.retry[i].load(Ordering::Relaxed);
+        RetryStats {
+            calls: load(0),
+            retried: load(1),
+            attempts: load(2),
+            given_up: load(3),
         }
     }
 

@@ -84,6 +84,21 @@ mod on {
             )
         }
 
+        /// The span of one retrying transaction call (`crate::retry`): its attempts are its
+        /// children, each the parent of that attempt's checkout and transaction.
+        pub(crate) fn retry_span(&self) -> tracing::Span {
+            if !self.0.enabled {
+                return tracing::Span::none();
+            }
+            tracing::info_span!(
+                target: "sql_middleware",
+                "retrying_transaction",
+                db.system = self.0.system,
+                sqlmw.retry.attempts = Empty,
+                sqlmw.outcome = Empty,
+            )
+        }
+
         /// The tracing state of a checkout that waited `wait` for connection `id`.
         pub(crate) fn checkout(&self, span: &tracing::Span, wait: Duration, id: u64) -> ConnTrace {
             let wait_us = micros(wait);

@@ -63,6 +63,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "executor",
             "pool",
             "query",
+            "retry",
             "savepoint",
             "statement",
             "stream",

@@ -52,9 +52,16 @@ impl MyConnection {
             // The server ended the transaction; a `COMMIT` now would commit nothing and say Ok.
             return Err(ended());
         }
+        // A connection already given up never sends the COMMIT: nothing can have committed.
+        let sent = self.obj.is_some();
         let r = limited!(self, at, self.simple("COMMIT").await, true);
         match r {
             Ok(()) => self.after_tx().await,
+            // Lost while the COMMIT was under way (the session killed, the network gone): the
+            // server may have committed before the answer was lost.
+            Err(e) if e.kind() == ErrorKind::ConnectionLost && sent => {
+                Err(e.with_kind(ErrorKind::OutcomeUnknown))
+            }
             // Past the limit after `COMMIT` was sent: its outcome is unknown (limited! says so);
             // before it was sent: a `Timeout`, and the transaction is rolled back on return.
             Err(e) if matches!(e.kind(), ErrorKind::OutcomeUnknown | ErrorKind::Timeout) => Err(e),

@@ -92,6 +92,8 @@ impl PgConnection {
                 return Err(e.with_kind(ErrorKind::TransactionAborted));
             }
         }
+        // A connection already closed never sends the COMMIT: nothing can have committed.
+        let sent = !self.is_closed();
         // Past the limit the COMMIT may have raced the stop: its outcome is unknown.
         match self
             .simple_limited("COMMIT", at, crate::deadline::unknown_outcome)
@@ -99,6 +101,11 @@ impl PgConnection {
         {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == ErrorKind::OutcomeUnknown => Err(e),
+            // Lost while the COMMIT was under way (the backend killed, the network gone): the
+            // server may have committed before the answer was lost.
+            Err(e) if e.kind() == ErrorKind::ConnectionLost && sent => {
+                Err(e.with_kind(ErrorKind::OutcomeUnknown))
+            }
             Err(e) => {
                 if !self.is_closed() {
                     let _ = self.simple("ROLLBACK").await;

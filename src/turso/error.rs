@@ -91,6 +91,11 @@ pub(crate) fn map_err(err: turso::Error) -> SqlMiddlewareDbError {
         }
         // `PRAGMA query_only = 1`: refused while compiling, reported as a parse error.
         E::Error(m) if m.contains("query_only mode") => (ErrorKind::ReadOnly, "Error"),
+        // MVCC (`BEGIN CONCURRENT`): another transaction wrote the same row first. Nothing of
+        // this transaction commits; running it again may succeed, as after a stale snapshot.
+        E::Error(m) if m.starts_with("Write-write conflict") => {
+            (ErrorKind::SerializationFailure, "Error")
+        }
         E::Error(m) => (classify_message(m), "Error"),
         E::Misuse(m) => {
             let lower = m.to_ascii_lowercase();
@@ -169,6 +174,18 @@ mod tests {
         let e = map_err(c.execute("INSERT INTO t VALUES (1)", ()).await.unwrap_err());
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(e.kind(), ErrorKind::ReadOnly, "{e:?}");
+    }
+
+    #[test]
+    fn conflicts_are_serialization_failures() {
+        for e in [
+            turso::Error::Error("Write-write conflict".into()),
+            turso::Error::BusySnapshot(
+                "database snapshot is stale, rollback and retry the transaction".into(),
+            ),
+        ] {
+            assert_eq!(map_err(e).kind(), ErrorKind::SerializationFailure);
+        }
     }
 
     #[test]

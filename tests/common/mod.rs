@@ -17,4 +17,5 @@ pub mod proxy;
 pub mod reliability;
 #[cfg(any(feature = "postgres-tls", feature = "mysql-tls"))]
 pub mod tls_matrix;
+pub mod transfers;
 pub mod unwind;

@@ -34,6 +34,7 @@ mod error_redaction;
 mod errors;
 mod executor;
 mod pool;
+mod retry;
 mod round_trips;
 mod runtime;
 mod savepoints;

@@ -592,8 +592,74 @@ async fn t_stream_spans(db: &TestDb, cap: &Capture) {
     assert_eq!(field(&s, "db.response.returned_rows"), "2", "[{k}]");
 }
 
+/// A retrying call is one `retrying_transaction` span with its attempt count and outcome; each
+/// attempt is a child `attempt` span (numbered, with its outcome and error kind), the parent
+/// of that attempt's `transaction` span.
+async fn t_retry_spans(db: &TestDb, cap: &Capture) {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let k = db.kind.name();
+    crate::retry::setup(db).await;
+    let c = crate::retry::Contention::new(db).await;
+    c.hold_lock(Some(Duration::from_millis(120))).await;
+    cap.clear();
+    let runs = Arc::new(AtomicU32::new(0));
+    let (cc, rr) = (c.clone(), Arc::clone(&runs));
+    c.pool
+        .transaction(&crate::retry::policy(100), move |tx| {
+            let (c, runs) = (cc.clone(), Arc::clone(&rr));
+            Box::pin(async move {
+                let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
+                c.prelude(tx).await?;
+                c.step(tx, n == 1).await?;
+                Ok::<_, SqlMiddlewareDbError>(())
+            })
+        })
+        .await
+        .unwrap_or_else(|e| panic!("[{k}] {e:?}"));
+    let attempts = c.pool.stats().retry.attempts;
+    c.finish().await;
+    assert!(attempts >= 2, "[{k}] {attempts}");
+    let calls = cap.named("retrying_transaction");
+    assert_eq!(calls.len(), 1, "[{k}] {calls:#?}");
+    let call = &calls[0];
+    assert_eq!(
+        field(call, "sqlmw.retry.attempts"),
+        attempts.to_string(),
+        "[{k}]"
+    );
+    assert_eq!(field(call, "sqlmw.outcome"), "commit", "[{k}]");
+    assert_eq!(field(call, "db.system"), system(db.kind), "[{k}]");
+    let tries = cap.named("attempt");
+    assert_eq!(tries.len() as u64, attempts, "[{k}] {tries:#?}");
+    for (i, a) in tries.iter().enumerate() {
+        assert_eq!(
+            a.parent,
+            Some(call.id),
+            "[{k}] attempts are the call's children"
+        );
+        assert_eq!(
+            field(a, "sqlmw.retry.attempt"),
+            (i + 1).to_string(),
+            "[{k}]"
+        );
+        let last = i + 1 == tries.len();
+        let want = if last { "commit" } else { "retry" };
+        assert_eq!(field(a, "sqlmw.outcome"), want, "[{k}] {a:#?}");
+    }
+    let ids: Vec<u64> = tries.iter().map(|a| a.id).collect();
+    let txs = cap.named("transaction");
+    assert!(!txs.is_empty(), "[{k}]");
+    for t in &txs {
+        assert!(
+            t.parent.is_some_and(|p| ids.contains(&p)),
+            "[{k}] each transaction is an attempt's child: {t:#?}"
+        );
+    }
+}
+
 backend_tests! {
     let (_guard, cap) = Capture::install();
+    async fn retry_spans(db) { t_retry_spans(&db, &cap).await }
     async fn statement_spans(db) { t_statement_spans(&db, &cap).await }
     async fn transaction_spans(db) { t_transaction_spans(&db, &cap).await }
     async fn checkout_slow_and_off(db) { t_checkout_slow_and_off(&db, &cap).await }

@@ -36,6 +36,7 @@ mod fingerprint;
 mod ha;
 mod integrity;
 mod leaks;
+mod ledger;
 #[cfg(feature = "postgres")]
 mod lifecycle;
 mod model;
