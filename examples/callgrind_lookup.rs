@@ -19,6 +19,8 @@
 //! `callgrind_lookup <insert_raw|insert_middleware> <COUNT> <DB_PATH>`: COUNT inserted rows of the
 //! insert dataset, in transactions of 1000, into a fresh file next to DB_PATH; `insert_bulk`:
 //! the same rows through one `bulk_insert`.
+//! `callgrind_lookup <tx_lookups|retry_tx_lookups|checkout_tx_per_lookup|retry_tx_per_lookup>
+//! <COUNT> <DB_PATH>`: lookups inside a plain `Tx` or a retrying transaction (see `tx_lookups`).
 //!
 //! Both sides open the file with the same settings (the middleware's pool defaults, reproduced
 //! by `sql_middleware_bench::sqlite::open_raw`), prepare the lookup once, run one warm-up lookup, and
@@ -41,7 +43,7 @@ use sql_middleware_bench::{BenchRow, dataset, sqlite as bs};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: callgrind_lookup <raw|middleware|middleware_tracing|raw_prepare_cached|middleware_query_one|middleware_checkout_query_one|middleware_select|turso_raw|turso_middleware|pg_raw|pg_middleware|pg_middleware_query_one|insert_raw|insert_middleware|insert_bulk> <COUNT> <DB_PATH>"
+        "usage: callgrind_lookup <raw|middleware|middleware_tracing|raw_prepare_cached|middleware_query_one|middleware_checkout_query_one|middleware_select|turso_raw|turso_middleware|pg_raw|pg_middleware|pg_middleware_query_one|insert_raw|insert_middleware|insert_bulk|tx_lookups|retry_tx_lookups|checkout_tx_per_lookup|retry_tx_per_lookup> <COUNT> <DB_PATH>"
     );
     std::process::exit(2)
 }
@@ -174,6 +176,9 @@ fn main() -> Result<(), SqlMiddlewareDbError> {
             })?;
         }
         "insert_raw" | "insert_middleware" | "insert_bulk" => insert(&mode, count, &path)?,
+        "tx_lookups" | "retry_tx_lookups" | "checkout_tx_per_lookup" | "retry_tx_per_lookup" => {
+            tx_lookups(&mode, count, &path)?
+        }
         #[cfg(feature = "turso")]
         "turso_raw" | "turso_middleware" => turso_lookups(&mode, count, &path)?,
         #[cfg(feature = "postgres")]
@@ -343,6 +348,99 @@ fn postgres_lookups(mode: &str, count: usize) -> Result<(), SqlMiddlewareDbError
         let r = run.await;
         bp::drop_schema(&admin, &schema).await?;
         r
+    })
+}
+
+/// Lookups inside transactions, to show what a retrying transaction adds to a plain one:
+/// - `tx_lookups` / `retry_tx_lookups`: COUNT lookups (`query(sql).params(..).one()`) inside one
+///   plain `Tx`, or inside the closure of one retrying transaction (`pool.transaction`): the
+///   per-statement path, which the retrying call must leave as it is;
+/// - `checkout_tx_per_lookup` / `retry_tx_per_lookup`: COUNT transactions of one lookup each,
+///   as checkout + `begin` + lookup + `commit`, or as one retrying transaction (which checks
+///   out, begins and commits itself): the retrying call's own cost per transaction.
+fn tx_lookups(
+    mode: &str,
+    count: usize,
+    path: &std::path::Path,
+) -> Result<(), SqlMiddlewareDbError> {
+    let ids = dataset::shuffled_ids(dataset::bench_lookups());
+    let id_at = |i: usize| ids[i % ids.len()];
+    let builder = plain_pool(path);
+    let policy = RetryPolicy::new();
+    runtime()?.block_on(async {
+        let db = builder.build().await?;
+        match mode {
+            "tx_lookups" => {
+                let mut conn = db.get_connection().await?;
+                let mut tx = conn.begin().await?;
+                let mut buf = [RowValues::Int(0)];
+                for i in 0..=count {
+                    buf[0] = RowValues::Int(black_box(id_at(i)));
+                    let row: BenchRow = tx
+                        .query(dataset::LOOKUP_SQL_DOLLAR)
+                        .params(&buf)
+                        .one()
+                        .await?;
+                    black_box(row);
+                }
+                tx.commit().await?;
+            }
+            "retry_tx_lookups" => {
+                // The closure's future may borrow only the transaction: what it reads from
+                // outside is moved (or cloned) into each attempt.
+                let ids = std::sync::Arc::new(ids.clone());
+                db.transaction(&policy, |tx| {
+                    let ids = std::sync::Arc::clone(&ids);
+                    Box::pin(async move {
+                        let mut buf = [RowValues::Int(0)];
+                        for i in 0..=count {
+                            buf[0] = RowValues::Int(black_box(ids[i % ids.len()]));
+                            let row: BenchRow = tx
+                                .query(dataset::LOOKUP_SQL_DOLLAR)
+                                .params(&buf)
+                                .one()
+                                .await?;
+                            black_box(row);
+                        }
+                        Ok::<_, SqlMiddlewareDbError>(())
+                    })
+                })
+                .await
+                .map_err(|e| e.into_error())?;
+            }
+            "checkout_tx_per_lookup" => {
+                for i in 0..=count {
+                    let buf = [RowValues::Int(black_box(id_at(i)))];
+                    let mut conn = db.get_connection().await?;
+                    let mut tx = conn.begin().await?;
+                    let row: BenchRow = tx
+                        .query(dataset::LOOKUP_SQL_DOLLAR)
+                        .params(&buf)
+                        .one()
+                        .await?;
+                    tx.commit().await?;
+                    black_box(row);
+                }
+            }
+            _ => {
+                for i in 0..=count {
+                    let id = black_box(id_at(i));
+                    let row: BenchRow = db
+                        .transaction(&policy, |tx| {
+                            Box::pin(async move {
+                                tx.query(dataset::LOOKUP_SQL_DOLLAR)
+                                    .params(&[RowValues::Int(id)])
+                                    .one()
+                                    .await
+                            })
+                        })
+                        .await
+                        .map_err(|e: RetryError<SqlMiddlewareDbError>| e.into_error())?;
+                    black_box(row);
+                }
+            }
+        }
+        Ok::<_, SqlMiddlewareDbError>(())
     })
 }
 

@@ -2,6 +2,12 @@
 # Instructions per SQLite lookup, middleware against raw rusqlite (P8 in docs/dev/Benchmarks.md).
 #
 #   scripts/callgrind-lookup.sh [SHORT_COUNT] [LONG_COUNT]     (defaults 2000 and 12000)
+#   scripts/callgrind-lookup.sh --tx [SHORT_COUNT] [LONG_COUNT]
+#
+# `--tx` compares a plain transaction with a retrying one instead (the retrying call must add
+# nothing to the statements inside it): lookups inside one `Tx` against lookups inside one
+# retrying transaction's closure, then transactions of one lookup each, as checkout + begin +
+# lookup + commit against one `pool.transaction` call.
 #
 # Builds examples/callgrind_lookup.rs in release mode, runs it under `valgrind --tool=callgrind`
 # for two lookup counts on each side, and reports (Ir(long) - Ir(short)) / (long - short): the
@@ -10,6 +16,8 @@
 # middleware's own overhead. The figures also go to <CRITERION_HOME>/callgrind_lookup.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tx=0
+if [ "${1:-}" = "--tx" ]; then tx=1; shift; fi
 short=${1:-2000}
 long=${2:-12000}
 command -v valgrind >/dev/null || { echo "valgrind is not installed (Debian: apt-get install valgrind)" >&2; exit 2; }
@@ -31,6 +39,17 @@ ir() {
 
 printf '%-30s %14s %14s %12s\n' side "Ir($short)" "Ir($long)" "Ir/lookup"
 declare -A per
+if [ "$tx" = 1 ]; then
+  for side in tx_lookups retry_tx_lookups checkout_tx_per_lookup retry_tx_per_lookup; do
+    a=$(ir "$side" "$short")
+    b=$(ir "$side" "$long")
+    per[$side]=$(( (b - a) / (long - short) ))
+    printf '%-30s %14d %14d %12d\n' "$side" "$a" "$b" "${per[$side]}"
+  done
+  echo "per statement, retrying minus plain: $(( per[retry_tx_lookups] - per[tx_lookups] ))"
+  echo "per transaction, retrying minus plain: $(( per[retry_tx_per_lookup] - per[checkout_tx_per_lookup] ))"
+  exit 0
+fi
 # The prepared pair (P8, Q5 prepared), then the per-call forms (Q5 per-call): raw rusqlite with
 # `prepare_cached` per lookup against `query(sql).params(..).one()`, and the same after a pool
 # checkout per lookup.
