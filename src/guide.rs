@@ -16,3 +16,6 @@ pub mod high_availability {}
 
 #[doc = include_str!("../docs/Observability.md")]
 pub mod observability {}
+
+#[doc = include_str!("../docs/Clusters.md")]
+pub mod clusters {}
