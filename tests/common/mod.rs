@@ -6,6 +6,8 @@ pub mod cpu;
 pub mod engines;
 pub mod expect;
 pub mod fuzz_harness;
+#[cfg(all(feature = "mysql", unix))]
+pub mod galera;
 pub mod groups;
 #[cfg(all(feature = "postgres", unix))]
 pub mod ledger;

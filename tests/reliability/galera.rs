@@ -1,0 +1,465 @@
+//! MariaDB Galera, a synchronous multi-primary cluster of three nodes (started by the tests from
+//! the installed `mariadbd` and Debian's `galera-4`, see `tests/common/galera.rs`), through
+//! multi-host URLs. The promises:
+//!
+//! - Writes spread across the nodes, with conflicts between them, keep every acknowledged
+//!   write on every node, while a node is killed (SIGKILL), frozen (SIGSTOP) and resumed, cut
+//!   off from the others (`gmcast.isolate=1`), and while two nodes are gone (the survivor has
+//!   lost quorum and must not be used; the cluster is then bootstrapped from it again).
+//! - Writes succeed again soon after each fault: the pool leaves a node that stopped being
+//!   usable, for its pooled connections as well as new ones, without a restart.
+//! - With `causal_reads=true`, a read on one node sees what was acknowledged on another
+//!   (no stale read).
+//!
+//! The load: three middleware workers, each with a pool whose URL lists the three nodes
+//! starting from a different one (`target_session_attrs=read-write&connect_timeout=1`), and
+//! three raw mysql_async control workers doing the same with their own node rotation. Each
+//! write is a transaction (`INSERT` of a unique id, then an `UPDATE` of one of four shared
+//! rows, so nodes conflict), retried with the same id until acknowledged (a duplicate key on
+//! a retry means an earlier attempt committed). After each acknowledged middleware write, a
+//! causal read of it on a pool that starts from another node.
+//!
+//! Each test prints `galera_<fault>`: `fault_to_write_ms` (the longest any worker of the client
+//! waited, from the fault, for its next acknowledged write), for quorum loss also
+//! `heal_to_write_ms` (from the bootstrap of the survivor), `lost` (acknowledged writes
+//! missing on some node after healing), `stale_reads`, and the write, conflict and error
+//! counts, for `mw` (the middleware) and `raw` (the control). Asserted for the middleware:
+//! nothing lost, no stale read, writes again within 5 s of the fault (of the bootstrap for
+//! quorum loss). `cargo test --all-features --test reliability -- galera::` (about 2 minutes).
+#![cfg(all(feature = "mysql", unix))]
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable;
+use sql_middleware::prelude::*;
+
+use crate::common::galera::{Cluster, cluster};
+use crate::common::groups;
+
+/// The scenarios run one at a time: they share the cluster and measure time.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// How long the load runs before the fault, and how long the fault lasts before healing.
+const BEFORE: Duration = Duration::from_secs(2);
+const FAULT_LASTS: Duration = Duration::from_secs(4);
+
+/// What the workers of one client saw.
+#[derive(Default)]
+struct Seen {
+    /// Acknowledged ids and when, per worker.
+    acked: Mutex<Vec<Vec<(Instant, i64)>>>,
+    failed: AtomicU64,
+    conflicts: AtomicU64,
+    reads: AtomicU64,
+    stale: AtomicU64,
+    read_errors: AtomicU64,
+}
+
+impl Seen {
+    fn new(workers: usize) -> Arc<Self> {
+        Arc::new(Seen {
+            acked: Mutex::new(vec![Vec::new(); workers]),
+            ..Default::default()
+        })
+    }
+
+    fn ack(&self, w: usize, id: i64) {
+        self.acked.lock().unwrap()[w].push((Instant::now(), id));
+    }
+
+    /// The longest any worker waited, from `from`, for an acknowledged write (None: one never
+    /// wrote again).
+    fn wait_from(&self, from: Instant) -> Option<Duration> {
+        let acked = self.acked.lock().unwrap();
+        acked
+            .iter()
+            .map(|log| log.iter().find(|(at, _)| *at >= from).map(|(at, _)| *at - from))
+            .try_fold(Duration::ZERO, |m, d| d.map(|d| m.max(d)))
+    }
+
+    fn ids(&self) -> Vec<i64> {
+        self.acked
+            .lock()
+            .unwrap()
+            .iter()
+            .flatten()
+            .map(|(_, id)| *id)
+            .collect()
+    }
+}
+
+/// A node order starting from node `first`.
+fn rotated(first: usize) -> [usize; 3] {
+    [first % 3, (first + 1) % 3, (first + 2) % 3]
+}
+
+/// One middleware write: the ledger row `id` and a conflicting update, in a transaction.
+async fn mw_write(pool: &ConfigAndPool, id: i64) -> Result<(), SqlMiddlewareDbError> {
+    let mut c = pool.get_connection().await?;
+    let mut tx = c.begin().await?;
+    tx.query("INSERT INTO ledger (id, client) VALUES ($1, 'mw')")
+        .params(&[RowValues::Int(id)])
+        .dml()
+        .await?;
+    tx.query("UPDATE hot SET n = n + 1 WHERE k = $1")
+        .params(&[RowValues::Int(id % 4)])
+        .dml()
+        .await?;
+    tx.commit().await
+}
+
+/// A causal read of `id` through `pool`: `Some(found)`, or None when the read failed.
+async fn mw_read(pool: &ConfigAndPool, id: i64) -> Option<bool> {
+    let read = async {
+        let mut c = pool.get_connection().await?;
+        let (n,): (i64,) = c
+            .query("SELECT COUNT(*) FROM ledger WHERE id = $1")
+            .params(&[RowValues::Int(id)])
+            .one()
+            .await?;
+        Ok::<_, SqlMiddlewareDbError>(n)
+    };
+    match tokio::time::timeout(Duration::from_secs(3), read).await {
+        Ok(Ok(n)) => Some(n == 1),
+        _ => None,
+    }
+}
+
+/// A middleware worker: writes through `pool`, reads each acknowledged write back through
+/// `reader`, until `stop`.
+async fn mw_worker(
+    w: usize,
+    pool: ConfigAndPool,
+    reader: ConfigAndPool,
+    seen: Arc<Seen>,
+    stop: Arc<AtomicBool>,
+) {
+    let mut id = 1_000_000 + (w as i64) * 100_000;
+    while !stop.load(Ordering::Relaxed) {
+        let r = tokio::time::timeout(Duration::from_secs(5), mw_write(&pool, id)).await;
+        let acked = match r {
+            Ok(Ok(())) => true,
+            // An earlier attempt with this id committed.
+            Ok(Err(e)) if e.kind() == ErrorKind::UniqueViolation => true,
+            Ok(Err(e)) => {
+                if e.kind() == ErrorKind::Deadlock {
+                    seen.conflicts.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    seen.failed.fetch_add(1, Ordering::Relaxed);
+                }
+                false
+            }
+            Err(_) => {
+                seen.failed.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+        };
+        if !acked {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        seen.ack(w, id);
+        match mw_read(&reader, id).await {
+            Some(true) => {
+                seen.reads.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(false) => {
+                seen.stale.fetch_add(1, Ordering::Relaxed);
+            }
+            None => {
+                seen.read_errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        id += 1;
+    }
+}
+
+/// A raw mysql_async connection to `port`, within a second.
+async fn raw_conn(port: u16, db: &str) -> Option<mysql_async::Conn> {
+    let opts = mysql_async::OptsBuilder::default()
+        .ip_or_hostname("127.0.0.1")
+        .tcp_port(port)
+        .user(Some("root"))
+        .db_name(Some(db))
+        .prefer_socket(false);
+    tokio::time::timeout(Duration::from_secs(1), mysql_async::Conn::new(opts))
+        .await
+        .ok()?
+        .ok()
+}
+
+/// One raw write (the same transaction as [`mw_write`]); `Ok(true)` when acknowledged.
+async fn raw_write(c: &mut mysql_async::Conn, id: i64) -> Result<bool, mysql_async::Error> {
+    let r = async {
+        c.query_drop("START TRANSACTION").await?;
+        c.query_drop(format!(
+            "INSERT INTO ledger (id, client) VALUES ({id}, 'raw')"
+        ))
+        .await?;
+        c.query_drop(format!("UPDATE hot SET n = n + 1 WHERE k = {}", id % 4))
+            .await?;
+        c.query_drop("COMMIT").await
+    }
+    .await;
+    match r {
+        Ok(()) => Ok(true),
+        Err(mysql_async::Error::Server(s)) if s.code == 1062 => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
+/// A raw control worker: the same writes on its own connection, moving to the next node of
+/// `order` on any failure.
+async fn raw_worker(
+    w: usize,
+    ports: Vec<u16>,
+    db: String,
+    seen: Arc<Seen>,
+    stop: Arc<AtomicBool>,
+) {
+    let mut id = 2_000_000 + (w as i64) * 100_000;
+    let mut at = 0usize;
+    let mut conn: Option<mysql_async::Conn> = None;
+    while !stop.load(Ordering::Relaxed) {
+        if conn.is_none() {
+            conn = raw_conn(ports[at % ports.len()], &db).await;
+            if conn.is_none() {
+                at += 1;
+                seen.failed.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+        }
+        let c = conn.as_mut().expect("connected");
+        match tokio::time::timeout(Duration::from_secs(2), raw_write(c, id)).await {
+            Ok(Ok(true)) => {
+                seen.ack(w, id);
+                id += 1;
+            }
+            Ok(Err(mysql_async::Error::Server(s))) if s.code == 1213 => {
+                seen.conflicts.fetch_add(1, Ordering::Relaxed);
+                let _ = c.query_drop("ROLLBACK").await;
+            }
+            _ => {
+                seen.failed.fetch_add(1, Ordering::Relaxed);
+                conn = None;
+                at += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
+
+/// What a scenario does to the cluster, and how it heals it.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    Kill,
+    Freeze,
+    Isolate,
+    Quorum,
+}
+
+impl Fault {
+    /// Node 1 (index 0) is the one faulted; for quorum loss nodes 2 and 3 go and node 1 is
+    /// left without quorum.
+    async fn apply(self, c: &'static Cluster) {
+        match self {
+            Fault::Kill => blocking(move || c.kill(0)).await,
+            Fault::Freeze => blocking(move || c.stop(0)).await,
+            Fault::Isolate => c.isolate(0, true).await.expect("isolate node1"),
+            Fault::Quorum => {
+                blocking(move || {
+                    c.kill(1);
+                    c.kill(2);
+                })
+                .await
+            }
+        }
+    }
+
+    async fn heal(self, c: &'static Cluster) {
+        match self {
+            Fault::Kill => blocking(move || c.restart(0))
+                .await
+                .expect("restart node1"),
+            Fault::Freeze => blocking(move || c.cont(0)).await,
+            Fault::Isolate => c.isolate(0, false).await.expect("let node1 back"),
+            Fault::Quorum => {
+                let mut s = raw_conn(c.nodes[0].port, "mysql")
+                    .await
+                    .expect("node1 answers without quorum");
+                s.query_drop("SET GLOBAL wsrep_provider_options='pc.bootstrap=YES'")
+                    .await
+                    .expect("bootstrap node1");
+                blocking(move || c.restart(1).and_then(|()| c.restart(2)))
+                    .await
+                    .expect("restart node2 and node3");
+            }
+        }
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.expect("blocking task")
+}
+
+/// Every id in `ids` missing from some node.
+async fn lost(c: &Cluster, db: &str, ids: &[i64]) -> usize {
+    let mut missing = BTreeSet::new();
+    for n in &c.nodes {
+        let mut conn = raw_conn(n.port, db).await.expect("node answers after healing");
+        conn.query_drop("SET SESSION wsrep_sync_wait = 1")
+            .await
+            .expect("wsrep_sync_wait");
+        let found: BTreeSet<i64> = conn
+            .query::<i64, _>("SELECT id FROM ledger")
+            .await
+            .expect("ledger")
+            .into_iter()
+            .collect();
+        missing.extend(ids.iter().filter(|id| !found.contains(id)).copied());
+    }
+    missing.len()
+}
+
+fn ms(d: Option<Duration>) -> String {
+    d.map_or("never".to_owned(), |d| d.as_millis().to_string())
+}
+
+async fn scenario(name: &str, fault: Fault) {
+    let _group = groups::enter("galera");
+    let _one = ONE_AT_A_TIME.lock().await;
+    let c = blocking(cluster).await;
+    c.wait_healed(Duration::from_secs(90))
+        .await
+        .expect("the cluster is whole before the scenario");
+    let db = format!("sqlmw_galera_{name}");
+    {
+        let mut s = raw_conn(c.nodes[0].port, "mysql").await.expect("node1");
+        s.query_drop(format!(
+            "DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}; USE {db}; \
+             CREATE TABLE ledger (id BIGINT PRIMARY KEY, client VARCHAR(8) NOT NULL); \
+             CREATE TABLE hot (k INT PRIMARY KEY, n BIGINT NOT NULL); \
+             INSERT INTO hot VALUES (0, 0), (1, 0), (2, 0), (3, 0)"
+        ))
+        .await
+        .expect("tables");
+    }
+    let query = "target_session_attrs=read-write&connect_timeout=1";
+    let stop = Arc::new(AtomicBool::new(false));
+    let (mw, raw) = (Seen::new(3), Seen::new(3));
+    let mut tasks = Vec::new();
+    for w in 0..3 {
+        let pool = ConfigAndPool::mysql(&c.multi_url(&rotated(w), &db, query))
+            .max_size(2)
+            .statement_timeout(Duration::from_secs(1))
+            .wait_timeout(Duration::from_secs(4))
+            .create_timeout(Duration::from_secs(4))
+            .build()
+            .await
+            .expect("a multi-host pool");
+        let reader = ConfigAndPool::mysql(&c.multi_url(
+            &rotated(w + 1),
+            &db,
+            &format!("{query}&causal_reads=true"),
+        ))
+        .max_size(2)
+        .statement_timeout(Duration::from_secs(1))
+        .wait_timeout(Duration::from_secs(4))
+        .create_timeout(Duration::from_secs(4))
+        .build()
+        .await
+        .expect("a causal-read pool");
+        tasks.push(tokio::spawn(mw_worker(
+            w,
+            pool,
+            reader,
+            Arc::clone(&mw),
+            Arc::clone(&stop),
+        )));
+        let ports = rotated(w).iter().map(|&i| c.nodes[i].port).collect();
+        tasks.push(tokio::spawn(raw_worker(
+            w,
+            ports,
+            db.clone(),
+            Arc::clone(&raw),
+            Arc::clone(&stop),
+        )));
+    }
+    tokio::time::sleep(BEFORE).await;
+    let fault_at = Instant::now();
+    fault.apply(c).await;
+    tokio::time::sleep(FAULT_LASTS).await;
+    let heal_at = Instant::now();
+    fault.heal(c).await;
+    c.wait_healed(Duration::from_secs(90))
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await.expect("worker");
+    }
+    let figures = |who: &str, s: &Seen, lost: usize| {
+        let mut line = format!(
+            "{who}_fault_to_write_ms={} {who}_lost={lost} {who}_writes={} {who}_conflicts={} {who}_errors={}",
+            ms(s.wait_from(fault_at)),
+            s.ids().len(),
+            s.conflicts.load(Ordering::Relaxed),
+            s.failed.load(Ordering::Relaxed),
+        );
+        if matches!(fault, Fault::Quorum) {
+            line += &format!(" {who}_heal_to_write_ms={}", ms(s.wait_from(heal_at)));
+        }
+        line
+    };
+    let mw_lost = lost(c, &db, &mw.ids()).await;
+    let raw_lost = lost(c, &db, &raw.ids()).await;
+    println!(
+        "galera_{name} {} mw_stale_reads={} mw_causal_reads={} mw_read_errors={} {}",
+        figures("mw", &mw, mw_lost),
+        mw.stale.load(Ordering::Relaxed),
+        mw.reads.load(Ordering::Relaxed),
+        mw.read_errors.load(Ordering::Relaxed),
+        figures("raw", &raw, raw_lost),
+    );
+    assert_eq!(mw_lost, 0, "{name}: acknowledged writes lost");
+    assert_eq!(raw_lost, 0, "{name}: the engine lost writes the control saw acknowledged");
+    assert_eq!(mw.stale.load(Ordering::Relaxed), 0, "{name}: stale causal reads");
+    assert!(mw.reads.load(Ordering::Relaxed) > 0, "{name}: no causal read succeeded");
+    let from = if matches!(fault, Fault::Quorum) {
+        heal_at
+    } else {
+        fault_at
+    };
+    let wait = mw.wait_from(from);
+    assert!(
+        wait.is_some_and(|d| d <= Duration::from_secs(5)),
+        "{name}: a middleware worker waited {wait:?} to write again"
+    );
+    let mut s = raw_conn(c.nodes[0].port, "mysql").await.expect("node1");
+    let _ = s.query_drop(format!("DROP DATABASE IF EXISTS {db}")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn node_killed() {
+    scenario("kill", Fault::Kill).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn node_frozen_and_resumed() {
+    scenario("sigstop", Fault::Freeze).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn node_isolated() {
+    scenario("isolate", Fault::Isolate).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn quorum_lost() {
+    scenario("quorum", Fault::Quorum).await;
+}
