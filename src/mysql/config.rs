@@ -35,6 +35,11 @@ pub(crate) struct MyOptions {
     pub(crate) schema_epoch: Arc<AtomicU64>,
     /// The pool's recycle timeout, which bounds the rare recycle that needs the network.
     pub(crate) recycle_timeout: std::time::Duration,
+    /// The URL's hosts and how to pick one (see `hosts.rs`).
+    pub(crate) hosts: super::hosts::Hosts,
+    /// `SET SESSION wsrep_sync_wait=1` on every connection (read-your-writes across Galera
+    /// nodes), again after each session reset.
+    pub(crate) causal_reads: bool,
 }
 
 impl Default for MyOptions {
@@ -48,6 +53,8 @@ impl Default for MyOptions {
             after_connect: Default::default(),
             schema_epoch: Arc::default(),
             recycle_timeout: std::time::Duration::from_secs(5),
+            hosts: Default::default(),
+            causal_reads: false,
         }
     }
 }
@@ -89,6 +96,9 @@ pub(crate) struct MyClient {
     /// The server and the session this connection reached, recorded when it opened: a
     /// `KILL QUERY` for it is sent only where the killer finds them (see `deadline::Mark`).
     pub(crate) mark: Option<super::deadline::Mark>,
+    /// The host it reached (its number in the URL's list) and that host's generation then: a
+    /// checkout drops the connection once the host was marked down (see `hosts.rs`).
+    pub(crate) node: (usize, u64),
 }
 
 impl crate::pooling::Pooled for MyClient {
@@ -124,6 +134,10 @@ pub(crate) struct Endpoint {
     pub(crate) opts: mysql_async::Opts,
     #[cfg_attr(not(feature = "mysql-tls"), allow(dead_code))]
     pub(crate) tls: MyTls,
+    /// The URL's hosts (`opts` names the first, or, for a connection's own endpoint, its host).
+    pub(crate) hosts: super::hosts::Hosts,
+    /// What the pool remembers of its hosts.
+    pub(crate) book: Arc<super::hosts::HostBook>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -304,6 +318,8 @@ fn build_pool(
         endpoint: Arc::new(Endpoint {
             opts,
             tls: my.tls.clone(),
+            book: Arc::new(super::hosts::HostBook::new(my.hosts.list.len())),
+            hosts: my.hosts.clone(),
         }),
         opts: Arc::new(my),
     };
@@ -313,7 +329,15 @@ fn build_pool(
 /// Checks out a connection, with the pool to replace it from if it must be discarded; bounded
 /// by the pool's wait timeout as a whole.
 pub(crate) async fn checkout(pool: &super::Pool) -> Result<MyConnection> {
-    // Boxed: the bounded checkout (and the connect it may start) is large.
-    let obj = Box::pin(super::deadline::checkout(pool, None)).await?;
-    Ok(MyConnection::new(pool.clone(), obj))
+    loop {
+        // Boxed: the bounded checkout (and the connect it may start) is large.
+        let obj = Box::pin(super::deadline::checkout(pool, None)).await?;
+        // A connection whose host was marked down since it opened is dropped (no I/O).
+        let (host, generation) = obj.node;
+        if obj.endpoint.book.generation(host) != generation {
+            drop(deadpool::managed::Object::take(obj));
+            continue;
+        }
+        return Ok(MyConnection::new(pool.clone(), obj));
+    }
 }
