@@ -331,10 +331,14 @@ fn build_pool(
 pub(crate) async fn checkout(pool: &super::Pool) -> Result<MyConnection> {
     loop {
         // Boxed: the bounded checkout (and the connect it may start) is large.
-        let obj = Box::pin(super::deadline::checkout(pool, None)).await?;
-        // A connection whose host was marked down since it opened is dropped (no I/O).
+        let mut obj = Box::pin(super::deadline::checkout(pool, None)).await?;
+        // A connection whose host was marked down since it opened is dropped (no I/O); and
+        // once per period per host, a checkout checks the node (see `hosts::still_usable`).
         let (host, generation) = obj.node;
-        if obj.endpoint.book.generation(host) != generation {
+        let bound = obj.opts.recycle_timeout;
+        if obj.endpoint.book.generation(host) != generation
+            || !super::hosts::still_usable(&mut obj, bound).await
+        {
             drop(deadpool::managed::Object::take(obj));
             continue;
         }

@@ -22,6 +22,10 @@ const HOST_RETRY_AFTER: Duration = Duration::from_secs(5);
 /// probe of a suspected host.
 const PROBE_BOUND: Duration = Duration::from_secs(2);
 
+/// How often a host's node state is checked again on one of its pooled connections, at
+/// checkout (one checkout per host per period pays the round trip; see [`HostBook::due`]).
+pub(crate) const CHECK_EVERY: Duration = Duration::from_secs(2);
+
 /// The hosts of a MySQL URL and how to pick one.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Hosts {
@@ -47,6 +51,8 @@ struct HostState {
     generation: AtomicU64,
     /// A probe of this host runs.
     probing: AtomicBool,
+    /// When its node state was last checked (on the `now_nanos` clock).
+    checked_at: AtomicU64,
 }
 
 /// What a pool remembers of its hosts.
@@ -96,7 +102,23 @@ impl HostBook {
     fn mark_fine(&self, i: usize) {
         if let Some(h) = self.hosts.get(i) {
             h.until.store(0, Ordering::Relaxed);
+            h.checked_at.store(now_nanos(), Ordering::Relaxed);
         }
+    }
+
+    /// Whether host `i`'s node state is due for a check (last checked [`CHECK_EVERY`] ago or
+    /// more); true for one caller per period.
+    pub(crate) fn due(&self, i: usize) -> bool {
+        let Some(h) = self.hosts.get(i) else {
+            return false;
+        };
+        let now = now_nanos();
+        let last = h.checked_at.load(Ordering::Relaxed);
+        now.saturating_sub(last) >= nanos(CHECK_EVERY)
+            && h
+                .checked_at
+                .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
     }
 
     /// The order to try `n` hosts in: the configuration's (or shuffled when `random`), then
@@ -219,6 +241,25 @@ async fn attempt(ep: &Endpoint, opts: &mysql_async::Opts) -> Result<mysql_async:
         }
     }
     Ok(conn)
+}
+
+/// Checks the node of a pooled connection `c` when its host is due for it (see
+/// [`HostBook::due`]), within `bound`; false when the node is not usable (the host is then
+/// marked down) or did not answer.
+pub(crate) async fn still_usable(c: &mut super::config::MyClient, bound: Duration) -> bool {
+    let (host, _) = c.node;
+    if !c.endpoint.hosts.check || !c.endpoint.book.due(host) {
+        return true;
+    }
+    let attrs = c.endpoint.hosts.attrs;
+    let usable = matches!(
+        tokio::time::timeout(bound, super::health::check(&mut c.conn, attrs)).await,
+        Ok(Ok(Verdict::Usable))
+    );
+    if !usable {
+        c.endpoint.book.mark_down(host);
+    }
+    usable
 }
 
 /// A connection to host `host` (of generation `generation`) met `e`. A node that says it is

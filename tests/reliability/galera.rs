@@ -466,6 +466,112 @@ async fn scenario(name: &str, fault: Fault) {
     let _ = s.query_drop(format!("DROP DATABASE IF EXISTS {db}")).await;
 }
 
+/// The port of the server behind `c`.
+async fn port_of(c: &mut MiddlewarePoolConnection) -> u16 {
+    let (p,): (i64,) = c.query("SELECT @@port").one().await.expect("@@port");
+    u16::try_from(p).expect("a port")
+}
+
+/// Isolates node 1 and waits until it says it is not usable.
+async fn isolate_first(c: &Cluster) {
+    c.isolate(0, true).await.expect("isolate node1");
+    let t = Instant::now();
+    while crate::common::galera::node_state(c.nodes[0].port, Duration::from_secs(2))
+        .await
+        .is_ok_and(|s| s.usable())
+    {
+        assert!(t.elapsed() < Duration::from_secs(20), "node1 stays usable");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A node that lost the cluster is left for its pooled connections as well as new ones,
+/// without a restart: the connection that gets `1047` marks its host down and the pool's other
+/// connections to it are dropped at checkout; and, for a pool that only reads (which gets no
+/// `1047`: the node still answers `SELECT`), the periodic node check at checkout finds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unusable_node_is_left_by_pooled_connections() {
+    let _group = groups::enter("galera");
+    let _one = ONE_AT_A_TIME.lock().await;
+    let c = blocking(cluster).await;
+    c.wait_healed(Duration::from_secs(90)).await.expect("whole");
+    let db = "sqlmw_galera_left";
+    let mut s = raw_conn(c.nodes[0].port, "mysql").await.expect("node1");
+    s.query_drop(format!(
+        "DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db};          CREATE TABLE {db}.t (id BIGINT PRIMARY KEY)"
+    ))
+    .await
+    .expect("table");
+    let node1 = c.nodes[0].port;
+    let url = c.multi_url(
+        &[0, 1, 2],
+        db,
+        "target_session_attrs=read-write&connect_timeout=1",
+    );
+    let mut on_unusable = 0;
+    let mut first_error = String::new();
+    let mut figures = Vec::new();
+    for periodic in [false, true] {
+        let pool = ConfigAndPool::mysql(&url)
+            .max_size(3)
+            .build()
+            .await
+            .expect("pool");
+        // Three pooled connections, all on node 1 (listed first).
+        let mut held = Vec::new();
+        for _ in 0..3 {
+            let mut conn = pool.get_connection().await.expect("checkout");
+            assert_eq!(port_of(&mut conn).await, node1);
+            held.push(conn);
+        }
+        let mut keep = held.pop().expect("one");
+        drop(held);
+        isolate_first(c).await;
+        let t = Instant::now();
+        if periodic {
+            // Reads only: no error tells; the node check at checkout does.
+            drop(keep);
+            tokio::time::sleep(Duration::from_millis(2100)).await;
+        } else {
+            let e = keep
+                .query("INSERT INTO t (id) VALUES (1)")
+                .dml()
+                .await
+                .expect_err("a node without quorum refuses work");
+            assert_eq!(e.kind(), ErrorKind::ConnectionLost, "{e}");
+            first_error = e.driver_code().unwrap_or("none").to_owned();
+            drop(keep);
+        }
+        for i in 0..10 {
+            let mut conn = pool.get_connection().await.expect("a usable node");
+            let p = port_of(&mut conn).await;
+            if p == node1 {
+                on_unusable += 1;
+            }
+            if i == 0 && !periodic {
+                conn.query("INSERT INTO t (id) VALUES (2)")
+                    .dml()
+                    .await
+                    .expect("the write goes to a usable node");
+            }
+        }
+        let left_ms = t.elapsed().as_millis();
+        c.isolate(0, false).await.expect("let node1 back");
+        c.wait_healed(Duration::from_secs(60)).await.expect("healed");
+        figures.push(format!(
+            "{}_ten_checkouts_ms={left_ms}",
+            if periodic { "reads_only" } else { "after_1047" }
+        ));
+    }
+    println!(
+        "galera_node_left first_error={first_error} checkouts_on_unusable={on_unusable} {}",
+        figures.join(" ")
+    );
+    assert_eq!(first_error, "1047");
+    assert_eq!(on_unusable, 0, "checkouts served by a node without quorum");
+    let _ = s.query_drop(format!("DROP DATABASE IF EXISTS {db}")).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn node_killed() {
     scenario("kill", Fault::Kill).await;
