@@ -65,7 +65,11 @@ pub(crate) async fn check(conn: &mut mysql_async::Conn, attrs: Attrs) -> Result<
 }
 
 /// The verdict on a server's `status` and `vars` (name, value pairs).
-pub(crate) fn judge(status: &[(String, String)], vars: &[(String, String)], attrs: Attrs) -> Verdict {
+pub(crate) fn judge(
+    status: &[(String, String)],
+    vars: &[(String, String)],
+    attrs: Attrs,
+) -> Verdict {
     let get = |rows: &[(String, String)], k: &str| {
         rows.iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(k))
@@ -156,17 +160,26 @@ mod tests {
             ("wsrep_cluster_status", "Primary"),
             ("wsrep_local_state", "2"),
         ]);
-        assert!(matches!(judge(&joining, &galera, Attrs::Any), Verdict::Not(_)));
+        assert!(matches!(
+            judge(&joining, &galera, Attrs::Any),
+            Verdict::Not(_)
+        ));
         // A plain server reports idle wsrep status with wsrep_on=OFF, or none at all.
         let plain = rows(&[("read_only", "OFF"), ("wsrep_on", "OFF")]);
         assert_eq!(judge(&lost, &plain, Attrs::ReadWrite), Verdict::Usable);
-        assert_eq!(judge(&[], &rows(&[("read_only", "OFF")]), Attrs::ReadWrite), Verdict::Usable);
+        assert_eq!(
+            judge(&[], &rows(&[("read_only", "OFF")]), Attrs::ReadWrite),
+            Verdict::Usable
+        );
         // Read-only servers are fine for `any` only.
         let ro = rows(&[("read_only", "ON")]);
         assert_eq!(judge(&[], &ro, Attrs::Any), Verdict::Usable);
         assert!(matches!(judge(&[], &ro, Attrs::ReadWrite), Verdict::Not(_)));
         let sro = rows(&[("read_only", "OFF"), ("super_read_only", "ON")]);
-        assert!(matches!(judge(&[], &sro, Attrs::ReadWrite), Verdict::Not(_)));
+        assert!(matches!(
+            judge(&[], &sro, Attrs::ReadWrite),
+            Verdict::Not(_)
+        ));
     }
 
     #[test]

@@ -115,8 +115,7 @@ impl HostBook {
         let now = now_nanos();
         let last = h.checked_at.load(Ordering::Relaxed);
         now.saturating_sub(last) >= nanos(CHECK_EVERY)
-            && h
-                .checked_at
+            && h.checked_at
                 .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
     }
@@ -190,7 +189,9 @@ pub(crate) async fn connect(ep: &Endpoint) -> Result<Opened> {
                 .unwrap_or_else(|_| {
                     Err(SqlMiddlewareDbError::new(
                         ErrorKind::ConnectionLost,
-                        format!("no answer within connect_timeout ({limit:?}) for connect and check"),
+                        format!(
+                            "no answer within connect_timeout ({limit:?}) for connect and check"
+                        ),
                     ))
                 }),
             None => attempt(ep, &opts).await,
@@ -266,7 +267,11 @@ pub(crate) async fn still_usable(c: &mut super::config::MyClient, bound: Duratio
 /// not usable (`1047`) is marked down at once; a lost connection makes the host suspect: it is
 /// probed in the background (a connect and the node check, within `connect_timeout`) and
 /// marked down when the probe fails. Returns whether the connection must be discarded.
-pub(crate) fn after_error(ep: &std::sync::Arc<Endpoint>, host: usize, e: &SqlMiddlewareDbError) -> bool {
+pub(crate) fn after_error(
+    ep: &std::sync::Arc<Endpoint>,
+    host: usize,
+    e: &SqlMiddlewareDbError,
+) -> bool {
     if !ep.hosts.check {
         return super::health::node_unusable(e);
     }
@@ -380,7 +385,11 @@ mod tests {
         assert_eq!(book.order(3, false), vec![1, 2, 0]);
         book.mark_failed(1);
         assert_eq!(book.order(3, false), vec![2, 0, 1]);
-        assert_eq!(book.generation(1), 0, "a failed connect leaves connections alone");
+        assert_eq!(
+            book.generation(1),
+            0,
+            "a failed connect leaves connections alone"
+        );
         book.mark_fine(0);
         book.mark_fine(1);
         assert_eq!(book.order(3, false), vec![0, 1, 2]);

@@ -156,7 +156,11 @@ async fn causal_reads_survive_session_resets() {
             }
         }
         // Without the setting, the server's default (0).
-        let db = ConfigAndPool::mysql(&url).max_size(1).build().await.unwrap();
+        let db = ConfigAndPool::mysql(&url)
+            .max_size(1)
+            .build()
+            .await
+            .unwrap();
         let mut c = db.get_connection().await.unwrap();
         let (v,): (i64,) = c.query("SELECT @@wsrep_sync_wait").one().await.unwrap();
         assert_eq!(v, 0);

@@ -181,7 +181,9 @@ impl Cluster {
             return Err(format!("no Galera provider at {PROVIDER}; {INSTALL_HINT}"));
         }
         if find(&["rsync"]).is_none() {
-            return Err(format!("no rsync (the state transfer uses it); {INSTALL_HINT}"));
+            return Err(format!(
+                "no rsync (the state transfer uses it); {INSTALL_HINT}"
+            ));
         }
         let base = std::env::temp_dir().join(format!(
             "sqlmw_galera_{}_{}",
@@ -206,7 +208,8 @@ impl Cluster {
         let mut nodes = Vec::new();
         for i in 0..3 {
             let dir = base.join(format!("n{}", i + 1));
-            fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            fs::create_dir_all(&dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             if root {
                 Command::new("chown")
                     .args(["-R", "mysql:mysql"])
@@ -382,7 +385,13 @@ impl Cluster {
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         });
-        r.map_err(|e| format!("node{} on port {port}: {e}; log:\n{}", i + 1, log_tail(&log)))
+        r.map_err(|e| {
+            format!(
+                "node{} on port {port}: {e}; log:\n{}",
+                i + 1,
+                log_tail(&log)
+            )
+        })
     }
 
     fn signal(&self, i: usize, sig: &str) {

@@ -77,7 +77,11 @@ impl Seen {
         let acked = self.acked.lock().unwrap();
         acked
             .iter()
-            .map(|log| log.iter().find(|(at, _)| *at >= from).map(|(at, _)| *at - from))
+            .map(|log| {
+                log.iter()
+                    .find(|(at, _)| *at >= from)
+                    .map(|(at, _)| *at - from)
+            })
             .try_fold(Duration::ZERO, |m, d| d.map(|d| m.max(d)))
     }
 
@@ -231,13 +235,7 @@ async fn raw_write(c: &mut mysql_async::Conn, id: i64) -> Result<bool, mysql_asy
 
 /// A raw control worker: the same writes on its own connection, moving to the next node of
 /// `order` on any failure.
-async fn raw_worker(
-    w: usize,
-    ports: Vec<u16>,
-    db: String,
-    seen: Arc<Seen>,
-    stop: Arc<AtomicBool>,
-) {
+async fn raw_worker(w: usize, ports: Vec<u16>, db: String, seen: Arc<Seen>, stop: Arc<AtomicBool>) {
     let mut id = 2_000_000 + (w as i64) * 100_000;
     let mut at = 0usize;
     let mut conn: Option<mysql_async::Conn> = None;
@@ -300,9 +298,7 @@ impl Fault {
 
     async fn heal(self, c: &'static Cluster) {
         match self {
-            Fault::Kill => blocking(move || c.restart(0))
-                .await
-                .expect("restart node1"),
+            Fault::Kill => blocking(move || c.restart(0)).await.expect("restart node1"),
             Fault::Freeze => blocking(move || c.cont(0)).await,
             Fault::Isolate => c.isolate(0, false).await.expect("let node1 back"),
             Fault::Quorum => {
@@ -328,7 +324,9 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 async fn lost(c: &Cluster, db: &str, ids: &[i64]) -> usize {
     let mut missing = BTreeSet::new();
     for n in &c.nodes {
-        let mut conn = raw_conn(n.port, db).await.expect("node answers after healing");
+        let mut conn = raw_conn(n.port, db)
+            .await
+            .expect("node answers after healing");
         conn.query_drop("SET SESSION wsrep_sync_wait = 1")
             .await
             .expect("wsrep_sync_wait");
@@ -445,9 +443,19 @@ async fn scenario(name: &str, fault: Fault) {
         figures("raw", &raw, raw_lost),
     );
     assert_eq!(mw_lost, 0, "{name}: acknowledged writes lost");
-    assert_eq!(raw_lost, 0, "{name}: the engine lost writes the control saw acknowledged");
-    assert_eq!(mw.stale.load(Ordering::Relaxed), 0, "{name}: stale causal reads");
-    assert!(mw.reads.load(Ordering::Relaxed) > 0, "{name}: no causal read succeeded");
+    assert_eq!(
+        raw_lost, 0,
+        "{name}: the engine lost writes the control saw acknowledged"
+    );
+    assert_eq!(
+        mw.stale.load(Ordering::Relaxed),
+        0,
+        "{name}: stale causal reads"
+    );
+    assert!(
+        mw.reads.load(Ordering::Relaxed) > 0,
+        "{name}: no causal read succeeded"
+    );
     let from = if matches!(fault, Fault::Quorum) {
         heal_at
     } else {
@@ -557,7 +565,9 @@ async fn unusable_node_is_left_by_pooled_connections() {
         }
         let left_ms = t.elapsed().as_millis();
         c.isolate(0, false).await.expect("let node1 back");
-        c.wait_healed(Duration::from_secs(60)).await.expect("healed");
+        c.wait_healed(Duration::from_secs(60))
+            .await
+            .expect("healed");
         figures.push(format!(
             "{}_ten_checkouts_ms={left_ms}",
             if periodic { "reads_only" } else { "after_1047" }
