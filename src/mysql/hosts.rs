@@ -26,11 +26,14 @@ const PROBE_BOUND: Duration = Duration::from_secs(2);
 /// checkout (one checkout per host per period pays the round trip; see [`HostBook::due`]).
 pub(crate) const CHECK_EVERY: Duration = Duration::from_secs(2);
 
+/// Hosts and ports, in a URL's order.
+pub(crate) type HostList = Vec<(String, u16)>;
+
 /// The hosts of a MySQL URL and how to pick one.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Hosts {
     /// Host and port, in the URL's order (empty: the one host of mysql_async's options).
-    pub(crate) list: Vec<(String, u16)>,
+    pub(crate) list: HostList,
     /// `load_balance_hosts=random`.
     pub(crate) random: bool,
     /// `target_session_attrs`: what a node must be to be used.
@@ -332,7 +335,7 @@ impl super::conn::MyConnection {
 
 /// Splits a URL's authority (`user:password@h1:p1,h2:p2`) into the user part and its hosts;
 /// a single host gives an empty list (mysql_async reads it).
-pub(crate) fn split_hosts(authority: &str) -> Result<(Option<&str>, Vec<(String, u16)>)> {
+pub(crate) fn split_hosts(authority: &str) -> Result<(Option<&str>, HostList)> {
     let (user, hosts) = match authority.rsplit_once('@') {
         Some((u, h)) => (Some(u), h),
         None => (None, authority),

@@ -139,7 +139,7 @@ pub(crate) fn parse(_scheme: &str, rest: &str, query: &str) -> Result<(Settings,
 
 /// For a URL whose authority lists several hosts (`//user@h1:p1,h2:p2/db`): the URL with the
 /// first host only, and the list; `None` for one host.
-fn one_host_url(rest: &str) -> Result<Option<(String, Vec<(String, u16)>)>> {
+fn one_host_url(rest: &str) -> Result<Option<(String, super::hosts::HostList)>> {
     let Some(after) = rest.strip_prefix("//") else {
         return Ok(None);
     };
