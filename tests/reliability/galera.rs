@@ -26,18 +26,23 @@
 //! missing on some node after healing), `stale_reads`, and the write, conflict and error
 //! counts, for `mw` (the middleware) and `raw` (the control). Asserted for the middleware:
 //! nothing lost, no stale read, writes again within 5 s of the fault (of the bootstrap for
-//! quorum loss). `cargo test --all-features --test reliability -- galera::` (about 2 minutes).
+//! quorum loss). `galera_node_left` (a node cut off while the pool holds connections to it):
+//! `checkouts_on_unusable` (checkouts served by it afterwards; asserted 0) and how long ten
+//! checkouts took after a `1047`, and, for a pool that only reads (no error tells), after the
+//! periodic node check at checkout (2 s). `cargo test --all-features --test reliability --
+//! galera::` (about 2 minutes).
 #![cfg(all(feature = "mysql", unix))]
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mysql_async::prelude::Queryable;
 use sql_middleware::prelude::*;
 
 use crate::common::galera::{Cluster, cluster};
+use crate::common::galera_load::{Seen, mw_worker, raw_conn, raw_worker, rotated};
 use crate::common::groups;
 
 /// The scenarios run one at a time: they share the cluster and measure time.
@@ -46,228 +51,6 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 /// How long the load runs before the fault, and how long the fault lasts before healing.
 const BEFORE: Duration = Duration::from_secs(2);
 const FAULT_LASTS: Duration = Duration::from_secs(4);
-
-/// What the workers of one client saw.
-#[derive(Default)]
-struct Seen {
-    /// Acknowledged ids and when, per worker.
-    acked: Mutex<Vec<Vec<(Instant, i64)>>>,
-    failed: AtomicU64,
-    conflicts: AtomicU64,
-    reads: AtomicU64,
-    stale: AtomicU64,
-    read_errors: AtomicU64,
-}
-
-impl Seen {
-    fn new(workers: usize) -> Arc<Self> {
-        Arc::new(Seen {
-            acked: Mutex::new(vec![Vec::new(); workers]),
-            ..Default::default()
-        })
-    }
-
-    fn ack(&self, w: usize, id: i64) {
-        self.acked.lock().unwrap()[w].push((Instant::now(), id));
-    }
-
-    /// The longest any worker waited, from `from`, for an acknowledged write (None: one never
-    /// wrote again).
-    fn wait_from(&self, from: Instant) -> Option<Duration> {
-        let acked = self.acked.lock().unwrap();
-        acked
-            .iter()
-            .map(|log| {
-                log.iter()
-                    .find(|(at, _)| *at >= from)
-                    .map(|(at, _)| *at - from)
-            })
-            .try_fold(Duration::ZERO, |m, d| d.map(|d| m.max(d)))
-    }
-
-    /// The longest gap between two acknowledged writes of one worker (or from `from` to its
-    /// first) that began in `from..until`: how long writes stalled during the fault.
-    fn longest_gap(&self, from: Instant, until: Instant) -> Duration {
-        let acked = self.acked.lock().unwrap();
-        let mut longest = Duration::ZERO;
-        for log in acked.iter() {
-            let mut last = from;
-            for (at, _) in log.iter().filter(|(at, _)| *at >= from) {
-                if last < until {
-                    longest = longest.max(*at - last);
-                }
-                last = *at;
-            }
-        }
-        longest
-    }
-
-    fn ids(&self) -> Vec<i64> {
-        self.acked
-            .lock()
-            .unwrap()
-            .iter()
-            .flatten()
-            .map(|(_, id)| *id)
-            .collect()
-    }
-}
-
-/// A node order starting from node `first`.
-fn rotated(first: usize) -> [usize; 3] {
-    [first % 3, (first + 1) % 3, (first + 2) % 3]
-}
-
-/// One middleware write: the ledger row `id` and a conflicting update, in a transaction.
-async fn mw_write(pool: &ConfigAndPool, id: i64) -> Result<(), SqlMiddlewareDbError> {
-    let mut c = pool.get_connection().await?;
-    let mut tx = c.begin().await?;
-    tx.query("INSERT INTO ledger (id, client) VALUES ($1, 'mw')")
-        .params(&[RowValues::Int(id)])
-        .dml()
-        .await?;
-    tx.query("UPDATE hot SET n = n + 1 WHERE k = $1")
-        .params(&[RowValues::Int(id % 4)])
-        .dml()
-        .await?;
-    tx.commit().await
-}
-
-/// A causal read of `id` through `pool`: `Some(found)`, or None when the read failed.
-async fn mw_read(pool: &ConfigAndPool, id: i64) -> Option<bool> {
-    let read = async {
-        let mut c = pool.get_connection().await?;
-        let (n,): (i64,) = c
-            .query("SELECT COUNT(*) FROM ledger WHERE id = $1")
-            .params(&[RowValues::Int(id)])
-            .one()
-            .await?;
-        Ok::<_, SqlMiddlewareDbError>(n)
-    };
-    match tokio::time::timeout(Duration::from_secs(3), read).await {
-        Ok(Ok(n)) => Some(n == 1),
-        _ => None,
-    }
-}
-
-/// A middleware worker: writes through `pool`, reads each acknowledged write back through
-/// `reader`, until `stop`.
-async fn mw_worker(
-    w: usize,
-    pool: ConfigAndPool,
-    reader: ConfigAndPool,
-    seen: Arc<Seen>,
-    stop: Arc<AtomicBool>,
-) {
-    let mut id = 1_000_000 + (w as i64) * 100_000;
-    while !stop.load(Ordering::Relaxed) {
-        let r = tokio::time::timeout(Duration::from_secs(5), mw_write(&pool, id)).await;
-        let acked = match r {
-            Ok(Ok(())) => true,
-            // An earlier attempt with this id committed.
-            Ok(Err(e)) if e.kind() == ErrorKind::UniqueViolation => true,
-            Ok(Err(e)) => {
-                if e.kind() == ErrorKind::Deadlock {
-                    seen.conflicts.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    seen.failed.fetch_add(1, Ordering::Relaxed);
-                }
-                false
-            }
-            Err(_) => {
-                seen.failed.fetch_add(1, Ordering::Relaxed);
-                false
-            }
-        };
-        if !acked {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            continue;
-        }
-        seen.ack(w, id);
-        match mw_read(&reader, id).await {
-            Some(true) => {
-                seen.reads.fetch_add(1, Ordering::Relaxed);
-            }
-            Some(false) => {
-                seen.stale.fetch_add(1, Ordering::Relaxed);
-            }
-            None => {
-                seen.read_errors.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        id += 1;
-    }
-}
-
-/// A raw mysql_async connection to `port`, within a second.
-async fn raw_conn(port: u16, db: &str) -> Option<mysql_async::Conn> {
-    let opts = mysql_async::OptsBuilder::default()
-        .ip_or_hostname("127.0.0.1")
-        .tcp_port(port)
-        .user(Some("root"))
-        .db_name(Some(db))
-        .prefer_socket(false);
-    tokio::time::timeout(Duration::from_secs(1), mysql_async::Conn::new(opts))
-        .await
-        .ok()?
-        .ok()
-}
-
-/// One raw write (the same transaction as [`mw_write`]); `Ok(true)` when acknowledged.
-async fn raw_write(c: &mut mysql_async::Conn, id: i64) -> Result<bool, mysql_async::Error> {
-    let r = async {
-        c.query_drop("START TRANSACTION").await?;
-        c.query_drop(format!(
-            "INSERT INTO ledger (id, client) VALUES ({id}, 'raw')"
-        ))
-        .await?;
-        c.query_drop(format!("UPDATE hot SET n = n + 1 WHERE k = {}", id % 4))
-            .await?;
-        c.query_drop("COMMIT").await
-    }
-    .await;
-    match r {
-        Ok(()) => Ok(true),
-        Err(mysql_async::Error::Server(s)) if s.code == 1062 => Ok(true),
-        Err(e) => Err(e),
-    }
-}
-
-/// A raw control worker: the same writes on its own connection, moving to the next node of
-/// `order` on any failure.
-async fn raw_worker(w: usize, ports: Vec<u16>, db: String, seen: Arc<Seen>, stop: Arc<AtomicBool>) {
-    let mut id = 2_000_000 + (w as i64) * 100_000;
-    let mut at = 0usize;
-    let mut conn: Option<mysql_async::Conn> = None;
-    while !stop.load(Ordering::Relaxed) {
-        if conn.is_none() {
-            conn = raw_conn(ports[at % ports.len()], &db).await;
-            if conn.is_none() {
-                at += 1;
-                seen.failed.fetch_add(1, Ordering::Relaxed);
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                continue;
-            }
-        }
-        let c = conn.as_mut().expect("connected");
-        match tokio::time::timeout(Duration::from_secs(2), raw_write(c, id)).await {
-            Ok(Ok(true)) => {
-                seen.ack(w, id);
-                id += 1;
-            }
-            Ok(Err(mysql_async::Error::Server(s))) if s.code == 1213 => {
-                seen.conflicts.fetch_add(1, Ordering::Relaxed);
-                let _ = c.query_drop("ROLLBACK").await;
-            }
-            _ => {
-                seen.failed.fetch_add(1, Ordering::Relaxed);
-                conn = None;
-                at += 1;
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-    }
-}
 
 /// What a scenario does to the cluster, and how it heals it.
 #[derive(Debug, Clone, Copy)]
