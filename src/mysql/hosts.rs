@@ -267,8 +267,8 @@ pub(crate) async fn still_usable(c: &mut super::config::MyClient, bound: Duratio
 }
 
 /// A connection to host `host` (of generation `generation`) met `e`. A node that says it is
-/// not usable (`1047`) is marked down at once; a lost connection makes the host suspect: it is
-/// probed in the background (a connect and the node check, within `connect_timeout`) and
+/// not usable (`1047`) is marked down at once; a lost connection or a statement stopped at its
+/// limit makes the host suspect: it is probed in the background (a connect and the node check, within `connect_timeout`) and
 /// marked down when the probe fails. Returns whether the connection must be discarded.
 pub(crate) fn after_error(
     ep: &std::sync::Arc<Endpoint>,
@@ -282,7 +282,10 @@ pub(crate) fn after_error(
         ep.book.mark_down(host);
         return true;
     }
-    if e.kind() == ErrorKind::ConnectionLost {
+    if matches!(
+        e.kind(),
+        ErrorKind::ConnectionLost | ErrorKind::Timeout | ErrorKind::OutcomeUnknown
+    ) {
         probe(ep, host);
     }
     false

@@ -153,7 +153,7 @@ async fn scenario(name: &str, fault: Fault) {
     let mut tasks = Vec::new();
     for w in 0..3 {
         let pool = ConfigAndPool::mysql(&c.multi_url(&rotated(w), &db, query))
-            .max_size(2)
+            .max_size(4)
             .statement_timeout(Duration::from_secs(1))
             .wait_timeout(Duration::from_secs(4))
             .create_timeout(Duration::from_secs(4))
@@ -165,7 +165,7 @@ async fn scenario(name: &str, fault: Fault) {
             &db,
             &format!("{query}&causal_reads=true"),
         ))
-        .max_size(2)
+        .max_size(4)
         .statement_timeout(Duration::from_secs(1))
         .wait_timeout(Duration::from_secs(4))
         .create_timeout(Duration::from_secs(4))
