@@ -32,6 +32,24 @@ impl ConfigAndPool {
     }
 }
 
+impl PoolBuilder {
+    /// MySQL on MariaDB Galera: read-your-writes across the cluster's nodes. Every connection
+    /// runs `SET SESSION wsrep_sync_wait=1` when it opens and again after each session reset,
+    /// so a read waits until its node has applied everything committed before it anywhere in
+    /// the cluster (the URL's `causal_reads=true`). A connection to a server without Galera
+    /// fails to open with [`ErrorKind::Config`]; other engines reject the setting.
+    pub fn causal_reads(mut self, on: bool) -> Self {
+        match &mut self.settings {
+            Settings::Mysql(s) => {
+                s.options.causal_reads = on;
+                self
+            }
+            #[allow(unreachable_patterns)]
+            _ => self.reject("causal_reads"),
+        }
+    }
+}
+
 impl MiddlewarePoolConnection {
     /// The raw mysql_async connection of this connection. Fails with
     /// [`ErrorKind::Unsupported`] on other backends. Its session is reset (`COM_RESET_CONNECTION`)

@@ -37,6 +37,11 @@ pub(crate) struct MyOptions {
     pub(crate) schema_epoch: Arc<AtomicU64>,
     /// The pool's recycle timeout, which bounds the rare recycle that needs the network.
     pub(crate) recycle_timeout: std::time::Duration,
+    /// The URL's hosts and how to pick one (see `hosts.rs`).
+    pub(crate) hosts: super::hosts::Hosts,
+    /// `SET SESSION wsrep_sync_wait=1` on every connection (read-your-writes across Galera
+    /// nodes), again after each session reset.
+    pub(crate) causal_reads: bool,
 }
 
 impl Default for MyOptions {
@@ -51,6 +56,8 @@ impl Default for MyOptions {
             password: Default::default(),
             schema_epoch: Arc::default(),
             recycle_timeout: std::time::Duration::from_secs(5),
+            hosts: Default::default(),
+            causal_reads: false,
         }
     }
 }
@@ -92,6 +99,9 @@ pub(crate) struct MyClient {
     /// The server and the session this connection reached, recorded when it opened: a
     /// `KILL QUERY` for it is sent only where the killer finds them (see `deadline::Mark`).
     pub(crate) mark: Option<super::deadline::Mark>,
+    /// The host it reached (its number in the URL's list) and that host's generation then: a
+    /// checkout drops the connection once the host was marked down (see `hosts.rs`).
+    pub(crate) node: (usize, u64),
 }
 
 impl crate::pooling::Pooled for MyClient {
@@ -127,8 +137,12 @@ pub(crate) struct Endpoint {
     pub(crate) opts: mysql_async::Opts,
     #[cfg_attr(not(feature = "mysql-tls"), allow(dead_code))]
     pub(crate) tls: MyTls,
-    /// Asked for the password of each connection made (see `open.rs`, `Endpoint::connect`).
+    /// Asked for the password of each connection made (see `open.rs`, `Endpoint::connect_to`).
     pub(crate) password: crate::credentials::PasswordProvider,
+    /// The URL's hosts (`opts` names the first, or, for a connection's own endpoint, its host).
+    pub(crate) hosts: super::hosts::Hosts,
+    /// What the pool remembers of its hosts.
+    pub(crate) book: Arc<super::hosts::HostBook>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -315,6 +329,8 @@ fn build_pool(
             opts,
             tls: my.tls.clone(),
             password: my.password.clone().bounded(pool.create_timeout),
+            book: Arc::new(super::hosts::HostBook::new(my.hosts.list.len())),
+            hosts: my.hosts.clone(),
         }),
         opts: Arc::new(my),
     };
@@ -324,7 +340,19 @@ fn build_pool(
 /// Checks out a connection, with the pool to replace it from if it must be discarded; bounded
 /// by the pool's wait timeout as a whole.
 pub(crate) async fn checkout(pool: &super::Pool) -> Result<MyConnection> {
-    // Boxed: the bounded checkout (and the connect it may start) is large.
-    let obj = Box::pin(super::deadline::checkout(pool, None)).await?;
-    Ok(MyConnection::new(pool.clone(), obj))
+    loop {
+        // Boxed: the bounded checkout (and the connect it may start) is large.
+        let mut obj = Box::pin(super::deadline::checkout(pool, None)).await?;
+        // A connection whose host was marked down since it opened is dropped (no I/O); and
+        // once per period per host, a checkout checks the node (see `hosts::still_usable`).
+        let (host, generation) = obj.node;
+        let bound = obj.opts.recycle_timeout;
+        if obj.endpoint.book.generation(host) != generation
+            || !super::hosts::still_usable(&mut obj, bound).await
+        {
+            drop(deadpool::managed::Object::take(obj));
+            continue;
+        }
+        return Ok(MyConnection::new(pool.clone(), obj));
+    }
 }

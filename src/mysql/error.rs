@@ -64,6 +64,10 @@ fn kind_of(code: u16) -> ErrorKind {
         1292 | 1366 | 1264 | 1406 | 1265 | 3140 => ErrorKind::ParameterType,
         // ER_CON_COUNT_ERROR, ER_SERVER_SHUTDOWN, ER_CONNECTION_KILLED (KILL of the session)
         1040 | 1053 | 1927 | 2006 | 2013 => ErrorKind::ConnectionLost,
+        // Galera's "WSREP has not yet prepared node for application use" (SQLSTATE 08S01): the
+        // node is out of the primary component; its connection is of no more use, and the
+        // pool leaves the node (see `hosts.rs`), so a retry goes to another one.
+        1047 => ErrorKind::ConnectionLost,
         // The user lacks a privilege: ER_DBACCESS_DENIED_ERROR, ER_ACCESS_DENIED_ERROR,
         // ER_TABLEACCESS_DENIED_ERROR, ER_COLUMNACCESS_DENIED_ERROR,
         // ER_SPECIFIC_ACCESS_DENIED_ERROR, ER_PROCACCESS_DENIED_ERROR,

@@ -59,6 +59,7 @@ impl MyConnection {
         }
         let canary = std::mem::take(&mut self.canary);
         if let Err(e) = &r {
+            self.node_error(e);
             if in_tx
                 && e.backend() == crate::Backend::Mysql
                 && e.kind() != ErrorKind::ConnectionLost
@@ -240,6 +241,9 @@ impl MyConnection {
         let c = self.client()?;
         let r = c.conn.query_drop(sql).await.map_err(map_err);
         self.in_flight = false;
+        if let Err(e) = &r {
+            self.node_error(e);
+        }
         r
     }
 

@@ -10,8 +10,9 @@
 //! `stmt`, `params`, `rows`, `error`, `bulk`, `stream` — plus MySQL's extras: `check` (asking
 //! the server what a statement did to the session), `warnings` (a value the server changed
 //! with only a warning), `counts` (row counts with one meaning), `sets` (several result sets),
-//! `liveness` (connections the server closed while idle) and `tls` (with `tls_probe` and
-//! `tls_names`, its chain-only check).
+//! `liveness` (connections the server closed while idle), `tls` (with `tls_probe` and
+//! `tls_names`, its chain-only check), `hosts` (multi-host URLs and the pool's host book) and
+//! `health` (whether a node, Galera's included, may be used).
 
 pub(crate) mod bulk;
 pub(crate) mod check;
@@ -22,6 +23,8 @@ mod deadline;
 pub(crate) mod dialect;
 pub(crate) mod error;
 mod exec;
+pub(crate) mod health;
+pub(crate) mod hosts;
 mod liveness;
 mod open;
 pub(crate) mod params;

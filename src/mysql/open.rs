@@ -29,7 +29,23 @@ const D: Dialect = super::dialect::DIALECT;
 /// `deadline::Mark`), the `after_connect` hook (see [`set_up`]), and what the session then is.
 pub(super) async fn create(m: &MyManager) -> Result<Box<MyClient>> {
     // Boxed: a connect is rare, and its future is deep.
-    let mut conn = Box::pin(m.endpoint.connect()).await?;
+    let super::hosts::Opened {
+        mut conn,
+        host,
+        generation,
+    } = Box::pin(super::hosts::connect(&m.endpoint)).await?;
+    // A connection of a multi-host pool keeps the endpoint of its own host (for a `KILL QUERY`).
+    let endpoint = if m.endpoint.hosts.list.len() > 1 {
+        Arc::new(Endpoint {
+            opts: super::hosts::one_host(&m.endpoint.opts, &m.endpoint.hosts, host),
+            tls: m.endpoint.tls.clone(),
+            password: m.endpoint.password.clone(),
+            hosts: m.endpoint.hosts.clone(),
+            book: Arc::clone(&m.endpoint.book),
+        })
+    } else {
+        Arc::clone(&m.endpoint)
+    };
     let max_packet: Option<u64> = conn
         .query_first("SELECT @@max_allowed_packet")
         .await
@@ -58,11 +74,12 @@ pub(super) async fn create(m: &MyManager) -> Result<Box<MyClient>> {
         max_packet: max_packet.unwrap_or(u64::MAX),
         #[cfg(feature = "tracing")]
         host: (
-            Arc::from(m.endpoint.opts.ip_or_hostname()),
-            m.endpoint.opts.tcp_port(),
+            Arc::from(endpoint.opts.ip_or_hostname()),
+            endpoint.opts.tcp_port(),
         ),
-        endpoint: Arc::clone(&m.endpoint),
+        endpoint,
         mark,
+        node: (host, generation),
     });
     Box::pin(set_up(&mut c)).await?;
     // What the session now is, for the checks after statements that may change it.
@@ -76,31 +93,36 @@ pub(super) async fn create(m: &MyManager) -> Result<Box<MyClient>> {
 }
 
 impl Endpoint {
-    /// Opens a connection: with TLS as the mode asks, and for `prefer`, in plain text when
-    /// the server offers no TLS.
-    /// With a password provider, the provider's password for this host, port, user and
-    /// database (asked now, bounded by the create timeout) replaces the configuration's.
+    /// Opens a connection to the server the endpoint's options name (see [`Self::connect_to`]).
     pub(crate) async fn connect(&self) -> Result<mysql_async::Conn> {
+        self.connect_to(&self.opts).await
+    }
+
+    /// Opens a connection to the server `opts` names (one host of a multi-host URL): with TLS
+    /// as the mode asks, and for `prefer`, in plain text when the server offers no TLS. With a
+    /// password provider, the provider's password for this host, port, user and database
+    /// (asked now, bounded by the create timeout) replaces the configuration's.
+    pub(crate) async fn connect_to(&self, opts: &mysql_async::Opts) -> Result<mysql_async::Conn> {
         if !self.password.is_set() {
-            return self.connect_with(&self.opts).await;
+            return self.connect_with(opts).await;
         }
         let login = crate::credentials::Login::new(
             crate::error::Backend::Mysql,
-            (Arc::from(self.opts.ip_or_hostname()), self.opts.tcp_port()),
-            self.opts.user(),
-            self.opts.db_name(),
+            (Arc::from(opts.ip_or_hostname()), opts.tcp_port()),
+            opts.user(),
+            opts.db_name(),
             false,
         );
-        let opts = match self.password.fetch(login).await? {
-            None => self.opts.clone(),
-            Some(p) => mysql_async::OptsBuilder::from_opts(self.opts.clone())
+        let with = match self.password.fetch(login).await? {
+            None => opts.clone(),
+            Some(p) => mysql_async::OptsBuilder::from_opts(opts.clone())
                 .pass(Some(p.expose()))
                 .into(),
         };
-        self.connect_with(&opts).await
+        self.connect_with(&with).await
     }
 
-    /// Opens a connection with `opts`: with TLS as the mode asks.
+    /// Opens a connection with `opts` (the password already chosen): with TLS as the mode asks.
     async fn connect_with(&self, opts: &mysql_async::Opts) -> Result<mysql_async::Conn> {
         #[cfg(feature = "mysql-tls")]
         if self.tls.mode() != crate::SslMode::Disable {
@@ -116,6 +138,10 @@ impl Endpoint {
 /// reset; see `setup.rs`), then MySQL's own checks. What the hook leaves is the session the next
 /// reset goes back to, then runs the hook again.
 pub(crate) async fn set_up(c: &mut MyClient) -> Result<()> {
+    if c.opts.causal_reads {
+        // Before the hook, and again after every reset (which clears it).
+        super::health::causal_reads(&mut c.conn).await?;
+    }
     let hook = c.opts.after_connect.clone();
     let ran = hook.set_up(&mut MySetup(c)).await?;
     // What the session now is (the checks after statements that may change it compare with

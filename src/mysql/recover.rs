@@ -15,8 +15,11 @@ impl MyConnection {
     /// out a replacement. Returns the call's error: `OutcomeUnknown` when `writes` outside a
     /// transaction, else `Timeout`.
     pub(super) fn after_limit(&mut self, writes: bool) -> SqlMiddlewareDbError {
+        let e = crate::deadline::stopped(writes, self.in_tx);
+        // A node that stopped answering (frozen, cut off) is probed (see `hosts.rs`).
+        self.node_error(&e);
         self.give_up();
-        crate::deadline::stopped(writes, self.in_tx)
+        e
     }
 
     /// Gives the connection up at once (see `deadline::abandon`).

@@ -65,6 +65,11 @@ impl MyConnection {
             // Past the limit after `COMMIT` was sent: its outcome is unknown (limited! says so);
             // before it was sent: a `Timeout`, and the transaction is rolled back on return.
             Err(e) if matches!(e.kind(), ErrorKind::OutcomeUnknown | ErrorKind::Timeout) => Err(e),
+            // Galera's `1180` ("Got error during COMMIT"): the node lost the cluster while the
+            // commit was under way, which the others may have applied.
+            Err(e) if e.driver_code() == Some("1180") => {
+                Err(e.with_kind(ErrorKind::OutcomeUnknown))
+            }
             Err(e) => {
                 if self.obj.is_some() && !self.in_flight {
                     let _ = self.simple("ROLLBACK").await;

@@ -1,5 +1,7 @@
-//! MySQL and MariaDB URLs (`mysql://`, `mariadb://`): the pool's parameters and the TLS
-//! settings are taken out, the rest goes to mysql_async.
+//! MySQL and MariaDB URLs (`mysql://`, `mariadb://`): the pool's parameters, the TLS
+//! settings and the multi-host ones (a host list, `target_session_attrs`,
+//! `load_balance_hosts`, `connect_timeout`; see `hosts.rs`) and `causal_reads` are taken out,
+//! the rest goes to mysql_async.
 
 use super::config::Settings;
 use crate::error::Result;
@@ -24,6 +26,9 @@ pub(crate) fn parse(_scheme: &str, rest: &str, query: &str) -> Result<(Settings,
     let mut statement_cache = None;
     let mut test_before_acquire = None;
     let mut prefer_socket = false;
+    let mut hosts = super::hosts::Hosts::default();
+    let mut attrs_given = false;
+    let mut causal_reads = false;
     for raw in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = raw.split_once('=').unwrap_or((raw, ""));
         let (key_, value) = (percent_decode(k)?, percent_decode(v)?);
@@ -44,6 +49,25 @@ pub(crate) fn parse(_scheme: &str, rest: &str, query: &str) -> Result<(Settings,
                     "`{key_}` is set by the pool itself (statement cache, pool size, TLS through sslmode)"
                 )));
             }
+            "target_session_attrs" => {
+                hosts.attrs = super::health::Attrs::parse(&value)?;
+                attrs_given = true;
+            }
+            "load_balance_hosts" => {
+                hosts.random = match value.as_str() {
+                    "random" => true,
+                    "disable" => false,
+                    _ => {
+                        return Err(config_error(
+                            "load_balance_hosts must be `disable` or `random`",
+                        ));
+                    }
+                }
+            }
+            "connect_timeout" => {
+                hosts.connect_timeout = Some(crate::url_text::duration(&key_, &value)?);
+            }
+            "causal_reads" => causal_reads = flag(&key_, &value)?,
             "prefer_socket" => {
                 prefer_socket = true;
                 driver.push(raw);
@@ -60,6 +84,15 @@ pub(crate) fn parse(_scheme: &str, rest: &str, query: &str) -> Result<(Settings,
             ));
         }
     }
+    // A host list: mysql_async reads the URL with its first host; the list is the pool's.
+    let rest = match one_host_url(rest)? {
+        Some((first, list)) => {
+            hosts.list = list;
+            first
+        }
+        None => rest.to_owned(),
+    };
+    hosts.check = hosts.list.len() > 1 || attrs_given;
     let url = if driver.is_empty() {
         format!("mysql:{rest}")
     } else {
@@ -99,5 +132,31 @@ pub(crate) fn parse(_scheme: &str, rest: &str, query: &str) -> Result<(Settings,
         ));
     }
     s.options.tls = tls;
+    s.options.hosts = hosts;
+    s.options.causal_reads = causal_reads;
     Ok((s, pool))
+}
+
+/// For a URL whose authority lists several hosts (`//user@h1:p1,h2:p2/db`): the URL with the
+/// first host only, and the list; `None` for one host.
+fn one_host_url(rest: &str) -> Result<Option<(String, super::hosts::HostList)>> {
+    let Some(after) = rest.strip_prefix("//") else {
+        return Ok(None);
+    };
+    let end = after.find(['/', '?', '#']).unwrap_or(after.len());
+    let (authority, tail) = after.split_at(end);
+    let (user, list) = super::hosts::split_hosts(authority)?;
+    let Some((h, p)) = list.first() else {
+        return Ok(None);
+    };
+    let host = if h.contains(':') {
+        format!("[{h}]:{p}")
+    } else {
+        format!("{h}:{p}")
+    };
+    let first = match user {
+        Some(u) => format!("//{u}@{host}{tail}"),
+        None => format!("//{host}{tail}"),
+    };
+    Ok(Some((first, list)))
 }

@@ -10,6 +10,7 @@ mod common;
 
 mod mysql;
 mod mysql_errors;
+mod mysql_hosts;
 mod mysql_kill;
 mod mysql_kill_balancer;
 mod mysql_procedures;

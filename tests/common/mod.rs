@@ -6,6 +6,10 @@ pub mod cpu;
 pub mod engines;
 pub mod expect;
 pub mod fuzz_harness;
+#[cfg(all(feature = "mysql", unix))]
+pub mod galera;
+#[cfg(all(feature = "mysql", unix))]
+pub mod galera_load;
 pub mod groups;
 #[cfg(all(feature = "postgres", unix))]
 pub mod ledger;

@@ -32,6 +32,8 @@ mod drops;
 #[cfg(all(feature = "postgres", unix))]
 mod failover;
 mod fingerprint;
+#[cfg(all(feature = "mysql", unix))]
+mod galera;
 #[cfg(feature = "postgres")]
 mod ha;
 mod integrity;
