@@ -267,9 +267,14 @@ pub(crate) async fn still_usable(c: &mut super::config::MyClient, bound: Duratio
 }
 
 /// A connection to host `host` (of generation `generation`) met `e`. A node that says it is
-/// not usable (`1047`) is marked down at once; a lost connection or a statement stopped at its
-/// limit makes the host suspect: it is probed in the background (a connect and the node check, within `connect_timeout`) and
-/// marked down when the probe fails. Returns whether the connection must be discarded.
+/// not usable (`1047`) is marked down at once. A lost connection or a statement stopped at its
+/// limit makes the host suspect: its pooled connections are dropped at their next checkout
+/// (they are likely stuck the same way: a frozen node holds every one of them until its
+/// limit), new connections try the other hosts first, and the host is probed in the
+/// background (a connect and the node check, within `connect_timeout`): marked down when the
+/// probe fails, tried in its turn again when it succeeds. A statement that was only slow costs
+/// its host's pooled connections one reconnect. Returns whether the connection must be
+/// discarded.
 pub(crate) fn after_error(
     ep: &std::sync::Arc<Endpoint>,
     host: usize,
@@ -286,7 +291,9 @@ pub(crate) fn after_error(
         e.kind(),
         ErrorKind::ConnectionLost | ErrorKind::Timeout | ErrorKind::OutcomeUnknown
     ) {
+        ep.book.mark_down(host);
         probe(ep, host);
+        return true;
     }
     false
 }
@@ -315,7 +322,10 @@ fn probe(ep: &std::sync::Arc<Endpoint>, host: usize) {
             }
             _ => false,
         };
-        if !ok {
+        if ok {
+            // Usable after all: tried in its turn again (its old connections stay dropped).
+            ep.book.mark_fine(host);
+        } else {
             ep.book.mark_down(host);
         }
         if let Some(h) = ep.book.hosts.get(host) {
