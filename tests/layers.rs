@@ -60,6 +60,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "connection",
             "dispatch",
             "executor",
+            "migrate",
             "pool",
             "query",
             "savepoint",

@@ -23,6 +23,8 @@ pub(crate) mod dialect;
 pub(crate) mod error;
 mod exec;
 mod liveness;
+#[cfg(feature = "migrate")]
+pub(crate) mod migrate;
 mod open;
 pub(crate) mod params;
 mod recover;

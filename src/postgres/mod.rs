@@ -20,6 +20,8 @@ mod exec;
 pub(crate) mod hosts;
 pub(crate) mod listen;
 pub(crate) mod numeric;
+#[cfg(feature = "migrate")]
+pub(crate) mod migrate;
 mod open;
 pub(crate) mod params;
 mod pure;
