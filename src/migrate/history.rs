@@ -39,7 +39,9 @@ pub(crate) fn check_table(table: &str) -> Result<()> {
             .bytes()
             .next()
             .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
-        && table.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        && table
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_');
     if ok {
         Ok(())
     } else {
@@ -168,7 +170,11 @@ pub(crate) async fn mark_dirty(
     version: i64,
     statement: &str,
 ) -> Result<()> {
-    let kept: String = statement.trim().chars().take(FAILED_STATEMENT_KEPT).collect();
+    let kept: String = statement
+        .trim()
+        .chars()
+        .take(FAILED_STATEMENT_KEPT)
+        .collect();
     db.query(&format!(
         "UPDATE {table} SET success = 0, failed_statement = $1 WHERE version = $2"
     ))

@@ -247,7 +247,10 @@ impl Migrator {
     /// Every migration with its state: applied, pending, missing, modified or dirty. Reads the
     /// history without taking the lock; a database without the history table has every
     /// migration pending.
-    pub async fn status(&self, conn: &mut MiddlewarePoolConnection) -> Result<Vec<MigrationStatus>> {
+    pub async fn status(
+        &self,
+        conn: &mut MiddlewarePoolConnection,
+    ) -> Result<Vec<MigrationStatus>> {
         let all = self.migrations(conn)?;
         let rows = match history::read(conn, &self.table).await {
             Ok(rows) => rows,
@@ -273,12 +276,17 @@ impl Migrator {
         if session {
             lock::acquire_session(conn, &spec).await?;
         }
-        let r = self.revert_locked(conn, &spec, &all, version, session).await;
+        let r = self
+            .revert_locked(conn, &spec, &all, version, session)
+            .await;
         if session {
             let released = lock::release_session(conn, &spec).await;
             let reverted = r?;
             released?;
-            return Ok(RunReport { applied: reverted, took: started.elapsed() });
+            return Ok(RunReport {
+                applied: reverted,
+                took: started.elapsed(),
+            });
         }
         Ok(RunReport {
             applied: r?,

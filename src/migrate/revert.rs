@@ -18,8 +18,11 @@ pub(crate) fn down_of(m: &Migration) -> Result<&(String, String)> {
         SqlMiddlewareDbError::new(
             ErrorKind::InvalidInput,
             format!(
-                "migration {} ({}) has no down file ({}_{}.down.sql), so it cannot be reverted",
-                m.version, m.name, m.version, m.name
+                "migration {} has no down file ({}), so it cannot be reverted",
+                m.file_name,
+                m.file_name
+                    .strip_suffix(".sql")
+                    .map_or_else(|| m.file_name.clone(), |b| format!("{b}.down.sql"))
             ),
         )
     })
@@ -61,12 +64,19 @@ pub(crate) async fn revert_transactional(
 ) -> Result<Vec<i64>> {
     let mut reverted = Vec::new();
     for m in list {
-        mg.tell(Event::Reverting { version: m.version, name: &m.name });
+        mg.tell(Event::Reverting {
+            version: m.version,
+            name: &m.name,
+        });
         let started = Instant::now();
         if until_done!(spec, at => revert_in_tx(conn, spec, m, at)) {
             reverted.push(m.version);
         }
-        mg.tell(Event::Reverted { version: m.version, name: &m.name, took: started.elapsed() });
+        mg.tell(Event::Reverted {
+            version: m.version,
+            name: &m.name,
+            took: started.elapsed(),
+        });
     }
     Ok(reverted)
 }
@@ -82,17 +92,26 @@ pub(crate) async fn revert_in_session(
     let mut reverted = Vec::new();
     for m in list {
         let (file, text) = down_of(m)?;
-        mg.tell(Event::Reverting { version: m.version, name: &m.name });
+        mg.tell(Event::Reverting {
+            version: m.version,
+            name: &m.name,
+        });
         let started = Instant::now();
-        conn.query(&format!("UPDATE {table} SET success = 0 WHERE version = $1"))
-            .params(&[RowValues::Int(m.version)])
-            .dml()
-            .await?;
+        conn.query(&format!(
+            "UPDATE {table} SET success = 0 WHERE version = $1"
+        ))
+        .params(&[RowValues::Int(m.version)])
+        .dml()
+        .await?;
         let stmts = statements(text, conn.dialect());
         run_outside(conn, table, m.version, file, &stmts).await?;
         history::remove(conn, table, m.version).await?;
         reverted.push(m.version);
-        mg.tell(Event::Reverted { version: m.version, name: &m.name, took: started.elapsed() });
+        mg.tell(Event::Reverted {
+            version: m.version,
+            name: &m.name,
+            took: started.elapsed(),
+        });
     }
     Ok(reverted)
 }
@@ -114,7 +133,10 @@ pub(crate) async fn repair_row(
     if row.success {
         return Err(SqlMiddlewareDbError::new(
             ErrorKind::InvalidInput,
-            format!("migration {version} ({}) is not dirty: nothing to repair", row.name),
+            format!(
+                "migration {version} ({}) is not dirty: nothing to repair",
+                row.name
+            ),
         ));
     }
     match how {
@@ -147,7 +169,11 @@ pub(crate) async fn repair_in_tx(
 /// The error of a dirty migration found among the applied ones.
 pub(crate) fn refuse_dirty(rows: &[history::AppliedMigration]) -> Result<()> {
     match rows.iter().find(|r| !r.success) {
-        Some(r) => Err(dirty_error(r.version, &r.name, r.failed_statement.as_deref())),
+        Some(r) => Err(dirty_error(
+            r.version,
+            &r.name,
+            r.failed_statement.as_deref(),
+        )),
         None => Ok(()),
     }
 }

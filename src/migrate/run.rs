@@ -33,7 +33,12 @@ pub(crate) fn statements(text: &str, d: Dialect) -> Vec<String> {
 }
 
 /// The error of statement `i` (from 1) of `file`, keeping the engine error's kind.
-pub(crate) fn failed(file: &str, i: usize, stmt: &str, e: &SqlMiddlewareDbError) -> SqlMiddlewareDbError {
+pub(crate) fn failed(
+    file: &str,
+    i: usize,
+    stmt: &str,
+    e: &SqlMiddlewareDbError,
+) -> SqlMiddlewareDbError {
     let hint = if e.kind() == crate::error::ErrorKind::TransactionState {
         format!(
             " (a statement the engine runs only outside a transaction needs `{}` at the top of the file)",
@@ -131,7 +136,9 @@ macro_rules! until_done {
             let $at = deadline;
             match $step.await? {
                 $crate::migrate::run::Step::Done(v) => break v,
-                $crate::migrate::run::Step::Busy => $crate::migrate::lock::pause($spec, deadline).await?,
+                $crate::migrate::run::Step::Busy => {
+                    $crate::migrate::lock::pause($spec, deadline).await?
+                }
                 $crate::migrate::run::Step::Dirty(row) => {
                     if std::time::Instant::now() >= deadline {
                         return Err($crate::migrate::status::dirty_error(
@@ -157,14 +164,18 @@ pub(crate) async fn apply_transactional(
 ) -> Result<Vec<i64>> {
     let mut applied = Vec::new();
     for m in list {
-        mg.tell(Event::Applying { version: m.version, name: &m.name });
+        mg.tell(Event::Applying {
+            version: m.version,
+            name: &m.name,
+        });
         let started = Instant::now();
         let did = if m.no_transaction {
             let claimed = until_done!(spec, at => claim(conn, spec, m, at));
             if claimed {
                 let stmts = statements(&m.up, conn.dialect());
                 run_outside(conn, spec.table, m.version, &m.file_name, &stmts).await?;
-                history::finish(conn, spec.table, m.version, &m.checksum, started.elapsed()).await?;
+                history::finish(conn, spec.table, m.version, &m.checksum, started.elapsed())
+                    .await?;
             }
             claimed
         } else {
@@ -173,7 +184,12 @@ pub(crate) async fn apply_transactional(
         if did {
             applied.push(m.version);
         }
-        mg.tell(Event::Applied { version: m.version, name: &m.name, took: started.elapsed(), by_this_runner: did });
+        mg.tell(Event::Applied {
+            version: m.version,
+            name: &m.name,
+            took: started.elapsed(),
+            by_this_runner: did,
+        });
     }
     Ok(applied)
 }
@@ -189,14 +205,22 @@ pub(crate) async fn apply_in_session(
 ) -> Result<Vec<i64>> {
     let mut applied = Vec::new();
     for m in list {
-        mg.tell(Event::Applying { version: m.version, name: &m.name });
+        mg.tell(Event::Applying {
+            version: m.version,
+            name: &m.name,
+        });
         let started = Instant::now();
         history::insert(conn, table, m, std::time::Duration::ZERO, false).await?;
         let stmts = statements(&m.up, conn.dialect());
         run_outside(conn, table, m.version, &m.file_name, &stmts).await?;
         history::finish(conn, table, m.version, &m.checksum, started.elapsed()).await?;
         applied.push(m.version);
-        mg.tell(Event::Applied { version: m.version, name: &m.name, took: started.elapsed(), by_this_runner: true });
+        mg.tell(Event::Applied {
+            version: m.version,
+            name: &m.name,
+            took: started.elapsed(),
+            by_this_runner: true,
+        });
     }
     Ok(applied)
 }

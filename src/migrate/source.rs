@@ -58,7 +58,10 @@ pub(crate) fn parse_name(file: &str) -> Result<Option<(i64, String, Option<Strin
         None => (stem, None),
     };
     if let Some(e) = engine
-        && (e.is_empty() || !e.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
+        && (e.is_empty()
+            || !e
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
     {
         return Err(bad_name(file, "the engine suffix is not a lower-case word"));
     }
@@ -82,7 +85,12 @@ pub(crate) fn parse_name(file: &str) -> Result<Option<(i64, String, Option<Strin
             "the name must be letters, digits, `_` or `-`",
         ));
     }
-    Ok(Some((version, name.to_owned(), engine.map(str::to_owned), down)))
+    Ok(Some((
+        version,
+        name.to_owned(),
+        engine.map(str::to_owned),
+        down,
+    )))
 }
 
 /// The migration files among `(file name, text)` pairs; names not ending in `.sql` are skipped.
@@ -197,7 +205,10 @@ pub(crate) fn resolve(files: &[SourceFile], suffixes: &[&str]) -> Result<Vec<Mig
         }
         let Some(up) = pick(suffixes, &set, false) else {
             if let Some(down) = pick(suffixes, &set, true) {
-                return Err(bad_name(&down.file_name, "a down file without its migration"));
+                return Err(bad_name(
+                    &down.file_name,
+                    "a down file without its migration",
+                ));
             }
             continue;
         };
@@ -229,7 +240,14 @@ mod tests {
             Some((12, "x".into(), None, false))
         );
         assert_eq!(parse_name("README.md").unwrap(), None);
-        for bad in ["x_1.sql", "1x.sql", "1_.sql", "1_a b.sql", "1_a.Pg.sql", "99999999999999999999_a.sql"] {
+        for bad in [
+            "x_1.sql",
+            "1x.sql",
+            "1_.sql",
+            "1_a b.sql",
+            "1_a.Pg.sql",
+            "99999999999999999999_a.sql",
+        ] {
             assert!(parse_name(bad).is_err(), "{bad}");
         }
     }
@@ -251,7 +269,13 @@ mod tests {
         assert_eq!(two.iter().map(|m| m.version).collect::<Vec<_>>(), [1, 2]);
         assert_eq!(two[0].up, "generic");
         assert!(from_pairs([("1_a.sql", ""), ("01_b.sql", "")]).is_err());
-        assert!(resolve(&from_pairs([("1_a.sql", ""), ("1_b.x.sql", "")]).unwrap(), &[]).is_err());
+        assert!(
+            resolve(
+                &from_pairs([("1_a.sql", ""), ("1_b.x.sql", "")]).unwrap(),
+                &[]
+            )
+            .is_err()
+        );
     }
 
     #[test]

@@ -82,7 +82,8 @@ pub(crate) fn merge(files: &[Migration], rows: &[AppliedMigration]) -> Vec<Migra
 pub(crate) fn dirty_error(version: i64, name: &str, failed: Option<&str>) -> SqlMiddlewareDbError {
     let what = match failed {
         Some(stmt) => format!("it failed part-way at: {}", one_line(stmt)),
-        None => "a runner started it and has not finished it (it may still be running, or it died)".to_owned(),
+        None => "a runner started it and has not finished it (it may still be running, or it died)"
+            .to_owned(),
     };
     SqlMiddlewareDbError::new(
         ErrorKind::TransactionState,
@@ -97,7 +98,10 @@ pub(crate) fn check(statuses: &[MigrationStatus], allow_modified: bool) -> Resul
     for s in statuses {
         match s.state {
             MigrationState::Dirty => {
-                let failed = s.applied.as_ref().and_then(|r| r.failed_statement.as_deref());
+                let failed = s
+                    .applied
+                    .as_ref()
+                    .and_then(|r| r.failed_statement.as_deref());
                 return Err(dirty_error(s.version, &s.name, failed));
             }
             MigrationState::Modified if !allow_modified => {

@@ -19,9 +19,9 @@ pub(crate) mod error;
 mod exec;
 pub(crate) mod hosts;
 pub(crate) mod listen;
-pub(crate) mod numeric;
 #[cfg(feature = "migrate")]
 pub(crate) mod migrate;
+pub(crate) mod numeric;
 mod open;
 pub(crate) mod params;
 mod pure;

@@ -18,9 +18,9 @@ pub(crate) mod deadline;
 pub(crate) mod dialect;
 pub(crate) mod error;
 pub(crate) mod exec;
-pub(crate) mod offload;
 #[cfg(feature = "migrate")]
 pub(crate) mod migrate;
+pub(crate) mod offload;
 pub(crate) mod open;
 pub(crate) mod params;
 pub(crate) mod recover;

@@ -33,6 +33,8 @@ mod error_kinds;
 mod error_redaction;
 mod errors;
 mod executor;
+#[cfg(feature = "migrate")]
+mod migrate;
 mod pool;
 mod round_trips;
 mod runtime;
