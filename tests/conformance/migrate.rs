@@ -360,7 +360,55 @@ async fn t_migrate_hundred(db: &TestDb) {
     println!("migrate_apply_100_ms={ms:.0} engine={k}");
 }
 
+/// A file with the no-transaction directive runs outside a transaction: what Postgres refuses
+/// inside one (`CREATE INDEX CONCURRENTLY`) works, and without the directive the error says to
+/// add it.
+async fn t_migrate_no_transaction(db: &TestDb) {
+    let k = db.kind.name();
+    let mut conn = db.conn().await;
+    let table = ("0001_t.sql", "CREATE TABLE m_x (id BIGINT);");
+    let plain = "CREATE INDEX m_i ON m_x (id);";
+    let concurrent = "CREATE INDEX CONCURRENTLY m_i ON m_x (id);";
+    if db.kind == Kind::Postgres {
+        let m = Migrator::from_files([
+            table,
+            ("0002_i.postgres.sql", concurrent),
+            ("0002_i.sql", plain),
+        ])
+        .expect("files");
+        let e = m
+            .run(&mut conn)
+            .await
+            .expect_err("CONCURRENTLY inside a transaction");
+        assert!(
+            e.message()
+                .contains(sql_middleware::migrate::NO_TRANSACTION),
+            "[{k}] {e:?}"
+        );
+    }
+    let with = |body: &str| format!("{}\n{body}\n", sql_middleware::migrate::NO_TRANSACTION);
+    let (pg, other) = (with(concurrent), with(plain));
+    let m = Migrator::from_files([
+        table,
+        ("0002_i.postgres.sql", pg.as_str()),
+        ("0002_i.sql", other.as_str()),
+    ])
+    .expect("files");
+    let applied = m
+        .run(&mut conn)
+        .await
+        .unwrap_or_else(|e| panic!("[{k}] {e:?}"))
+        .applied;
+    assert_eq!(applied.last(), Some(&2), "[{k}]");
+    assert_eq!(
+        states(&m, &mut conn).await,
+        [(1, MigrationState::Applied), (2, MigrationState::Applied)],
+        "[{k}]"
+    );
+}
+
 backend_tests! {
+    async fn migrate_no_transaction(db) { t_migrate_no_transaction(&db).await }
     async fn migrate_apply_status_revert(db) { t_migrate_apply_status_revert(&db).await }
     async fn migrate_checksums(db) { t_migrate_checksums(&db).await }
     async fn migrate_failure(db) { t_migrate_failure(&db).await }
