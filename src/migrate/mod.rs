@@ -32,6 +32,10 @@ use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 
 pub use history::AppliedMigration;
 pub use source::NO_TRANSACTION;
+/// The `.sql` files of a folder embedded at compile time (feature `derive`): see
+/// [`Migrator::from_files`].
+#[cfg(feature = "derive")]
+pub use sql_middleware_derive::embed_migrations;
 pub use status::{MigrationState, MigrationStatus};
 
 use lock::LockSpec;
@@ -144,7 +148,19 @@ impl Migrator {
     }
 
     /// The migrations given as `(file name, text)` pairs, named as in a folder: what
-    /// `embed_migrations!` (feature `derive`) or a list of `include_str!` gives.
+    /// `embed_migrations!("migrations")` (feature `derive`; the folder is relative to the
+    /// crate's `Cargo.toml`) or a list of `include_str!` gives:
+    ///
+    /// ```no_run
+    /// # fn demo() -> Result<(), sql_middleware::SqlMiddlewareDbError> {
+    /// use sql_middleware::migrate::Migrator;
+    ///
+    /// let migrator = Migrator::from_files([
+    ///     ("0001_users.sql", "CREATE TABLE users (id BIGINT PRIMARY KEY);"),
+    ///     ("0001_users.down.sql", "DROP TABLE users;"),
+    /// ])?;
+    /// # Ok(()) }
+    /// ```
     pub fn from_files<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self> {
         source::from_pairs(files).map(Self::with_files)
     }

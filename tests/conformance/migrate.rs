@@ -407,7 +407,33 @@ async fn t_migrate_no_transaction(db: &TestDb) {
     );
 }
 
+/// `embed_migrations!` (feature `derive`, which the tests always have) carries a folder's files
+/// in the binary.
+async fn t_migrate_embedded(db: &TestDb) {
+    let k = db.kind.name();
+    let files = sql_middleware::migrate::embed_migrations!("tests/conformance/migrations");
+    assert_eq!(files.len(), 3, "[{k}]");
+    assert_eq!(files[0].0, "0001_embedded.down.sql", "[{k}] sorted by name");
+    let m = Migrator::from_files(files).expect("files");
+    let mut conn = db.conn().await;
+    assert_eq!(
+        m.run(&mut conn).await.expect("run").applied,
+        [1, 2],
+        "[{k}]"
+    );
+    assert_eq!(count(&mut conn, "m_embedded").await, 2, "[{k}]");
+    assert_eq!(
+        m.revert_to(&mut conn, 0)
+            .await
+            .expect_err("0002 has no down file")
+            .kind(),
+        ErrorKind::InvalidInput,
+        "[{k}]"
+    );
+}
+
 backend_tests! {
+    async fn migrate_embedded(db) { t_migrate_embedded(&db).await }
     async fn migrate_no_transaction(db) { t_migrate_no_transaction(&db).await }
     async fn migrate_apply_status_revert(db) { t_migrate_apply_status_revert(&db).await }
     async fn migrate_checksums(db) { t_migrate_checksums(&db).await }
