@@ -286,9 +286,11 @@ pub(crate) enum MigrateLock {
     /// The write transaction itself (`BEGIN IMMEDIATE`) keeps runners apart.
     WriteTransaction,
     /// A lock held by the session for the whole run: `acquire_sql` takes the lock's name and
-    /// the wait in seconds and answers 1 once held; `release_sql` takes the name.
+    /// the wait in seconds and answers 1 once held; `release_sql` takes the name. Where named
+    /// locks are per node of a cluster (`cluster_sql` answers 1), a lock table replaces them.
     Session {
         acquire_sql: &'static str,
         release_sql: &'static str,
+        cluster_sql: &'static str,
     },
 }

@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::lock_table::{self, LockTable};
 use crate::connection::MiddlewarePoolConnection;
 use crate::contract::MigrateLock;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
@@ -87,15 +88,56 @@ pub(crate) async fn begin_locked<'c>(
     Ok(Some(tx))
 }
 
-/// Takes the session's named lock, waiting at most the spec's wait; `Ok(false)` for an engine
-/// whose lock is not a session lock.
+/// The lock a session holds for a run: the engine's named lock, or the lock table's row.
+#[derive(Debug)]
+pub(crate) enum SessionLock {
+    /// The engine's named lock.
+    Named,
+    /// The lock table's row, with its owner's name.
+    Table(String),
+}
+
+/// A name for this runner, unique enough to tell runners apart in the lock table.
+fn owner() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{:x}-{:x}-{:x}",
+        std::process::id(),
+        nanos,
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Takes the session's lock for a run, waiting at most the spec's wait: the engine's named lock,
+/// or the lock table where `mode` says so (or, with `Auto`, where the server is a cluster node).
 pub(crate) async fn acquire_session(
     conn: &mut MiddlewarePoolConnection,
     spec: &LockSpec<'_>,
-) -> Result<bool> {
-    let MigrateLock::Session { acquire_sql, .. } = spec.lock else {
-        return Ok(false);
+    mode: LockTable,
+    ttl: Duration,
+) -> Result<SessionLock> {
+    let MigrateLock::Session {
+        acquire_sql,
+        cluster_sql,
+        ..
+    } = spec.lock
+    else {
+        return Ok(SessionLock::Named);
     };
+    let table = match mode {
+        LockTable::Always => true,
+        LockTable::Never => false,
+        LockTable::Auto => lock_table::is_cluster(conn, cluster_sql).await,
+    };
+    if table {
+        let me = owner();
+        lock_table::acquire(conn, spec, &me, ttl).await?;
+        return Ok(SessionLock::Table(me));
+    }
     let secs = i64::try_from(spec.wait.as_millis().div_ceil(1000)).unwrap_or(i64::MAX);
     let (got,): (Option<i64>,) = conn
         .query(acquire_sql)
@@ -103,16 +145,33 @@ pub(crate) async fn acquire_session(
         .one()
         .await?;
     match got {
-        Some(1) => Ok(true),
+        Some(1) => Ok(SessionLock::Named),
         _ => Err(spec.timed_out()),
     }
 }
 
-/// Releases the session's named lock (taken by [`acquire_session`]).
+/// Renews a lock table's row (a named lock needs nothing).
+pub(crate) async fn renew_session(
+    conn: &mut MiddlewarePoolConnection,
+    spec: &LockSpec<'_>,
+    held: &SessionLock,
+    ttl: Duration,
+) -> Result<()> {
+    match held {
+        SessionLock::Named => Ok(()),
+        SessionLock::Table(me) => lock_table::renew(conn, spec, me, ttl).await,
+    }
+}
+
+/// Releases the session's lock (taken by [`acquire_session`]).
 pub(crate) async fn release_session(
     conn: &mut MiddlewarePoolConnection,
     spec: &LockSpec<'_>,
+    held: &SessionLock,
 ) -> Result<()> {
+    if let SessionLock::Table(me) = held {
+        return lock_table::release(conn, spec, me).await;
+    }
     if let MigrateLock::Session { release_sql, .. } = spec.lock {
         let _: (Option<i64>,) = conn
             .query(release_sql)

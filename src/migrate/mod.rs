@@ -19,6 +19,7 @@
 mod checksum;
 mod history;
 mod lock;
+mod lock_table;
 mod revert;
 mod run;
 mod source;
@@ -31,6 +32,7 @@ use crate::connection::MiddlewarePoolConnection;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 
 pub use history::AppliedMigration;
+pub use lock_table::{DEFAULT_LOCK_TTL, LockTable};
 pub use source::NO_TRANSACTION;
 /// The `.sql` files of a folder embedded at compile time (feature `derive`): see
 /// [`Migrator::from_files`].
@@ -115,6 +117,8 @@ pub struct Migrator {
     table: String,
     allow_modified: bool,
     lock_wait: Duration,
+    lock_table: LockTable,
+    lock_ttl: Duration,
     listener: Option<Listener>,
 }
 
@@ -125,6 +129,7 @@ impl std::fmt::Debug for Migrator {
             .field("table", &self.table)
             .field("allow_modified", &self.allow_modified)
             .field("lock_wait", &self.lock_wait)
+            .field("lock_table", &self.lock_table)
             .finish()
     }
 }
@@ -136,6 +141,8 @@ impl Migrator {
             table: DEFAULT_TABLE.to_owned(),
             allow_modified: false,
             lock_wait: DEFAULT_LOCK_WAIT,
+            lock_table: LockTable::Auto,
+            lock_ttl: DEFAULT_LOCK_TTL,
             listener: None,
         }
     }
@@ -186,6 +193,22 @@ impl Migrator {
         self
     }
 
+    /// On MySQL and MariaDB, whether runners are kept apart by a lock table instead of the
+    /// server's named lock (`GET_LOCK`), which is per node on a Galera cluster. By default
+    /// ([`LockTable::Auto`]) the lock table is used where the server is a Galera node.
+    pub fn lock_table(mut self, mode: LockTable) -> Self {
+        self.lock_table = mode;
+        self
+    }
+
+    /// How long the lock table's lock lasts unless renewed (after each migration; default
+    /// [`DEFAULT_LOCK_TTL`]): past it, another runner takes over from one that died. Keep it
+    /// longer than the longest migration.
+    pub fn lock_ttl(mut self, ttl: Duration) -> Self {
+        self.lock_ttl = ttl;
+        self
+    }
+
     /// Calls `f` as each migration is applied or reverted (for progress output).
     pub fn on_event(mut self, f: impl Fn(Event<'_>) + Send + Sync + 'static) -> Self {
         self.listener = Some(Box::new(f));
@@ -219,9 +242,9 @@ impl Migrator {
         let rules = conn.migrate_rules();
         let spec = self.spec(conn);
         let applied = if !rules.transactional_ddl {
-            lock::acquire_session(conn, &spec).await?;
-            let r = self.run_in_session(conn, &all).await;
-            let released = lock::release_session(conn, &spec).await;
+            let held = self.acquire(conn, &spec).await?;
+            let r = self.run_in_session(conn, &spec, &held, &all).await;
+            let released = lock::release_session(conn, &spec, &held).await;
             let applied = r?;
             released?;
             applied
@@ -236,15 +259,25 @@ impl Migrator {
         })
     }
 
+    async fn acquire(
+        &self,
+        conn: &mut MiddlewarePoolConnection,
+        spec: &LockSpec<'_>,
+    ) -> Result<lock::SessionLock> {
+        lock::acquire_session(conn, spec, self.lock_table, self.lock_ttl).await
+    }
+
     async fn run_in_session(
         &self,
         conn: &mut MiddlewarePoolConnection,
+        spec: &LockSpec<'_>,
+        held: &lock::SessionLock,
         all: &[Migration],
     ) -> Result<Vec<i64>> {
         history::ensure(conn, &self.table).await?;
         let rows = history::read(conn, &self.table).await?;
         let list = self.pending(all, &rows)?;
-        run::apply_in_session(self, conn, &self.table, &list).await
+        run::apply_in_session(self, conn, spec, held, &list).await
     }
 
     /// The migrations to apply, after the checks against the history.
@@ -288,15 +321,16 @@ impl Migrator {
         let all = self.migrations(conn)?;
         let rules = conn.migrate_rules();
         let spec = self.spec(conn);
-        let session = !rules.transactional_ddl;
-        if session {
-            lock::acquire_session(conn, &spec).await?;
-        }
+        let held = if rules.transactional_ddl {
+            None
+        } else {
+            Some(self.acquire(conn, &spec).await?)
+        };
         let r = self
-            .revert_locked(conn, &spec, &all, version, session)
+            .revert_locked(conn, &spec, &all, version, held.as_ref())
             .await;
-        if session {
-            let released = lock::release_session(conn, &spec).await;
+        if let Some(held) = &held {
+            let released = lock::release_session(conn, &spec, held).await;
             let reverted = r?;
             released?;
             return Ok(RunReport {
@@ -316,9 +350,9 @@ impl Migrator {
         spec: &LockSpec<'_>,
         all: &[Migration],
         version: i64,
-        session: bool,
+        held: Option<&lock::SessionLock>,
     ) -> Result<Vec<i64>> {
-        let rows = if session {
+        let rows = if held.is_some() {
             history::ensure(conn, &self.table).await?;
             history::read(conn, &self.table).await?
         } else {
@@ -339,8 +373,8 @@ impl Migrator {
             revert::down_of(m)?;
             list.push(m);
         }
-        if session {
-            revert::revert_in_session(self, conn, &self.table, &list).await
+        if let Some(held) = held {
+            revert::revert_in_session(self, conn, spec, held, &list).await
         } else {
             revert::revert_transactional(self, conn, spec, &list).await
         }
@@ -362,9 +396,9 @@ impl Migrator {
             .map(|m| m.checksum.clone());
         let spec = self.spec(conn);
         if !conn.migrate_rules().transactional_ddl {
-            lock::acquire_session(conn, &spec).await?;
+            let held = self.acquire(conn, &spec).await?;
             let r = revert::repair_row(conn, &self.table, version, how, sum.as_deref()).await;
-            let released = lock::release_session(conn, &spec).await;
+            let released = lock::release_session(conn, &spec, &held).await;
             r?;
             released
         } else {

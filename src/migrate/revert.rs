@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use super::lock::{LockSpec, begin_locked, pause};
+use super::lock::{LockSpec, SessionLock, begin_locked, pause, renew_session};
 use super::run::{Step, failed, run_outside, statements, until_done};
 use super::source::Migration;
 use super::status::dirty_error;
@@ -86,11 +86,14 @@ pub(crate) async fn revert_transactional(
 pub(crate) async fn revert_in_session(
     mg: &Migrator,
     conn: &mut MiddlewarePoolConnection,
-    table: &str,
+    spec: &LockSpec<'_>,
+    held: &SessionLock,
     list: &[&Migration],
 ) -> Result<Vec<i64>> {
+    let table = spec.table;
     let mut reverted = Vec::new();
     for m in list {
+        renew_session(conn, spec, held, mg.lock_ttl).await?;
         let (file, text) = down_of(m)?;
         mg.tell(Event::Reverting {
             version: m.version,

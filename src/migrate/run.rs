@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use super::lock::{LockSpec, begin_locked};
+use super::lock::{LockSpec, SessionLock, begin_locked, renew_session};
 use super::source::Migration;
 use super::status::one_line;
 use super::{Event, Migrator, history};
@@ -200,11 +200,14 @@ pub(crate) async fn apply_transactional(
 pub(crate) async fn apply_in_session(
     mg: &Migrator,
     conn: &mut MiddlewarePoolConnection,
-    table: &str,
+    spec: &LockSpec<'_>,
+    held: &SessionLock,
     list: &[&Migration],
 ) -> Result<Vec<i64>> {
+    let table = spec.table;
     let mut applied = Vec::new();
     for m in list {
+        renew_session(conn, spec, held, mg.lock_ttl).await?;
         mg.tell(Event::Applying {
             version: m.version,
             name: &m.name,

@@ -4,10 +4,10 @@
 //! engine's DDL is transactional, dirty where it is not), and runners started together.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use sql_middleware::ErrorKind;
-use sql_middleware::migrate::{MigrationState, Migrator, Repair};
+use sql_middleware::migrate::{LockTable, MigrationState, Migrator, Repair};
 use sql_middleware::prelude::*;
 
 use crate::backend_tests;
@@ -297,6 +297,57 @@ async fn t_migrate_failure(db: &TestDb) {
 
 /// Eight runners started together apply each migration exactly once.
 async fn t_migrate_concurrent_runners(db: &TestDb) {
+    eight_runners(db, LockTable::Auto).await;
+    if db.kind == Kind::Mysql {
+        // Not a Galera node: the named lock, and no lock table.
+        let mut conn = db.conn().await;
+        assert!(
+            conn.execute_batch("SELECT id FROM _sql_middleware_migrations_lock")
+                .await
+                .is_err()
+        );
+    }
+}
+
+/// The same with the lock table (on MySQL; the other engines have no session lock to replace),
+/// which also takes over from a runner that died holding it, once the lock expires.
+async fn t_migrate_lock_table(db: &TestDb) {
+    let k = db.kind.name();
+    eight_runners(db, LockTable::Always).await;
+    if db.kind != Kind::Mysql {
+        return;
+    }
+    let mut conn = db.conn().await;
+    let m = Migrator::from_files([("0100_t.sql", "CREATE TABLE m_lt (id BIGINT);")])
+        .expect("files")
+        .lock_table(LockTable::Always)
+        .lock_wait(Duration::from_millis(300));
+    // A live holder: the wait runs out.
+    batch(&mut conn, "INSERT INTO _sql_middleware_migrations_lock (id, owner, expires_ms) VALUES (1, 'other', 9000000000000000)").await;
+    expect_kind(
+        &format!("[{k}] held"),
+        m.run(&mut conn).await,
+        ErrorKind::Busy,
+    );
+    // A holder that died: its lock has expired, and the run takes over.
+    batch(
+        &mut conn,
+        "UPDATE _sql_middleware_migrations_lock SET expires_ms = 1",
+    )
+    .await;
+    assert_eq!(
+        m.run(&mut conn).await.expect("after expiry").applied,
+        [100],
+        "[{k}]"
+    );
+    assert_eq!(
+        count(&mut conn, "_sql_middleware_migrations_lock").await,
+        0,
+        "[{k}] released"
+    );
+}
+
+async fn eight_runners(db: &TestDb, mode: LockTable) {
     let k = db.kind.name();
     let pool = Arc::new(db.builder().max_size(9).build().await.expect("pool"));
     let mut files = vec![(
@@ -315,7 +366,8 @@ async fn t_migrate_concurrent_runners(db: &TestDb) {
         let files = files.clone();
         tasks.push(tokio::spawn(async move {
             let m = Migrator::from_files(files.iter().map(|(f, t)| (f.as_str(), t.as_str())))
-                .expect("files");
+                .expect("files")
+                .lock_table(mode);
             let mut conn = pool.get_connection().await.expect("conn");
             m.run(&mut conn).await.map(|r| r.applied)
         }));
@@ -439,5 +491,6 @@ backend_tests! {
     async fn migrate_checksums(db) { t_migrate_checksums(&db).await }
     async fn migrate_failure(db) { t_migrate_failure(&db).await }
     async fn migrate_concurrent_runners(db) { t_migrate_concurrent_runners(&db).await }
+    async fn migrate_lock_table(db) { t_migrate_lock_table(&db).await }
     async fn migrate_hundred(db) { t_migrate_hundred(&db).await }
 }
