@@ -96,6 +96,7 @@ const WING_FILES: &[&str] = &[
     "error.rs",
     "stream.rs",
     "bulk.rs",
+    "migrate.rs",
 ];
 
 fn layer_of(module: &str) -> Option<(usize, &'static str)> {

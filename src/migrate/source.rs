@@ -44,8 +44,11 @@ fn bad_name(file: &str, why: &str) -> SqlMiddlewareDbError {
     )
 }
 
+/// What a file name says: version, name, engine suffix, and whether it is a down file.
+type Parsed = (i64, String, Option<String>, bool);
+
 /// Parses a file name; `Ok(None)` for a name that does not end in `.sql` (not a migration).
-pub(crate) fn parse_name(file: &str) -> Result<Option<(i64, String, Option<String>, bool)>> {
+pub(crate) fn parse_name(file: &str) -> Result<Option<Parsed>> {
     let Some(stem) = file.strip_suffix(".sql") else {
         return Ok(None);
     };
