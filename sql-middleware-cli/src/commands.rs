@@ -37,9 +37,7 @@ fn next_version(dir: &Path) -> Result<i64, Failure> {
                 let e = e.map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
                 let name = e.file_name().to_string_lossy().into_owned();
                 let digits: String = name.chars().take_while(char::is_ascii_digit).collect();
-                if name.ends_with(".sql")
-                    && let Ok(v) = digits.parse::<i64>()
-                {
+                if let (true, Ok(v)) = (name.ends_with(".sql"), digits.parse::<i64>()) {
                     max = max.max(v);
                 }
             }
