@@ -111,6 +111,23 @@ pub struct RunReport {
 
 type Listener = Box<dyn Fn(Event<'_>) + Send + Sync>;
 
+/// The history, read under the lock once no migration is being applied outside a transaction by
+/// another runner (a dirty row that stays past the lock's wait is returned as it is, and the
+/// caller refuses it).
+async fn read_settled(
+    conn: &mut MiddlewarePoolConnection,
+    spec: &LockSpec<'_>,
+) -> Result<Vec<AppliedMigration>> {
+    let deadline = Instant::now() + spec.wait;
+    loop {
+        let rows = run::until_done!(spec, at => run::read_locked(conn, spec, at));
+        if rows.iter().all(|r| r.success) || Instant::now() >= deadline {
+            return Ok(rows);
+        }
+        lock::pause(spec, deadline).await?;
+    }
+}
+
 /// Applies, lists and reverts versioned SQL migrations; see the [module docs](self).
 pub struct Migrator {
     files: Vec<SourceFile>,
@@ -249,7 +266,7 @@ impl Migrator {
             released?;
             applied
         } else {
-            let rows = run::until_done!(&spec, at => run::read_locked(conn, &spec, at));
+            let rows = read_settled(conn, &spec).await?;
             let list = self.pending(&all, &rows)?;
             run::apply_transactional(self, conn, &spec, &list).await?
         };
@@ -356,7 +373,7 @@ impl Migrator {
             history::ensure(conn, &self.table).await?;
             history::read(conn, &self.table).await?
         } else {
-            run::until_done!(spec, at => run::read_locked(conn, spec, at))
+            read_settled(conn, spec).await?
         };
         revert::refuse_dirty(&rows)?;
         let mut list = Vec::new();

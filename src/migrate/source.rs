@@ -60,8 +60,12 @@ pub(crate) fn parse_name(file: &str) -> Result<Option<Parsed>> {
         Some((b, e)) => (b, Some(e)),
         None => (stem, None),
     };
-    let bad_suffix =
-        engine.is_some_and(|e| e.is_empty() || !e.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
+    let bad_suffix = engine.is_some_and(|e| {
+        e.is_empty()
+            || !e
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    });
     if bad_suffix {
         return Err(bad_name(file, "the engine suffix is not a lower-case word"));
     }

@@ -484,7 +484,54 @@ async fn t_migrate_embedded(db: &TestDb) {
     );
 }
 
+/// Eight runners with a migration outside a transaction among the others: the runners that
+/// find it being applied wait for it, and each migration is applied once.
+async fn t_migrate_concurrent_no_transaction(db: &TestDb) {
+    let k = db.kind.name();
+    let pool = Arc::new(db.builder().max_size(9).build().await.expect("pool"));
+    let index = format!(
+        "{}\nCREATE INDEX {}m_ci ON m_c (id);\n",
+        sql_middleware::migrate::NO_TRANSACTION,
+        if db.kind == Kind::Postgres {
+            "CONCURRENTLY "
+        } else {
+            ""
+        }
+    );
+    let files: Vec<(String, String)> = vec![
+        ("0001_c.sql".into(), "CREATE TABLE m_c (id BIGINT);".into()),
+        ("0002_ci.sql".into(), index),
+        (
+            "0003_c.sql".into(),
+            "INSERT INTO m_c (id) VALUES (3);".into(),
+        ),
+    ];
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let (pool, files) = (Arc::clone(&pool), files.clone());
+        tasks.push(tokio::spawn(async move {
+            let m = Migrator::from_files(files.iter().map(|(f, t)| (f.as_str(), t.as_str())))
+                .expect("files");
+            let mut conn = pool.get_connection().await.expect("conn");
+            m.run(&mut conn).await.map(|r| r.applied)
+        }));
+    }
+    let mut applied = Vec::new();
+    for t in tasks {
+        applied.extend(
+            t.await
+                .expect("task")
+                .unwrap_or_else(|e| panic!("[{k}] runner: {e:?}")),
+        );
+    }
+    applied.sort_unstable();
+    assert_eq!(applied, [1, 2, 3], "[{k}] each migration applied once");
+    let mut conn = pool.get_connection().await.expect("conn");
+    assert_eq!(count(&mut conn, "m_c").await, 1, "[{k}]");
+}
+
 backend_tests! {
+    async fn migrate_concurrent_no_transaction(db) { t_migrate_concurrent_no_transaction(&db).await }
     async fn migrate_embedded(db) { t_migrate_embedded(&db).await }
     async fn migrate_no_transaction(db) { t_migrate_no_transaction(&db).await }
     async fn migrate_apply_status_revert(db) { t_migrate_apply_status_revert(&db).await }
