@@ -35,6 +35,8 @@ mod errors;
 mod executor;
 #[cfg(feature = "migrate")]
 mod migrate;
+#[cfg(feature = "migrate")]
+mod migrate_concurrent;
 #[cfg(all(feature = "migrate", unix))]
 mod migrate_kill;
 mod pool;
