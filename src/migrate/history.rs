@@ -34,7 +34,7 @@ pub struct AppliedMigration {
 
 /// Checks that `table` is a plain identifier (it is written into SQL).
 pub(crate) fn check_table(table: &str) -> Result<()> {
-    let ok = table.len() <= 60
+    let ok = table.len() <= 58
         && table
             .bytes()
             .next()
@@ -47,7 +47,7 @@ pub(crate) fn check_table(table: &str) -> Result<()> {
     } else {
         Err(SqlMiddlewareDbError::new(
             ErrorKind::InvalidInput,
-            "the migration history table's name must be 1 to 60 ASCII letters, digits or `_`, not starting with a digit",
+            "the migration history table's name must be 1 to 58 ASCII letters, digits or `_`, not starting with a digit",
         ))
     }
 }

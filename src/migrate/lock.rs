@@ -26,9 +26,13 @@ pub(crate) struct LockSpec<'a> {
 }
 
 impl LockSpec<'_> {
-    /// The name of the lock, the same for every runner on the same history table.
+    /// The name of the lock, the same for every runner on the same history table (short enough
+    /// for MySQL's 64-character limit on lock names, whatever the table's name).
     fn name(&self) -> String {
-        format!("sql_middleware_migrate.{}", self.table)
+        format!(
+            "sql_middleware_migrate_{:016x}",
+            super::checksum::key_of(self.table)
+        )
     }
 
     /// The error of a wait that ran out.

@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use sql_middleware::ErrorKind;
-use sql_middleware::migrate::{MigrationState, Migrator, Repair};
+use sql_middleware::migrate::{LockTable, MigrationState, Migrator, Repair};
 use sql_middleware::prelude::*;
 
 use crate::backend_tests;
@@ -383,7 +383,40 @@ async fn t_migrate_embedded(db: &TestDb) {
     );
 }
 
+/// Another history table, named as long as allowed (its lock's name stays within MySQL's limit,
+/// and the lock table's name within the engines' identifier lengths).
+async fn t_migrate_custom_table(db: &TestDb) {
+    let k = db.kind.name();
+    let mut conn = db.conn().await;
+    let long = "h".repeat(58);
+    let files = [("0001_a.sql", "CREATE TABLE m_custom (id BIGINT);")];
+    for mode in [LockTable::Never, LockTable::Always] {
+        let m = Migrator::from_files(files)
+            .expect("files")
+            .table(&long)
+            .expect("58 characters")
+            .lock_table(mode);
+        m.run(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("[{k}] {mode:?}: {e:?}"));
+        assert_eq!(
+            states(&m, &mut conn).await,
+            [(1, MigrationState::Applied)],
+            "[{k}]"
+        );
+    }
+    for bad in ["h".repeat(59), "1abc".into(), "a-b".into(), String::new()] {
+        let r = Migrator::from_files(files).expect("files").table(&bad);
+        expect_kind(
+            &format!("[{k}] table {bad:?}"),
+            r.map(drop),
+            ErrorKind::InvalidInput,
+        );
+    }
+}
+
 backend_tests! {
+    async fn migrate_custom_table(db) { t_migrate_custom_table(&db).await }
     async fn migrate_embedded(db) { t_migrate_embedded(&db).await }
     async fn migrate_no_transaction(db) { t_migrate_no_transaction(&db).await }
     async fn migrate_apply_status_revert(db) { t_migrate_apply_status_revert(&db).await }
