@@ -85,6 +85,18 @@ impl MiddlewarePoolConnection {
         self.inner.database_type()
     }
 
+    /// How this connection's engine keeps a migration run safe.
+    #[cfg(feature = "migrate")]
+    pub(crate) fn migrate_rules(&self) -> crate::contract::MigrateRules {
+        self.inner.migrate_rules()
+    }
+
+    /// The connection's SQL dialect, for splitting a script as its engine reads it.
+    #[cfg(feature = "migrate")]
+    pub(crate) fn dialect(&self) -> crate::sql::Dialect {
+        self.inner.dialect()
+    }
+
     /// Sets the time limit of each statement run on this checkout (`None`: no limit), in place
     /// of the pool's `statement_timeout`; a query's own `.timeout(..)` still wins. A statement
     /// still running when it passes is stopped and its call fails with [`ErrorKind::Timeout`].

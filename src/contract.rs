@@ -261,3 +261,40 @@ pub(crate) trait Wing {
     )]
     async fn raw(&mut self) -> Result<&Self::Raw>;
 }
+
+/// How one engine keeps a migration run safe (feature `migrate`): each wing's `migrate.rs` gives
+/// its one value, and the shared runner (`src/migrate/`) follows it.
+#[cfg(feature = "migrate")]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MigrateRules {
+    /// Whether the engine rolls back DDL with its transaction: when not, a migration runs
+    /// statement by statement and a failure leaves it recorded as dirty.
+    pub(crate) transactional_ddl: bool,
+    /// How concurrent runners are kept apart.
+    pub(crate) lock: MigrateLock,
+    /// The engine's names in migration file names (`0003_x.<suffix>.sql`), preferred first.
+    pub(crate) suffixes: &'static [&'static str],
+}
+
+/// The lock of a migration run; see [`MigrateRules`].
+#[cfg(feature = "migrate")]
+#[derive(Debug, Clone, Copy)]
+#[allow(
+    dead_code,
+    reason = "each engine builds one variant: a build without every engine leaves some unbuilt"
+)]
+pub(crate) enum MigrateLock {
+    /// Each migration's own transaction takes a transaction-scoped lock first: `try_sql` (one
+    /// `$1` key parameter) answers true once the lock is held, and the commit releases it.
+    InTransaction { try_sql: &'static str },
+    /// The write transaction itself (`BEGIN IMMEDIATE`) keeps runners apart.
+    WriteTransaction,
+    /// A lock held by the session for the whole run: `acquire_sql` takes the lock's name and
+    /// the wait in seconds and answers 1 once held; `release_sql` takes the name. Where named
+    /// locks are per node of a cluster (`cluster_sql` answers 1), a lock table replaces them.
+    Session {
+        acquire_sql: &'static str,
+        release_sql: &'static str,
+        cluster_sql: &'static str,
+    },
+}

@@ -397,6 +397,14 @@ macro_rules! wings {
                 }
             }
 
+            /// How the connection's engine keeps a migration run safe.
+            #[cfg(feature = "migrate")]
+            pub(crate) fn migrate_rules(&self) -> crate::contract::MigrateRules {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(_) => crate::$wing::migrate::MIGRATE,)+
+                }
+            }
+
             /// The connection's SQL dialect, for reading scripts as its engine will.
             pub(crate) fn dialect(&self) -> Dialect {
                 match self {

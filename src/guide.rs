@@ -14,6 +14,10 @@ pub mod postgres {}
 #[doc = include_str!("../docs/HighAvailability.md")]
 pub mod high_availability {}
 
+#[cfg(feature = "migrate")]
+#[doc = include_str!("../docs/Migrations.md")]
+pub mod migrations {}
+
 #[doc = include_str!("../docs/Observability.md")]
 pub mod observability {}
 

@@ -97,6 +97,8 @@ with_an_engine! {
     mod bulk;
     pub mod config;
     mod dispatch;
+    #[cfg(feature = "migrate")]
+    pub mod migrate;
     pub mod executor;
     mod connection;
     pub mod pool;

@@ -25,7 +25,11 @@ const REPO_TREE: &str = "https://github.com/sql-middleware/sql-middleware/tree/m
 const REPO_ROOT: &str = "https://github.com/sql-middleware/sql-middleware";
 
 /// The crates' own READMEs, shown on crates.io and (the library's) on docs.rs.
-const CRATE_READMES: &[&str] = &["README.md", "sql-middleware-derive/README.md"];
+const CRATE_READMES: &[&str] = &[
+    "README.md",
+    "sql-middleware-derive/README.md",
+    "sql-middleware-cli/README.md",
+];
 
 /// Folders no page is looked for in: build output and the benchmarks' data files.
 const SKIPPED_DIRS: &[&str] = &["target", "bench_data"];

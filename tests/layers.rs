@@ -61,6 +61,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "connection",
             "dispatch",
             "executor",
+            "migrate",
             "pool",
             "query",
             "retry",
@@ -97,6 +98,7 @@ const WING_FILES: &[&str] = &[
     "error.rs",
     "stream.rs",
     "bulk.rs",
+    "migrate.rs",
 ];
 
 fn layer_of(module: &str) -> Option<(usize, &'static str)> {

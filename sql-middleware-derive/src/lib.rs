@@ -12,6 +12,8 @@
 //!   - `flatten`: the field is itself `FromRow`, read from the same row.
 #![forbid(unsafe_code)]
 
+mod embed;
+
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as Tokens};
 use quote::{quote, quote_spanned};
@@ -19,6 +21,17 @@ use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, LitStr, Type, parse_macro_input};
 
 /// Derives `sql_middleware::FromRow`; see the crate documentation for the attributes.
+/// `embed_migrations!("migrations")`: the `.sql` files of a folder (relative to the calling
+/// crate's `Cargo.toml`) embedded at compile time, as an array of `(file name, text)` pairs for
+/// `sql_middleware::migrate::Migrator::from_files`. A changed file rebuilds the crate; a file
+/// added to the folder needs a rebuild too (a `build.rs` with
+/// `cargo:rerun-if-changed=migrations` makes that automatic).
+#[proc_macro]
+pub fn embed_migrations(input: TokenStream) -> TokenStream {
+    let dir = parse_macro_input!(input as LitStr);
+    embed::expand(&dir).into()
+}
+
 #[proc_macro_derive(FromRow, attributes(sql))]
 pub fn derive_from_row(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);

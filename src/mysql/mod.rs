@@ -26,6 +26,8 @@ mod exec;
 pub(crate) mod health;
 pub(crate) mod hosts;
 mod liveness;
+#[cfg(feature = "migrate")]
+pub(crate) mod migrate;
 mod open;
 pub(crate) mod params;
 mod recover;

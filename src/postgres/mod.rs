@@ -19,6 +19,8 @@ pub(crate) mod error;
 mod exec;
 pub(crate) mod hosts;
 pub(crate) mod listen;
+#[cfg(feature = "migrate")]
+pub(crate) mod migrate;
 pub(crate) mod numeric;
 mod open;
 pub(crate) mod params;

@@ -18,6 +18,8 @@ pub(crate) mod deadline;
 pub(crate) mod dialect;
 pub(crate) mod error;
 pub(crate) mod exec;
+#[cfg(feature = "migrate")]
+pub(crate) mod migrate;
 pub(crate) mod offload;
 pub(crate) mod open;
 pub(crate) mod params;

@@ -15,6 +15,8 @@ pub(crate) mod deadline;
 pub(crate) mod dialect;
 pub(crate) mod error;
 pub(crate) mod exec;
+#[cfg(feature = "migrate")]
+pub(crate) mod migrate;
 pub(crate) mod open;
 pub(crate) mod params;
 pub(crate) mod recover;

@@ -33,6 +33,12 @@ mod error_kinds;
 mod error_redaction;
 mod errors;
 mod executor;
+#[cfg(feature = "migrate")]
+mod migrate;
+#[cfg(feature = "migrate")]
+mod migrate_concurrent;
+#[cfg(all(feature = "migrate", unix))]
+mod migrate_kill;
 mod pool;
 mod retry;
 mod round_trips;

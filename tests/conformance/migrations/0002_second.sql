@@ -1,0 +1,1 @@
+INSERT INTO m_embedded (id, note) VALUES (2, 'two');
