@@ -218,7 +218,7 @@ async fn ledger_galera_across_nodes() {
                 .expect("a causal-read pool on one node"),
         );
     }
-    let mut l = load("ledger_galera", 9, 30, None);
+    let mut l = load("ledger_galera", 9, 60, None);
     l.read_suffix = " FOR UPDATE";
     let certs_before = cert_conflicts(c).await;
     let reports = run_across(&pools, &audits, &l).await;
@@ -234,7 +234,7 @@ async fn ledger_galera_across_nodes() {
         r,
         &format!(
             " nodes={} node_totals={} nodes_agree={agree} cert_conflicts={certs} \
-             deadlock_retries={}",
+             retried_attempts={}",
             reports.len(),
             per_node.join("/"),
             r.attempts - (r.committed + r.failed.len() + r.unknown) as u64,
