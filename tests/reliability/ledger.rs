@@ -148,6 +148,21 @@ async fn ledger_turso_writers() {
         .await;
 }
 
+/// `kind:count,...` of the failed calls (`none` when none failed).
+#[cfg(all(feature = "mysql", unix))]
+fn kinds(failed: &[sql_middleware::ErrorKind]) -> String {
+    let mut n = std::collections::BTreeMap::new();
+    for k in failed {
+        *n.entry(format!("{k:?}")).or_insert(0) += 1;
+    }
+    let v: Vec<String> = n.iter().map(|(k, c)| format!("{k}:{c}")).collect();
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(",")
+    }
+}
+
 /// The Galera nodes' counts of certification conflicts: local transactions that failed
 /// certification at commit, and local transactions aborted by a replicated one.
 #[cfg(all(feature = "mysql", unix))]
@@ -234,10 +249,11 @@ async fn ledger_galera_across_nodes() {
         r,
         &format!(
             " nodes={} node_totals={} nodes_agree={agree} cert_conflicts={certs} \
-             retried_attempts={}",
+             retried_attempts={} failed_kinds={}",
             reports.len(),
             per_node.join("/"),
             r.attempts - (r.committed + r.failed.len() + r.unknown) as u64,
+            kinds(&r.failed),
         ),
     );
     for (i, o) in reports.iter().enumerate() {
