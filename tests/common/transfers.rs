@@ -27,6 +27,9 @@ pub struct Load {
     pub policy: RetryPolicy,
     /// A statement run first in every transaction (Postgres: its isolation level).
     pub prelude: Option<&'static str>,
+    /// Appended to the balance reads: `" FOR UPDATE"` where a plain read takes no lock and
+    /// the engine would not otherwise detect a lost update (MariaDB at `REPEATABLE READ`).
+    pub read_suffix: &'static str,
     pub seed: u64,
 }
 
@@ -66,6 +69,30 @@ const START: i64 = 1_000;
 
 /// Runs `load` on `db` (an empty database) and audits it.
 pub async fn run(db: &ConfigAndPool, load: &Load) -> Report {
+    setup(db, load).await;
+    let done = drive(std::slice::from_ref(db), load).await;
+    audit(db, load, &done).await
+}
+
+/// Runs `load` with worker `w` on `pools[w % pools.len()]` (pools on different nodes of one
+/// cluster, so transfers conflict between nodes), then audits the result once through each of
+/// `audits` (one per node; reads there must see every commit, e.g. causal reads).
+pub async fn run_across(
+    pools: &[ConfigAndPool],
+    audits: &[ConfigAndPool],
+    load: &Load,
+) -> Vec<Report> {
+    setup(&pools[0], load).await;
+    let done = drive(pools, load).await;
+    let mut reports = Vec::new();
+    for a in audits {
+        reports.push(audit(a, load, &done).await);
+    }
+    reports
+}
+
+/// Creates and fills `accounts` and an empty `transfers`.
+async fn setup(db: &ConfigAndPool, load: &Load) {
     let mut c = db.get_connection().await.expect("checkout");
     c.execute_batch(
         "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL);
@@ -82,13 +109,29 @@ pub async fn run(db: &ConfigAndPool, load: &Load) -> Report {
     ))
     .await
     .expect("accounts");
-    drop(c);
-    let before = db.stats().retry;
+}
+
+/// What the workers did: each call's outcome, and the attempts counted by the pools.
+struct Done {
+    results: Vec<Outcome>,
+    elapsed: Duration,
+    attempts: u64,
+    retried_calls: u64,
+}
+
+async fn drive(pools: &[ConfigAndPool], load: &Load) -> Done {
+    let retry = |pools: &[ConfigAndPool]| {
+        pools.iter().fold((0, 0), |(a, r), p| {
+            let s = p.stats().retry;
+            (a + s.attempts, r + s.retried)
+        })
+    };
+    let before = retry(pools);
     let mut rng = Rng::new(load.seed);
     let t0 = Instant::now();
     let mut tasks = Vec::new();
     for w in 0..load.workers {
-        let (db, load, mut rng) = (db.clone(), load.clone(), rng.fork());
+        let (db, load, mut rng) = (pools[w % pools.len()].clone(), load.clone(), rng.fork());
         tasks.push(tokio::spawn(async move {
             let mut out = Vec::new();
             for i in 0..load.transfers_per_worker {
@@ -96,11 +139,11 @@ pub async fn run(db: &ConfigAndPool, load: &Load) -> Report {
                 let src = 1 + rng.below(load.accounts as u64) as i64;
                 let dst = 1 + (src + rng.below(load.accounts as u64 - 1) as i64) % load.accounts;
                 let amount = 1 + rng.below(50) as i64;
-                let prelude = load.prelude;
+                let (prelude, suffix) = (load.prelude, load.read_suffix);
                 let started = Instant::now();
                 let r = db
                     .transaction(&load.policy, move |tx| {
-                        Box::pin(transfer(tx, prelude, id, src, dst, amount))
+                        Box::pin(transfer(tx, prelude, suffix, id, src, dst, amount))
                     })
                     .await;
                 out.push((id, started.elapsed(), r.map_err(|e| e.error().kind())));
@@ -113,22 +156,20 @@ pub async fn run(db: &ConfigAndPool, load: &Load) -> Report {
         results.extend(t.await.expect("worker"));
     }
     let elapsed = t0.elapsed();
-    let after = db.stats().retry;
-    audit(
-        db,
-        load,
+    let after = retry(pools);
+    Done {
         results,
         elapsed,
-        after.attempts - before.attempts,
-        after.retried - before.retried,
-    )
-    .await
+        attempts: after.0 - before.0,
+        retried_calls: after.1 - before.1,
+    }
 }
 
 /// One transfer: read both balances, write the values computed from them, record its id.
 async fn transfer(
     tx: &mut Tx<'_>,
     prelude: Option<&'static str>,
+    read_suffix: &'static str,
     id: i64,
     src: i64,
     dst: i64,
@@ -137,9 +178,9 @@ async fn transfer(
     if let Some(p) = prelude {
         tx.execute_batch(p).await?;
     }
-    let read = "SELECT balance FROM accounts WHERE id = $1";
-    let (from,): (i64,) = tx.query(read).params(&[src.into()]).one().await?;
-    let (to,): (i64,) = tx.query(read).params(&[dst.into()]).one().await?;
+    let read = format!("SELECT balance FROM accounts WHERE id = $1{read_suffix}");
+    let (from,): (i64,) = tx.query(&read).params(&[src.into()]).one().await?;
+    let (to,): (i64,) = tx.query(&read).params(&[dst.into()]).one().await?;
     let mut write = tx
         .prepare("UPDATE accounts SET balance = $1 WHERE id = $2")
         .await?;
@@ -155,14 +196,14 @@ async fn transfer(
 
 type Outcome = (i64, Duration, Result<(), ErrorKind>);
 
-async fn audit(
-    db: &ConfigAndPool,
-    load: &Load,
-    results: Vec<Outcome>,
-    elapsed: Duration,
-    attempts: u64,
-    retried_calls: u64,
-) -> Report {
+async fn audit(db: &ConfigAndPool, load: &Load, done: &Done) -> Report {
+    let Done {
+        results,
+        elapsed,
+        attempts,
+        retried_calls,
+    } = done;
+    let (elapsed, attempts, retried_calls) = (*elapsed, *attempts, *retried_calls);
     let mut c = db.get_connection().await.expect("checkout");
     let balances: Vec<(i64, i64)> = c
         .query("SELECT id, balance FROM accounts ORDER BY id")
@@ -201,7 +242,7 @@ async fn audit(
         phantom: 0,
         inconsistent_accounts,
     };
-    for (id, _, r) in &results {
+    for (id, _, r) in results {
         let here = present.contains(id);
         match r {
             Ok(()) => {
