@@ -185,7 +185,9 @@ async fn readers_fall_back_to_the_primary_read_only_or_fail_as_asked() {
         // Unreachable, then skipped, then tried again after `replica_retry_after`.
         for pause in [0, 0, 400] {
             tokio::time::sleep(Duration::from_millis(pause)).await;
-            let e = fails.reader().await.err().expect("no replica, no fallback");
+            let Err(e) = fails.reader().await else {
+                panic!("no replica, no fallback");
+            };
             assert_eq!(e.kind(), ErrorKind::ConnectionLost, "{e}");
         }
         // Writers are unaffected.
@@ -202,29 +204,32 @@ async fn readers_fall_back_to_the_primary_read_only_or_fail_as_asked() {
 
 #[tokio::test]
 async fn a_replica_of_another_engine_is_a_config_error() {
-    let e = ConfigAndPool::mysql("mysql://root@127.0.0.1:1/db")
+    let Err(e) = ConfigAndPool::mysql("mysql://root@127.0.0.1:1/db")
         .replica("postgres://app@127.0.0.1:1/db")
         .build()
         .await
-        .err()
-        .expect("a Postgres replica on a MySQL pool");
+    else {
+        panic!("a Postgres replica on a MySQL pool");
+    };
     assert_eq!(e.kind(), ErrorKind::Config, "{e}");
-    let e = ConfigAndPool::mysql("mysql://root@127.0.0.1:1/db")
+    let Err(e) = ConfigAndPool::mysql("mysql://root@127.0.0.1:1/db")
         .replica("mysql://root@h1:notaport/db")
         .build()
         .await
-        .err()
-        .expect("a bad replica URL");
+    else {
+        panic!("a bad replica URL");
+    };
     assert_eq!(e.kind(), ErrorKind::Config, "{e}");
     #[cfg(feature = "postgres")]
     {
-        let e = ConfigAndPool::from_url("postgres://app@127.0.0.1:1/db")
+        let Err(e) = ConfigAndPool::from_url("postgres://app@127.0.0.1:1/db")
             .expect("a Postgres URL")
             .replica("mysql://root@127.0.0.1:1/db")
             .build()
             .await
-            .err()
-            .expect("a MySQL replica on a Postgres pool");
+        else {
+            panic!("a MySQL replica on a Postgres pool");
+        };
         assert_eq!(e.kind(), ErrorKind::Config, "{e}");
     }
 }
