@@ -61,6 +61,7 @@ pub(super) fn add_replica(s: &mut MySettings, error: &mut Option<SqlMiddlewareDb
             .replicas
             .replicas
             .push((r.target, r.options.hosts, r.options.tls.mode)),
+        #[allow(unreachable_patterns)]
         Ok(_) => {
             error.get_or_insert(SqlMiddlewareDbError::new(
                 ErrorKind::Config,
