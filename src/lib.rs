@@ -70,6 +70,8 @@ with_an_engine! {
     pub use postgres::listen::{Listener, Notification};
     #[cfg(feature = "postgres")]
     pub use postgres::replica::ReplicaStatus;
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    mod replica_health;
     #[cfg(feature = "_server")]
     mod server;
     #[cfg(feature = "_server")]
@@ -116,6 +118,8 @@ with_an_engine! {
         mod mysql;
         #[cfg(feature = "postgres")]
         mod postgres;
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
+        mod replicas;
         #[cfg(feature = "sqlite")]
         pub(crate) mod sqlite;
         #[cfg(feature = "turso")]

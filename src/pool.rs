@@ -106,8 +106,12 @@ impl MiddlewarePool {
     }
 
     /// A connection for reads: on a replica (round-robin among the healthy ones) when the pool
-    /// has replicas, else as [`Self::get`]. Reader sessions are read-only (a write fails with
-    /// [`ErrorKind::ReadOnly`](crate::ErrorKind::ReadOnly)); see [`crate::PoolBuilder::replica`].
+    /// has replicas (Postgres, MySQL), else on the pool's own server as [`Self::get`] would
+    /// reach it. On Postgres and MySQL reader sessions are read-only, on a replica as on the
+    /// primary (a write fails with [`ErrorKind::ReadOnly`](crate::ErrorKind::ReadOnly)), and
+    /// come from pools of their own: a writer from [`Self::get`] never gets a reader's session.
+    /// SQLite and Turso readers are connections as [`Self::get`] gives. See
+    /// [`crate::PoolBuilder::replica`].
     pub async fn reader(&self) -> Result<MiddlewarePoolConnection> {
         let span = self.trace.checkout_span();
         #[cfg(feature = "tracing")]

@@ -50,6 +50,30 @@ impl PoolBuilder {
     }
 }
 
+/// A MySQL replica from `url` for `s`, or the error for the builder (see
+/// [`PoolBuilder::replica`]): a `mysql://` or `mariadb://` URL, multi-host allowed.
+pub(super) fn add_replica(s: &mut MySettings, error: &mut Option<SqlMiddlewareDbError>, url: &str) {
+    match ConfigAndPool::from_url(url) {
+        Ok(PoolBuilder {
+            settings: Settings::Mysql(r),
+            ..
+        }) => s
+            .replicas
+            .replicas
+            .push((r.target, r.options.hosts, r.options.tls.mode)),
+        #[allow(unreachable_patterns)]
+        Ok(_) => {
+            error.get_or_insert(SqlMiddlewareDbError::new(
+                ErrorKind::Config,
+                "a replica of a MySQL pool takes a mysql:// or mariadb:// URL",
+            ));
+        }
+        Err(e) => {
+            error.get_or_insert(e);
+        }
+    }
+}
+
 impl MiddlewarePoolConnection {
     /// The raw mysql_async connection of this connection. Fails with
     /// [`ErrorKind::Unsupported`] on other backends. Its session is reset (`COM_RESET_CONNECTION`)

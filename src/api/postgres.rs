@@ -71,58 +71,6 @@ impl PoolBuilder {
         self
     }
 
-    /// Postgres: a read replica (a streaming hot standby), from a URL or connection string, for
-    /// [`ConfigAndPool::reader`]; call it once per replica. Replicas get the pool's settings
-    /// (size, timeouts, statement mode, TLS files) and their own pools; `get_connection` and
-    /// transactions stay on the primary. A `postgres://` URL takes the forms of
-    /// [`ConfigAndPool::from_url`] (`sslmode=verify-full` included; its pool parameters are
-    /// ignored). A replica's `sslmode` never weakens the pool's TLS, and a stricter one raises
-    /// every connection of the pool to it. See the README's "Scaling out".
-    pub fn replica(self, url: &str) -> Self {
-        self.postgres_settings(Some("replica"), |s, error| {
-            if crate::postgres::url::is_url(url) {
-                // The URL forms of `from_url`, `sslmode=verify-full` and every
-                // `target_session_attrs` value included; the pool's TLS is never weaker than
-                // the strictest mode a replica names.
-                match ConfigAndPool::from_url(url) {
-                    Ok(PoolBuilder {
-                        settings: Settings::Postgres(r),
-                        ..
-                    }) => {
-                        s.replica_ssl = s.replica_ssl.max(r.options.tls.mode);
-                        s.replicas.replicas.push((*r.config, r.options.attrs));
-                    }
-                    #[allow(unreachable_patterns)]
-                    Ok(_) => {}
-                    Err(e) => {
-                        error.get_or_insert(e);
-                    }
-                }
-                return;
-            }
-            // libpq's `key=value` form: `target_session_attrs` is the middleware's.
-            match crate::postgres::url::parse_key_value(url, "a replica's connection string") {
-                Ok(replica) => s.replicas.replicas.push(replica),
-                Err(e) => {
-                    error.get_or_insert(e);
-                }
-            }
-        })
-    }
-
-    /// Postgres: how long a replica that could not be reached is skipped before readers try
-    /// it again (default 5 s).
-    pub fn replica_retry_after(self, d: Duration) -> Self {
-        self.postgres_settings(None, |s, _| s.replicas.retry_after = d)
-    }
-
-    /// Postgres: whether readers go to the primary (in read-only sessions) when no replica is
-    /// healthy (default `true`); with `false`, [`ConfigAndPool::reader`] fails with
-    /// [`ErrorKind::ConnectionLost`](crate::ErrorKind::ConnectionLost) instead.
-    pub fn replica_fallback(self, to_primary: bool) -> Self {
-        self.postgres_settings(None, |s, _| s.replicas.fallback_to_primary = to_primary)
-    }
-
     /// Postgres with replicas: after a write through this pool completes, readers go to the
     /// primary (in read-only sessions) for `window`, so a caller reads its own writes while the
     /// replicas catch up. Off by default; set it to more than the replicas' usual replay delay
@@ -136,6 +84,42 @@ impl PoolBuilder {
         self.postgres_settings(Some("application_name"), |s, _| {
             s.config.application_name(name);
         })
+    }
+}
+
+/// A Postgres replica from `url` for `s`, or the error for the builder (see
+/// [`PoolBuilder::replica`]).
+pub(super) fn add_replica(
+    s: &mut PgSettings,
+    error: &mut Option<crate::SqlMiddlewareDbError>,
+    url: &str,
+) {
+    if crate::postgres::url::is_url(url) {
+        // The URL forms of `from_url`, `sslmode=verify-full` and every
+        // `target_session_attrs` value included; the pool's TLS is never weaker than
+        // the strictest mode a replica names.
+        match ConfigAndPool::from_url(url) {
+            Ok(PoolBuilder {
+                settings: Settings::Postgres(r),
+                ..
+            }) => {
+                s.replica_ssl = s.replica_ssl.max(r.options.tls.mode);
+                s.replicas.replicas.push((*r.config, r.options.attrs));
+            }
+            #[allow(unreachable_patterns)]
+            Ok(_) => {}
+            Err(e) => {
+                error.get_or_insert(e);
+            }
+        }
+        return;
+    }
+    // libpq's `key=value` form: `target_session_attrs` is the middleware's.
+    match crate::postgres::url::parse_key_value(url, "a replica's connection string") {
+        Ok(replica) => s.replicas.replicas.push(replica),
+        Err(e) => {
+            error.get_or_insert(e);
+        }
     }
 }
 

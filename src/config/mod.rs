@@ -82,8 +82,11 @@ impl ConfigAndPool {
     }
 
     /// A connection for reads: on a replica (round-robin among the healthy ones) when the pool
-    /// has replicas, else from the pool as [`Self::get_connection`]. Reader sessions on
-    /// replicas and on the primary are read-only: a write fails with [`ErrorKind::ReadOnly`].
+    /// has replicas (Postgres, MySQL; see [`PoolBuilder::replica`]), else on the pool's own
+    /// server. On Postgres and MySQL reader sessions on replicas and on the primary are
+    /// read-only (a write fails with [`ErrorKind::ReadOnly`]) and come from pools of their own,
+    /// never handed to [`Self::get_connection`]. SQLite and Turso readers are ordinary
+    /// connections.
     pub async fn reader(&self) -> Result<MiddlewarePoolConnection> {
         self.pool.reader().await
     }
@@ -365,9 +368,10 @@ impl PoolBuilder {
 
     /// Runs `hook` once on each connection the pool opens, before any checkout uses it: the
     /// pool's own connections (replacements and those `min_idle` keeps open included), on
-    /// Postgres also the readers' (replicas and the primary's read-only pool) and each
-    /// [`Listener`](crate::Listener)'s, on whichever host a multi-host URL reached. The hook
-    /// gets a [`NewConnection`](crate::NewConnection) to run SQL on, the same on every backend.
+    /// Postgres and MySQL also the readers' (replicas and the primary's read-only pool), on
+    /// Postgres each [`Listener`](crate::Listener)'s, on whichever host a multi-host URL
+    /// reached. The hook gets a [`NewConnection`](crate::NewConnection) to run SQL on, the same
+    /// on every backend.
     ///
     /// - **Errors.** An error returned by the hook (or the hook running past the
     ///   [create timeout](Self::create_timeout), which then fails with
@@ -382,9 +386,10 @@ impl PoolBuilder {
     ///   again after each such reset: write it so that running it twice is harmless (`SET`,
     ///   `CREATE TEMP TABLE IF NOT EXISTS`). A connection is reset only when its borrower ran
     ///   something other than plain queries and DML, or used raw access.
-    /// - **Postgres readers** run every session read-only (`default_transaction_read_only`): a
-    ///   hook of a pool with replicas must not write there (`SHOW transaction_read_only` tells).
-    ///   Behind a transaction-mode pooler (PgBouncer) a server session is not one connection's,
+    /// - **Readers** run every session read-only (Postgres: `default_transaction_read_only`;
+    ///   MySQL: `SET SESSION TRANSACTION READ ONLY`, before the hook): a hook must not write
+    ///   there (`SHOW transaction_read_only`, `@@tx_read_only` tell). On Postgres, behind a
+    ///   transaction-mode pooler (PgBouncer) a server session is not one connection's,
     ///   so session state set by the hook does not stay with the connection.
     /// - **Statistics.** The hook's statements are not counted in [`crate::PoolStats`] (statement
     ///   cache hits and misses, SQLite's execution counts), and have no spans; connections it
@@ -437,8 +442,8 @@ impl PoolBuilder {
 
     /// Postgres and MySQL: asks `provider` for the password (or token) each time the pool opens
     /// a connection, for secrets that rotate and short-lived cloud IAM tokens. It applies to
-    /// the pool's connections, on Postgres also to the readers' (replicas and the primary's
-    /// read-only pool) and to each [`Listener`](crate::Listener)'s, on whichever host a
+    /// the pool's connections, also to the readers' (replicas and the primary's read-only
+    /// pool), on Postgres to each [`Listener`](crate::Listener)'s, on whichever host a
     /// multi-host URL reaches, over TLS or not; on MySQL also to the second connection that
     /// stops a statement past its limit.
     ///

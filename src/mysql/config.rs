@@ -42,6 +42,9 @@ pub(crate) struct MyOptions {
     /// `SET SESSION wsrep_sync_wait=1` on every connection (read-your-writes across Galera
     /// nodes), again after each session reset.
     pub(crate) causal_reads: bool,
+    /// A reader pool's: every session is read-only (`SET SESSION TRANSACTION READ ONLY`, again
+    /// after each session reset), and the password provider is told.
+    pub(crate) reader: bool,
 }
 
 impl Default for MyOptions {
@@ -58,6 +61,7 @@ impl Default for MyOptions {
             recycle_timeout: std::time::Duration::from_secs(5),
             hosts: Default::default(),
             causal_reads: false,
+            reader: false,
         }
     }
 }
@@ -141,8 +145,10 @@ pub(crate) struct Endpoint {
     pub(crate) password: crate::credentials::PasswordProvider,
     /// The URL's hosts (`opts` names the first, or, for a connection's own endpoint, its host).
     pub(crate) hosts: super::hosts::Hosts,
-    /// What the pool remembers of its hosts.
+    /// What the pool remembers of its hosts (shared with its readers' pool on the same hosts).
     pub(crate) book: Arc<super::hosts::HostBook>,
+    /// A reader pool's: the password provider's [`Login`](crate::Login) says so.
+    pub(crate) reader: bool,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -155,6 +161,8 @@ impl std::fmt::Debug for Endpoint {
 pub(crate) struct MyManager {
     pub(crate) opts: Arc<MyOptions>,
     pub(crate) endpoint: Arc<Endpoint>,
+    /// The pool's readers (see `replica.rs`); `None` on a reader pool itself.
+    pub(crate) readers: Option<Arc<super::replica::Readers>>,
 }
 
 impl std::fmt::Debug for MyManager {
@@ -216,6 +224,8 @@ impl Manager for MyManager {
 pub(crate) struct Settings {
     pub(crate) target: MyTarget,
     pub(crate) options: MyOptions,
+    /// The replicas readers go to, and how.
+    pub(crate) replicas: super::replica::ReplicaOptions,
 }
 
 impl Settings {
@@ -224,6 +234,7 @@ impl Settings {
         Self {
             target: MyTarget(Box::new(opts)),
             options: MyOptions::default(),
+            replicas: Default::default(),
         }
     }
 }
@@ -267,7 +278,8 @@ impl crate::knobs::Knobs for Settings {
     }
 
     fn check(&self) -> Result<()> {
-        crate::limits::statement_cache_capacity(self.options.statement_cache_capacity)
+        crate::limits::statement_cache_capacity(self.options.statement_cache_capacity)?;
+        crate::limits::duration("replica_retry_after", self.replicas.retry_after)
     }
 }
 
@@ -287,21 +299,30 @@ pub(crate) fn server(s: &Settings) -> crate::telemetry::Server {
     }
 }
 
-/// Closes the pool.
+/// Closes the pool and its readers' pools.
 pub(crate) fn close(pool: &super::Pool) {
     pool.close();
+    if let Some(r) = &pool.manager().readers {
+        r.close();
+    }
 }
 
-/// Builds the pool.
+/// Builds the pool and its readers' pools (a read-only pool on the same hosts, and one per
+/// replica).
 pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool> {
-    build_pool(*s.target.0, s.options, pool)
+    let book = Arc::new(super::hosts::HostBook::new(s.options.hosts.list.len()));
+    let readers = super::replica::Readers::build(&s, pool, &book)?;
+    build_pool(*s.target.0, s.options, pool, book, Some(Arc::new(readers)))
 }
 
-/// Builds the pool from mysql_async's options and the middleware's settings.
-fn build_pool(
+/// Builds a pool from mysql_async's options and the middleware's settings, on the hosts whose
+/// state `book` keeps.
+pub(crate) fn build_pool(
     opts: mysql_async::Opts,
     mut my: MyOptions,
     pool: &PoolOptions,
+    book: Arc<super::hosts::HostBook>,
+    readers: Option<Arc<super::replica::Readers>>,
 ) -> Result<super::Pool> {
     my.counters = Arc::clone(&pool.counters);
     my.after_connect = pool.after_connect.clone();
@@ -329,10 +350,12 @@ fn build_pool(
             opts,
             tls: my.tls.clone(),
             password: my.password.clone().bounded(pool.create_timeout),
-            book: Arc::new(super::hosts::HostBook::new(my.hosts.list.len())),
+            book,
             hosts: my.hosts.clone(),
+            reader: my.reader,
         }),
         opts: Arc::new(my),
+        readers,
     };
     pooling::build(manager, pool, recycle_waits)
 }

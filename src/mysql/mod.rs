@@ -11,8 +11,9 @@
 //! the server what a statement did to the session), `warnings` (a value the server changed
 //! with only a warning), `counts` (row counts with one meaning), `sets` (several result sets),
 //! `liveness` (connections the server closed while idle), `tls` (with `tls_probe` and
-//! `tls_names`, its chain-only check), `hosts` (multi-host URLs and the pool's host book) and
-//! `health` (whether a node, Galera's included, may be used).
+//! `tls_names`, its chain-only check), `hosts` (multi-host URLs and the pool's host book),
+//! `health` (whether a node, Galera's included, may be used) and `replica` (readers: read-only
+//! sessions, on replicas when the pool has some).
 
 pub(crate) mod bulk;
 pub(crate) mod check;
@@ -31,6 +32,7 @@ pub(crate) mod migrate;
 mod open;
 pub(crate) mod params;
 mod recover;
+pub(crate) mod replica;
 pub(crate) mod rows;
 pub(crate) mod session;
 mod sets;
@@ -56,7 +58,6 @@ pub(crate) type Cursor<T> = stream::MyCursor<T>;
 
 /// The engine's name as the OpenTelemetry conventions give it (`db.system`).
 pub(crate) const SYSTEM: &str = "mysql";
-/// No readers apart from the pool: a reader is any connection.
-pub(crate) use config::checkout as checkout_reader;
 pub(crate) use config::{Settings, build, checkout, close, server};
 pub(crate) use dialect::DIALECT;
+pub(crate) use replica::checkout_reader;

@@ -42,6 +42,7 @@ pub(super) async fn create(m: &MyManager) -> Result<Box<MyClient>> {
             password: m.endpoint.password.clone(),
             hosts: m.endpoint.hosts.clone(),
             book: Arc::clone(&m.endpoint.book),
+            reader: m.endpoint.reader,
         })
     } else {
         Arc::clone(&m.endpoint)
@@ -111,7 +112,7 @@ impl Endpoint {
             (Arc::from(opts.ip_or_hostname()), opts.tcp_port()),
             opts.user(),
             opts.db_name(),
-            false,
+            self.reader,
         );
         let with = match self.password.fetch(login).await? {
             None => opts.clone(),
@@ -138,6 +139,15 @@ impl Endpoint {
 /// reset; see `setup.rs`), then MySQL's own checks. What the hook leaves is the session the next
 /// reset goes back to, then runs the hook again.
 pub(crate) async fn set_up(c: &mut MyClient) -> Result<()> {
+    if c.opts.reader {
+        // Before the hook, and again after every reset (which puts back the server's default):
+        // a write through a reader fails with `ReadOnly` (1792), a transaction begun on it is
+        // read-only too.
+        c.conn
+            .query_drop("SET SESSION TRANSACTION READ ONLY")
+            .await
+            .map_err(map_err)?;
+    }
     if c.opts.causal_reads {
         // Before the hook, and again after every reset (which clears it).
         super::health::causal_reads(&mut c.conn).await?;

@@ -12,6 +12,7 @@ use super::conn::PgConnection;
 use crate::deadline::{nanos, now_nanos};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::pooling::{PoolOptions, pool_error};
+use crate::replica_health::{Health, unreachable};
 use deadpool::managed::{PoolError, TimeoutType};
 
 /// How a pool with replicas routes its readers.
@@ -64,24 +65,8 @@ struct Replica {
     target: String,
     /// The database name, for the target of the host a status report reached.
     dbname: String,
-    /// Skip it until this time (on the `now_nanos` clock; 0 = healthy).
-    down_until: AtomicU64,
-}
-
-impl Replica {
-    fn available(&self) -> bool {
-        let until = self.down_until.load(Ordering::Relaxed);
-        until == 0 || now_nanos() >= until
-    }
-
-    fn mark_down(&self, retry_after: Duration) {
-        let until = now_nanos().saturating_add(nanos(retry_after)).max(1);
-        self.down_until.store(until, Ordering::Relaxed);
-    }
-
-    fn mark_up(&self) {
-        self.down_until.store(0, Ordering::Relaxed);
-    }
+    /// Whether readers skip it for now.
+    health: Health,
 }
 
 /// The reader side of a pool: its replicas, and a read-only pool on the primary.
@@ -158,7 +143,7 @@ impl Readers {
                     pool: build_pool(read_only(cfg), reader_opts(opts, cfg, *attrs), pool, None)?,
                     target: target_of(cfg),
                     dbname: cfg.get_dbname().unwrap_or("").to_owned(),
-                    down_until: AtomicU64::new(0),
+                    health: Health::default(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -195,12 +180,12 @@ impl Readers {
         let mut last = None;
         for i in 0..n {
             let r = &self.replicas[(start + i) % n];
-            if !r.available() {
+            if !r.health.available() {
                 continue;
             }
             match r.pool.get().await {
                 Ok(obj) => {
-                    r.mark_up();
+                    r.health.mark_up();
                     return Ok(PgConnection::new(r.pool.clone(), obj));
                 }
                 // Busy, not down: every connection is in use, so the reader waited the wait
@@ -211,7 +196,7 @@ impl Readers {
                     if !unreachable(&e) {
                         return Err(e);
                     }
-                    r.mark_down(self.retry_after);
+                    r.health.mark_down(self.retry_after);
                     last = Some(e);
                 }
             }
@@ -267,7 +252,7 @@ impl Replica {
         let obj = match self.pool.get().await {
             Ok(obj) => obj,
             Err(_) => {
-                self.mark_down(retry_after);
+                self.health.mark_down(retry_after);
                 return st;
             }
         };
@@ -299,14 +284,6 @@ impl Replica {
         }
         st
     }
-}
-
-/// Whether a checkout error means the replica cannot be reached (so another is tried).
-fn unreachable(e: &SqlMiddlewareDbError) -> bool {
-    matches!(
-        e.kind(),
-        ErrorKind::ConnectionLost | ErrorKind::PoolTimeout | ErrorKind::Other
-    )
 }
 
 /// One replica's state, from [`crate::MiddlewarePool::replica_status`].

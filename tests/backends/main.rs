@@ -14,6 +14,7 @@ mod mysql_hosts;
 mod mysql_kill;
 mod mysql_kill_balancer;
 mod mysql_procedures;
+mod mysql_readers;
 mod mysql_server_defaults;
 mod mysql_tls;
 mod mysql_values;
