@@ -8,7 +8,7 @@
 //! Every `crate::…` path outside comments and unit tests must point to the same top-level module
 //! or to a lower layer; a wing never names another wing; the core, neutral and hall modules
 //! import each other without a cycle; every wing has the same file set; the core needs no
-//! `allow(dead_code)` switch; no file is over 700 lines; and each engine is named in at most five
+//! `allow(dead_code)` switch; no file is over 700 lines; and each engine is named in at most six
 //! files outside its folder. This test reads the files only (std, no crate code).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -38,6 +38,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "contract",
             "credentials",
+            "replica_health",
             "knobs",
             "limits",
             "url_text",
@@ -435,8 +436,9 @@ const ENGINES: &[(&str, &[&str], &[&str])] = &[
 
 /// The most files outside an engine's folder that may name it: the engine list (`engine.rs`),
 /// the dispatch (`dispatch.rs`), its API file (`api/<engine>.rs`), the crate root (`lib.rs`),
-/// and one more (a guide of its own).
-const MAX_FILES_NAMING_AN_ENGINE: usize = 5;
+/// the read-replica knobs of the server engines (`api/replicas.rs`), and one more (a guide of
+/// its own).
+const MAX_FILES_NAMING_AN_ENGINE: usize = 6;
 
 /// Whether `code` holds `word` with no identifier character glued to either end.
 fn has_word(code: &str, word: &str) -> bool {
