@@ -1,0 +1,113 @@
+//! Once per server and process: the connection bound of its test databases (the configured
+//! one, lowered to what the server has free) and the removal of orphans left by earlier runs.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, Once, OnceLock};
+
+use super::target::{self, Kind};
+use super::{DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_ENV, names};
+use crate::config::ConfigAndPool;
+use crate::error::Result;
+
+/// Connections left free for everything else on the server (administration, other clients).
+const RESERVE: i64 = 4;
+
+/// The bound on the test databases' connections on server `key`, computed on first use in
+/// this process (when the orphans of the server are removed too).
+pub(crate) async fn for_server(
+    kind: Kind,
+    key: &str,
+    url: &str,
+    configured: Option<usize>,
+) -> Result<usize> {
+    static BOUNDS: OnceLock<Mutex<HashMap<String, usize>>> = OnceLock::new();
+    let cache = BOUNDS.get_or_init(Default::default);
+    let cached = cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(key)
+        .copied();
+    let server_free = match cached {
+        Some(free) => free,
+        None => {
+            let admin = target::admin(url).await?;
+            remove_server_orphans(kind, &admin).await?;
+            let free = free_connections(kind, &admin).await?;
+            admin.close();
+            *cache
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(key.to_owned())
+                .or_insert(free)
+        }
+    };
+    let wanted = configured
+        .or_else(|| {
+            std::env::var(MAX_CONNECTIONS_ENV)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(DEFAULT_MAX_CONNECTIONS);
+    Ok(wanted.min(server_free).max(2))
+}
+
+/// The connections the server allows that neither others nor the reserve use (test
+/// databases' own connections excluded: they are what the bound shares out).
+async fn free_connections(kind: Kind, admin: &ConfigAndPool) -> Result<usize> {
+    let sql = match kind {
+        Kind::Postgres => {
+            "SELECT (current_setting('max_connections')::int \
+             - current_setting('superuser_reserved_connections')::int \
+             - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' \
+                AND COALESCE(datname, '') NOT LIKE 'sqlmw\\_t\\_%'))::bigint"
+        }
+        _ => {
+            "SELECT CAST(@@max_connections - (SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+             WHERE COALESCE(DB, '') NOT LIKE 'sqlmw\\_t\\_%') AS SIGNED)"
+        }
+    };
+    let mut conn = admin.get_connection().await?;
+    let (free,): (i64,) = conn.query(sql).one().await?;
+    Ok(usize::try_from(free - RESERVE).unwrap_or(0))
+}
+
+async fn remove_server_orphans(kind: Kind, admin: &ConfigAndPool) -> Result<Vec<String>> {
+    let mut removed = Vec::new();
+    for name in target::list_server(kind, admin).await? {
+        if names::is_orphan(&name) {
+            target::drop_server(kind, admin, &name).await?;
+            removed.push(name);
+        }
+    }
+    Ok(removed)
+}
+
+fn remove_file_orphans() -> Result<Vec<String>> {
+    let mut removed = Vec::new();
+    for name in target::list_files() {
+        if names::is_orphan(&name) {
+            target::remove_files(&name)?;
+            removed.push(name);
+        }
+    }
+    Ok(removed)
+}
+
+/// Removes the orphan test files once per process (a failure leaves them for a later run).
+pub(crate) fn sweep_files_once() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = remove_file_orphans();
+    });
+}
+
+/// What [`super::TestDatabase::remove_orphans`] does.
+pub(crate) async fn remove_orphans(kind: Kind, url: &str) -> Result<Vec<String>> {
+    if !kind.has_server() {
+        return remove_file_orphans();
+    }
+    let admin = target::admin(url).await?;
+    let removed = remove_server_orphans(kind, &admin).await;
+    admin.close();
+    removed
+}

@@ -1,0 +1,279 @@
+//! Where a test database lives, and how it is made, kept, dropped and found again: a database
+//! of its own on a Postgres or MySQL/MariaDB server, or a file of its own for SQLite and Turso.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::names;
+use crate::config::ConfigAndPool;
+use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+
+/// The engine of a URL, by its scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Postgres,
+    Mysql,
+    Sqlite,
+    Turso,
+}
+
+impl Kind {
+    pub(crate) fn of(url: &str) -> Result<Self> {
+        let scheme = url.trim().split(':').next().unwrap_or_default();
+        Ok(match scheme.to_ascii_lowercase().as_str() {
+            "postgres" | "postgresql" => Self::Postgres,
+            "mysql" | "mariadb" => Self::Mysql,
+            "sqlite" => Self::Sqlite,
+            "turso" => Self::Turso,
+            _ => {
+                return Err(config(
+                    "a test database URL starts with postgres://, mysql://, mariadb://, sqlite: or turso:",
+                ));
+            }
+        })
+    }
+
+    pub(crate) fn has_server(self) -> bool {
+        matches!(self, Self::Postgres | Self::Mysql)
+    }
+}
+
+pub(crate) fn config(msg: impl Into<String>) -> SqlMiddlewareDbError {
+    SqlMiddlewareDbError::new(ErrorKind::Config, msg.into())
+}
+
+/// `url` with its query (after `?`) split off.
+fn split_query(url: &str) -> (&str, Option<&str>) {
+    match url.split_once('?') {
+        Some((base, q)) => (base, Some(q)),
+        None => (url, None),
+    }
+}
+
+/// A server URL naming database `db` instead of its own (the query is kept).
+pub(crate) fn with_database(url: &str, db: &str) -> Result<String> {
+    let (base, query) = split_query(url.trim());
+    let (scheme, rest) = base
+        .split_once("://")
+        .ok_or_else(|| config("a server URL reads scheme://user@host/database"))?;
+    let authority = rest.split('/').next().unwrap_or_default();
+    let mut out = format!("{scheme}://{authority}/{db}");
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    Ok(out)
+}
+
+/// A key naming the server of `url` (its host and port), for the connection slots.
+pub(crate) fn server_key(kind: Kind, url: &str) -> String {
+    let (base, _) = split_query(url.trim());
+    let rest = base.split_once("://").map_or(base, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or_default();
+    let host = authority.rsplit('@').next().unwrap_or_default();
+    format!("{kind:?}_{host}")
+}
+
+/// One connection to the server, for creating and dropping databases.
+pub(crate) async fn admin(url: &str) -> Result<ConfigAndPool> {
+    ConfigAndPool::from_url(url)?.max_size(1).build().await
+}
+
+/// Runs `sql` on a fresh admin connection, again for a few seconds while the server says the
+/// database is still in use (a closed pool's sessions end a moment after it closes).
+pub(crate) async fn run_retrying(admin: &ConfigAndPool, sql: &str) -> Result<()> {
+    let started = Instant::now();
+    loop {
+        let mut conn = admin.get_connection().await?;
+        match conn.execute_batch(sql).await {
+            Err(e)
+                if e.to_string().contains("being accessed by other users")
+                    && started.elapsed() < Duration::from_secs(10) =>
+            {
+                drop(conn);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            r => return r,
+        }
+    }
+}
+
+/// The names of the test databases on the server of `admin` that no kept mark protects.
+pub(crate) async fn list_server(kind: Kind, admin: &ConfigAndPool) -> Result<Vec<String>> {
+    let sql = match kind {
+        Kind::Postgres => {
+            "SELECT datname::text FROM pg_database WHERE datname LIKE 'sqlmw\\_t\\_%' \
+             AND COALESCE(shobj_description(oid, 'pg_database'), '') <> 'sql-middleware: kept'"
+        }
+        _ => {
+            "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA \
+             WHERE SCHEMA_NAME LIKE 'sqlmw\\_t\\_%' AND SCHEMA_NAME NOT IN \
+             (SELECT TABLE_SCHEMA FROM information_schema.TABLES \
+              WHERE TABLE_NAME = '_sql_middleware_kept')"
+        }
+    };
+    let mut conn = admin.get_connection().await?;
+    let rows: Vec<(String,)> = conn.query(sql).all().await?;
+    Ok(rows.into_iter().map(|r| r.0).collect())
+}
+
+/// Drops database `name` (it need not exist). On MySQL the sessions still in it are ended
+/// first, so that a lock held by a test's open transaction does not stall the drop.
+pub(crate) async fn drop_server(kind: Kind, admin: &ConfigAndPool, name: &str) -> Result<()> {
+    match kind {
+        Kind::Postgres => {
+            run_retrying(
+                admin,
+                &format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"),
+            )
+            .await
+        }
+        _ => {
+            let mut conn = admin.get_connection().await?;
+            let ids: Vec<(i64,)> = conn
+                .query(&format!(
+                    "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = '{name}' \
+                     AND ID <> CONNECTION_ID()"
+                ))
+                .all()
+                .await?;
+            for (id,) in ids {
+                // A session that ended by itself meanwhile is no error.
+                let _ = conn.execute_batch(&format!("KILL {id}")).await;
+            }
+            conn.execute_batch(&format!("DROP DATABASE IF EXISTS `{name}`"))
+                .await
+        }
+    }
+}
+
+/// Marks database `name` as kept, so that no orphan sweep removes it.
+pub(crate) async fn mark_kept_server(
+    kind: Kind,
+    admin: &ConfigAndPool,
+    db: &ConfigAndPool,
+) -> Result<()> {
+    match kind {
+        Kind::Postgres => {
+            let mut conn = db.get_connection().await?;
+            let (name,): (String,) = conn.query("SELECT current_database()::text").one().await?;
+            drop(conn);
+            let mut conn = admin.get_connection().await?;
+            conn.execute_batch(&format!(
+                "COMMENT ON DATABASE \"{name}\" IS 'sql-middleware: kept'"
+            ))
+            .await
+        }
+        _ => {
+            let mut conn = db.get_connection().await?;
+            conn.execute_batch("CREATE TABLE IF NOT EXISTS _sql_middleware_kept (kept INT)")
+                .await
+        }
+    }
+}
+
+/// The folder of the test files of SQLite and Turso.
+pub(crate) fn file_dir() -> PathBuf {
+    std::env::temp_dir().join("sql-middleware-tests")
+}
+
+/// The file of test database `name`.
+pub(crate) fn file_path(name: &str) -> PathBuf {
+    file_dir().join(format!("{name}.db"))
+}
+
+/// The URL of a test file for `kind`, with the query of the URL the test was given.
+pub(crate) fn file_url(kind: Kind, url: &str, name: &str) -> Result<String> {
+    std::fs::create_dir_all(file_dir())
+        .map_err(|e| config(format!("cannot create the folder of test databases: {e}")))?;
+    let path = file_path(name);
+    let path = path
+        .to_str()
+        .ok_or_else(|| config("the temporary folder's path is not UTF-8"))?;
+    let scheme = if kind == Kind::Sqlite {
+        "sqlite"
+    } else {
+        "turso"
+    };
+    let sep = if path.starts_with('/') { "//" } else { "///" };
+    let mut out = format!("{scheme}:{sep}{path}");
+    if let (_, Some(q)) = split_query(url.trim()) {
+        out.push('?');
+        out.push_str(q);
+    }
+    Ok(out)
+}
+
+/// Removes the files of test database `name` (the database and its journals).
+pub(crate) fn remove_files(name: &str) -> Result<()> {
+    let prefix = format!("{name}.db");
+    let entries = match std::fs::read_dir(file_dir()) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(config(format!("cannot list the test databases: {e}"))),
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            match std::fs::remove_file(entry.path()) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(config(format!(
+                        "cannot remove {}: {e}",
+                        entry.path().display()
+                    )));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Marks the file of test database `name` as kept.
+pub(crate) fn mark_kept_file(name: &str) -> Result<()> {
+    std::fs::write(file_dir().join(format!("{name}.kept")), b"")
+        .map_err(|e| config(format!("cannot mark {name} as kept: {e}")))
+}
+
+/// The test files no kept mark protects.
+pub(crate) fn list_files() -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(file_dir()) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| {
+            let file = e.file_name().to_string_lossy().into_owned();
+            let stem = file.strip_suffix(".db")?.to_owned();
+            names::owner_of(&stem)?;
+            (!file_dir().join(format!("{stem}.kept")).exists()).then_some(stem)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            with_database("postgres://u:p@h:5432/db?sslmode=disable", "x").unwrap(),
+            "postgres://u:p@h:5432/x?sslmode=disable"
+        );
+        assert_eq!(
+            with_database("mysql://root@h", "x").unwrap(),
+            "mysql://root@h/x"
+        );
+        assert!(with_database("postgres:nothing", "x").is_err());
+        assert_eq!(server_key(Kind::Mysql, "mysql://a:b@h:1/d?x"), "Mysql_h:1");
+        assert_eq!(Kind::of("mariadb://h/d").unwrap(), Kind::Mysql);
+        assert_eq!(Kind::of("nope://").unwrap_err().kind(), ErrorKind::Config);
+        assert!(
+            file_url(Kind::Turso, "turso::memory:?busy_timeout=1s", "n")
+                .unwrap()
+                .ends_with("n.db?busy_timeout=1s")
+        );
+    }
+}
