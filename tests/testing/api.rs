@@ -190,8 +190,9 @@ macro_rules! api_tests {
                 let stdout = String::from_utf8_lossy(&out.stdout);
                 let name = stdout
                     .lines()
-                    .find_map(|l| l.strip_prefix("child-database="))
+                    .find_map(|l| l.split("child-database=").nth(1))
                     .unwrap_or_else(|| panic!("child said: {stdout} {}", String::from_utf8_lossy(&out.stderr)))
+                    .trim()
                     .to_owned();
                 let location = if matches!(ENGINE, Engine::Sqlite | Engine::Turso) {
                     std::env::temp_dir().join("sql-middleware-tests").join(format!("{name}.db")).display().to_string()
