@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, Once, OnceLock};
 
 use super::target::{self, Kind};
-use super::{DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_ENV, names};
+use super::{DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_ENV, names, slots};
 use crate::config::ConfigAndPool;
 use crate::error::Result;
 
@@ -21,34 +21,45 @@ pub(crate) async fn for_server(
     configured: Option<usize>,
 ) -> Result<usize> {
     static BOUNDS: OnceLock<Mutex<HashMap<String, usize>>> = OnceLock::new();
-    let cache = BOUNDS.get_or_init(Default::default);
-    let cached = cache
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .get(key)
-        .copied();
-    let server_free = match cached {
-        Some(free) => free,
-        None => {
-            let admin = target::admin(url).await?;
-            remove_server_orphans(kind, &admin).await?;
-            let free = free_connections(kind, &admin).await?;
-            admin.close();
-            *cache
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .entry(key.to_owned())
-                .or_insert(free)
-        }
-    };
+    static FIRST: OnceLock<tokio::sync::Mutex<()>> = OnceLock::new();
     let wanted = configured
         .or_else(|| {
             std::env::var(MAX_CONNECTIONS_ENV)
                 .ok()
                 .and_then(|v| v.trim().parse().ok())
         })
-        .unwrap_or(DEFAULT_MAX_CONNECTIONS);
-    Ok(wanted.min(server_free).max(2))
+        .unwrap_or(DEFAULT_MAX_CONNECTIONS)
+        .max(2);
+    let cache = BOUNDS.get_or_init(Default::default);
+    let cached = || {
+        cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(key)
+            .copied()
+    };
+    if let Some(free) = cached() {
+        return Ok(wanted.min(free).max(2));
+    }
+    // One task of the process asks the server, on a connection that holds a slot too.
+    let _first = FIRST.get_or_init(Default::default).lock().await;
+    if let Some(free) = cached() {
+        return Ok(wanted.min(free).max(2));
+    }
+    let slot = slots::acquire(key, 1, wanted).await?;
+    let admin = target::admin(url).await?;
+    let swept = remove_server_orphans(kind, &admin).await;
+    let free = free_connections(kind, &admin).await;
+    admin.close();
+    drop(admin);
+    drop(slot);
+    swept?;
+    let free = free?;
+    cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(key.to_owned(), free);
+    Ok(wanted.min(free).max(2))
 }
 
 /// The connections the server allows that neither others nor the reserve use (test
