@@ -66,6 +66,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "savepoint",
             "statement",
             "stream",
+            "testing",
             "transaction",
         ],
     ),

@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, Once, OnceLock};
 
-use super::target::{self, Kind};
+use super::target;
 use super::{DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_ENV, names, slots};
 use crate::config::ConfigAndPool;
+use crate::contract::{TestDbRules, TestDbSql};
 use crate::error::Result;
 
 /// Connections left free for everything else on the server (administration, other clients).
@@ -15,7 +16,7 @@ const RESERVE: i64 = 4;
 /// The bound on the test databases' connections on server `key`, computed on first use in
 /// this process (when the orphans of the server are removed too).
 pub(crate) async fn for_server(
-    kind: Kind,
+    sql: &TestDbSql,
     key: &str,
     url: &str,
     configured: Option<usize>,
@@ -48,8 +49,8 @@ pub(crate) async fn for_server(
     }
     let slot = slots::acquire(key, 1, wanted).await?;
     let admin = target::admin(url).await?;
-    let swept = remove_server_orphans(kind, &admin).await;
-    let free = free_connections(kind, &admin).await;
+    let swept = remove_server_orphans(sql, &admin).await;
+    let free = free_connections(sql, &admin).await;
     admin.close();
     drop(admin);
     drop(slot);
@@ -64,29 +65,17 @@ pub(crate) async fn for_server(
 
 /// The connections the server allows that neither others nor the reserve use (test
 /// databases' own connections excluded: they are what the bound shares out).
-async fn free_connections(kind: Kind, admin: &ConfigAndPool) -> Result<usize> {
-    let sql = match kind {
-        Kind::Postgres => {
-            "SELECT (current_setting('max_connections')::int \
-             - current_setting('superuser_reserved_connections')::int \
-             - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' \
-                AND COALESCE(datname, '') NOT LIKE 'sqlmw\\_t\\_%'))::bigint"
-        }
-        _ => {
-            "SELECT CAST(@@max_connections - (SELECT COUNT(*) FROM information_schema.PROCESSLIST \
-             WHERE COALESCE(DB, '') NOT LIKE 'sqlmw\\_t\\_%') AS SIGNED)"
-        }
-    };
+async fn free_connections(sql: &TestDbSql, admin: &ConfigAndPool) -> Result<usize> {
     let mut conn = admin.get_connection().await?;
-    let (free,): (i64,) = conn.query(sql).one().await?;
+    let (free,): (i64,) = conn.query(sql.free_connections).one().await?;
     Ok(usize::try_from(free - RESERVE).unwrap_or(0))
 }
 
-async fn remove_server_orphans(kind: Kind, admin: &ConfigAndPool) -> Result<Vec<String>> {
+async fn remove_server_orphans(sql: &TestDbSql, admin: &ConfigAndPool) -> Result<Vec<String>> {
     let mut removed = Vec::new();
-    for name in target::list_server(kind, admin).await? {
+    for name in target::list_server(sql, admin).await? {
         if names::is_orphan(&name) {
-            target::drop_server(kind, admin, &name).await?;
+            target::drop_server(sql, admin, &name).await?;
             removed.push(name);
         }
     }
@@ -113,12 +102,12 @@ pub(crate) fn sweep_files_once() {
 }
 
 /// What [`super::TestDatabase::remove_orphans`] does.
-pub(crate) async fn remove_orphans(kind: Kind, url: &str) -> Result<Vec<String>> {
-    if !kind.has_server() {
+pub(crate) async fn remove_orphans(rules: TestDbRules, url: &str) -> Result<Vec<String>> {
+    let Some(sql) = rules.server else {
         return remove_file_orphans();
-    }
+    };
     let admin = target::admin(url).await?;
-    let removed = remove_server_orphans(kind, &admin).await;
+    let removed = remove_server_orphans(&sql, &admin).await;
     admin.close();
     removed
 }

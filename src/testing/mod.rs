@@ -42,18 +42,17 @@ mod names;
 mod run;
 mod slots;
 mod target;
-#[cfg(feature = "postgres")]
 mod template;
 
 use std::time::{Duration, Instant};
 
 use crate::config::ConfigAndPool;
+use crate::contract::TestDbSql;
 use crate::error::Result;
 use crate::migrate::Migrator;
 
 pub use run::{TestResult, run_test};
 use slots::Slots;
-use target::Kind;
 
 /// The variable a test database's URL is read from unless [`TestDatabaseBuilder::url_env`]
 /// names another.
@@ -162,16 +161,16 @@ impl TestDatabaseBuilder {
     pub async fn build(self) -> Result<TestDatabase> {
         let started = Instant::now();
         let url = self.resolve_url()?;
-        let kind = Kind::of(&url)?;
+        let rules = target::rules_of(&url)?;
         let keep = self.keep_on_failure.unwrap_or_else(|| {
             std::env::var(KEEP_ENV).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
         });
         let name = names::fresh();
-        let (db_url, slots, admin_url, templated) = if kind.has_server() {
-            let key = target::server_key(kind, &url);
-            let bound = bound::for_server(kind, &key, &url, self.max_total).await?;
+        let (db_url, slots, admin_url, templated) = if let Some(sql) = &rules.server {
+            let key = target::server_key(&url);
+            let bound = bound::for_server(sql, &key, &url, self.max_total).await?;
             let slots = slots::acquire(&key, self.connections + 1, bound).await?;
-            let templated = create_on_server(kind, &url, &name, self.migrator.as_ref()).await?;
+            let templated = create_on_server(sql, &url, &name, self.migrator.as_ref()).await?;
             (
                 target::with_database(&url, &name)?,
                 slots,
@@ -180,18 +179,14 @@ impl TestDatabaseBuilder {
             )
         } else {
             bound::sweep_files_once();
-            (
-                target::file_url(kind, &url, &name)?,
-                Slots::none(),
-                None,
-                false,
-            )
+            let file = target::file_url(rules.file_scheme, &url, &name)?;
+            (file, Slots::none(), None, false)
         };
         let mut db = TestDatabase {
             db: None,
             ended: false,
             name,
-            kind,
+            server: rules.server,
             admin_url,
             keep_on_failure: keep,
             setup: Duration::ZERO,
@@ -216,40 +211,26 @@ impl TestDatabaseBuilder {
     }
 }
 
-/// Creates database `name` on the server of `url`; on Postgres with migrations, from their
-/// template (built when missing). Returns whether the migrations are already applied.
+/// Creates database `name` on the server of `url`; from the migrations' template where the
+/// engine copies databases (built when missing). Returns whether the migrations are applied.
 async fn create_on_server(
-    kind: Kind,
+    sql: &TestDbSql,
     url: &str,
     name: &str,
     migrator: Option<&Migrator>,
 ) -> Result<bool> {
     let admin = target::admin(url).await?;
-    let made = match kind {
-        #[cfg(feature = "postgres")]
-        Kind::Postgres => match migrator {
-            Some(m) => {
-                let tpl = template::ensure(url, &admin, m).await?;
-                target::run_retrying(
-                    &admin,
-                    &format!("CREATE DATABASE \"{name}\" TEMPLATE \"{tpl}\""),
-                )
-                .await
-                .map(|()| true)
+    let made = match (migrator, &sql.template) {
+        (Some(m), Some(tpl)) => match template::ensure(url, sql, tpl, &admin, m).await {
+            Ok(from) => {
+                let create = target::named(tpl.create_from, name).replace("{template}", &from);
+                target::run_retrying(&admin, &create).await.map(|()| true)
             }
-            None => target::run_retrying(&admin, &format!("CREATE DATABASE \"{name}\""))
-                .await
-                .map(|()| false),
+            Err(e) => Err(e),
         },
-        _ => {
-            let _ = migrator;
-            let mut conn = admin.get_connection().await?;
-            conn.execute_batch(&format!(
-                "CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
-            ))
+        _ => target::run_retrying(&admin, &target::named(sql.create, name))
             .await
-            .map(|()| false)
-        }
+            .map(|()| false),
     };
     admin.close();
     made
@@ -265,7 +246,7 @@ pub struct TestDatabase {
     db: Option<ConfigAndPool>,
     ended: bool,
     name: String,
-    kind: Kind,
+    server: Option<TestDbSql>,
     admin_url: Option<String>,
     keep_on_failure: bool,
     setup: Duration,
@@ -308,7 +289,7 @@ impl TestDatabase {
     /// Where the database is, to inspect a kept one: its name on a server, its file's path
     /// otherwise.
     pub fn location(&self) -> String {
-        if self.kind.has_server() {
+        if self.server.is_some() {
             self.name.clone()
         } else {
             target::file_path(&self.name).display().to_string()
@@ -337,8 +318,7 @@ impl TestDatabase {
     /// process of this machine no longer runs, and returns their names. A kept database, one
     /// whose process still runs, and one made on another machine stay.
     pub async fn remove_orphans(url: &str) -> Result<Vec<String>> {
-        let kind = Kind::of(url)?;
-        bound::remove_orphans(kind, url).await
+        bound::remove_orphans(target::rules_of(url)?, url).await
     }
 
     fn job(&mut self, failed: bool) -> Cleanup {
@@ -346,7 +326,7 @@ impl TestDatabase {
         Cleanup {
             db: self.db.take(),
             name: self.name.clone(),
-            kind: self.kind,
+            server: self.server,
             admin_url: self.admin_url.clone(),
             keep: failed && self.keep_on_failure,
         }
@@ -383,7 +363,7 @@ impl Drop for TestDatabase {
 struct Cleanup {
     db: Option<ConfigAndPool>,
     name: String,
-    kind: Kind,
+    server: Option<TestDbSql>,
     admin_url: Option<String>,
     keep: bool,
 }
@@ -391,15 +371,15 @@ struct Cleanup {
 impl Cleanup {
     async fn run(self) -> Result<Option<String>> {
         let keep = self.keep && self.db.is_some();
-        if let Some(url) = &self.admin_url {
+        if let (Some(url), Some(sql)) = (&self.admin_url, &self.server) {
             let admin = target::admin(url).await?;
             let r = match &self.db {
-                Some(db) if keep => target::mark_kept_server(self.kind, &admin, db).await,
+                Some(db) if keep => target::mark_kept_server(sql, &admin, db, &self.name).await,
                 _ => {
                     if let Some(db) = &self.db {
                         db.close();
                     }
-                    target::drop_server(self.kind, &admin, &self.name).await
+                    target::drop_server(sql, &admin, &self.name).await
                 }
             };
             if let Some(db) = &self.db {

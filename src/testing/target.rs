@@ -6,35 +6,20 @@ use std::time::{Duration, Instant};
 
 use super::names;
 use crate::config::ConfigAndPool;
+use crate::contract::{TestDbRules, TestDbSql};
+use crate::dispatch::Settings;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 
-/// The engine of a URL, by its scheme.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Postgres,
-    Mysql,
-    Sqlite,
-    Turso,
-}
-
-impl Kind {
-    pub(crate) fn of(url: &str) -> Result<Self> {
-        let scheme = url.trim().split(':').next().unwrap_or_default();
-        Ok(match scheme.to_ascii_lowercase().as_str() {
-            "postgres" | "postgresql" => Self::Postgres,
-            "mysql" | "mariadb" => Self::Mysql,
-            "sqlite" => Self::Sqlite,
-            "turso" => Self::Turso,
-            _ => {
-                return Err(config(
-                    "a test database URL starts with postgres://, mysql://, mariadb://, sqlite: or turso:",
-                ));
-            }
-        })
-    }
-
-    pub(crate) fn has_server(self) -> bool {
-        matches!(self, Self::Postgres | Self::Mysql)
+/// How the engine of `url` makes test databases (the URL is read as `ConfigAndPool::from_url`
+/// reads it, so a bad one fails here).
+pub(crate) fn rules_of(url: &str) -> Result<TestDbRules> {
+    let (scheme, rest, query) = crate::url_text::split(url.trim())?;
+    match Settings::from_url(scheme, rest, query) {
+        Some(parsed) => Ok(parsed?.0.testdb_rules()),
+        None => Err(config(format!(
+            "a test database URL names an engine of this build ({})",
+            Settings::known_schemes()
+        ))),
     }
 }
 
@@ -66,12 +51,13 @@ pub(crate) fn with_database(url: &str, db: &str) -> Result<String> {
 }
 
 /// A key naming the server of `url` (its host and port), for the connection slots.
-pub(crate) fn server_key(kind: Kind, url: &str) -> String {
+pub(crate) fn server_key(url: &str) -> String {
     let (base, _) = split_query(url.trim());
     let rest = base.split_once("://").map_or(base, |(_, r)| r);
     let authority = rest.split('/').next().unwrap_or_default();
     let host = authority.rsplit('@').next().unwrap_or_default();
-    format!("{kind:?}_{host}")
+    let scheme = base.split(':').next().unwrap_or_default();
+    format!("{scheme}_{host}")
 }
 
 /// One connection to the server, for creating and dropping databases.
@@ -99,77 +85,43 @@ pub(crate) async fn run_retrying(admin: &ConfigAndPool, sql: &str) -> Result<()>
 }
 
 /// The names of the test databases on the server of `admin` that no kept mark protects.
-pub(crate) async fn list_server(kind: Kind, admin: &ConfigAndPool) -> Result<Vec<String>> {
-    let sql = match kind {
-        Kind::Postgres => {
-            "SELECT datname::text FROM pg_database WHERE datname LIKE 'sqlmw\\_t\\_%' \
-             AND COALESCE(shobj_description(oid, 'pg_database'), '') <> 'sql-middleware: kept'"
-        }
-        _ => {
-            "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA \
-             WHERE SCHEMA_NAME LIKE 'sqlmw\\_t\\_%' AND SCHEMA_NAME NOT IN \
-             (SELECT TABLE_SCHEMA FROM information_schema.TABLES \
-              WHERE TABLE_NAME = '_sql_middleware_kept')"
-        }
-    };
+pub(crate) async fn list_server(sql: &TestDbSql, admin: &ConfigAndPool) -> Result<Vec<String>> {
     let mut conn = admin.get_connection().await?;
-    let rows: Vec<(String,)> = conn.query(sql).all().await?;
+    let rows: Vec<(String,)> = conn.query(sql.list).all().await?;
     Ok(rows.into_iter().map(|r| r.0).collect())
 }
 
-/// Drops database `name` (it need not exist). On MySQL the sessions still in it are ended
-/// first, so that a lock held by a test's open transaction does not stall the drop.
-pub(crate) async fn drop_server(kind: Kind, admin: &ConfigAndPool, name: &str) -> Result<()> {
-    match kind {
-        Kind::Postgres => {
-            run_retrying(
-                admin,
-                &format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"),
-            )
-            .await
-        }
-        _ => {
-            let mut conn = admin.get_connection().await?;
-            let ids: Vec<(i64,)> = conn
-                .query(&format!(
-                    "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = '{name}' \
-                     AND ID <> CONNECTION_ID()"
-                ))
-                .all()
-                .await?;
-            for (id,) in ids {
-                // A session that ended by itself meanwhile is no error.
-                let _ = conn.execute_batch(&format!("KILL {id}")).await;
-            }
-            conn.execute_batch(&format!("DROP DATABASE IF EXISTS `{name}`"))
-                .await
+/// `text` with `{name}` replaced.
+pub(crate) fn named(text: &str, name: &str) -> String {
+    text.replace("{name}", name)
+}
+
+/// Drops database `name` (it need not exist), ending the sessions still in it first where the
+/// engine's drop does not, so that a lock held by a test's open transaction cannot stall it.
+pub(crate) async fn drop_server(sql: &TestDbSql, admin: &ConfigAndPool, name: &str) -> Result<()> {
+    if let Some((sessions, kill)) = sql.sessions {
+        let mut conn = admin.get_connection().await?;
+        let ids: Vec<(i64,)> = conn.query(&named(sessions, name)).all().await?;
+        for (id,) in ids {
+            // A session that ended by itself meanwhile is no error.
+            let _ = conn
+                .execute_batch(&kill.replace("{id}", &id.to_string()))
+                .await;
         }
     }
+    run_retrying(admin, &named(sql.drop, name)).await
 }
 
 /// Marks database `name` as kept, so that no orphan sweep removes it.
 pub(crate) async fn mark_kept_server(
-    kind: Kind,
+    sql: &TestDbSql,
     admin: &ConfigAndPool,
     db: &ConfigAndPool,
+    name: &str,
 ) -> Result<()> {
-    match kind {
-        Kind::Postgres => {
-            let mut conn = db.get_connection().await?;
-            let (name,): (String,) = conn.query("SELECT current_database()::text").one().await?;
-            drop(conn);
-            let mut conn = admin.get_connection().await?;
-            conn.execute_batch(&format!(
-                "COMMENT ON DATABASE \"{name}\" IS 'sql-middleware: kept'"
-            ))
-            .await
-        }
-        _ => {
-            let mut conn = db.get_connection().await?;
-            conn.execute_batch("CREATE TABLE IF NOT EXISTS _sql_middleware_kept (kept INT)")
-                .await
-        }
-    }
+    let (mark, inside) = sql.mark_kept;
+    let mut conn = if inside { db } else { admin }.get_connection().await?;
+    conn.execute_batch(&named(mark, name)).await
 }
 
 /// The folder of the test files of SQLite and Turso.
@@ -183,18 +135,13 @@ pub(crate) fn file_path(name: &str) -> PathBuf {
 }
 
 /// The URL of a test file for `kind`, with the query of the URL the test was given.
-pub(crate) fn file_url(kind: Kind, url: &str, name: &str) -> Result<String> {
+pub(crate) fn file_url(scheme: &str, url: &str, name: &str) -> Result<String> {
     std::fs::create_dir_all(file_dir())
         .map_err(|e| config(format!("cannot create the folder of test databases: {e}")))?;
     let path = file_path(name);
     let path = path
         .to_str()
         .ok_or_else(|| config("the temporary folder's path is not UTF-8"))?;
-    let scheme = if kind == Kind::Sqlite {
-        "sqlite"
-    } else {
-        "turso"
-    };
     let sep = if path.starts_with('/') { "//" } else { "///" };
     let mut out = format!("{scheme}:{sep}{path}");
     if let (_, Some(q)) = split_query(url.trim()) {
@@ -267,11 +214,10 @@ mod tests {
             "mysql://root@h/x"
         );
         assert!(with_database("postgres:nothing", "x").is_err());
-        assert_eq!(server_key(Kind::Mysql, "mysql://a:b@h:1/d?x"), "Mysql_h:1");
-        assert_eq!(Kind::of("mariadb://h/d").unwrap(), Kind::Mysql);
-        assert_eq!(Kind::of("nope://").unwrap_err().kind(), ErrorKind::Config);
+        assert_eq!(server_key("mysql://a:b@h:1/d?x"), "mysql_h:1");
+        assert_eq!(rules_of("nope://x").unwrap_err().kind(), ErrorKind::Config);
         assert!(
-            file_url(Kind::Turso, "turso::memory:?busy_timeout=1s", "n")
+            file_url("turso", "turso::memory:?busy_timeout=1s", "n")
                 .unwrap()
                 .ends_with("n.db?busy_timeout=1s")
         );
