@@ -184,6 +184,7 @@ impl TestDatabaseBuilder {
         };
         let mut db = TestDatabase {
             db: None,
+            url: db_url.clone(),
             ended: false,
             name,
             server: rules.server,
@@ -197,14 +198,17 @@ impl TestDatabaseBuilder {
             .build()
             .await?;
         db.db = Some(pool.clone());
-        let mut conn = pool.get_connection().await?;
-        if let (Some(m), false) = (&self.migrator, templated) {
-            m.run(&mut conn).await?;
-        }
-        for (file, sql) in &self.fixtures {
-            conn.execute_batch(sql)
-                .await
-                .map_err(|e| target::config(format!("fixture {file} failed: {e}")))?;
+        let migrate = self.migrator.as_ref().filter(|_| !templated);
+        if migrate.is_some() || !self.fixtures.is_empty() {
+            let mut conn = pool.get_connection().await?;
+            if let Some(m) = migrate {
+                m.run(&mut conn).await?;
+            }
+            for (file, sql) in &self.fixtures {
+                conn.execute_batch(sql)
+                    .await
+                    .map_err(|e| target::config(format!("fixture {file} failed: {e}")))?;
+            }
         }
         db.setup = started.elapsed();
         Ok(db)
@@ -244,6 +248,7 @@ async fn create_on_server(
 #[derive(Debug)]
 pub struct TestDatabase {
     db: Option<ConfigAndPool>,
+    url: String,
     ended: bool,
     name: String,
     server: Option<TestDbSql>,
@@ -284,6 +289,12 @@ impl TestDatabase {
     /// The database's name (on SQLite and Turso, the file's name without `.db`).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The URL of the test's database (the given URL naming it, or its file), for code that
+    /// makes pools or connections of its own. It carries the given URL's password, if any.
+    pub fn url(&self) -> &str {
+        &self.url
     }
 
     /// Where the database is, to inspect a kept one: its name on a server, its file's path
