@@ -323,9 +323,11 @@ pub(crate) struct TestDbTemplate {
     pub(crate) rename: &'static str,
 }
 
-/// The lock of a migration run; see [`MigrateRules`].
+/// The lock of a migration run; see [`MigrateRules`]. A build with some engines only uses some
+/// of the kinds.
 #[cfg(feature = "migrate")]
 #[derive(Debug, Clone, Copy)]
+#[allow(dead_code)]
 pub(crate) enum MigrateLock {
     /// Each migration's own transaction takes a transaction-scoped lock first: `try_sql` (one
     /// `$1` key parameter) answers true once the lock is held, and the commit releases it.
