@@ -245,6 +245,30 @@ async fn create_on_server(
 /// End it with [`close`](Self::close) (or [`finish`](Self::finish)). One dropped without
 /// that is removed on a thread of its own, or kept when the thread is unwinding from a panic
 /// and keeping failed tests' databases is on.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), sql_middleware::SqlMiddlewareDbError> {
+/// use sql_middleware::testing::TestDatabase;
+///
+/// let db = TestDatabase::builder()
+///     .url("turso::memory:")
+///     .fixture("t.sql", "CREATE TABLE t (x INTEGER)")
+///     .keep_on_failure(true)
+///     .build()
+///     .await?;
+/// let file = db.location();
+/// assert!(std::path::Path::new(&file).exists());
+/// // The test failed: its database stays, marked kept, and `finish` says where.
+/// assert_eq!(db.finish(true).await?, Some(file.clone()));
+/// assert!(std::path::Path::new(&file).exists());
+/// # std::fs::remove_file(&file).ok();
+/// # std::fs::remove_file(file.replace(".db", ".kept")).ok();
+/// // Orphans are databases of processes of this machine that are gone: none here.
+/// let removed = TestDatabase::remove_orphans("turso::memory:").await?;
+/// assert!(removed.iter().all(|n| !file.contains(n.as_str())));
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct TestDatabase {
     db: Option<ConfigAndPool>,
