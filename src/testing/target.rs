@@ -181,7 +181,8 @@ pub(crate) fn mark_kept_file(name: &str) -> Result<()> {
         .map_err(|e| config(format!("cannot mark {name} as kept: {e}")))
 }
 
-/// The test files no kept mark protects.
+/// The test databases with files (the database or a journal it left) that no kept mark
+/// protects.
 pub(crate) fn list_files() -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(file_dir()) else {
         return Vec::new();
@@ -190,12 +191,13 @@ pub(crate) fn list_files() -> Vec<String> {
         .flatten()
         .filter_map(|e| {
             let file = e.file_name().to_string_lossy().into_owned();
-            let stem = file.strip_suffix(".db")?.to_owned();
+            let stem = file.split_once(".db")?.0.to_owned();
             names::owner_of(&stem)?;
             (!file_dir().join(format!("{stem}.kept")).exists()).then_some(stem)
         })
         .collect();
     out.sort();
+    out.dedup();
     out
 }
 
