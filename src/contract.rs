@@ -276,7 +276,55 @@ pub(crate) struct MigrateRules {
     pub(crate) suffixes: &'static [&'static str],
 }
 
-/// The lock of a migration run; see [`MigrateRules`].
+/// How an engine makes test databases (feature `testing`; `src/testing/`): each wing has a
+/// `testdb::RULES`. In every SQL text `{name}` stands for a database's name (letters, digits and
+/// `_` only, so it is never quoted wrongly).
+#[cfg(feature = "testing")]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TestDbRules {
+    /// `None` for an in-process engine: a test gets a file of its own.
+    pub(crate) server: Option<TestDbSql>,
+    /// The scheme of a URL naming a file (in-process engines).
+    pub(crate) file_scheme: &'static str,
+}
+
+/// The statements of [`TestDbRules`] on an engine behind a server.
+#[cfg(feature = "testing")]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TestDbSql {
+    /// Creates database `{name}`.
+    pub(crate) create: &'static str,
+    /// Where the engine can copy a database: the migrations are applied once, to a template.
+    pub(crate) template: Option<TestDbTemplate>,
+    /// Drops database `{name}`, ending the sessions still in it where the statement can.
+    pub(crate) drop: &'static str,
+    /// The ids (`BIGINT`) of other sessions in database `{name}`, to end with `kill` (`{id}`)
+    /// before `drop`, where the drop cannot end them itself.
+    pub(crate) sessions: Option<(&'static str, &'static str)>,
+    /// The test databases (`sqlmw_t_…`) not marked kept, one name a row.
+    pub(crate) list: &'static str,
+    /// Marks database `{name}` kept: run on the server's own database, or inside `{name}`.
+    pub(crate) mark_kept: (&'static str, bool),
+    /// The connections (`BIGINT`) the server still allows others than test databases.
+    pub(crate) free_connections: &'static str,
+}
+
+/// The statements of a template of migrations; see [`TestDbSql::template`].
+#[cfg(feature = "testing")]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TestDbTemplate {
+    /// Creates database `{name}` as a copy of `{template}`.
+    pub(crate) create_from: &'static str,
+    /// A row when database `{name}` exists.
+    pub(crate) exists: &'static str,
+    /// Takes and releases the session lock that one builder of a template holds.
+    pub(crate) lock: (&'static str, &'static str),
+    /// Renames database `{name}` to `{template}`.
+    pub(crate) rename: &'static str,
+}
+
+/// The lock of a migration run; see [`MigrateRules`]. A build with some engines only uses some
+/// of the kinds.
 #[cfg(feature = "migrate")]
 #[derive(Debug, Clone, Copy)]
 #[allow(

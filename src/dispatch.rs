@@ -68,6 +68,14 @@ macro_rules! wings {
                 }
             }
 
+            /// How the engine makes test databases.
+            #[cfg(feature = "testing")]
+            pub(crate) fn testdb_rules(&self) -> crate::contract::TestDbRules {
+                match self {
+                    $(#[cfg(feature = $feature)] Settings::$name(_) => crate::$wing::testdb::RULES,)+
+                }
+            }
+
             /// Builds the pool.
             pub(crate) async fn build(self, pool: &pooling::PoolOptions) -> Result<PoolInner> {
                 Ok(match self {

@@ -18,6 +18,10 @@ pub mod high_availability {}
 #[doc = include_str!("../docs/Migrations.md")]
 pub mod migrations {}
 
+#[cfg(feature = "testing")]
+#[doc = include_str!("../docs/TestingYourApplication.md")]
+pub mod testing_your_application {}
+
 #[doc = include_str!("../docs/Observability.md")]
 pub mod observability {}
 

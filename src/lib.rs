@@ -101,6 +101,8 @@ with_an_engine! {
     mod dispatch;
     #[cfg(feature = "migrate")]
     pub mod migrate;
+    #[cfg(feature = "testing")]
+    pub mod testing;
     pub mod executor;
     mod connection;
     pub mod pool;
@@ -183,6 +185,10 @@ with_an_engine! {
     /// (feature `derive`; see the `sql-middleware-derive` crate).
     #[cfg(feature = "derive")]
     pub use sql_middleware_derive::FromRow;
+    /// `#[sql_middleware::test]`: a test with a pool on a fresh database of its own (feature
+    /// `testing`; see [`testing`] and the `sql-middleware-derive` crate).
+    #[cfg(feature = "testing")]
+    pub use sql_middleware_derive::test;
     /// The crate's error type, by its short name.
     pub type Error = SqlMiddlewareDbError;
     pub use executor::Executor;

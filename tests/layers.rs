@@ -69,6 +69,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "savepoint",
             "statement",
             "stream",
+            "testing",
             "transaction",
         ],
     ),

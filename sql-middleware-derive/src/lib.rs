@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 mod embed;
+mod test_attr;
 
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as Tokens};
@@ -30,6 +31,26 @@ use syn::{Data, DeriveInput, Fields, LitStr, Type, parse_macro_input};
 pub fn embed_migrations(input: TokenStream) -> TokenStream {
     let dir = parse_macro_input!(input as LitStr);
     embed::expand(&dir).into()
+}
+
+/// `#[sql_middleware::test]`: a test (an `async fn` taking `db: ConfigAndPool`) run with the
+/// pool of a fresh database of its own, dropped when the test ends (re-exported by
+/// `sql_middleware` behind its `testing` feature; see `sql_middleware::testing`).
+///
+/// Arguments: `url = ".."`, `env = "VAR"` (default `DATABASE_URL`; with `url`, read first),
+/// `migrations = "dir"`, `fixtures("file.sql", ..)` (paths relative to `Cargo.toml`),
+/// `keep_on_failure`, `connections = n`, `max_total_connections = n`. Other attributes (such
+/// as `#[should_panic]` or `#[ignore]`) stay on the test.
+#[proc_macro_attribute]
+pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut parsed = test_attr::Args::default();
+    let parser = syn::meta::parser(|meta| parsed.parse(&meta));
+    parse_macro_input!(args with parser);
+    let item = parse_macro_input!(item as syn::ItemFn);
+    match test_attr::expand(&parsed, item) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
 }
 
 #[proc_macro_derive(FromRow, attributes(sql))]

@@ -164,6 +164,20 @@ impl Migrator {
         }
     }
 
+    /// A digest of every file (name and text) and of the history table's name: what names a
+    /// database template built from these migrations.
+    #[cfg(feature = "testing")]
+    pub(crate) fn fingerprint(&self) -> String {
+        let mut all = self.table.clone();
+        for f in &self.files {
+            all.push('\0');
+            all.push_str(&f.file_name);
+            all.push('\0');
+            all.push_str(&f.text);
+        }
+        checksum::checksum(&all)
+    }
+
     /// The migrations of the folder `dir`, read now: `<version>_<name>.sql`, optional
     /// `.<engine>.sql` files that win on their engine, optional `.down.sql` files. Files not
     /// ending in `.sql` are ignored; a `.sql` file named otherwise is an error.

@@ -38,6 +38,8 @@ pub(crate) mod session;
 mod sets;
 pub(crate) mod stmt;
 pub(crate) mod stream;
+#[cfg(feature = "testing")]
+pub(crate) mod testdb;
 pub(crate) mod tls;
 #[cfg(feature = "mysql-tls")]
 mod tls_names;

@@ -31,6 +31,8 @@ pub(crate) mod rows;
 mod session;
 pub(crate) mod stmt;
 pub(crate) mod stream;
+#[cfg(feature = "testing")]
+pub(crate) mod testdb;
 pub(crate) mod tls;
 mod tx;
 pub(crate) mod types;

@@ -30,6 +30,8 @@ pub(crate) mod session;
 mod slowdown;
 pub(crate) mod stmt;
 pub(crate) mod stream;
+#[cfg(feature = "testing")]
+pub(crate) mod testdb;
 pub(crate) mod tx;
 pub(crate) mod url;
 

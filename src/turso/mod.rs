@@ -24,6 +24,8 @@ pub(crate) mod rows;
 pub(crate) mod session;
 pub(crate) mod stmt;
 pub(crate) mod stream;
+#[cfg(feature = "testing")]
+pub(crate) mod testdb;
 pub(crate) mod tx;
 pub(crate) mod url;
 

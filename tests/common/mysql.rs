@@ -30,10 +30,6 @@ pub const DEFAULT_URL: &str = "mysql://root@127.0.0.1:3306/test";
 /// Prefix of every database created by [`MyDatabase::create`].
 pub const DATABASE_PREFIX: &str = "sqlmw_";
 
-/// Character set and collation of every test database: full Unicode, and comparisons by code
-/// point (case-sensitive, as on the other engines).
-pub const DATABASE_CHARSET: &str = "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin";
-
 /// How long one connectivity probe may take before the candidate counts as unreachable.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -205,67 +201,51 @@ pub async fn raw_conn(url: &str) -> mysql_async::Conn {
         .unwrap_or_else(|e| panic!("cannot connect to {}: {e}", redact(url)))
 }
 
-/// An isolated database for one test.
+/// An isolated database for one test: the crate's own `TestDatabase` (feature `testing`) on
+/// the [`base_url`] server, with room in the connection bound for a test pool of four.
 ///
-/// [`MyDatabase::create`] creates database `sqlmw_<16 hex digits>` (utf8mb4, binary
-/// collation, see [`DATABASE_CHARSET`]) on the [`base_url`] server; [`MyDatabase::url`] is the
-/// base URL with that database as its default, so unqualified table names land in it.
-/// Nothing is dropped automatically: call [`MyDatabase::drop_database`], or use
-/// [`with_database`], which always does.
+/// [`MyDatabase::url`] is the base URL with the database as its default, so unqualified table
+/// names land in it. Call [`MyDatabase::drop_database`], or use [`with_database`], which always
+/// does; one dropped without either is removed all the same.
 pub struct MyDatabase {
     /// The base URL with [`MyDatabase::name`] as the database.
     pub url: String,
     /// The database name (needs no quoting).
     pub name: String,
-    base: String,
+    db: std::sync::Mutex<Option<sql_middleware::testing::TestDatabase>>,
 }
 
 impl MyDatabase {
     /// Creates a fresh, uniquely named database on the [`base_url`] server. Panics on failure.
     pub async fn create() -> MyDatabase {
-        let base = base_url();
-        let name = format!("{DATABASE_PREFIX}{}", super::backends::unique_hex());
-        let mut conn = raw_conn(&base).await;
-        conn.query_drop(format!("CREATE DATABASE `{name}` {DATABASE_CHARSET}"))
+        let db = sql_middleware::testing::TestDatabase::builder()
+            .url(base_url())
+            .connections(4)
+            .build()
             .await
-            .unwrap_or_else(|e| panic!("cannot create test database {name}: {e}"));
-        let _ = conn.disconnect().await;
-        let url = url_with_database(&base, &name);
-        MyDatabase { url, name, base }
+            .unwrap_or_else(|e| panic!("cannot create a test database: {e}"));
+        MyDatabase {
+            url: db.url().to_owned(),
+            name: db.name().to_owned(),
+            db: std::sync::Mutex::new(Some(db)),
+        }
     }
 
-    /// Drops the database. Idempotent. Panics if the server cannot be reached or the drop
-    /// fails.
+    /// Drops the database (ending the sessions still in it first). Idempotent. Panics if the
+    /// server cannot be reached or the drop fails.
     pub async fn drop_database(&self) {
         if let Err(e) = self.try_drop().await {
             panic!("cannot drop test database {}: {e}", self.name);
         }
     }
 
-    /// Drops the database, reporting failures instead of panicking. A connection the test
-    /// left inside a transaction holds metadata locks that would make the drop wait: the
-    /// test's other sessions on the database are killed first.
+    /// Drops the database, reporting failures instead of panicking.
     async fn try_drop(&self) -> Result<(), String> {
-        let mut conn = mysql_async::Conn::from_url(driver_url(&self.base))
-            .await
-            .map_err(|e| e.to_string())?;
-        let ids: Vec<u64> = conn
-            .exec(
-                "SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()",
-                (self.name.as_str(),),
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-        for id in ids {
-            // The session may end on its own in between: an unknown thread id is fine.
-            let _ = conn.query_drop(format!("KILL {id}")).await;
+        let db = self.db.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match db {
+            Some(db) => db.close().await.map_err(|e| e.to_string()),
+            None => Ok(()),
         }
-        let result = conn
-            .query_drop(format!("DROP DATABASE IF EXISTS `{}`", self.name))
-            .await
-            .map_err(|e| e.to_string());
-        let _ = conn.disconnect().await;
-        result
     }
 }
 
