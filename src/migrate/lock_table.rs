@@ -52,6 +52,14 @@ pub(crate) async fn is_cluster(conn: &mut MiddlewarePoolConnection, sql: &str) -
     )
 }
 
+/// A write that lost to another runner's (a certification conflict on a cluster, a lock wait).
+fn contended(e: &crate::error::SqlMiddlewareDbError) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::Deadlock | ErrorKind::SerializationFailure | ErrorKind::Busy
+    )
+}
+
 /// Takes the lock table's row for `owner`, waiting at most the spec's wait.
 pub(crate) async fn acquire(
     conn: &mut MiddlewarePoolConnection,
@@ -66,13 +74,23 @@ pub(crate) async fn acquire(
     .await?;
     let deadline = Instant::now() + spec.wait;
     loop {
-        // A lock past its expiry belonged to a runner that died.
-        conn.query(&format!(
-            "DELETE FROM {table} WHERE id = 1 AND expires_ms < $1"
-        ))
-        .params(&[RowValues::Int(now_ms())])
-        .dml()
-        .await?;
+        // A lock past its expiry belonged to a runner that died. Runners on other cluster nodes
+        // may delete it at the same time: the loser's certification conflict is another try.
+        let cleared = conn
+            .query(&format!(
+                "DELETE FROM {table} WHERE id = 1 AND expires_ms < $1"
+            ))
+            .params(&[RowValues::Int(now_ms())])
+            .dml()
+            .await;
+        match cleared {
+            Ok(_) => {}
+            Err(e) if contended(&e) => {
+                pause(spec, deadline).await?;
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
         let taken = conn
             .query(&format!(
                 "INSERT INTO {table} (id, owner, expires_ms) VALUES (1, $1, $2)"
@@ -86,15 +104,7 @@ pub(crate) async fn acquire(
         match taken {
             Ok(_) => return Ok(()),
             // Another runner holds it (a certification conflict on a cluster says the same).
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::UniqueViolation
-                        | ErrorKind::Deadlock
-                        | ErrorKind::SerializationFailure
-                        | ErrorKind::Busy
-                ) =>
-            {
+            Err(e) if e.kind() == ErrorKind::UniqueViolation || contended(&e) => {
                 pause(spec, deadline).await?;
             }
             Err(e) => return Err(e),

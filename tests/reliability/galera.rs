@@ -45,8 +45,9 @@ use crate::common::galera::{Cluster, cluster};
 use crate::common::galera_load::{Seen, mw_worker, raw_conn, raw_worker, rotated};
 use crate::common::groups;
 
-/// The scenarios run one at a time: they share the cluster and measure time.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// The scenarios run one at a time: they share the cluster and measure time (the migration
+/// topic, `galera_migrate`, takes it too).
+pub(crate) static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// How long the load runs before the fault, and how long the fault lasts before healing.
 const BEFORE: Duration = Duration::from_secs(2);

@@ -34,6 +34,8 @@ mod failover;
 mod fingerprint;
 #[cfg(all(feature = "mysql", unix))]
 mod galera;
+#[cfg(all(feature = "mysql", feature = "migrate", unix))]
+mod galera_migrate;
 #[cfg(feature = "postgres")]
 mod ha;
 mod integrity;
