@@ -123,19 +123,7 @@ impl HostBook {
     /// The order to try `n` hosts in: the configuration's (or shuffled when `random`), then
     /// the hosts of the wrong kind lately, then those unreachable lately.
     fn order(&self, n: usize, random: bool) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..n).collect();
-        if random {
-            // Fisher-Yates on a xorshift seeded by the clock and a counter.
-            static SEED: AtomicU64 = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
-            let mut x = SEED.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed) ^ now_nanos();
-            for i in (1..n).rev() {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let j = usize::try_from(x % (i as u64 + 1)).unwrap_or(0);
-                order.swap(i, j);
-            }
-        }
+        let mut order = crate::server::order::host_order(n, random);
         let now = now_nanos();
         let rank = |i: &usize| {
             self.hosts.get(*i).map_or(0, |h| {
