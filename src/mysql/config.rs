@@ -194,10 +194,17 @@ impl Manager for MyManager {
                 "the connection was left in an unknown state; it is discarded".into(),
             ));
         }
+        let (host, generation) = c.node;
+        if c.endpoint.book.generation(host) != generation {
+            // Its host was marked down since it opened: no network work on it.
+            return Err(RecycleError::Message(
+                "its host was marked down since the connection opened; it is discarded".into(),
+            ));
+        }
         if !(c.dirty || c.opts.test_before_acquire) {
             return Ok(());
         }
-        let bound = self.opts.recycle_timeout;
+        let bound = super::hosts::checkout_bound(&c.endpoint, self.opts.recycle_timeout);
         let clean = async {
             if c.dirty {
                 super::session::reset(c).await?;
@@ -211,9 +218,13 @@ impl Manager for MyManager {
             Ok(r) => r.map_err(RecycleError::Backend),
             Err(_) => {
                 c.broken = true;
-                Err(RecycleError::Message(
-                    format!("cleaning the connection took longer than the recycle timeout ({bound:?}); it is discarded").into(),
-                ))
+                let e = SqlMiddlewareDbError::new(
+                    ErrorKind::Timeout,
+                    format!("cleaning the connection took longer than its bound ({bound:?}); it is discarded"),
+                );
+                // A host that stopped answering is left by the pool's other connections too.
+                super::hosts::after_error(&c.endpoint, host, &e);
+                Err(RecycleError::Backend(e))
             }
         }
     }
@@ -369,7 +380,7 @@ pub(crate) async fn checkout(pool: &super::Pool) -> Result<MyConnection> {
         // A connection whose host was marked down since it opened is dropped (no I/O); and
         // once per period per host, a checkout checks the node (see `hosts::still_usable`).
         let (host, generation) = obj.node;
-        let bound = obj.opts.recycle_timeout;
+        let bound = super::hosts::checkout_bound(&obj.endpoint, obj.opts.recycle_timeout);
         if obj.endpoint.book.generation(host) != generation
             || !super::hosts::still_usable(&mut obj, bound).await
         {

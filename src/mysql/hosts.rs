@@ -26,6 +26,16 @@ const PROBE_BOUND: Duration = Duration::from_secs(2);
 /// checkout (one checkout per host per period pays the round trip; see [`HostBook::due`]).
 pub(crate) const CHECK_EVERY: Duration = Duration::from_secs(2);
 
+/// The bound of network work on a pooled connection of `ep` at checkout (a session reset, a
+/// ping, the node check): the pool's recycle timeout, or, when the URL sets a shorter
+/// `connect_timeout`, that: a host gets no longer to answer on a pooled connection than on a new
+/// one. A frozen node then costs a checkout `connect_timeout`, not the recycle timeout.
+pub(crate) fn checkout_bound(ep: &Endpoint, recycle: Duration) -> Duration {
+    ep.hosts
+        .connect_timeout
+        .map_or(recycle, |limit| limit.min(recycle))
+}
+
 /// Hosts and ports, in a URL's order.
 pub(crate) type HostList = Vec<(String, u16)>;
 
@@ -244,14 +254,28 @@ pub(crate) async fn still_usable(c: &mut super::config::MyClient, bound: Duratio
         return true;
     }
     let attrs = c.endpoint.hosts.attrs;
-    let usable = matches!(
-        tokio::time::timeout(bound, super::health::check(&mut c.conn, attrs)).await,
-        Ok(Ok(Verdict::Usable))
-    );
-    if !usable {
-        c.endpoint.book.mark_down(host);
+    match tokio::time::timeout(bound, super::health::check(&mut c.conn, attrs)).await {
+        Ok(Ok(Verdict::Usable)) => true,
+        Ok(Ok(Verdict::Not(_))) => {
+            c.endpoint.book.mark_down(host);
+            false
+        }
+        // No answer, or a failed check: the host is suspect (see `after_error`).
+        Ok(Err(e)) => {
+            if !after_error(&c.endpoint, host, &e) {
+                c.endpoint.book.mark_down(host);
+            }
+            false
+        }
+        Err(_) => {
+            let e = SqlMiddlewareDbError::new(
+                ErrorKind::Timeout,
+                format!("the node check on a pooled connection took longer than {bound:?}"),
+            );
+            after_error(&c.endpoint, host, &e);
+            false
+        }
     }
-    usable
 }
 
 /// A connection to host `host` (of generation `generation`) met `e`. A node that says it is

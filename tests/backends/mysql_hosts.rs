@@ -167,3 +167,87 @@ async fn causal_reads_survive_session_resets() {
     })
     .await;
 }
+
+/// The address of the one server in `url` (`mysql://user@host:port/db…`).
+fn server_addr(url: &str) -> std::net::SocketAddr {
+    use std::net::ToSocketAddrs;
+    let rest = url.split_once("://").expect("a URL").1;
+    let authority = rest.split_once('/').expect("a database").0;
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if host.contains(':') {
+        host.to_owned()
+    } else {
+        format!("{host}:3306")
+    };
+    host.to_socket_addrs()
+        .expect("the server's address")
+        .next()
+        .expect("an address")
+}
+
+/// A host that stops answering (a frozen node, a network that drops packets) while the pool
+/// holds an idle connection to it costs a checkout the URL's `connect_timeout`, as a new
+/// connection to it would, and not the pool's recycle timeout: the network work a checkout does
+/// on a pooled connection (the periodic node check, the reset of a session the borrower
+/// changed) is bounded by it, and a host that does not answer it is left by the pool's other
+/// connections too.
+#[tokio::test]
+async fn a_host_gone_silent_costs_a_checkout_its_connect_timeout() {
+    let _group = groups::enter("mysql_hosts");
+    mysql::with_database(|url| async move {
+        use crate::common::proxy::{Relay, Target};
+        // (dirty, why): the borrower changes its session (reset at checkout), or not (the node
+        // check once its period passed).
+        for (dirty, why) in [(false, "the node check"), (true, "the session reset")] {
+            let relay = Relay::start(Target::Tcp(server_addr(&url))).await;
+            let url = with_hosts(
+                &url,
+                &[relay.addr.to_string()],
+                "connect_timeout=1&target_session_attrs=read-write",
+            );
+            let db = ConfigAndPool::mysql(&url)
+                .max_size(2)
+                .recycle_timeout(Duration::from_secs(8))
+                .wait_timeout(Duration::from_secs(20))
+                .create_timeout(Duration::from_secs(20))
+                .build()
+                .await
+                .unwrap_or_else(|e| panic!("{}: {e}", mysql::redact(&url)));
+            {
+                // Both connections go through the relay (the first host).
+                let (mut a, mut b) = (
+                    db.get_connection().await.unwrap(),
+                    db.get_connection().await.unwrap(),
+                );
+                for c in [&mut a, &mut b] {
+                    c.execute_batch("SELECT 1").await.unwrap();
+                    if dirty {
+                        c.execute_batch("SET @sqlmw_touched = 1").await.unwrap();
+                    }
+                }
+                assert!(relay.relayed(0) >= 2, "{why}: both opened through the relay");
+            }
+            // The node check runs once its period (2 s) has passed since the connect's check.
+            tokio::time::sleep(Duration::from_millis(2200)).await;
+            relay.go_silent();
+            let _backlog = relay.fill_backlog();
+            let t = Instant::now();
+            let mut c = db.get_connection().await.expect("the other host");
+            let (n,): (i64,) = c.query("SELECT 41 + 1").one().await.unwrap();
+            let took = t.elapsed();
+            assert_eq!(n, 42);
+            assert!(
+                took < Duration::from_millis(2500),
+                "{why}: a checkout past a silent host took {took:?} (connect_timeout is 1 s, the recycle timeout 8 s)"
+            );
+            println!(
+                "mysql_hosts silent_host_checkout_ms={} via={}",
+                took.as_millis(),
+                if dirty { "reset" } else { "node_check" }
+            );
+            drop(c);
+            db.close();
+        }
+    })
+    .await;
+}

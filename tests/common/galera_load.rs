@@ -21,6 +21,8 @@ pub struct Seen {
     pub reads: AtomicU64,
     pub stale: AtomicU64,
     pub read_errors: AtomicU64,
+    /// Every failed write: the worker, when it began, how long it took, and why.
+    pub failures: Mutex<Vec<(usize, Instant, Duration, String)>>,
 }
 
 impl Seen {
@@ -66,6 +68,31 @@ impl Seen {
         longest
     }
 
+    /// The failed writes of worker-time window `from..until` (those that began in it), one per
+    /// line, with their start relative to `origin`: why a long gap was long.
+    pub fn failures_in(&self, origin: Instant, from: Instant, until: Instant) -> String {
+        let failures = self.failures.lock().unwrap();
+        failures
+            .iter()
+            .filter(|(_, at, _, _)| *at >= from && *at < until)
+            .map(|(w, at, took, why)| {
+                format!(
+                    "  worker {w} at +{} ms, {} ms: {why}",
+                    (*at - origin).as_millis(),
+                    took.as_millis()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn fail(&self, w: usize, began: Instant, why: String) {
+        self.failures
+            .lock()
+            .unwrap()
+            .push((w, began, began.elapsed(), why));
+    }
+
     pub fn ids(&self) -> Vec<i64> {
         self.acked
             .lock()
@@ -83,18 +110,25 @@ pub fn rotated(first: usize) -> [usize; 3] {
 }
 
 /// One middleware write: the ledger row `id` and a conflicting update, in a transaction.
-pub async fn mw_write(pool: &ConfigAndPool, id: i64) -> Result<(), SqlMiddlewareDbError> {
-    let mut c = pool.get_connection().await?;
-    let mut tx = c.begin().await?;
+/// The error says which step failed (checkout, begin, insert, update, commit).
+pub async fn mw_write(
+    pool: &ConfigAndPool,
+    id: i64,
+) -> Result<(), (&'static str, SqlMiddlewareDbError)> {
+    let at = |step| move |e| (step, e);
+    let mut c = pool.get_connection().await.map_err(at("checkout"))?;
+    let mut tx = c.begin().await.map_err(at("begin"))?;
     tx.query("INSERT INTO ledger (id, client) VALUES ($1, 'mw')")
         .params(&[RowValues::Int(id)])
         .dml()
-        .await?;
+        .await
+        .map_err(at("insert"))?;
     tx.query("UPDATE hot SET n = n + 1 WHERE k = $1")
         .params(&[RowValues::Int(id % 4)])
         .dml()
-        .await?;
-    tx.commit().await
+        .await
+        .map_err(at("update"))?;
+    tx.commit().await.map_err(at("commit"))
 }
 
 /// A causal read of `id` through `pool`: `Some(found)`, or None when the read failed.
@@ -126,21 +160,24 @@ pub async fn mw_worker(
     let mut id = 1_000_000 + (w as i64) * 100_000;
     let mut reads = Vec::new();
     while !stop.load(Ordering::Relaxed) {
+        let began = Instant::now();
         let r = tokio::time::timeout(Duration::from_secs(5), mw_write(&pool, id)).await;
         let acked = match r {
             Ok(Ok(())) => true,
             // An earlier attempt with this id committed.
-            Ok(Err(e)) if e.kind() == ErrorKind::UniqueViolation => true,
-            Ok(Err(e)) => {
+            Ok(Err((_, e))) if e.kind() == ErrorKind::UniqueViolation => true,
+            Ok(Err((step, e))) => {
                 if e.kind() == ErrorKind::Deadlock {
                     seen.conflicts.fetch_add(1, Ordering::Relaxed);
                 } else {
                     seen.failed.fetch_add(1, Ordering::Relaxed);
+                    seen.fail(w, began, format!("{step}: {:?}: {e}", e.kind()));
                 }
                 false
             }
             Err(_) => {
                 seen.failed.fetch_add(1, Ordering::Relaxed);
+                seen.fail(w, began, "no answer within the worker's 5 s".to_owned());
                 false
             }
         };

@@ -252,7 +252,8 @@ async fn scenario(name: &str, fault: Fault) {
     };
     assert!(
         wait.is_some_and(|d| d <= Duration::from_secs(5)),
-        "{name}: a middleware worker waited {wait:?} to write again"
+        "{name}: a middleware worker waited {wait:?} to write again; its failed writes (from the fault):\n{}",
+        mw.failures_in(fault_at, fault_at, Instant::now())
     );
     let mut s = raw_conn(c.nodes[0].port, "mysql").await.expect("node1");
     let _ = s.query_drop(format!("DROP DATABASE IF EXISTS {db}")).await;
