@@ -129,7 +129,9 @@ async fn threads_share_the_bound(engine: Engine) {
         "bound_threads_{engine}_peak_databases={most} bound_threads_{engine}_peak_connections={peak} bound_threads_{engine}_ms={}",
         started.elapsed().as_millis()
     );
-    assert!(peak >= 3, "the tests ran ({peak} sessions seen)");
+    // One database's two connections at least (other tests of the server, in other
+    // processes under nextest, may hold the rest of the bound meanwhile).
+    assert!(peak >= 2, "the tests ran ({peak} sessions seen)");
     assert!(most <= 2, "{most} databases at once with room for two");
     assert!(peak <= 6, "{peak} server sessions with a bound of 6");
     assert!(
@@ -176,7 +178,7 @@ async fn processes_share_the_bound(engine: Engine) {
         started.elapsed().as_millis()
     );
     assert!(ok, "every child finished");
-    assert!(peak >= 3, "the children ran ({peak} sessions seen)");
+    assert!(peak >= 2, "the children ran ({peak} sessions seen)");
     assert!(peak <= 6, "{peak} server sessions with a bound of 6");
 }
 
