@@ -11,6 +11,10 @@ use super::TestDatabaseBuilder;
 use crate::config::ConfigAndPool;
 
 /// What a test function may return: `()`, or a `Result` whose error fails the test.
+#[diagnostic::on_unimplemented(
+    message = "a #[sql_middleware::test] function returns `()` or `Result<(), E>`, not `{Self}`",
+    label = "this test's function returns `{Self}`"
+)]
 pub trait TestResult {
     /// The failure this outcome describes, if any.
     fn failure(&self) -> Option<String>;

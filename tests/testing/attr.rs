@@ -78,3 +78,9 @@ async fn postgres_error_fails_the_test(_db: ConfigAndPool) -> Result<(), String>
 async fn mysql_panic_reaches_the_harness(_db: ConfigAndPool) {
     panic!("mysql panic");
 }
+
+/// `keep_on_failure = false` is accepted (it overrides `SQL_MIDDLEWARE_TEST_KEEP`).
+#[sql_middleware::test(url = "sqlite::memory:", keep_on_failure = false, connections = 1)]
+async fn sqlite_keep_on_failure_false(db: ConfigAndPool) {
+    assert_eq!(db.status().max_size, 1);
+}

@@ -13,3 +13,4 @@ mod api;
 mod attr;
 mod bound;
 mod support;
+mod timing;

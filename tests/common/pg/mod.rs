@@ -340,36 +340,51 @@ pub fn url_with_search_path(base: &str, schema: &str) -> String {
 pub struct PgSchema {
     /// Connect string for the base server with `search_path` set to [`PgSchema::schema`].
     pub url: String,
-    /// The schema name, `sqlmw_t_<16 hex digits>` (needs no quoting).
+    /// The schema name, `sqlmw_t_<16 hex digits>` (needs no quoting); through PgBouncer, the
+    /// name of the test's database.
     pub schema: String,
     /// The base URL the schema was created on (used to drop it).
     base: String,
+    /// Through PgBouncer: the test's database, the crate's own `TestDatabase`.
+    db: std::sync::Mutex<Option<sql_middleware::testing::TestDatabase>>,
 }
 
 impl PgSchema {
     /// Creates a fresh, uniquely named schema on the [`base_url`] server. Panics on failure.
     pub async fn create() -> PgSchema {
         let base = base_url();
-        let schema = format!("{SCHEMA_PREFIX}{}", random_hex());
-        let client = raw_client(&base).await;
         if pgbouncer::via_bouncer() {
             // Through a transaction-mode pooler a session's search_path does not stick: the
-            // test gets a database of its own instead, reached through the pooler.
-            client
-                .batch_execute(&format!("CREATE DATABASE \"{schema}\""))
+            // test gets a database of its own instead (feature `testing`), through the pooler.
+            let db = sql_middleware::testing::TestDatabase::builder()
+                .url(base.clone())
+                .connections(4)
+                .build()
                 .await
-                .unwrap_or_else(|e| {
-                    panic!("cannot create test database {schema}: {}", error_text(&e))
-                });
-            let url = pgbouncer::shared().url(&schema);
-            return PgSchema { url, schema, base };
+                .unwrap_or_else(|e| panic!("cannot create a test database: {e}"));
+            let (url, schema) = (pgbouncer::shared().url(db.name()), db.name().to_owned());
+            let db = std::sync::Mutex::new(Some(db));
+            return PgSchema {
+                url,
+                schema,
+                base,
+                db,
+            };
         }
+        let schema = format!("{SCHEMA_PREFIX}{}", random_hex());
+        let client = raw_client(&base).await;
         client
             .batch_execute(&format!("CREATE SCHEMA \"{schema}\""))
             .await
             .unwrap_or_else(|e| panic!("cannot create test schema {schema}: {}", error_text(&e)));
         let url = url_with_search_path(&tls_test_url().unwrap_or_else(|| base.clone()), &schema);
-        PgSchema { url, schema, base }
+        let db = std::sync::Mutex::new(None);
+        PgSchema {
+            url,
+            schema,
+            base,
+            db,
+        }
     }
 
     /// Drops the schema with `CASCADE`. Idempotent: dropping an already dropped schema is fine.
@@ -382,19 +397,19 @@ impl PgSchema {
 
     /// Drops the schema, reporting failures instead of panicking.
     async fn try_drop(&self) -> Result<(), String> {
+        let db = self.db.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(db) = db {
+            return db.close().await.map_err(|e| e.to_string());
+        }
         let (client, connection) = tokio_postgres::connect(&self.base, NoTls)
             .await
             .map_err(|e| error_text(&e))?;
         let connection = tokio::spawn(connection);
         let result = client
-            .batch_execute(&if pgbouncer::via_bouncer() {
-                format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.schema)
-            } else {
-                format!(
-                    "SET lock_timeout = '30s'; DROP SCHEMA IF EXISTS \"{}\" CASCADE",
-                    self.schema
-                )
-            })
+            .batch_execute(&format!(
+                "SET lock_timeout = '30s'; DROP SCHEMA IF EXISTS \"{}\" CASCADE",
+                self.schema
+            ))
             .await
             .map_err(|e| error_text(&e));
         drop(client);

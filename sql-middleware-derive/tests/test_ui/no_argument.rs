@@ -1,0 +1,4 @@
+#[sql_middleware::test(url = "sqlite::memory:")]
+async fn t() {}
+
+fn main() {}
