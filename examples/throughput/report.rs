@@ -1,0 +1,120 @@
+//! The throughput examples' report: per workload and client count, each contender's median
+//! transactions per second over the rounds, and the median of the per-round ratios of the
+//! crate to each other contender; printed, and saved as JSON under
+//! `<CRITERION_HOME>/throughput/<engine>.json` for the benchmark report.
+
+/// One workload at one client count.
+pub struct Line {
+    workload: &'static str,
+    clients: usize,
+    contenders: Vec<&'static str>,
+    /// Median tps per contender.
+    median: Vec<f64>,
+    /// Median over the rounds of middleware ÷ contender, per contender.
+    ratio: Vec<f64>,
+    rounds: usize,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+impl Line {
+    /// `rounds[r][i]`: contender `i`'s tps in round `r`; the crate is the contender named
+    /// `middleware`.
+    pub fn new<const N: usize>(
+        workload: &'static str,
+        clients: usize,
+        contenders: &[&'static str; N],
+        rounds: &[[f64; N]],
+    ) -> Line {
+        let mw = contenders
+            .iter()
+            .position(|c| *c == "middleware")
+            .expect("a middleware contender");
+        Line {
+            workload,
+            clients,
+            contenders: contenders.to_vec(),
+            median: (0..N)
+                .map(|i| median(rounds.iter().map(|r| r[i]).collect()))
+                .collect(),
+            ratio: (0..N)
+                .map(|i| median(rounds.iter().map(|r| r[mw] / r[i]).collect()))
+                .collect(),
+            rounds: rounds.len(),
+        }
+    }
+}
+
+/// Prints the lines and writes them to `<CRITERION_HOME>/throughput/<engine>.json`.
+pub fn print_and_save(engine: &str, settings: &str, lines: &[Line]) {
+    println!(
+        "{engine} throughput, transactions per second (median of the rounds); server {settings}"
+    );
+    let mut json = Vec::new();
+    for l in lines {
+        let sides: Vec<String> = l
+            .contenders
+            .iter()
+            .zip(&l.median)
+            .map(|(c, t)| format!("{c} {t:.0}"))
+            .collect();
+        let ratios: Vec<String> = l
+            .contenders
+            .iter()
+            .zip(&l.ratio)
+            .filter(|(c, _)| **c != "middleware")
+            .map(|(c, r)| format!("middleware ÷ {c} {r:.3}×"))
+            .collect();
+        println!(
+            "  {} C={}: {} | {} ({} rounds)",
+            l.workload,
+            l.clients,
+            sides.join(", "),
+            ratios.join(", "),
+            l.rounds
+        );
+        let tps: Vec<String> = l
+            .contenders
+            .iter()
+            .zip(&l.median)
+            .map(|(c, t)| format!("\"{c}\": {t:.1}"))
+            .collect();
+        let ratio: Vec<String> = l
+            .contenders
+            .iter()
+            .zip(&l.ratio)
+            .map(|(c, r)| format!("\"{c}\": {r:.4}"))
+            .collect();
+        json.push(format!(
+            "{{\"workload\": \"{}\", \"clients\": {}, \"rounds\": {}, \"tps\": {{{}}}, \"middleware_ratio\": {{{}}}}}",
+            l.workload,
+            l.clients,
+            l.rounds,
+            tps.join(", "),
+            ratio.join(", ")
+        ));
+    }
+    let home = std::env::var("CRITERION_HOME").unwrap_or_else(|_| "bench_results".to_owned());
+    let dir = std::path::Path::new(&home).join("throughput");
+    let file = dir.join(format!("{engine}.json"));
+    let body = format!(
+        "{{\"engine\": \"{engine}\", \"server\": \"{}\", \"lines\": [\n  {}\n]}}\n",
+        settings.replace('"', "'"),
+        json.join(",\n  ")
+    );
+    match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, body)) {
+        Ok(()) => println!("wrote {}", file.display()),
+        Err(e) => eprintln!("could not write {}: {e}", file.display()),
+    }
+}
