@@ -362,6 +362,24 @@ where
         // extra timer).
         return get(pool).await;
     }
+    // Boxed: the timers and the task of the bounded path would make every checkout's future
+    // larger (and the pool's checkout future, shared by every engine, with it).
+    Box::pin(checkout_bounded(pool, deadline, status)).await
+}
+
+/// [`checkout_within`] with a deadline, or with a connect on the way.
+#[cfg(feature = "_server")]
+async fn checkout_bounded<M>(
+    pool: &Pool<M>,
+    deadline: Option<Instant>,
+    status: deadpool::Status,
+) -> Result<Object<M>>
+where
+    M: Manager + 'static,
+    M::Error: std::fmt::Display,
+    SqlMiddlewareDbError: From<M::Error>,
+    Object<M>: Send,
+{
     let wait = pool.timeouts().wait.unwrap_or(Duration::from_secs(10));
     let by_wait = Instant::now() + wait;
     let at = deadline.map_or(by_wait, |d| d.min(by_wait));

@@ -178,7 +178,9 @@ impl Manager for MyManager {
 
     /// Opens a connection (see `open::create`).
     async fn create(&self) -> Result<Box<MyClient>> {
-        super::open::create(self).await
+        // Boxed: deadpool awaits it inside every checkout's future, which would otherwise
+        // carry its size on the path that finds an idle connection.
+        Box::pin(super::open::create(self)).await
     }
 
     /// Without the network, usually: a connection comes back clean (see `MyConnection`'s
@@ -220,7 +222,9 @@ impl Manager for MyManager {
                 c.broken = true;
                 let e = SqlMiddlewareDbError::new(
                     ErrorKind::Timeout,
-                    format!("cleaning the connection took longer than its bound ({bound:?}); it is discarded"),
+                    format!(
+                        "cleaning the connection took longer than its bound ({bound:?}); it is discarded"
+                    ),
                 );
                 // A host that stopped answering is left by the pool's other connections too.
                 super::hosts::after_error(&c.endpoint, host, &e);
@@ -375,14 +379,15 @@ pub(crate) fn build_pool(
 /// by the pool's wait timeout as a whole.
 pub(crate) async fn checkout(pool: &super::Pool) -> Result<MyConnection> {
     loop {
-        // Boxed: the bounded checkout (and the connect it may start) is large.
-        let mut obj = Box::pin(super::deadline::checkout(pool, None)).await?;
+        let mut obj = super::deadline::checkout(pool, None).await?;
         // A connection whose host was marked down since it opened is dropped (no I/O); and
-        // once per period per host, a checkout checks the node (see `hosts::still_usable`).
+        // once per period per host, a checkout checks the node (see `hosts::still_usable`;
+        // boxed, so that the checkout's future does not carry the check's size).
         let (host, generation) = obj.node;
         let bound = super::hosts::checkout_bound(&obj.endpoint, obj.opts.recycle_timeout);
         if obj.endpoint.book.generation(host) != generation
-            || !super::hosts::still_usable(&mut obj, bound).await
+            || (super::hosts::check_due(&obj)
+                && !Box::pin(super::hosts::still_usable(&mut obj, bound)).await)
         {
             drop(deadpool::managed::Object::take(obj));
             continue;

@@ -245,14 +245,17 @@ async fn attempt(ep: &Endpoint, opts: &mysql_async::Opts) -> Result<mysql_async:
     Ok(conn)
 }
 
-/// Checks the node of a pooled connection `c` when its host is due for it (see
-/// [`HostBook::due`]), within `bound`; false when the node is not usable (the host is then
-/// marked down) or did not answer.
+/// Whether a checkout must check the node of pooled connection `c` now: its pool checks nodes
+/// and its host is due for it (see [`HostBook::due`]). No I/O.
+#[inline]
+pub(crate) fn check_due(c: &super::config::MyClient) -> bool {
+    c.endpoint.hosts.check && c.endpoint.book.due(c.node.0)
+}
+
+/// Checks the node of a pooled connection `c` (when [`check_due`] says so), within `bound`;
+/// false when the node is not usable (the host is then marked down) or did not answer.
 pub(crate) async fn still_usable(c: &mut super::config::MyClient, bound: Duration) -> bool {
     let (host, _) = c.node;
-    if !c.endpoint.hosts.check || !c.endpoint.book.due(host) {
-        return true;
-    }
     let attrs = c.endpoint.hosts.attrs;
     match tokio::time::timeout(bound, super::health::check(&mut c.conn, attrs)).await {
         Ok(Ok(Verdict::Usable)) => true,

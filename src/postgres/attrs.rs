@@ -177,11 +177,16 @@ impl ServerFlags {
     }
 }
 
-/// Drives a pooled connection's I/O in a task of its own, whose handle it keeps, and keeps
-/// the connection's [`ServerFlags`] up to date (two map lookups per wake-up of the task).
+/// Drives a pooled connection's I/O in a task of its own, whose handle it keeps. The
+/// connection's [`ServerFlags`] hold what the server reported when the session opened; when
+/// `live`, they are kept up to date after that too (two map lookups per wake-up of the task),
+/// for a pool that must notice a server stop taking writes (`target_session_attrs` `primary`
+/// or `read-write`). Other pools never read them again, and their driver task is the bare
+/// connection future, as a raw tokio-postgres client's.
 pub(crate) struct Watch<'a> {
     pub(super) task: &'a mut Option<tokio::task::JoinHandle<()>>,
     pub(super) flags: Arc<ServerFlags>,
+    pub(super) live: bool,
 }
 
 impl super::tls::Driver for Watch<'_> {
@@ -195,6 +200,12 @@ impl super::tls::Driver for Watch<'_> {
             conn.parameter("in_hot_standby"),
             conn.parameter("default_transaction_read_only"),
         );
+        if !self.live {
+            *self.task = Some(tokio::spawn(async move {
+                let _ = conn.await;
+            }));
+            return;
+        }
         *self.task = Some(tokio::spawn(async move {
             let mut conn = std::pin::pin!(conn);
             let _ = std::future::poll_fn(|cx| {

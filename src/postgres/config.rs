@@ -143,7 +143,9 @@ impl Manager for PgManager {
 
     /// Opens a connection (see `open::create`).
     async fn create(&self) -> Result<Box<PgClient>> {
-        super::open::create(self).await
+        // Boxed: deadpool awaits it inside every checkout's future, which would otherwise
+        // carry its size on the path that finds an idle connection.
+        Box::pin(super::open::create(self)).await
     }
 
     async fn recycle(
@@ -270,9 +272,7 @@ pub(crate) fn build_pool(
 /// by the pool's wait timeout as a whole (see `deadline::checkout`). With `read_your_writes`, the
 /// connection notes its writes on the pool's clock.
 pub(crate) async fn checkout(pool: &super::Pool) -> Result<PgConnection> {
-    // Boxed: the bounded checkout (and the connect it may start) is large, and the pool's
-    // checkout future, shared by every backend, would otherwise carry its size.
-    let obj = Box::pin(super::deadline::checkout(pool, None)).await?;
+    let obj = super::deadline::checkout(pool, None).await?;
     let mut c = PgConnection::new(pool.clone(), obj);
     c.write_clock = pool.manager().readers.as_ref().and_then(|r| r.clock());
     Ok(c)

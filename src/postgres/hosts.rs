@@ -253,6 +253,9 @@ async fn attempt(
     let watch = Watch {
         task: &mut task,
         flags: Arc::clone(&flags),
+        // Only a pool that wants a writable server reads the flags after the open (see
+        // `PgManager::recycle`).
+        live: want.wants_writable(),
     };
     let client = match ep.connector.connect(one, watch).await {
         Ok(c) => c,
