@@ -147,6 +147,7 @@ impl PoolBuilder {
             P::ConnectOnBuild(d) => self.connect_on_build(d),
             P::StatementCacheCapacity(n) => self.statement_cache_capacity(n),
             P::Translation(m) => self.translation(m),
+            P::SingleWriter(n) => self.single_writer(n),
         }
     }
 
@@ -345,6 +346,26 @@ impl PoolBuilder {
     pub fn busy_timeout(mut self, d: Duration) -> Self {
         if !self.settings.knobs().busy_timeout(d) {
             return self.reject("busy_timeout");
+        }
+        self
+    }
+
+    /// SQLite and Turso: the single-writer mode, one writer connection and `readers` read-only
+    /// connections (at least 1) in place of `max_size` connections that all write. Checkouts
+    /// ([`ConfigAndPool::get_connection`], [`MiddlewarePool::get`](crate::MiddlewarePool::get),
+    /// transactions, the retrying `transaction`) share the writer: a writer waits for it in the
+    /// pool's fair queue (up to the wait timeout), never in the engine's busy handler, so
+    /// writers never fail with [`ErrorKind::Busy`] for each other. [`ConfigAndPool::reader`]
+    /// takes a reader: the database is in WAL mode, so readers never wait for the writer, and
+    /// they see what it committed, never what it has not; a write through a reader fails with
+    /// [`ErrorKind::ReadOnly`]. The pool's status and statistics count both pools (its
+    /// `max_size` is `1 + readers`). The database must be a file in WAL mode: with
+    /// `wal(false)` or an in-memory database, [`Self::build`] fails with
+    /// [`ErrorKind::Config`], as on Postgres and MySQL (which have read replicas instead).
+    /// URL parameter: `single_writer=N`.
+    pub fn single_writer(mut self, readers: usize) -> Self {
+        if !self.settings.knobs().single_writer(readers) {
+            return self.reject("single_writer");
         }
         self
     }

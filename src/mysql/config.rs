@@ -220,7 +220,9 @@ impl Manager for MyManager {
                 c.broken = true;
                 let e = SqlMiddlewareDbError::new(
                     ErrorKind::Timeout,
-                    format!("cleaning the connection took longer than its bound ({bound:?}); it is discarded"),
+                    format!(
+                        "cleaning the connection took longer than its bound ({bound:?}); it is discarded"
+                    ),
                 );
                 // A host that stopped answering is left by the pool's other connections too.
                 super::hosts::after_error(&c.endpoint, host, &e);
@@ -389,4 +391,13 @@ pub(crate) async fn checkout(pool: &super::Pool) -> Result<MyConnection> {
         }
         return Ok(MyConnection::new(pool.clone(), obj));
     }
+}
+
+/// The pool's size and availability (its readers' pools, on servers of their own, are not
+/// counted in).
+pub(crate) fn status(
+    pool: &super::Pool,
+    counters: &crate::pooling::Counters,
+) -> crate::pooling::PoolStatus {
+    crate::pooling::status(pool, None, counters)
 }
