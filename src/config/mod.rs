@@ -359,7 +359,8 @@ impl PoolBuilder {
     /// takes a reader: the database is in WAL mode, so readers never wait for the writer, and
     /// they see what it committed, never what it has not; a write through a reader fails with
     /// [`ErrorKind::ReadOnly`]. The pool's status and statistics count both pools (its
-    /// `max_size` is `1 + readers`). The database must be a file in WAL mode: with
+    /// `max_size` is `1 + readers`). The [`Self::after_connect`] hook runs on the readers too,
+    /// where a write fails. The database must be a file in WAL mode: with
     /// `wal(false)` or an in-memory database, [`Self::build`] fails with
     /// [`ErrorKind::Config`], as on Postgres and MySQL (which have read replicas instead).
     /// URL parameter: `single_writer=N`.

@@ -13,7 +13,9 @@
 //!   default pool's errors (`default_busy`, `default_errors`: printed, not asserted).
 //!
 //! Knobs: `SINGLE_WRITER_ROUNDS` (rounds per pool, default 3), `SINGLE_WRITER_ROUND_MS`
-//! (default 1500).
+//! (default 1500), `SINGLE_WRITER_SYNCHRONOUS` (a `PRAGMA synchronous` level both pools set on
+//! each connection, e.g. `NORMAL`; default: the engine's own, where each commit waits for an
+//! fsync, which then bounds both pools alike).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -129,8 +131,16 @@ async fn mixed(kind: Kind, builder: impl Fn() -> PoolBuilder, test: &str) {
     let mut rng = Rng::new(seed);
     let rounds = knob_usize("SINGLE_WRITER_ROUNDS", 3);
     let time = Duration::from_millis(knob_usize("SINGLE_WRITER_ROUND_MS", 1500) as u64);
-    let mode = builder().single_writer(READERS).build().await.unwrap();
-    let default = builder().build().await.unwrap();
+    let sync = std::env::var("SINGLE_WRITER_SYNCHRONOUS").ok();
+    let b = || match sync.clone() {
+        Some(level) => builder().after_connect(move |conn| {
+            let sql = format!("PRAGMA synchronous={level}");
+            Box::pin(async move { conn.execute_batch(&sql).await })
+        }),
+        None => builder(),
+    };
+    let mode = b().single_writer(READERS).build().await.unwrap();
+    let default = b().build().await.unwrap();
     {
         let mut c = mode.get_connection().await.unwrap();
         c.execute_batch(
@@ -154,10 +164,11 @@ async fn mixed(kind: Kind, builder: impl Fn() -> PoolBuilder, test: &str) {
     }
     let k = kind.name();
     println!(
-        "single_writer backend={k} tasks={TASKS} read_share={READ_SHARE:.2} rounds={rounds} \
+        "single_writer backend={k} tasks={TASKS} read_share={READ_SHARE:.2} synchronous={} rounds={rounds} \
          round_ms={} readers={READERS} default_max_size={} mode_ops_per_s={:.0} \
          default_ops_per_s={:.0} speedup={:.2} mode_reads={} mode_writes={} mode_busy={} \
          mode_errors={} default_reads={} default_writes={} default_busy={} default_errors={}",
+        sync.as_deref().unwrap_or("default"),
         time.as_millis(),
         default.status().max_size,
         m.ops_per_s(),
