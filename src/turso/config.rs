@@ -30,6 +30,9 @@ pub(crate) struct TursoOptions {
     pub(crate) baseline: std::sync::OnceLock<super::session::Settings>,
     /// Run on each connection the pool opens.
     pub(crate) after_connect: crate::setup::AfterConnect,
+    /// The connections are the single-writer mode's readers: each is set `query_only`, and a
+    /// statement that sets `query_only` is refused.
+    pub(crate) read_only: bool,
 }
 
 impl Default for TursoOptions {
@@ -41,6 +44,7 @@ impl Default for TursoOptions {
             counters: Arc::default(),
             baseline: std::sync::OnceLock::new(),
             after_connect: Default::default(),
+            read_only: false,
         }
     }
 }
@@ -55,8 +59,6 @@ pub(crate) enum TursoTarget {
 pub(crate) struct TursoManager {
     pub(super) db: turso::Database,
     pub(super) opts: Arc<TursoOptions>,
-    /// Its connections are the single-writer mode's readers: each is set `query_only`.
-    pub(super) query_only: bool,
     /// The readers' pool of the single-writer mode (this manager's pool is then the writer's).
     pub(super) readers: Option<super::Pool>,
 }
@@ -140,7 +142,6 @@ pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool
         let manager = TursoManager {
             db,
             opts: Arc::new(opts),
-            query_only: false,
             readers: None,
         };
         return pooling::build(manager, pool, true);
@@ -152,15 +153,14 @@ pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool
         db: db.clone(),
         opts: Arc::new(TursoOptions {
             baseline: std::sync::OnceLock::new(),
+            read_only: true,
             ..opts.clone()
         }),
-        query_only: true,
         readers: None,
     };
     let writer = TursoManager {
         db,
         opts: Arc::new(opts),
-        query_only: false,
         readers: Some(pooling::build(reader, &reader_pool, true)?),
     };
     pooling::build(writer, &writer_pool, true)

@@ -20,7 +20,7 @@ impl TursoManager {
         conn.execute("PRAGMA foreign_keys = ON", ())
             .await
             .map_err(super::error::map_err)?;
-        if self.query_only {
+        if self.opts.read_only {
             // A single-writer pool's reader: a write through it fails with `ReadOnly`.
             conn.execute("PRAGMA query_only = 1", ())
                 .await

@@ -324,7 +324,57 @@ async fn t_writers_queue_instead_of_busy(db: &TestDb) {
     );
 }
 
+/// A reader stays read-only: SQLite's is opened read-only (`PRAGMA query_only = 0` changes
+/// nothing), Turso's refuses a statement that sets `query_only`; after the reader went back,
+/// a write on it still fails.
+async fn t_a_reader_stays_read_only(db: &TestDb) {
+    let k = db.kind.name();
+    let Some(pool) = mode_pool(db, 1).await else {
+        return;
+    };
+    let mut w = pool.get_connection().await.unwrap();
+    w.execute_batch("CREATE TABLE sw (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+        .await
+        .unwrap();
+    drop(w);
+    let mut r = pool.reader().await.unwrap();
+    for off in [
+        "PRAGMA query_only = 0",
+        "PRAGMA main.query_only=false",
+        "PRAGMA \"query_only\"(0)",
+    ] {
+        match db.kind {
+            Kind::Turso => {
+                let what = format!("[{k}] {off} on a reader");
+                expect_kind(&what, r.execute_batch(off).await, ErrorKind::ReadOnly);
+                let q = r.query(off).dml().await;
+                expect_kind(&what, q, ErrorKind::ReadOnly);
+            }
+            _ => r.execute_batch(off).await.unwrap(),
+        }
+        expect_kind(
+            &format!("[{k}] a write after {off}"),
+            r.query("INSERT INTO sw (id, v) VALUES (1, 'r')")
+                .dml()
+                .await,
+            ErrorKind::ReadOnly,
+        );
+    }
+    // Reading the setting is no write.
+    let _: Vec<(i64,)> = r.query("PRAGMA query_only").all().await.unwrap();
+    drop(r);
+    let mut r = pool.reader().await.unwrap();
+    expect_kind(
+        &format!("[{k}] a write on the reader after it went back"),
+        r.query("INSERT INTO sw (id, v) VALUES (2, 'r')")
+            .dml()
+            .await,
+        ErrorKind::ReadOnly,
+    );
+}
+
 backend_tests! {
+    async fn a_reader_stays_read_only(db) { t_a_reader_stays_read_only(&db).await }
     async fn every_path_on_the_writer(db) { t_every_path_on_the_writer(&db).await }
     async fn readers_refuse_writes(db) { t_readers_refuse_writes(&db).await }
     async fn readers_see_committed_data_only(db) { t_readers_see_committed_data_only(&db).await }
