@@ -159,6 +159,26 @@ async fn t_every_path_on_the_writer(db: &TestDb) {
     let mut st = r.prepare("SELECT v FROM sw WHERE id = $1").await.unwrap();
     let (v,): (String,) = st.one(&[RowValues::Int(8)]).await.unwrap();
     assert_eq!(v, "tx", "[{k}] prepared on a reader");
+    // The statistics count both pools: the reader in use, the writer idle.
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.max_size, stats.in_use, stats.idle),
+        (3, 1, 1),
+        "[{k}] {stats:?}"
+    );
+    drop(r);
+    // Closing closes the writer's pool and the readers'.
+    pool.close();
+    expect_kind(
+        &format!("[{k}] a checkout after close"),
+        pool.get_connection().await.map(drop),
+        ErrorKind::PoolClosed,
+    );
+    expect_kind(
+        &format!("[{k}] a reader after close"),
+        pool.reader().await.map(drop),
+        ErrorKind::PoolClosed,
+    );
 }
 
 /// A write through a reader fails with `ReadOnly` (DML, a prepared write, a batch, DDL, inside
