@@ -103,12 +103,12 @@ impl SingleWriter {
         crate::limits::count("single_writer", readers, Self::MAX_READERS)
     }
 
-    /// The error for the mode on a private in-memory database: it has no WAL, so its readers
-    /// would wait for the writer (and the writer for them).
+    /// The error for the mode on a private in-memory database (SQLite's has no WAL, so its
+    /// readers would wait for the writer, and the writer for them).
     pub(crate) fn in_memory() -> crate::error::SqlMiddlewareDbError {
         crate::error::SqlMiddlewareDbError::new(
             crate::error::ErrorKind::Config,
-            "`single_writer` needs a database file (in WAL mode): an in-memory database has no WAL, so its readers would wait for the writer",
+            "`single_writer` needs a database file in WAL mode, not an in-memory database",
         )
     }
 

@@ -393,7 +393,52 @@ async fn t_a_reader_stays_read_only(db: &TestDb) {
     );
 }
 
+/// Every connection retired (idle): the WAL files may be gone, and a new reader still opens and
+/// reads what was committed.
+async fn t_a_reader_opens_after_every_connection_closed(db: &TestDb) {
+    let k = db.kind.name();
+    let Some(_) = mode_pool(db, 1).await else {
+        return;
+    };
+    let pool = db
+        .builder()
+        .single_writer(2)
+        .idle_timeout(Duration::from_millis(50))
+        .build()
+        .await
+        .unwrap();
+    let mut w = pool.get_connection().await.unwrap();
+    w.execute_batch(
+        "CREATE TABLE sw (id INTEGER PRIMARY KEY, v TEXT NOT NULL);
+         INSERT INTO sw (id, v) VALUES (1, 'kept')",
+    )
+    .await
+    .unwrap();
+    drop(w);
+    let mut r = pool.reader().await.unwrap();
+    assert_eq!(ids(&mut r).await, [1], "[{k}]");
+    drop(r);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while pool.status().size > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "[{k}] idle connections retired: {:?}",
+            pool.status()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut r = pool.reader().await.unwrap();
+    assert_eq!(
+        ids(&mut r).await,
+        [1],
+        "[{k}] a reader opened after every close"
+    );
+}
+
 backend_tests! {
+    async fn a_reader_opens_after_every_connection_closed(db) {
+        t_a_reader_opens_after_every_connection_closed(&db).await
+    }
     async fn a_reader_stays_read_only(db) { t_a_reader_stays_read_only(&db).await }
     async fn every_path_on_the_writer(db) { t_every_path_on_the_writer(&db).await }
     async fn readers_refuse_writes(db) { t_readers_refuse_writes(&db).await }
