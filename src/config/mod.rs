@@ -86,7 +86,8 @@ impl ConfigAndPool {
     /// server. On Postgres and MySQL reader sessions on replicas and on the primary are
     /// read-only (a write fails with [`ErrorKind::ReadOnly`]) and come from pools of their own,
     /// never handed to [`Self::get_connection`]. SQLite and Turso readers are ordinary
-    /// connections.
+    /// connections, except in the single-writer mode ([`PoolBuilder::single_writer`]), where
+    /// they are read-only connections of their own pool.
     pub async fn reader(&self) -> Result<MiddlewarePoolConnection> {
         self.pool.reader().await
     }
