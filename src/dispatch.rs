@@ -140,7 +140,7 @@ macro_rules! wings {
 
             pub(crate) fn status(&self, counters: &pooling::Counters) -> PoolStatus {
                 match self {
-                    $(#[cfg(feature = $feature)] PoolInner::$name(p) => pooling::status(p, counters),)+
+                    $(#[cfg(feature = $feature)] PoolInner::$name(p) => crate::$wing::status(p, counters),)+
                 }
             }
 

@@ -19,6 +19,12 @@ pub(crate) trait Knobs {
         false
     }
 
+    /// An embedded engine's single-writer mode: one writer connection and `readers` read-only
+    /// connections (see [`SingleWriter`]).
+    fn single_writer(&mut self, _readers: usize) -> bool {
+        false
+    }
+
     /// Named or unnamed prepared statements on the server.
     #[cfg(feature = "_server")]
     fn statement_cache(&mut self, _mode: crate::StatementCache) -> bool {
@@ -69,6 +75,58 @@ pub(crate) struct Embedded<T, O> {
     pub(crate) target: T,
     /// How connections use it.
     pub(crate) options: O,
+    /// How many read-only connections the single-writer mode keeps beside its one writer
+    /// (`None`: the default pool, where every connection reads and writes).
+    pub(crate) readers: Option<usize>,
+}
+
+/// The single-writer mode of an embedded engine's pool: its checkouts (`get`, transactions)
+/// share one writer connection, queued fairly by the pool instead of waiting in the engine's
+/// busy handler, and its readers (`reader`) come from a pool of read-only connections, which
+/// WAL never blocks on the writer.
+#[cfg(feature = "_embedded")]
+pub(crate) struct SingleWriter;
+
+#[cfg(feature = "_embedded")]
+impl SingleWriter {
+    /// The largest number of readers.
+    pub(crate) const MAX_READERS: usize = crate::limits::MAX_POOL_SIZE;
+
+    /// Checks the number of readers.
+    pub(crate) fn check(readers: usize) -> Result<()> {
+        if readers == 0 {
+            return Err(crate::error::SqlMiddlewareDbError::new(
+                crate::error::ErrorKind::Config,
+                "`single_writer` needs at least one reader",
+            ));
+        }
+        crate::limits::count("single_writer", readers, Self::MAX_READERS)
+    }
+
+    /// The error for the mode on a private in-memory database (SQLite's has no WAL, so its
+    /// readers would wait for the writer, and the writer for them).
+    pub(crate) fn in_memory() -> crate::error::SqlMiddlewareDbError {
+        crate::error::SqlMiddlewareDbError::new(
+            crate::error::ErrorKind::Config,
+            "`single_writer` needs a database file in WAL mode, not an in-memory database",
+        )
+    }
+
+    /// The settings of the writer's pool and of the readers' pool, from the pool's `opts`: one
+    /// writer, `readers` readers; `min_idle` is shared out between them, and both count into
+    /// the pool's counters.
+    pub(crate) fn split(
+        opts: &crate::pooling::PoolOptions,
+        readers: usize,
+    ) -> (crate::pooling::PoolOptions, crate::pooling::PoolOptions) {
+        let mut writer = opts.clone();
+        writer.max_size = 1;
+        writer.min_idle = opts.min_idle.min(1);
+        let mut reader = opts.clone();
+        reader.max_size = readers;
+        reader.min_idle = opts.min_idle.saturating_sub(1).min(readers);
+        (writer, reader)
+    }
 }
 
 /// The builder's knobs an embedded engine's options hold.
@@ -89,6 +147,7 @@ impl<T, O: EmbeddedOptions> Embedded<T, O> {
         Self {
             target,
             options: O::default(),
+            readers: None,
         }
     }
 }
@@ -104,7 +163,15 @@ impl<T, O: EmbeddedOptions> Knobs for Embedded<T, O> {
         true
     }
 
+    fn single_writer(&mut self, readers: usize) -> bool {
+        self.readers = Some(readers);
+        true
+    }
+
     fn check(&self) -> Result<()> {
+        if let Some(n) = self.readers {
+            SingleWriter::check(n)?;
+        }
         let (busy, capacity) = self.options.knobs();
         crate::limits::duration("busy_timeout", busy)?;
         crate::limits::statement_cache_capacity(capacity)

@@ -110,8 +110,10 @@ impl MiddlewarePool {
     /// reach it. On Postgres and MySQL reader sessions are read-only, on a replica as on the
     /// primary (a write fails with [`ErrorKind::ReadOnly`](crate::ErrorKind::ReadOnly)), and
     /// come from pools of their own: a writer from [`Self::get`] never gets a reader's session.
-    /// SQLite and Turso readers are connections as [`Self::get`] gives. See
-    /// [`crate::PoolBuilder::replica`].
+    /// SQLite and Turso readers are connections as [`Self::get`] gives, except in the
+    /// single-writer mode, where they are read-only connections of their own pool, which never
+    /// wait for the writer. See [`crate::PoolBuilder::replica`] and
+    /// [`crate::PoolBuilder::single_writer`].
     pub async fn reader(&self) -> Result<MiddlewarePoolConnection> {
         let span = self.trace.checkout_span();
         #[cfg(feature = "tracing")]

@@ -297,14 +297,21 @@ fn no_wait<M: Manager>(pool: &Pool<M>) -> deadpool::managed::Timeouts {
     t
 }
 
-/// The size and availability of `pool`, with `counters`.
-pub(crate) fn status<M: Manager>(pool: &Pool<M>, counters: &Counters) -> PoolStatus {
+/// The size and availability of `pool` (with `readers`, a pool of read-only connections beside
+/// it, counted in), with `counters`.
+pub(crate) fn status<M: Manager>(
+    pool: &Pool<M>,
+    readers: Option<&Pool<M>>,
+    counters: &Counters,
+) -> PoolStatus {
     let s = pool.status();
+    let r = readers.map(Pool::status);
+    let add = |f: fn(&deadpool::Status) -> usize| f(&s) + r.as_ref().map_or(0, f);
     PoolStatus {
-        max_size: s.max_size,
-        size: s.size,
-        available: s.available,
-        waiting: s.waiting,
+        max_size: add(|s| s.max_size),
+        size: add(|s| s.size),
+        available: add(|s| s.available),
+        waiting: add(|s| s.waiting),
         created: counters.created.load(Ordering::Relaxed),
         retired_max_lifetime: counters.retired_lifetime.load(Ordering::Relaxed),
         retired_idle: counters.retired_idle.load(Ordering::Relaxed),

@@ -126,11 +126,13 @@ pub(crate) enum PoolParam {
     StatementCacheCapacity(usize),
     /// `translation`.
     Translation(TranslationMode),
+    /// `single_writer` (SQLite and Turso; refused by the other engines).
+    SingleWriter(usize),
 }
 
 /// The keys of the pool's own parameters.
 #[cfg(feature = "_server")]
-const POOL_KEYS: [&str; 11] = [
+const POOL_KEYS: [&str; 12] = [
     "max_size",
     "wait_timeout",
     "create_timeout",
@@ -142,6 +144,7 @@ const POOL_KEYS: [&str; 11] = [
     "connect_on_build",
     "statement_cache_capacity",
     "translation",
+    "single_writer",
 ];
 
 /// Whether `key` is a parameter of the pool itself (the same on every engine).
@@ -173,6 +176,7 @@ pub(crate) fn pool_param(key: &str, v: &str) -> Result<Option<PoolParam>> {
         "statement_timeout" => PoolParam::StatementTimeout(duration(key, v)?),
         "connect_on_build" => PoolParam::ConnectOnBuild(duration(key, v)?),
         "statement_cache_capacity" => PoolParam::StatementCacheCapacity(number(key, v)?),
+        "single_writer" => PoolParam::SingleWriter(number(key, v)?),
         "translation" => PoolParam::Translation(if flag(key, v)? {
             TranslationMode::On
         } else {

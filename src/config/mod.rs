@@ -86,7 +86,8 @@ impl ConfigAndPool {
     /// server. On Postgres and MySQL reader sessions on replicas and on the primary are
     /// read-only (a write fails with [`ErrorKind::ReadOnly`]) and come from pools of their own,
     /// never handed to [`Self::get_connection`]. SQLite and Turso readers are ordinary
-    /// connections.
+    /// connections, except in the single-writer mode ([`PoolBuilder::single_writer`]), where
+    /// they are read-only connections of their own pool.
     pub async fn reader(&self) -> Result<MiddlewarePoolConnection> {
         self.pool.reader().await
     }
@@ -147,6 +148,7 @@ impl PoolBuilder {
             P::ConnectOnBuild(d) => self.connect_on_build(d),
             P::StatementCacheCapacity(n) => self.statement_cache_capacity(n),
             P::Translation(m) => self.translation(m),
+            P::SingleWriter(n) => self.single_writer(n),
         }
     }
 
@@ -345,6 +347,27 @@ impl PoolBuilder {
     pub fn busy_timeout(mut self, d: Duration) -> Self {
         if !self.settings.knobs().busy_timeout(d) {
             return self.reject("busy_timeout");
+        }
+        self
+    }
+
+    /// SQLite and Turso: the single-writer mode, one writer connection and `readers` read-only
+    /// connections (at least 1) in place of `max_size` connections that all write. Checkouts
+    /// ([`ConfigAndPool::get_connection`], [`MiddlewarePool::get`](crate::MiddlewarePool::get),
+    /// transactions, the retrying `transaction`) share the writer: a writer waits for it in the
+    /// pool's fair queue (up to the wait timeout), never in the engine's busy handler, so
+    /// writers never fail with [`ErrorKind::Busy`] for each other. [`ConfigAndPool::reader`]
+    /// takes a reader: the database is in WAL mode, so readers never wait for the writer, and
+    /// they see what it committed, never what it has not; a write through a reader fails with
+    /// [`ErrorKind::ReadOnly`]. The pool's status and statistics count both pools (its
+    /// `max_size` is `1 + readers`). The [`Self::after_connect`] hook runs on the readers too,
+    /// where a write fails. The database must be a file in WAL mode: with
+    /// `wal(false)` or an in-memory database, [`Self::build`] fails with
+    /// [`ErrorKind::Config`], as on Postgres and MySQL (which have read replicas instead).
+    /// URL parameter: `single_writer=N`.
+    pub fn single_writer(mut self, readers: usize) -> Self {
+        if !self.settings.knobs().single_writer(readers) {
+            return self.reject("single_writer");
         }
         self
     }

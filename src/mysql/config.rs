@@ -395,3 +395,12 @@ pub(crate) async fn checkout(pool: &super::Pool) -> Result<MyConnection> {
         return Ok(MyConnection::new(pool.clone(), obj));
     }
 }
+
+/// The pool's size and availability (its readers' pools, on servers of their own, are not
+/// counted in).
+pub(crate) fn status(
+    pool: &super::Pool,
+    counters: &crate::pooling::Counters,
+) -> crate::pooling::PoolStatus {
+    crate::pooling::status(pool, None, counters)
+}

@@ -60,6 +60,6 @@ pub(crate) type Cursor<T> = stream::MyCursor<T>;
 
 /// The engine's name as the OpenTelemetry conventions give it (`db.system`).
 pub(crate) const SYSTEM: &str = "mysql";
-pub(crate) use config::{Settings, build, checkout, close, server};
+pub(crate) use config::{Settings, build, checkout, close, server, status};
 pub(crate) use dialect::DIALECT;
 pub(crate) use replica::checkout_reader;

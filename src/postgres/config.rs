@@ -399,3 +399,12 @@ pub(crate) fn server(s: &Settings) -> crate::telemetry::Server {
         crate::telemetry::Server::default()
     }
 }
+
+/// The pool's size and availability (its readers' pools, on servers of their own, are not
+/// counted in).
+pub(crate) fn status(
+    pool: &super::Pool,
+    counters: &crate::pooling::Counters,
+) -> crate::pooling::PoolStatus {
+    crate::pooling::status(pool, None, counters)
+}

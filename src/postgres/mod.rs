@@ -49,5 +49,5 @@ pub(crate) type Cursor<T> = stream::PgCursor<T>;
 
 /// The engine's name as the OpenTelemetry conventions give it (`db.system`).
 pub(crate) const SYSTEM: &str = "postgresql";
-pub(crate) use config::{Settings, build, checkout, checkout_reader, close, server};
+pub(crate) use config::{Settings, build, checkout, checkout_reader, close, server, status};
 pub(crate) use dialect::DIALECT;

@@ -11,6 +11,7 @@ use rusqlite::{Connection, OpenFlags};
 use super::conn::SqliteConn;
 use super::session::Fresh;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::knobs::SingleWriter;
 use crate::pooling::{self, PoolOptions};
 
 /// How SQLite work leaves (or does not leave) the async task that holds the connection.
@@ -100,6 +101,8 @@ pub(crate) struct SqliteManager {
     pub(super) path: String,
     pub(super) flags: OpenFlags,
     pub(super) opts: Arc<SqliteOptions>,
+    /// The readers' pool of the single-writer mode (this manager's pool is then the writer's).
+    pub(super) readers: Option<super::Pool>,
     /// Keeps a shared in-memory database alive while the pool exists.
     _keepalive: Option<Mutex<Connection>>,
 }
@@ -150,6 +153,7 @@ impl SqliteManager {
             path,
             flags,
             opts: Arc::new(opts),
+            readers: None,
             _keepalive: keepalive,
         })
     }
@@ -202,19 +206,59 @@ pub(crate) fn server(_: &Settings) -> crate::telemetry::Server {
     crate::telemetry::Server::default()
 }
 
-/// Builds the SQLite wing's pool.
+/// Builds the SQLite wing's pool (in the single-writer mode, the writer's pool, which holds
+/// the readers' pool).
 pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool> {
     let (target, mut opts) = (s.target, s.options);
     opts.counters = Arc::clone(&pool.counters);
     opts.after_connect = pool.after_connect.clone();
     // The recycle is local: at most it takes the connection back from a rollback or a stopped
     // stream worker, so it needs no timer of its own.
-    pooling::build(SqliteManager::new(target, opts)?, pool, false)
+    let Some(readers) = s.readers else {
+        return pooling::build(SqliteManager::new(target, opts)?, pool, false);
+    };
+    if matches!(target, SqliteTarget::Memory) {
+        return Err(SingleWriter::in_memory());
+    }
+    if !opts.wal {
+        return Err(SqlMiddlewareDbError::new(
+            ErrorKind::Config,
+            "`single_writer` needs WAL (readers would wait for the writer): leave `wal` on",
+        ));
+    }
+    let (writer_pool, reader_pool) = SingleWriter::split(pool, readers);
+    let mut reader_opts = opts.clone();
+    // The readers' session is their own (opened read-only).
+    reader_opts.fresh = Arc::default();
+    let mut reader = SqliteManager::new(target.clone(), reader_opts)?;
+    reader.flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let mut writer = SqliteManager::new(target, opts)?;
+    writer.readers = Some(pooling::build(reader, &reader_pool, false)?);
+    let writer = pooling::build(writer, &writer_pool, false)?;
+    // The writer opens the database first: it creates the file and turns WAL on, which a
+    // read-only connection cannot do.
+    drop(pooling::get(&writer).await?);
+    Ok(writer)
 }
 
-/// Closes the pool.
+/// Closes the pool (and its readers' pool).
 pub(crate) fn close(pool: &super::Pool) {
     pool.close();
+    if let Some(r) = &pool.manager().readers {
+        r.close();
+    }
+}
+
+/// A connection for reads: a read-only one of the single-writer mode, else any connection.
+pub(crate) async fn checkout_reader(pool: &super::Pool) -> Result<super::Conn> {
+    pooling::get(pool.manager().readers.as_ref().unwrap_or(pool)).await
+}
+
+/// The pool's size and availability, its readers' pool counted in.
+pub(crate) fn status(pool: &super::Pool, counters: &pooling::Counters) -> pooling::PoolStatus {
+    pooling::status(pool, pool.manager().readers.as_ref(), counters)
 }
 
 /// Checks out a connection.

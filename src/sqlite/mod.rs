@@ -48,7 +48,5 @@ pub(crate) type Cursor<T> = stream::SqliteCursor<T>;
 
 /// The engine's name as the OpenTelemetry conventions give it (`db.system`).
 pub(crate) const SYSTEM: &str = "sqlite";
-/// No readers apart from the pool: a reader is any connection.
-pub(crate) use config::checkout as checkout_reader;
-pub(crate) use config::{Settings, build, checkout, close, server};
+pub(crate) use config::{Settings, build, checkout, checkout_reader, close, server, status};
 pub(crate) use dialect::DIALECT;

@@ -11,6 +11,7 @@ use deadpool::managed::{Manager, Metrics, RecycleError, RecycleResult};
 
 use super::conn::TursoConn;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
+use crate::knobs::SingleWriter;
 use crate::pooling::{self, PoolOptions};
 
 /// Turso-specific settings.
@@ -29,6 +30,9 @@ pub(crate) struct TursoOptions {
     pub(crate) baseline: std::sync::OnceLock<super::session::Settings>,
     /// Run on each connection the pool opens.
     pub(crate) after_connect: crate::setup::AfterConnect,
+    /// The connections are the single-writer mode's readers: each is set `query_only`, and a
+    /// statement that sets `query_only` is refused.
+    pub(crate) read_only: bool,
 }
 
 impl Default for TursoOptions {
@@ -40,6 +44,7 @@ impl Default for TursoOptions {
             counters: Arc::default(),
             baseline: std::sync::OnceLock::new(),
             after_connect: Default::default(),
+            read_only: false,
         }
     }
 }
@@ -54,6 +59,8 @@ pub(crate) enum TursoTarget {
 pub(crate) struct TursoManager {
     pub(super) db: turso::Database,
     pub(super) opts: Arc<TursoOptions>,
+    /// The readers' pool of the single-writer mode (this manager's pool is then the writer's).
+    pub(super) readers: Option<super::Pool>,
 }
 
 impl std::fmt::Debug for TursoManager {
@@ -104,9 +111,13 @@ pub(crate) fn server(_: &Settings) -> crate::telemetry::Server {
     crate::telemetry::Server::default()
 }
 
-/// Opens the database and builds the Turso wing's pool.
+/// Opens the database and builds the Turso wing's pool (in the single-writer mode, the
+/// writer's pool, which holds the readers' pool).
 pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool> {
     let (target, mut opts) = (s.target, s.options);
+    if s.readers.is_some() && matches!(target, TursoTarget::Memory) {
+        return Err(SingleWriter::in_memory());
+    }
     opts.counters = Arc::clone(&pool.counters);
     opts.after_connect = pool.after_connect.clone();
     let path = match &target {
@@ -127,16 +138,50 @@ pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool
             turso::Error::IoError(..) => super::error::map_err(e).with_kind(ErrorKind::Config),
             e => super::error::map_err(e),
         })?;
-    let manager = TursoManager {
+    let Some(readers) = s.readers else {
+        let manager = TursoManager {
+            db,
+            opts: Arc::new(opts),
+            readers: None,
+        };
+        return pooling::build(manager, pool, true);
+    };
+    let (writer_pool, reader_pool) = SingleWriter::split(pool, readers);
+    // The readers share the database and its schema epoch; their session settings are their
+    // own (`query_only` on).
+    let reader = TursoManager {
+        db: db.clone(),
+        opts: Arc::new(TursoOptions {
+            baseline: std::sync::OnceLock::new(),
+            read_only: true,
+            ..opts.clone()
+        }),
+        readers: None,
+    };
+    let writer = TursoManager {
         db,
         opts: Arc::new(opts),
+        readers: Some(pooling::build(reader, &reader_pool, true)?),
     };
-    pooling::build(manager, pool, true)
+    pooling::build(writer, &writer_pool, true)
 }
 
-/// Closes the pool.
+/// Closes the pool (and its readers' pool).
 pub(crate) fn close(pool: &super::Pool) {
     pool.close();
+    if let Some(r) = &pool.manager().readers {
+        r.close();
+    }
+}
+
+/// A connection for reads: a `query_only` one of the single-writer mode, else any connection.
+pub(crate) async fn checkout_reader(pool: &super::Pool) -> Result<super::Conn> {
+    pooling::get(pool.manager().readers.as_ref().unwrap_or(pool)).await
+}
+
+/// The pool's size and availability, its readers' pool counted in.
+pub(crate) fn status(pool: &super::Pool, counters: &pooling::Counters) -> pooling::PoolStatus {
+    pooling::status(pool, pool.manager().readers.as_ref(), counters)
 }
 
 /// Checks out a connection.

@@ -276,6 +276,7 @@ impl TursoConn {
         epoch: u64,
     ) -> Result<Arc<TursoStmt>> {
         crate::sql::reject_nul(sql)?;
+        self.check_reader(sql)?;
         if crate::sqlite_family::sql::has_multiple_statements(sql) {
             // Turso would prepare the first statement and silently ignore the rest.
             return Err(crate::sqlite_family::errors::multiple_statements());
@@ -322,6 +323,7 @@ impl TursoConn {
             self.settle().await?;
         }
         crate::sql::reject_nul(sql)?;
+        self.check_reader(sql)?;
         let wrap = !in_tx
             && self.autocommit()?
             && !crate::sql::has_transaction_control(sql, super::dialect::DIALECT)

@@ -20,6 +20,12 @@ impl TursoManager {
         conn.execute("PRAGMA foreign_keys = ON", ())
             .await
             .map_err(super::error::map_err)?;
+        if self.opts.read_only {
+            // A single-writer pool's reader: a write through it fails with `ReadOnly`.
+            conn.execute("PRAGMA query_only = 1", ())
+                .await
+                .map_err(super::error::map_err)?;
+        }
         if self.opts.baseline.get().is_none() {
             let fresh = super::session::read_settings(&conn).await?;
             let _ = self.opts.baseline.set(fresh);

@@ -92,6 +92,45 @@ fn kind(sql: &str) -> StmtKind {
     }
 }
 
+/// Whether a statement of `sql` (one statement or a script) sets `query_only`.
+fn sets_query_only(sql: &str) -> bool {
+    let dialect = super::dialect::DIALECT;
+    crate::sql::script::statements(sql, dialect).any(|stmt| {
+        let text = |t: &crate::sql::scanner::Token| {
+            stmt[t.start..t.end].trim_matches(|c| matches!(c, '"' | '`' | '[' | ']'))
+        };
+        let mut parts = tokens(stmt, dialect).filter(|t| {
+            !matches!(
+                t.kind,
+                Kind::Space | Kind::LineComment | Kind::BlockComment | Kind::Semi
+            )
+        });
+        if !parts
+            .next()
+            .is_some_and(|t| text(&t).eq_ignore_ascii_case("PRAGMA"))
+        {
+            return false;
+        }
+        // `PRAGMA [schema.]query_only` reads it; anything after the name assigns it.
+        let mut rest = parts.skip_while(|t| !text(t).eq_ignore_ascii_case("query_only"));
+        rest.next().is_some() && rest.next().is_some()
+    })
+}
+
+impl TursoConn {
+    /// On a single-writer pool's reader, refuses `sql` when it sets `query_only`, which keeps
+    /// the reader read-only.
+    pub(super) fn check_reader(&self, sql: &str) -> Result<()> {
+        if self.opts.read_only && sets_query_only(sql) {
+            return Err(SqlMiddlewareDbError::new(
+                ErrorKind::ReadOnly,
+                "a reader of a single-writer pool stays query_only",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Whether every statement of a script is a `PRAGMA`: Turso applies each while compiling it,
 /// outside any transaction's reach (a rollback does not undo it), and refuses some inside one
 /// (`temp_store`), so such a script gains nothing from running inside a transaction.

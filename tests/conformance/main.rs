@@ -45,6 +45,7 @@ mod round_trips;
 mod runtime;
 mod savepoints;
 mod server_ended;
+mod single_writer;
 #[cfg(feature = "tracing")]
 mod spans;
 mod stats;

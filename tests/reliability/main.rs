@@ -52,6 +52,8 @@ mod server_closed;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod server_statements;
 mod session;
+#[cfg(any(feature = "sqlite", feature = "turso"))]
+mod single_writer;
 mod streams;
 #[cfg(feature = "postgres-tls")]
 mod tls_floor;
