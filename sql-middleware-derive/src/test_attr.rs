@@ -69,9 +69,8 @@ impl Args {
                 let v: LitStr = meta.value()?.parse()?;
                 // Here, not only in the expansion: that is inside the `#[test]` function, which
                 // a build that is not a test's leaves out.
-                if let Ok(root) = std::env::var("CARGO_MANIFEST_DIR")
-                    && !std::path::Path::new(&root).join(v.value()).is_dir()
-                {
+                let root = std::env::var("CARGO_MANIFEST_DIR").ok();
+                if root.is_some_and(|root| !std::path::Path::new(&root).join(v.value()).is_dir()) {
                     return Err(syn::Error::new(
                         v.span(),
                         format!(
