@@ -345,7 +345,9 @@ pub struct PgSchema {
     pub schema: String,
     /// The base URL the schema was created on (used to drop it).
     base: String,
-    /// Through PgBouncer: the test's database, the crate's own `TestDatabase`.
+    /// Through PgBouncer: the test's database, the crate's own `TestDatabase` (feature
+    /// `testing`; the SQLx harness, which shares this file, has no such crate).
+    #[cfg(feature = "testing")]
     db: std::sync::Mutex<Option<sql_middleware::testing::TestDatabase>>,
 }
 
@@ -353,6 +355,7 @@ impl PgSchema {
     /// Creates a fresh, uniquely named schema on the [`base_url`] server. Panics on failure.
     pub async fn create() -> PgSchema {
         let base = base_url();
+        #[cfg(feature = "testing")]
         if pgbouncer::via_bouncer() {
             // Through a transaction-mode pooler a session's search_path does not stick: the
             // test gets a database of its own instead (feature `testing`), through the pooler.
@@ -378,12 +381,12 @@ impl PgSchema {
             .await
             .unwrap_or_else(|e| panic!("cannot create test schema {schema}: {}", error_text(&e)));
         let url = url_with_search_path(&tls_test_url().unwrap_or_else(|| base.clone()), &schema);
-        let db = std::sync::Mutex::new(None);
         PgSchema {
             url,
             schema,
             base,
-            db,
+            #[cfg(feature = "testing")]
+            db: std::sync::Mutex::new(None),
         }
     }
 
@@ -397,9 +400,12 @@ impl PgSchema {
 
     /// Drops the schema, reporting failures instead of panicking.
     async fn try_drop(&self) -> Result<(), String> {
-        let db = self.db.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(db) = db {
-            return db.close().await.map_err(|e| e.to_string());
+        #[cfg(feature = "testing")]
+        {
+            let db = self.db.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(db) = db {
+                return db.close().await.map_err(|e| e.to_string());
+            }
         }
         let (client, connection) = tokio_postgres::connect(&self.base, NoTls)
             .await
