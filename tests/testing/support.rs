@@ -128,8 +128,15 @@ pub async fn remove(engine: Engine, location: &str) {
         }
         Engine::Mysql => on_server(engine, &format!("DROP DATABASE IF EXISTS `{location}`")).await,
         Engine::Sqlite | Engine::Turso => {
-            let _ = std::fs::remove_file(location);
-            let _ = std::fs::remove_file(location.replace(".db", ".kept"));
+            // The database, the journals a kept database keeps (Turso's WAL), and the mark.
+            for file in [
+                location.to_owned(),
+                format!("{location}-wal"),
+                format!("{location}-shm"),
+                location.replace(".db", ".kept"),
+            ] {
+                let _ = std::fs::remove_file(file);
+            }
         }
     }
 }
