@@ -83,7 +83,7 @@ enum Location {
 
 /// A fresh database for one test, with its pool.
 ///
-/// Field order matters: the pool is dropped before the temporary directory is removed.
+/// Field order matters: the pool is dropped before the test database is removed.
 #[derive(Debug)]
 pub struct TestDb {
     /// The pool on the test database.
@@ -91,17 +91,25 @@ pub struct TestDb {
     /// Which backend it is.
     pub kind: Kind,
     location: Location,
-    _dir: Option<TempDir>,
+    _owner: Option<sql_middleware::testing::TestDatabase>,
 }
 
 impl TestDb {
-    /// A database of `kind` in the file `path`, which lives in `dir` (removed after the pool).
-    pub fn on_file(db: ConfigAndPool, kind: Kind, path: PathBuf, dir: TempDir) -> TestDb {
+    /// A fresh file database of `kind` (SQLite or Turso), made by the crate's own
+    /// `TestDatabase` from `url` (`sqlite::memory:`, `turso::memory:`) with a pool of four; the
+    /// file is removed when the `TestDb` is dropped, also while a failed test unwinds.
+    pub async fn fresh_file(kind: Kind, url: &str) -> TestDb {
+        let owner = sql_middleware::testing::TestDatabase::builder()
+            .url(url)
+            .connections(4)
+            .build()
+            .await
+            .unwrap_or_else(|e| panic!("[{}] cannot create a test database: {e}", kind.name()));
         TestDb {
-            db,
+            db: owner.pool().clone(),
             kind,
-            location: Location::File(path),
-            _dir: Some(dir),
+            location: Location::File(PathBuf::from(owner.location())),
+            _owner: Some(owner),
         }
     }
 
@@ -111,7 +119,7 @@ impl TestDb {
             db,
             kind,
             location: Location::Url(url.to_owned()),
-            _dir: None,
+            _owner: None,
         }
     }
 

@@ -60,15 +60,11 @@ async fn migrate_kill_child() {
 
 /// The database the runner works on: the test's own on a server; on SQLite and Turso a file
 /// of its own beside the test's (Turso locks a database file to one process, and the test's
-/// pool keeps its file open).
+/// pool keeps its file open), named after it so that it goes when the test's files go.
 fn url_of(db: &TestDb) -> String {
     match (db.url(), db.path()) {
         (Some(u), _) => u.to_owned(),
-        (None, Some(p)) => format!(
-            "{}://{}",
-            db.kind.name(),
-            p.with_file_name("killed.db").display()
-        ),
+        (None, Some(p)) => format!("{}://{}.killed", db.kind.name(), p.display()),
         (None, None) => panic!("the test database has neither a URL nor a file"),
     }
 }

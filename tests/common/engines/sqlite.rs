@@ -1,5 +1,5 @@
-//! SQLite through rusqlite: a file database (WAL, the default) in a temporary directory of its
-//! own per test. The column types and SQL spellings here are the SQLite family's: Turso's are
+//! SQLite through rusqlite: a file database (WAL, the default) of its own per test, made by the
+//! crate's `TestDatabase`. The column types and SQL spellings here are the SQLite family's: Turso's are
 //! the same.
 
 use crate::common::backends::Logical;
@@ -56,22 +56,15 @@ mod engine {
     use sql_middleware::prelude::*;
     use sql_middleware::{DatabaseType, PoolBuilder};
 
-    use crate::common::backends::{Logical, TempDir, TestDb};
+    use crate::common::backends::{Logical, TestDb};
     use crate::common::engines::{Engine, Kind, Sql};
 
     /// The SQLite engine of the suites.
     pub struct Sqlite;
 
-    /// A fresh SQLite file database (WAL, the default) in a unique temporary directory.
+    /// A fresh SQLite file database (WAL, the default): the crate's `TestDatabase`.
     pub async fn test_db() -> TestDb {
-        let dir = TempDir::new("sqlite");
-        let path = dir.path().join("test.db");
-        let db = ConfigAndPool::sqlite(&path)
-            .max_size(4)
-            .build()
-            .await
-            .unwrap_or_else(|e| panic!("cannot build the SQLite pool: {e:?}"));
-        TestDb::on_file(db, Kind::Sqlite, path, dir)
+        TestDb::fresh_file(Kind::Sqlite, "sqlite::memory:").await
     }
 
     impl Engine for Sqlite {

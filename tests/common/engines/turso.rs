@@ -1,4 +1,4 @@
-//! Turso: a file database in a temporary directory of its own per test, with the SQLite
+//! Turso: a file database of its own per test (the crate's `TestDatabase`), with the SQLite
 //! family's column types and SQL spellings (`super::sqlite`).
 
 use std::future::Future;
@@ -6,23 +6,16 @@ use std::future::Future;
 use sql_middleware::prelude::*;
 use sql_middleware::{DatabaseType, PoolBuilder};
 
-use crate::common::backends::{Logical, TempDir, TestDb};
+use crate::common::backends::{Logical, TestDb};
 
 use super::{Engine, Kind, Sql};
 
 /// The Turso engine of the suites.
 pub struct Turso;
 
-/// A fresh Turso file database in a unique temporary directory.
+/// A fresh Turso file database: the crate's `TestDatabase`.
 pub async fn test_db() -> TestDb {
-    let dir = TempDir::new("turso");
-    let path = dir.path().join("test.db");
-    let db = ConfigAndPool::turso(&path)
-        .max_size(4)
-        .build()
-        .await
-        .unwrap_or_else(|e| panic!("cannot build the Turso pool: {e:?}"));
-    TestDb::on_file(db, Kind::Turso, path, dir)
+    TestDb::fresh_file(Kind::Turso, "turso::memory:").await
 }
 
 impl Engine for Turso {
