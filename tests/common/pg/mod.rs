@@ -58,8 +58,9 @@ pub const SCHEMA_PREFIX: &str = "sqlmw_t_";
 ///  4. otherwise it panics with instructions for providing a server. It never skips silently.
 ///
 /// A candidate counts only if a connection succeeds within about 2 seconds and the user may
-/// create schemas in the database. The outcome, including a failure, is cached: every later
-/// call returns the same URL or panics with the same message.
+/// create databases (feature `testing`, the suites) or schemas in the database (the benches).
+/// The outcome, including a failure, is cached: every later call returns the same URL or panics
+/// with the same message.
 ///
 /// This function is synchronous and safe to call from inside a tokio runtime: probes run on a
 /// short-lived separate thread with its own current-thread runtime.
@@ -122,7 +123,7 @@ fn resolve_base_url() -> Result<String, String> {
             Err(e) => Err(format!(
                 "{PG_URL_ENV} is set to {:?}, but that PostgreSQL server is not usable: {e}\n\
                  Fix the URL (format: postgres://user@host:port/db, the user must be allowed to \
-                 create schemas) or unset {PG_URL_ENV} to let the tests find or start a local server.",
+                 create databases, or schemas for the benches) or unset {PG_URL_ENV} to let the tests find or start a local server.",
                 redact(&url)
             )),
         };
@@ -158,7 +159,7 @@ fn resolve_base_url() -> Result<String, String> {
          Tried:\n{}\n\
          Provide one of these:\n\
          \x20 * set {PG_URL_ENV}=postgres://user@host:port/db for a running server on which that \
-         user may create schemas, or\n\
+         user may create databases (schemas for the benches), or\n\
          \x20 * install the PostgreSQL server binaries (initdb, pg_ctl, postgres) so a throwaway \
          cluster can be started (Debian/Ubuntu: `apt-get install postgresql`).",
         tried.join("\n")
@@ -177,7 +178,8 @@ fn local_candidates() -> Vec<String> {
     candidates
 }
 
-/// Checks that `url` accepts a connection within `timeout` and that its user may create schemas.
+/// Checks that `url` accepts a connection within `timeout` and that its user may create what
+/// the tests need ([`base_url`]).
 ///
 /// Runs on a separate thread with its own current-thread runtime, so it can be called from
 /// synchronous code that itself runs inside a tokio runtime.
@@ -205,11 +207,20 @@ async fn probe_async(url: &str) -> Result<(), String> {
         .await
         .map_err(|e| error_text(&e))?;
     let connection = tokio::spawn(connection);
-    let row = client
-        .query_one(
-            "SELECT has_database_privilege(current_user, current_database(), 'CREATE')",
-            &[],
+    // The suites (feature `testing`) make a database per test, the benches a schema.
+    let (ask, what) = if cfg!(feature = "testing") {
+        (
+            "SELECT rolcreatedb OR rolsuper FROM pg_roles WHERE rolname = current_user",
+            "databases",
         )
+    } else {
+        (
+            "SELECT has_database_privilege(current_user, current_database(), 'CREATE')",
+            "schemas in this database",
+        )
+    };
+    let row = client
+        .query_one(ask, &[])
         .await
         .map_err(|e| error_text(&e))?;
     let can_create: bool = row.get(0);
@@ -218,7 +229,7 @@ async fn probe_async(url: &str) -> Result<(), String> {
     if can_create {
         Ok(())
     } else {
-        Err("connected, but the user may not create schemas in this database".to_owned())
+        Err(format!("connected, but the user may not create {what}"))
     }
 }
 
@@ -330,50 +341,62 @@ pub fn url_with_search_path(base: &str, schema: &str) -> String {
     }
 }
 
-/// An isolated schema for one test.
+/// An isolated place for one test on the [`base_url`] server.
 ///
-/// [`PgSchema::create`] creates schema `sqlmw_t_<random hex>` on the [`base_url`] server;
-/// [`PgSchema::url`] is a connect string whose connections use that schema as their
-/// `search_path` (through the libpq `options=-c search_path=...` parameter), so unqualified
-/// table names land in it. Nothing is dropped automatically: call [`PgSchema::drop_schema`],
-/// or use [`with_schema`], which always does.
+/// With the crate's feature `testing` (the suites build with every feature) it is a database
+/// of its own, made by the crate's public `TestDatabase`: the suites use what they ship. It is
+/// reached directly, through the TLS cluster's `verify-full` URL (`SQL_MIDDLEWARE_PG_TLS=1`) or
+/// through PgBouncer (`SQL_MIDDLEWARE_PG_VIA_PGBOUNCER=1`). Without that feature (the benches
+/// and the SQLx harness, which include this file) it is schema `sqlmw_t_<random hex>`, made the
+/// search path of [`PgSchema::url`]'s sessions (libpq's `options=-c search_path=...`).
+///
+/// Unqualified table names land in it. Call [`PgSchema::drop_schema`], or use [`with_schema`],
+/// which always does.
 pub struct PgSchema {
-    /// Connect string for the base server with `search_path` set to [`PgSchema::schema`].
+    /// The connect string of the test's sessions.
     pub url: String,
-    /// The schema name, `sqlmw_t_<16 hex digits>` (needs no quoting); through PgBouncer, the
-    /// name of the test's database.
+    /// The schema's or the database's name (`sqlmw_t_…`, needs no quoting).
     pub schema: String,
     /// The base URL the schema was created on (used to drop it).
+    #[cfg(not(feature = "testing"))]
     base: String,
-    /// Through PgBouncer: the test's database, the crate's own `TestDatabase` (feature
-    /// `testing`; the SQLx harness, which shares this file, has no such crate).
+    /// The test's database (the crate's `TestDatabase`), until it is dropped.
     #[cfg(feature = "testing")]
     db: std::sync::Mutex<Option<sql_middleware::testing::TestDatabase>>,
 }
 
 impl PgSchema {
-    /// Creates a fresh, uniquely named schema on the [`base_url`] server. Panics on failure.
+    /// Creates a fresh, uniquely named database (feature `testing`) or schema on the
+    /// [`base_url`] server. Panics on failure.
+    #[cfg(feature = "testing")]
+    pub async fn create() -> PgSchema {
+        // The TLS mode makes and drops its databases over TLS too.
+        let on = tls_test_url().unwrap_or_else(base_url);
+        let db = sql_middleware::testing::TestDatabase::builder()
+            .url(on)
+            .connections(4)
+            .build()
+            .await
+            .unwrap_or_else(|e| panic!("cannot create a test database: {e}"));
+        let url = if pgbouncer::via_bouncer() {
+            // A transaction-mode pooler cannot keep a session's search_path: a database of the
+            // test's own is what lets the suite run through it.
+            pgbouncer::shared().url(db.name())
+        } else {
+            db.url().to_owned()
+        };
+        PgSchema {
+            url,
+            schema: db.name().to_owned(),
+            db: std::sync::Mutex::new(Some(db)),
+        }
+    }
+
+    /// Creates a fresh, uniquely named database (feature `testing`) or schema on the
+    /// [`base_url`] server. Panics on failure.
+    #[cfg(not(feature = "testing"))]
     pub async fn create() -> PgSchema {
         let base = base_url();
-        #[cfg(feature = "testing")]
-        if pgbouncer::via_bouncer() {
-            // Through a transaction-mode pooler a session's search_path does not stick: the
-            // test gets a database of its own instead (feature `testing`), through the pooler.
-            let db = sql_middleware::testing::TestDatabase::builder()
-                .url(base.clone())
-                .connections(4)
-                .build()
-                .await
-                .unwrap_or_else(|e| panic!("cannot create a test database: {e}"));
-            let (url, schema) = (pgbouncer::shared().url(db.name()), db.name().to_owned());
-            let db = std::sync::Mutex::new(Some(db));
-            return PgSchema {
-                url,
-                schema,
-                base,
-                db,
-            };
-        }
         let schema = format!("{SCHEMA_PREFIX}{}", random_hex());
         let client = raw_client(&base).await;
         client
@@ -381,32 +404,30 @@ impl PgSchema {
             .await
             .unwrap_or_else(|e| panic!("cannot create test schema {schema}: {}", error_text(&e)));
         let url = url_with_search_path(&tls_test_url().unwrap_or_else(|| base.clone()), &schema);
-        PgSchema {
-            url,
-            schema,
-            base,
-            #[cfg(feature = "testing")]
-            db: std::sync::Mutex::new(None),
-        }
+        PgSchema { url, schema, base }
     }
 
-    /// Drops the schema with `CASCADE`. Idempotent: dropping an already dropped schema is fine.
-    /// Panics if the server cannot be reached or the drop fails.
+    /// Drops the database or the schema (`CASCADE`). Idempotent. Panics if the server cannot
+    /// be reached or the drop fails.
     pub async fn drop_schema(&self) {
         if let Err(e) = self.try_drop().await {
             panic!("cannot drop test schema {}: {e}", self.schema);
         }
     }
 
-    /// Drops the schema, reporting failures instead of panicking.
+    /// Drops the database, reporting failures instead of panicking.
+    #[cfg(feature = "testing")]
     async fn try_drop(&self) -> Result<(), String> {
-        #[cfg(feature = "testing")]
-        {
-            let db = self.db.lock().unwrap_or_else(|p| p.into_inner()).take();
-            if let Some(db) = db {
-                return db.close().await.map_err(|e| e.to_string());
-            }
+        let db = self.db.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match db {
+            Some(db) => db.close().await.map_err(|e| e.to_string()),
+            None => Ok(()),
         }
+    }
+
+    /// Drops the schema, reporting failures instead of panicking.
+    #[cfg(not(feature = "testing"))]
+    async fn try_drop(&self) -> Result<(), String> {
         let (client, connection) = tokio_postgres::connect(&self.base, NoTls)
             .await
             .map_err(|e| error_text(&e))?;
