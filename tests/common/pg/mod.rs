@@ -1,7 +1,8 @@
 #![allow(dead_code)]
 //! PostgreSQL provisioning for the integration tests, split by job:
 //!
-//! - this module: finding the server ([`base_url`]) and a schema per test ([`PgSchema`],
+//! - this module: finding the server ([`base_url`]) and, with the crate's feature `testing`
+//!   (the suites), a database per test made by the crate's `TestDatabase` ([`PgSchema`],
 //!   [`with_schema`]), so tests can run in parallel without seeing each other's tables;
 //! - [`cluster`]: throwaway clusters (started with `initdb` and `pg_ctl`), restartable ones,
 //!   ones with files and settings of their own, and a primary with a streaming standby;
@@ -11,13 +12,12 @@
 //!
 //! Include it from a test binary through a `common/mod.rs` containing `pub mod pg;`, or with
 //! `#[path = "common/pg/mod.rs"] mod pg;` beside `#[path = "common/unwind.rs"] mod unwind;`
-//! (the benches do). It depends only on `std`, `tokio`, `tokio-postgres` and (for `tls`)
-//! `rcgen`, never on the library under test.
+//! (the benches do, which make schemas of their own with [`url_with_search_path`]). Apart from
+//! [`PgSchema`] it depends only on `std`, `tokio`, `tokio-postgres` and (for `tls`) `rcgen`,
+//! never on the library under test.
 
 use std::collections::hash_map::RandomState;
-use std::future::Future;
 use std::hash::BuildHasher;
-use std::panic::resume_unwind;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -40,9 +40,6 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Environment variable that, set to `1`, skips the local server and starts a throwaway cluster:
 /// it exercises the path taken on machines that have the PostgreSQL binaries but no server.
 pub const PG_THROWAWAY_ENV: &str = "SQL_MIDDLEWARE_PG_THROWAWAY";
-
-/// Prefix of every schema created by [`PgSchema::create`].
-pub const SCHEMA_PREFIX: &str = "sqlmw_t_";
 
 /// Base URL of a reachable PostgreSQL server (a connect string usable by
 /// `tokio_postgres::Config::from_str`).
@@ -341,36 +338,28 @@ pub fn url_with_search_path(base: &str, schema: &str) -> String {
     }
 }
 
-/// An isolated place for one test on the [`base_url`] server.
+/// An isolated database for one test on the [`base_url`] server: the crate's own
+/// `TestDatabase` (feature `testing`), so the suites use what they ship. It is reached directly,
+/// through the TLS cluster's `verify-full` URL (`SQL_MIDDLEWARE_PG_TLS=1`) or through PgBouncer
+/// (`SQL_MIDDLEWARE_PG_VIA_PGBOUNCER=1`: a transaction-mode pooler cannot keep a session's
+/// `search_path`, so a schema would not do there).
 ///
-/// With the crate's feature `testing` (the suites build with every feature) it is a database
-/// of its own, made by the crate's public `TestDatabase`: the suites use what they ship. It is
-/// reached directly, through the TLS cluster's `verify-full` URL (`SQL_MIDDLEWARE_PG_TLS=1`) or
-/// through PgBouncer (`SQL_MIDDLEWARE_PG_VIA_PGBOUNCER=1`). Without that feature (the benches
-/// and the SQLx harness, which include this file) it is schema `sqlmw_t_<random hex>`, made the
-/// search path of [`PgSchema::url`]'s sessions (libpq's `options=-c search_path=...`).
-///
-/// Unqualified table names land in it. Call [`PgSchema::drop_schema`], or use [`with_schema`],
-/// which always does.
+/// Call [`PgSchema::drop_schema`], or use [`with_schema`], which always does; one dropped
+/// without either is removed all the same.
+#[cfg(feature = "testing")]
 pub struct PgSchema {
     /// The connect string of the test's sessions.
     pub url: String,
-    /// The schema's or the database's name (`sqlmw_t_…`, needs no quoting).
+    /// The database's name (`sqlmw_t_…`, needs no quoting).
     pub schema: String,
-    /// The base URL the schema was created on (used to drop it).
-    #[cfg(not(feature = "testing"))]
-    base: String,
-    /// The test's database (the crate's `TestDatabase`), until it is dropped.
-    #[cfg(feature = "testing")]
     db: std::sync::Mutex<Option<sql_middleware::testing::TestDatabase>>,
 }
 
+#[cfg(feature = "testing")]
 impl PgSchema {
-    /// Creates a fresh, uniquely named database (feature `testing`) or schema on the
-    /// [`base_url`] server. Panics on failure.
-    #[cfg(feature = "testing")]
+    /// Creates a fresh, uniquely named database on the [`base_url`] server (over TLS in the TLS
+    /// mode). Panics on failure.
     pub async fn create() -> PgSchema {
-        // The TLS mode makes and drops its databases over TLS too.
         let on = tls_test_url().unwrap_or_else(base_url);
         let db = sql_middleware::testing::TestDatabase::builder()
             .url(on)
@@ -379,8 +368,6 @@ impl PgSchema {
             .await
             .unwrap_or_else(|e| panic!("cannot create a test database: {e}"));
         let url = if pgbouncer::via_bouncer() {
-            // A transaction-mode pooler cannot keep a session's search_path: a database of the
-            // test's own is what lets the suite run through it.
             pgbouncer::shared().url(db.name())
         } else {
             db.url().to_owned()
@@ -392,31 +379,14 @@ impl PgSchema {
         }
     }
 
-    /// Creates a fresh, uniquely named database (feature `testing`) or schema on the
-    /// [`base_url`] server. Panics on failure.
-    #[cfg(not(feature = "testing"))]
-    pub async fn create() -> PgSchema {
-        let base = base_url();
-        let schema = format!("{SCHEMA_PREFIX}{}", random_hex());
-        let client = raw_client(&base).await;
-        client
-            .batch_execute(&format!("CREATE SCHEMA \"{schema}\""))
-            .await
-            .unwrap_or_else(|e| panic!("cannot create test schema {schema}: {}", error_text(&e)));
-        let url = url_with_search_path(&tls_test_url().unwrap_or_else(|| base.clone()), &schema);
-        PgSchema { url, schema, base }
-    }
-
-    /// Drops the database or the schema (`CASCADE`). Idempotent. Panics if the server cannot
-    /// be reached or the drop fails.
+    /// Drops the database (ending its sessions). Idempotent. Panics if the drop fails.
     pub async fn drop_schema(&self) {
         if let Err(e) = self.try_drop().await {
-            panic!("cannot drop test schema {}: {e}", self.schema);
+            panic!("cannot drop test database {}: {e}", self.schema);
         }
     }
 
     /// Drops the database, reporting failures instead of panicking.
-    #[cfg(feature = "testing")]
     async fn try_drop(&self) -> Result<(), String> {
         let db = self.db.lock().unwrap_or_else(|p| p.into_inner()).take();
         match db {
@@ -424,34 +394,16 @@ impl PgSchema {
             None => Ok(()),
         }
     }
-
-    /// Drops the schema, reporting failures instead of panicking.
-    #[cfg(not(feature = "testing"))]
-    async fn try_drop(&self) -> Result<(), String> {
-        let (client, connection) = tokio_postgres::connect(&self.base, NoTls)
-            .await
-            .map_err(|e| error_text(&e))?;
-        let connection = tokio::spawn(connection);
-        let result = client
-            .batch_execute(&format!(
-                "SET lock_timeout = '30s'; DROP SCHEMA IF EXISTS \"{}\" CASCADE",
-                self.schema
-            ))
-            .await
-            .map_err(|e| error_text(&e));
-        drop(client);
-        let _ = connection.await;
-        result
-    }
 }
 
-/// Runs `body(url)` with a fresh [`PgSchema`] and always drops the schema afterwards, even when
-/// the body panics: the panic is caught, the body's future is dropped (closing its
-/// connections), the schema is dropped, and then the panic is resumed.
+/// Runs `body(url)` with a fresh [`PgSchema`] and always drops its database afterwards, even
+/// when the body panics: the panic is caught, the body's future is dropped (closing its
+/// connections), the database is dropped, and then the panic is resumed.
+#[cfg(feature = "testing")]
 pub async fn with_schema<F, Fut>(body: F)
 where
     F: FnOnce(String) -> Fut,
-    Fut: Future<Output = ()>,
+    Fut: std::future::Future<Output = ()>,
 {
     let schema = PgSchema::create().await;
     let url = schema.url.clone();
@@ -461,11 +413,11 @@ where
         Err(panic) => {
             if let Err(e) = schema.try_drop().await {
                 eprintln!(
-                    "[pg tests] cannot drop test schema {} after a panic: {e}",
+                    "[pg tests] cannot drop test database {} after a panic: {e}",
                     schema.schema
                 );
             }
-            resume_unwind(panic);
+            std::panic::resume_unwind(panic);
         }
     }
 }
