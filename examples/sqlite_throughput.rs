@@ -10,7 +10,10 @@
 //! - **Contenders.** `raw`: rusqlite with P connections opened with the crate's settings (the
 //!   same open flags, WAL, `foreign_keys=ON`, a 5 s busy timeout, a 128-statement cache), each
 //!   transaction checks one out (a semaphore over the set) and runs it on
-//!   `tokio::task::spawn_blocking` with `prepare_cached`. `middleware`: the crate's default
+//!   `tokio::task::spawn_blocking` with `prepare_cached`. `raw_inline`: the same connections,
+//!   each transaction run on the calling task (blocking its executor thread for the call and
+//!   any lock wait), which is what the crate's default execution model does with a statement
+//!   that stays under its budget. `middleware`: the crate's default
 //!   pool (`ConfigAndPool::sqlite(path)`, P connections by default: twice the CPU count, at
 //!   least 4), `get_connection()` then `query(..).params(..).one()` or `.dml()`.
 //!   `single_writer` (mixed only): `PoolBuilder::single_writer(P - 1)`, lookups on
@@ -28,7 +31,7 @@
 //!     [--clients 8,64] [--seconds 5] [--rounds 3] [--workload lookup,mixed] [--only NAME]
 //! ```
 //!
-//! `--only raw|middleware|single_writer --transactions N` runs one contender for a fixed count,
+//! `--only raw|raw_inline|middleware|single_writer --transactions N` runs one contender for a fixed count,
 //! for profilers. The database is `sqlmw_throughput/lookup_100000.db` under the system's
 //! temporary directory, built once and reused. The figures also go to
 //! `<CRITERION_HOME>/throughput/sqlite.json`.
@@ -104,8 +107,8 @@ fn draw(rng: &mut Rng, w: Workload) -> Op {
     }
 }
 
-const LOOKUP_CONTENDERS: [&str; 2] = ["raw", "middleware"];
-const MIXED_CONTENDERS: [&str; 3] = ["raw", "middleware", "single_writer"];
+const LOOKUP_CONTENDERS: [&str; 3] = ["raw", "raw_inline", "middleware"];
+const MIXED_CONTENDERS: [&str; 4] = ["raw", "raw_inline", "middleware", "single_writer"];
 
 fn main() {
     let args = Args::parse(&Workload::KNOWN);
@@ -149,7 +152,7 @@ fn main() {
         for &c in &args.clients {
             let label = format!("{} C={c}", w.name());
             let window = Stop::Window(Duration::from_secs(args.seconds));
-            let mut busy = [0u64; 3];
+            let mut busy = [0u64; 4];
             let mut run = |side: &'static str, contenders: &[&str]| {
                 let r = rt.block_on(run_side(side, &setup, w, c, window));
                 let i = contenders.iter().position(|s| *s == side).expect("a side");
@@ -166,7 +169,7 @@ fn main() {
                         |s| run(s, &LOOKUP_CONTENDERS),
                     );
                     report::Line::new(w.name(), c, &LOOKUP_CONTENDERS, &rounds)
-                        .with_errors("busy", &busy[..2])
+                        .with_errors("busy", &busy[..3])
                 }
                 Workload::Mixed => {
                     let rounds = drive::rounds(
@@ -292,6 +295,7 @@ struct RawPool {
 #[derive(Clone)]
 enum Pool {
     Raw(Arc<RawPool>),
+    RawInline(Arc<RawPool>),
     Middleware(ConfigAndPool),
     SingleWriter(ConfigAndPool),
 }
@@ -325,14 +329,19 @@ fn raw_op(c: &rusqlite::Connection, op: Op, note: u64) -> rusqlite::Result<()> {
 impl Pool {
     async fn new(side: &str, setup: &Setup) -> Pool {
         let p = match side {
-            "raw" => {
+            "raw" | "raw_inline" => {
                 let conns = (0..setup.connections)
                     .map(|_| bs::open_raw(&setup.path).expect("open a raw connection"))
                     .collect();
-                Pool::Raw(Arc::new(RawPool {
+                let p = Arc::new(RawPool {
                     conns: Mutex::new(conns),
                     permits: tokio::sync::Semaphore::new(setup.connections),
-                }))
+                });
+                if side == "raw" {
+                    Pool::Raw(p)
+                } else {
+                    Pool::RawInline(p)
+                }
             }
             "middleware" => Pool::Middleware(
                 sql_middleware_bench::plain(ConfigAndPool::sqlite(&setup.path))
@@ -349,11 +358,13 @@ impl Pool {
                 .await
                 .expect("the single-writer pool"),
             ),
-            other => panic!("unknown contender `{other}` (raw, middleware, single_writer)"),
+            other => {
+                panic!("unknown contender `{other}` (raw, raw_inline, middleware, single_writer)")
+            }
         };
         // Open every connection before the clock starts.
         match &p {
-            Pool::Raw(_) => {}
+            Pool::Raw(_) | Pool::RawInline(_) => {}
             Pool::Middleware(db) => {
                 let mut held = Vec::new();
                 for _ in 0..setup.connections {
@@ -372,7 +383,7 @@ impl Pool {
 
     fn close(&self) {
         match self {
-            Pool::Raw(_) => {}
+            Pool::Raw(_) | Pool::RawInline(_) => {}
             Pool::Middleware(db) | Pool::SingleWriter(db) => db.close(),
         }
     }
@@ -395,11 +406,19 @@ impl Pool {
                 .await
                 .expect("a blocking task");
                 p.conns.lock().expect("the connections").push(c);
-                match r {
-                    Ok(()) => true,
-                    Err(e) if raw_busy(&e) => false,
-                    Err(e) => panic!("raw {e}"),
-                }
+                raw_outcome(r)
+            }
+            Pool::RawInline(p) => {
+                let _permit = p.permits.acquire().await.expect("the semaphore");
+                let c = p
+                    .conns
+                    .lock()
+                    .expect("the connections")
+                    .pop()
+                    .expect("a connection per permit");
+                let r = raw_op(&c, op, note);
+                p.conns.lock().expect("the connections").push(c);
+                raw_outcome(r)
             }
             Pool::Middleware(db) => {
                 let r = match db.get_connection().await {
@@ -420,6 +439,14 @@ impl Pool {
                 middleware_outcome(r)
             }
         }
+    }
+}
+
+fn raw_outcome(r: rusqlite::Result<()>) -> bool {
+    match r {
+        Ok(()) => true,
+        Err(e) if raw_busy(&e) => false,
+        Err(e) => panic!("raw {e}"),
     }
 }
 
