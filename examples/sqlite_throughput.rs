@@ -7,17 +7,19 @@
 //!   uniformly drawn id, the row decoded. `mixed`: each transaction draws a number; 90% are
 //!   that lookup, 5% `UPDATE test SET score = score + 1 WHERE id = ?1`, 5% an `INSERT` of one
 //!   row into a side table (each in autocommit).
-//! - **Contenders.** `raw`: rusqlite with P connections opened with the crate's settings (the
+//! - **Contenders.** Each has T connections (the pool sized to the task count). `raw`:
+//!   rusqlite with T connections opened with the crate's settings (the
 //!   same open flags, WAL, `foreign_keys=ON`, a 5 s busy timeout, a 128-statement cache), each
 //!   transaction checks one out (a semaphore over the set) and runs it on
 //!   `tokio::task::spawn_blocking` with `prepare_cached`. `raw_inline`: the same connections,
 //!   each transaction run on the calling task (blocking its executor thread for the call and
 //!   any lock wait), which is what the crate's default execution model does with a statement
 //!   that stays under its budget. `middleware`: the crate's default
-//!   pool (`ConfigAndPool::sqlite(path)`, P connections by default: twice the CPU count, at
-//!   least 4), `get_connection()` then `query(..).params(..).one()` or `.dml()`.
-//!   `single_writer` (mixed only): `PoolBuilder::single_writer(P - 1)`, lookups on
-//!   `reader()`, writes on `get_connection()` (the one writer), P connections in all.
+//!   mode (`ConfigAndPool::sqlite(path).max_size(T)`: every connection may write),
+//!   `get_connection()` then `query(..).params(..).one()` or `.dml()`.
+//!   `single_writer` (mixed only): `PoolBuilder::single_writer(T - 1)`, lookups on
+//!   `reader()`, writes on `get_connection()` (the one writer), T connections in all (at
+//!   least one reader).
 //! - **Busy.** A write that still meets `SQLITE_BUSY` after the busy timeout is counted and run
 //!   again; the counts are printed per contender.
 //! - **Durability.** WAL, and `synchronous` as the crate leaves it (SQLite's default); the raw
@@ -128,12 +130,12 @@ fn main() {
         c.execute_batch("DELETE FROM throughput_log")
             .expect("empty the side table");
     }
-    let (connections, settings) = rt.block_on(settings(&path));
+    let settings = rt.block_on(settings(&path));
     eprintln!(
-        "[sqlite_throughput] {ROWS} rows ({}); {settings}; {connections} connections per contender; {cpus} runtime workers",
+        "[sqlite_throughput] {ROWS} rows ({}); {settings}; a connection per task for every contender; {cpus} runtime workers",
         if built { "built" } else { "reused" }
     );
-    let setup = Setup { path, connections };
+    let setup = Setup { path };
     if let Some(only) = &args.only {
         for w in args.workloads.iter().map(|w| Workload::from_name(w)) {
             for &c in &args.clients {
@@ -189,19 +191,17 @@ fn main() {
     report::print_and_save("sqlite", &settings, &results);
 }
 
-/// The database and the connection count every contender gets.
+/// The database every contender runs on.
 struct Setup {
     path: PathBuf,
-    connections: usize,
 }
 
-/// The crate's default pool size, and the settings both sides run with (checked equal).
-async fn settings(path: &Path) -> (usize, String) {
+/// The settings both sides run with (checked equal).
+async fn settings(path: &Path) -> String {
     let db = ConfigAndPool::sqlite(path)
         .build()
         .await
         .expect("the middleware pool");
-    let connections = db.status().max_size;
     let mut c = db.get_connection().await.expect("checkout");
     let (mw_journal,): (String,) = c
         .query("PRAGMA journal_mode")
@@ -233,13 +233,10 @@ async fn settings(path: &Path) -> (usize, String) {
         2 => "FULL",
         _ => "EXTRA",
     };
-    (
-        connections,
-        format!(
-            "journal_mode={raw_journal} synchronous={level} busy_timeout={}s sqlite {}",
-            bs::BUSY_TIMEOUT.as_secs(),
-            rusqlite::version()
-        ),
+    format!(
+        "journal_mode={raw_journal} synchronous={level} busy_timeout={}s sqlite {}",
+        bs::BUSY_TIMEOUT.as_secs(),
+        rusqlite::version()
     )
 }
 
@@ -251,7 +248,7 @@ struct Run {
 }
 
 async fn run_side(side: &str, setup: &Setup, w: Workload, clients: usize, stop: Stop) -> Run {
-    let pool = Pool::new(side, setup).await;
+    let pool = Pool::new(side, setup, clients).await;
     let busy = Arc::new(AtomicU64::new(0));
     let workers = (0..clients)
         .map(|k| Worker {
@@ -327,15 +324,16 @@ fn raw_op(c: &rusqlite::Connection, op: Op, note: u64) -> rusqlite::Result<()> {
 }
 
 impl Pool {
-    async fn new(side: &str, setup: &Setup) -> Pool {
+    /// `side`'s pool of `size` connections.
+    async fn new(side: &str, setup: &Setup, size: usize) -> Pool {
         let p = match side {
             "raw" | "raw_inline" => {
-                let conns = (0..setup.connections)
+                let conns = (0..size)
                     .map(|_| bs::open_raw(&setup.path).expect("open a raw connection"))
                     .collect();
                 let p = Arc::new(RawPool {
                     conns: Mutex::new(conns),
-                    permits: tokio::sync::Semaphore::new(setup.connections),
+                    permits: tokio::sync::Semaphore::new(size),
                 });
                 if side == "raw" {
                     Pool::Raw(p)
@@ -344,15 +342,14 @@ impl Pool {
                 }
             }
             "middleware" => Pool::Middleware(
-                sql_middleware_bench::plain(ConfigAndPool::sqlite(&setup.path))
+                sql_middleware_bench::plain(ConfigAndPool::sqlite(&setup.path).max_size(size))
                     .build()
                     .await
                     .expect("the middleware pool"),
             ),
             "single_writer" => Pool::SingleWriter(
                 sql_middleware_bench::plain(
-                    ConfigAndPool::sqlite(&setup.path)
-                        .single_writer(setup.connections.saturating_sub(1).max(1)),
+                    ConfigAndPool::sqlite(&setup.path).single_writer(size.saturating_sub(1).max(1)),
                 )
                 .build()
                 .await
@@ -367,13 +364,13 @@ impl Pool {
             Pool::Raw(_) | Pool::RawInline(_) => {}
             Pool::Middleware(db) => {
                 let mut held = Vec::new();
-                for _ in 0..setup.connections {
+                for _ in 0..size {
                     held.push(db.get_connection().await.expect("checkout"));
                 }
             }
             Pool::SingleWriter(db) => {
                 let mut held = vec![db.get_connection().await.expect("the writer")];
-                for _ in 1..setup.connections {
+                for _ in 1..size.max(2) {
                     held.push(db.reader().await.expect("a reader"));
                 }
             }
