@@ -33,8 +33,30 @@
 //!
 //! `--only raw|middleware|sysbench` with `--transactions N` runs one contender for a fixed
 //! count (no rounds), for profilers. The server is `SQL_MIDDLEWARE_MYSQL_URL`, else
-//! `mysql://root@127.0.0.1:3306/test`. The figures also go to
+//! `mysql://root@127.0.0.1:3306/test`, else a throwaway MariaDB (as the tests find it). The
+//! figures also go to
 //! `<CRITERION_HOME>/throughput/mysql.json`.
+
+#[path = "../tests/common/mysql.rs"]
+mod mysql_server;
+#[path = "../tests/common/unwind.rs"]
+#[allow(dead_code)]
+mod unwind;
+
+/// The one item `tests/common/mysql.rs` takes from the tests' `backends` module (which needs
+/// the test harness's engine macros): a name unique to this process.
+mod backends {
+    use std::hash::BuildHasher;
+
+    pub fn unique_hex() -> String {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let hash =
+            std::collections::hash_map::RandomState::new().hash_one((nanos, std::process::id()));
+        format!("{hash:016x}")
+    }
+}
 
 #[path = "throughput/args.rs"]
 mod args;
@@ -188,7 +210,9 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let base = bm::base_url();
+    // As the tests find it: the environment's URL, else the local default, else a throwaway
+    // server (stopped when this process exits).
+    let base = mysql_server::driver_url(&mysql_server::base_url());
     let url = bm::url_with_database(&base, DB);
     let server = Server::from_url(&base);
     rt.block_on(prepare(&base, &url, &server));
