@@ -35,19 +35,49 @@ mod unwind;
 
 #[path = "throughput/args.rs"]
 mod args;
+#[path = "throughput/drive.rs"]
+mod drive;
 #[path = "throughput/report.rs"]
+#[allow(dead_code)]
 mod report;
 
 use std::str::FromStr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use deadpool_postgres::{ManagerConfig, RecyclingMethod};
 use sql_middleware::prelude::*;
 use sql_middleware_bench::postgres as bp;
 
-use args::{Args, Workload};
+use args::Args;
+use drive::{Rng, Stop};
+
+/// A workload of pgbench's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Workload {
+    /// pgbench `-S`.
+    Select,
+    /// pgbench's TPC-B-like script.
+    TpcB,
+}
+
+impl Workload {
+    const KNOWN: [(&'static str, &'static [&'static str]); 2] =
+        [("select", &[]), ("tpcb", &["read_write"])];
+
+    fn from_name(name: &str) -> Workload {
+        match name {
+            "select" => Workload::Select,
+            _ => Workload::TpcB,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Workload::Select => "select",
+            Workload::TpcB => "tpcb",
+        }
+    }
+}
 
 /// pgbench's scale for the dataset: 100,000 accounts per unit.
 const SCALE: i32 = 1;
@@ -74,34 +104,20 @@ struct Draw {
     delta: i32,
 }
 
-/// A small per-client generator (xorshift): the draws cost the same on both Rust sides.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn range(&mut self, lo: i32, hi: i32) -> i32 {
-        let span = u64::try_from(hi - lo + 1).expect("a range");
-        lo + i32::try_from(self.next() % span).expect("in range")
-    }
-
-    fn draw(&mut self) -> Draw {
-        Draw {
-            aid: self.range(1, 100_000 * SCALE),
-            tid: self.range(1, 10 * SCALE),
-            bid: self.range(1, SCALE),
-            delta: self.range(-5000, 5000),
-        }
+/// One transaction's draws, as pgbench makes them (uniform).
+fn draw(rng: &mut Rng) -> Draw {
+    let scale = i64::from(SCALE);
+    let int = |v: i64| i32::try_from(v).expect("in range");
+    Draw {
+        aid: int(rng.range(1, 100_000 * scale)),
+        tid: int(rng.range(1, 10 * scale)),
+        bid: int(rng.range(1, scale)),
+        delta: int(rng.range(-5000, 5000)),
     }
 }
 
 fn main() {
-    let args = Args::parse();
+    let args = Args::parse(&Workload::KNOWN);
     let cpus = std::thread::available_parallelism().map_or(2, usize::from);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cpus)
@@ -116,47 +132,34 @@ fn main() {
         "[pg_throughput] database {DB} (pgbench -i -s {SCALE}); server {settings}; {cpus} runtime workers, pgbench -j {cpus}"
     );
     if let Some(only) = &args.only {
-        for &w in &args.workloads {
+        for w in args.workloads.iter().map(|w| Workload::from_name(w)) {
             for &c in &args.clients {
                 let n = args.transactions;
-                let t = Instant::now();
-                let done = match only.as_str() {
-                    "pgbench" => pgbench_count(&url, w, c, cpus, n),
-                    side => rt.block_on(rust_side(side, &url, w, c, Stop::Count(n))),
-                };
-                let s = t.elapsed().as_secs_f64();
-                println!(
-                    "{only} {} clients={c} transactions={done} seconds={s:.3} tps={:.0}",
-                    w.name(),
-                    done as f64 / s
-                );
+                drive::only(only, &format!("{} clients={c}", w.name()), || {
+                    match only.as_str() {
+                        "pgbench" => pgbench_count(&url, w, c, cpus, n),
+                        side => rt.block_on(rust_side(side, &url, w, c, Stop::Count(n))),
+                    }
+                });
             }
         }
         return;
     }
     let mut results = Vec::new();
-    for &w in &args.workloads {
+    for w in args.workloads.iter().map(|w| Workload::from_name(w)) {
         for &c in &args.clients {
-            let mut rounds: Vec<[f64; 3]> = Vec::new();
-            for r in 0..args.rounds {
-                let mut tps = [0.0; 3];
-                for k in 0..3 {
-                    let i = (k + r) % 3;
-                    tps[i] = match CONTENDERS[i] {
+            let label = format!("{} C={c}", w.name());
+            let rounds =
+                drive::rounds(
+                    "pg_throughput",
+                    &label,
+                    &CONTENDERS,
+                    args.rounds,
+                    |side| match side {
                         "pgbench" => pgbench_tps(&url, w, c, cpus, args.seconds),
                         side => rt.block_on(rust_tps(side, &url, w, c, args.seconds)),
-                    };
-                }
-                eprintln!(
-                    "[pg_throughput] {} C={c} round {}: pgbench {:.0}, raw {:.0}, middleware {:.0} tps",
-                    w.name(),
-                    r + 1,
-                    tps[0],
-                    tps[1],
-                    tps[2]
+                    },
                 );
-                rounds.push(tps);
-            }
             results.push(report::Line::new(w.name(), c, &CONTENDERS, &rounds));
         }
     }
@@ -284,15 +287,6 @@ fn pgbench_count(url: &str, w: Workload, clients: usize, threads: usize, n: u64)
     per * clients as u64
 }
 
-/// How long a Rust contender's clients run.
-#[derive(Clone, Copy)]
-enum Stop {
-    /// Until this many transactions are done in all.
-    Count(u64),
-    /// For a warm-up, then a measured window.
-    Window(Duration),
-}
-
 /// A Rust contender's transactions per second over the window, after a one-second warm-up.
 async fn rust_tps(side: &str, url: &str, w: Workload, clients: usize, seconds: u64) -> f64 {
     let done = rust_side(
@@ -309,68 +303,42 @@ async fn rust_tps(side: &str, url: &str, w: Workload, clients: usize, seconds: u
 /// Runs `clients` clients of `side` (`raw` or `middleware`) and returns the transactions done
 /// (in the measured window for [`Stop::Window`]).
 async fn rust_side(side: &str, url: &str, w: Workload, clients: usize, stop: Stop) -> u64 {
-    let counted = Arc::new(AtomicU64::new(0));
-    let left = Arc::new(AtomicU64::new(match stop {
-        Stop::Count(n) => n,
-        Stop::Window(_) => u64::MAX,
-    }));
-    let measuring = Arc::new(AtomicBool::new(matches!(stop, Stop::Count(_))));
-    let stopped = Arc::new(AtomicBool::new(false));
-    let client = Client::new(side, url, clients).await;
-    let mut tasks = Vec::with_capacity(clients);
-    for k in 0..clients {
-        let (client, counted, left, measuring, stopped) = (
-            client.clone(),
-            Arc::clone(&counted),
-            Arc::clone(&left),
-            Arc::clone(&measuring),
-            Arc::clone(&stopped),
-        );
-        tasks.push(tokio::spawn(async move {
-            let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((k as u64 + 1) << 20));
-            while !stopped.load(Ordering::Relaxed) {
-                if left
-                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-                    .is_err()
-                {
-                    break;
-                }
-                client.transaction(w, rng.draw()).await;
-                if measuring.load(Ordering::Relaxed) {
-                    counted.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }));
+    let pool = Pool::new(side, url, clients).await;
+    let workers = (0..clients)
+        .map(|k| Worker {
+            pool: pool.clone(),
+            rng: Rng::for_client(k),
+            w,
+        })
+        .collect();
+    let done = drive::drive(workers, stop).await;
+    pool.close();
+    done
+}
+
+/// One client of a Rust contender.
+struct Worker {
+    pool: Pool,
+    rng: Rng,
+    w: Workload,
+}
+
+impl drive::Client for Worker {
+    async fn transaction(&mut self) {
+        let d = draw(&mut self.rng);
+        self.pool.transaction(self.w, d).await;
     }
-    if let Stop::Window(window) = stop {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let from = counted.load(Ordering::Relaxed);
-        measuring.store(true, Ordering::Relaxed);
-        tokio::time::sleep(window).await;
-        let to = counted.load(Ordering::Relaxed);
-        stopped.store(true, Ordering::Relaxed);
-        for t in tasks {
-            t.await.expect("a client");
-        }
-        client.close();
-        return to - from;
-    }
-    for t in tasks {
-        t.await.expect("a client");
-    }
-    client.close();
-    counted.load(Ordering::Relaxed)
 }
 
 /// One Rust contender's pool.
 #[derive(Clone)]
-enum Client {
+enum Pool {
     Raw(deadpool_postgres::Pool),
     Middleware(ConfigAndPool),
 }
 
-impl Client {
-    async fn new(side: &str, url: &str, size: usize) -> Client {
+impl Pool {
+    async fn new(side: &str, url: &str, size: usize) -> Pool {
         let c = match side {
             "raw" => {
                 let cfg = tokio_postgres::Config::from_str(url).expect("parse the URL");
@@ -381,14 +349,14 @@ impl Client {
                         recycling_method: RecyclingMethod::Fast,
                     },
                 );
-                Client::Raw(
+                Pool::Raw(
                     deadpool_postgres::Pool::builder(mgr)
                         .max_size(size)
                         .build()
                         .expect("deadpool-postgres pool"),
                 )
             }
-            "middleware" => Client::Middleware(
+            "middleware" => Pool::Middleware(
                 sql_middleware_bench::plain(ConfigAndPool::postgres(url).max_size(size))
                     .build()
                     .await
@@ -406,30 +374,30 @@ impl Client {
 
     async fn open(&self) -> Result<(), SqlMiddlewareDbError> {
         match self {
-            Client::Raw(p) => {
+            Pool::Raw(p) => {
                 let _c = p.get().await.expect("raw checkout");
                 Ok(())
             }
-            Client::Middleware(p) => p.get_connection().await.map(drop),
+            Pool::Middleware(p) => p.get_connection().await.map(drop),
         }
     }
 
     fn close(&self) {
         match self {
-            Client::Raw(p) => p.close(),
-            Client::Middleware(p) => p.close(),
+            Pool::Raw(p) => p.close(),
+            Pool::Middleware(p) => p.close(),
         }
     }
 
     async fn transaction(&self, w: Workload, d: Draw) {
         match (self, w) {
-            (Client::Raw(p), Workload::Select) => {
+            (Pool::Raw(p), Workload::Select) => {
                 let c = p.get().await.expect("raw checkout");
                 let st = c.prepare_cached(SELECT).await.expect("prepare");
                 let row = c.query_one(&st, &[&d.aid]).await.expect("select");
                 std::hint::black_box(row.get::<_, i32>(0));
             }
-            (Client::Raw(p), Workload::TpcB) => {
+            (Pool::Raw(p), Workload::TpcB) => {
                 let mut c = p.get().await.expect("raw checkout");
                 let mut st = Vec::with_capacity(TPCB.len());
                 for sql in TPCB {
@@ -452,7 +420,7 @@ impl Client {
                     .expect("insert");
                 tx.commit().await.expect("commit");
             }
-            (Client::Middleware(p), Workload::Select) => {
+            (Pool::Middleware(p), Workload::Select) => {
                 let mut c = p.get_connection().await.expect("checkout");
                 let (v,): (i32,) = c
                     .query(SELECT)
@@ -462,7 +430,7 @@ impl Client {
                     .expect("select");
                 std::hint::black_box(v);
             }
-            (Client::Middleware(p), Workload::TpcB) => {
+            (Pool::Middleware(p), Workload::TpcB) => {
                 let mut c = p.get_connection().await.expect("checkout");
                 let int = |v: i32| RowValues::Int(i64::from(v));
                 let mut tx = c.begin().await.expect("begin");

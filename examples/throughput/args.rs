@@ -1,29 +1,12 @@
 //! The command line of the throughput examples.
 
-/// A workload of the engine's own benchmark tool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Workload {
-    /// Point selects (pgbench `-S`, sysbench `oltp_point_select`).
-    Select,
-    /// Read-write transactions (pgbench's TPC-B-like script, sysbench `oltp_read_write`).
-    TpcB,
-}
-
-impl Workload {
-    pub fn name(self) -> &'static str {
-        match self {
-            Workload::Select => "select",
-            Workload::TpcB => "tpcb",
-        }
-    }
-}
-
 /// What to run.
 pub struct Args {
     pub clients: Vec<usize>,
     pub seconds: u64,
     pub rounds: usize,
-    pub workloads: Vec<Workload>,
+    /// The workloads to run, by name (each example knows its own).
+    pub workloads: Vec<&'static str>,
     /// One contender for a fixed count of transactions (for profilers).
     pub only: Option<String>,
     pub transactions: u64,
@@ -35,12 +18,14 @@ fn fail(msg: &str) -> ! {
 }
 
 impl Args {
-    pub fn parse() -> Args {
+    /// Parses the command line; `known` lists the example's workloads as `(name, aliases)`,
+    /// all of which run by default.
+    pub fn parse(known: &[(&'static str, &[&str])]) -> Args {
         let mut a = Args {
             clients: vec![8, 64],
             seconds: 5,
             rounds: 3,
-            workloads: vec![Workload::Select, Workload::TpcB],
+            workloads: known.iter().map(|(name, _)| *name).collect(),
             only: None,
             transactions: 100_000,
         };
@@ -66,10 +51,15 @@ impl Args {
                 "--workload" => {
                     a.workloads = value
                         .split(',')
-                        .map(|w| match w {
-                            "select" => Workload::Select,
-                            "tpcb" | "read_write" => Workload::TpcB,
-                            other => fail(&format!("unknown workload `{other}` (select, tpcb)")),
+                        .map(|w| {
+                            known
+                                .iter()
+                                .find(|(name, aliases)| *name == w || aliases.contains(&w))
+                                .map(|(name, _)| *name)
+                                .unwrap_or_else(|| {
+                                    let names: Vec<&str> = known.iter().map(|(n, _)| *n).collect();
+                                    fail(&format!("unknown workload `{w}` ({})", names.join(", ")))
+                                })
                         })
                         .collect();
                 }

@@ -13,6 +13,9 @@ pub struct Line {
     /// Median over the rounds of middleware ÷ contender, per contender.
     ratio: Vec<f64>,
     rounds: usize,
+    /// A count per contender summed over the rounds (SQLite's `Busy` errors, MySQL's retried
+    /// deadlocks), under its name.
+    errors: Option<(&'static str, Vec<u64>)>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -52,7 +55,16 @@ impl Line {
                 .map(|i| median(rounds.iter().map(|r| r[mw] / r[i]).collect()))
                 .collect(),
             rounds: rounds.len(),
+            errors: None,
         }
+    }
+
+    /// The line with a count per contender (in the order of [`Line::new`]'s contenders),
+    /// printed and saved under `kind`.
+    pub fn with_errors(mut self, kind: &'static str, counts: &[u64]) -> Line {
+        assert_eq!(counts.len(), self.contenders.len(), "a count per contender");
+        self.errors = Some((kind, counts.to_vec()));
+        self
     }
 }
 
@@ -76,8 +88,17 @@ pub fn print_and_save(engine: &str, settings: &str, lines: &[Line]) {
             .filter(|(c, _)| **c != "middleware")
             .map(|(c, r)| format!("middleware ÷ {c} {r:.3}×"))
             .collect();
+        let errors = l.errors.as_ref().map_or(String::new(), |(kind, n)| {
+            let each: Vec<String> = l
+                .contenders
+                .iter()
+                .zip(n)
+                .map(|(c, n)| format!("{c} {n}"))
+                .collect();
+            format!("; {kind}: {}", each.join(", "))
+        });
         println!(
-            "  {} C={}: {} | {} ({} rounds)",
+            "  {} C={}: {} | {} ({} rounds){errors}",
             l.workload,
             l.clients,
             sides.join(", "),
@@ -96,11 +117,22 @@ pub fn print_and_save(engine: &str, settings: &str, lines: &[Line]) {
             .zip(&l.ratio)
             .map(|(c, r)| format!("\"{c}\": {r:.4}"))
             .collect();
+        let errors = l.errors.as_ref().map_or(String::new(), |(kind, n)| {
+            let each: Vec<String> = l
+                .contenders
+                .iter()
+                .zip(n)
+                .map(|(c, n)| format!("\"{c}\": {n}"))
+                .collect();
+            format!(", \"{kind}\": {{{}}}", each.join(", "))
+        });
+        let names: Vec<String> = l.contenders.iter().map(|c| format!("\"{c}\"")).collect();
         json.push(format!(
-            "{{\"workload\": \"{}\", \"clients\": {}, \"rounds\": {}, \"tps\": {{{}}}, \"middleware_ratio\": {{{}}}}}",
+            "{{\"workload\": \"{}\", \"clients\": {}, \"rounds\": {}, \"contenders\": [{}], \"tps\": {{{}}}, \"middleware_ratio\": {{{}}}{errors}}}",
             l.workload,
             l.clients,
             l.rounds,
+            names.join(", "),
             tps.join(", "),
             ratio.join(", ")
         ));

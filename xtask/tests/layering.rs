@@ -46,6 +46,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
                 "resources",
                 "sweeps",
                 "targets_section",
+                "throughput",
                 "workloads",
             ],
         ],

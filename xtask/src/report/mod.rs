@@ -1,5 +1,6 @@
 //! `cargo xtask bench-report`: `bench_results/index.md`, the micro-bench pair pages, the
-//! sweep tables and the SVG charts, from whatever Criterion left in CRITERION_HOME.
+//! sweep tables and the SVG charts, from whatever Criterion left in CRITERION_HOME, and the
+//! throughput examples' figures (`<CRITERION_HOME>/throughput/*.json`).
 //!
 //! This module reads the inputs and assembles the index page; each section is rendered by a
 //! submodule, and `cells` holds what their tables share.
@@ -10,6 +11,7 @@ mod nightly_links;
 mod resources;
 mod sweeps;
 mod targets_section;
+mod throughput;
 mod workloads;
 
 use std::collections::BTreeMap;
@@ -74,6 +76,7 @@ pub fn build(opts: &ReportOptions) -> Result<Files> {
     s.push_str(&md);
     files.extend(pages);
     s.push_str(&resources::section(alloc.as_ref(), resources.as_ref()));
+    s.push_str(&throughput::section(&throughput::load(&opts.home)?));
     let (md, charts) = sweeps::section(&results, out);
     s.push_str(&md);
     files.extend(charts);

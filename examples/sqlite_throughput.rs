@@ -1,0 +1,486 @@
+//! SQLite throughput at saturation: point lookups, and a mixed workload of 90% lookups and 10%
+//! single-row writes, from T concurrent tasks on a WAL file database of 100,000 rows, run by
+//! raw rusqlite and by the crate (its default pool, and its single-writer pool on the mixed
+//! workload), in interleaved rounds of one process.
+//!
+//! - **Workloads.** `lookup`: `SELECT id, name, score, active FROM test WHERE id = ?1` by a
+//!   uniformly drawn id, the row decoded. `mixed`: each transaction draws a number; 90% are
+//!   that lookup, 5% `UPDATE test SET score = score + 1 WHERE id = ?1`, 5% an `INSERT` of one
+//!   row into a side table (each in autocommit).
+//! - **Contenders.** Each has T connections (the pool sized to the task count). `raw`:
+//!   rusqlite with T connections opened with the crate's settings (the
+//!   same open flags, WAL, `foreign_keys=ON`, a 5 s busy timeout, a 128-statement cache), each
+//!   transaction checks one out (a semaphore over the set) and runs it on
+//!   `tokio::task::spawn_blocking` with `prepare_cached`. `raw_inline`: the same connections,
+//!   each transaction run on the calling task (blocking its executor thread for the call and
+//!   any lock wait), which is what the crate's default execution model does with a statement
+//!   that stays under its budget. `middleware`: the crate's default
+//!   mode (`ConfigAndPool::sqlite(path).max_size(T)`: every connection may write),
+//!   `get_connection()` then `query(..).params(..).one()` or `.dml()`.
+//!   `single_writer` (mixed only): `PoolBuilder::single_writer(T - 1)`, lookups on
+//!   `reader()`, writes on `get_connection()` (the one writer), T connections in all (at
+//!   least one reader).
+//! - **Busy.** A write that still meets `SQLITE_BUSY` after the busy timeout is counted and run
+//!   again; the counts are printed per contender.
+//! - **Durability.** WAL, and `synchronous` as the crate leaves it (SQLite's default); the raw
+//!   side's connections are checked to have the same level, which is printed.
+//! - **Rounds.** Each round runs every contender for the window after a one-second warm-up, in
+//!   an order that rotates every round; a ratio is taken within a round, and the median over
+//!   the rounds is reported. One tokio multi-thread runtime with a worker per CPU.
+//!
+//! ```sh
+//! cargo run --release --features sqlite --example sqlite_throughput -- \
+//!     [--clients 8,64] [--seconds 5] [--rounds 3] [--workload lookup,mixed] [--only NAME]
+//! ```
+//!
+//! `--only raw|raw_inline|middleware|single_writer --transactions N` runs one contender for a fixed count,
+//! for profilers. The database is `sqlmw_throughput/lookup_100000.db` under the system's
+//! temporary directory, built once and reused. The figures also go to
+//! `<CRITERION_HOME>/throughput/sqlite.json`.
+
+#[path = "throughput/args.rs"]
+mod args;
+#[path = "throughput/drive.rs"]
+mod drive;
+#[path = "throughput/report.rs"]
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sql_middleware::drivers::rusqlite;
+use sql_middleware::prelude::*;
+use sql_middleware_bench::dataset::{BenchRow, LOOKUP_SQL_DOLLAR, LOOKUP_SQL_QMARK};
+use sql_middleware_bench::sqlite as bs;
+
+use args::Args;
+use drive::{Rng, Stop};
+
+/// Rows in the lookup table.
+const ROWS: i64 = 100_000;
+
+const UPDATE_QMARK: &str = "UPDATE test SET score = score + 1 WHERE id = ?1";
+const UPDATE_DOLLAR: &str = "UPDATE test SET score = score + 1 WHERE id = $1";
+const INSERT_QMARK: &str = "INSERT INTO throughput_log (ref, note) VALUES (?1, ?2)";
+const INSERT_DOLLAR: &str = "INSERT INTO throughput_log (ref, note) VALUES ($1, $2)";
+const LOG_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS throughput_log (id INTEGER PRIMARY KEY, ref INTEGER NOT NULL, note TEXT NOT NULL)";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Workload {
+    Lookup,
+    Mixed,
+}
+
+impl Workload {
+    const KNOWN: [(&'static str, &'static [&'static str]); 2] =
+        [("lookup", &["select"]), ("mixed", &[])];
+
+    fn from_name(name: &str) -> Workload {
+        match name {
+            "lookup" => Workload::Lookup,
+            _ => Workload::Mixed,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Workload::Lookup => "lookup",
+            Workload::Mixed => "mixed",
+        }
+    }
+}
+
+/// One transaction.
+#[derive(Clone, Copy)]
+enum Op {
+    Lookup(i64),
+    Update(i64),
+    Insert(i64),
+}
+
+fn draw(rng: &mut Rng, w: Workload) -> Op {
+    let id = rng.range(1, ROWS);
+    match (w, rng.next() % 20) {
+        (Workload::Lookup, _) | (Workload::Mixed, 2..) => Op::Lookup(id),
+        (Workload::Mixed, 0) => Op::Update(id),
+        (Workload::Mixed, 1) => Op::Insert(id),
+    }
+}
+
+const LOOKUP_CONTENDERS: [&str; 3] = ["raw", "raw_inline", "middleware"];
+const MIXED_CONTENDERS: [&str; 4] = ["raw", "raw_inline", "middleware", "single_writer"];
+
+fn main() {
+    let args = Args::parse(&Workload::KNOWN);
+    let cpus = std::thread::available_parallelism().map_or(2, usize::from);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cpus)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let path = std::env::temp_dir()
+        .join("sqlmw_throughput")
+        .join(format!("lookup_{ROWS}.db"));
+    let built = bs::ensure_lookup_db(&path, ROWS as usize).expect("the lookup database");
+    {
+        let c = bs::open_raw(&path).expect("open the database");
+        c.execute_batch(LOG_SCHEMA).expect("the side table");
+        c.execute_batch("DELETE FROM throughput_log")
+            .expect("empty the side table");
+    }
+    let settings = rt.block_on(settings(&path));
+    eprintln!(
+        "[sqlite_throughput] {ROWS} rows ({}); {settings}; a connection per task for every contender; {cpus} runtime workers",
+        if built { "built" } else { "reused" }
+    );
+    let setup = Setup { path };
+    if let Some(only) = &args.only {
+        for w in args.workloads.iter().map(|w| Workload::from_name(w)) {
+            for &c in &args.clients {
+                let n = args.transactions;
+                drive::only(only, &format!("{} clients={c}", w.name()), || {
+                    let run = rt.block_on(run_side(only, &setup, w, c, Stop::Count(n)));
+                    eprintln!("busy: {}", run.busy);
+                    run.done
+                });
+            }
+        }
+        return;
+    }
+    let mut results = Vec::new();
+    for w in args.workloads.iter().map(|w| Workload::from_name(w)) {
+        for &c in &args.clients {
+            let label = format!("{} C={c}", w.name());
+            let window = Stop::Window(Duration::from_secs(args.seconds));
+            let mut busy = [0u64; 4];
+            let mut run = |side: &'static str, contenders: &[&str]| {
+                let r = rt.block_on(run_side(side, &setup, w, c, window));
+                let i = contenders.iter().position(|s| *s == side).expect("a side");
+                busy[i] += r.busy;
+                r.done as f64 / args.seconds as f64
+            };
+            let line = match w {
+                Workload::Lookup => {
+                    let rounds = drive::rounds(
+                        "sqlite_throughput",
+                        &label,
+                        &LOOKUP_CONTENDERS,
+                        args.rounds,
+                        |s| run(s, &LOOKUP_CONTENDERS),
+                    );
+                    report::Line::new(w.name(), c, &LOOKUP_CONTENDERS, &rounds)
+                        .with_errors("busy", &busy[..3])
+                }
+                Workload::Mixed => {
+                    let rounds = drive::rounds(
+                        "sqlite_throughput",
+                        &label,
+                        &MIXED_CONTENDERS,
+                        args.rounds,
+                        |s| run(s, &MIXED_CONTENDERS),
+                    );
+                    report::Line::new(w.name(), c, &MIXED_CONTENDERS, &rounds)
+                        .with_errors("busy", &busy)
+                }
+            };
+            results.push(line);
+        }
+    }
+    report::print_and_save("sqlite", &settings, &results);
+}
+
+/// The database every contender runs on.
+struct Setup {
+    path: PathBuf,
+}
+
+/// The settings both sides run with (checked equal).
+async fn settings(path: &Path) -> String {
+    let db = ConfigAndPool::sqlite(path)
+        .build()
+        .await
+        .expect("the middleware pool");
+    let mut c = db.get_connection().await.expect("checkout");
+    let (mw_journal,): (String,) = c
+        .query("PRAGMA journal_mode")
+        .one()
+        .await
+        .expect("journal_mode");
+    let (mw_sync,): (i64,) = c
+        .query("PRAGMA synchronous")
+        .one()
+        .await
+        .expect("synchronous");
+    drop(c);
+    db.close();
+    let raw = bs::open_raw(path).expect("open the database");
+    let raw_journal: String = raw
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .expect("journal_mode");
+    let raw_sync: i64 = raw
+        .query_row("PRAGMA synchronous", [], |r| r.get(0))
+        .expect("synchronous");
+    assert_eq!(
+        (mw_journal.to_lowercase(), mw_sync),
+        (raw_journal.to_lowercase(), raw_sync),
+        "the raw connections must run with the crate's journal mode and synchronous level"
+    );
+    let level = match raw_sync {
+        0 => "OFF",
+        1 => "NORMAL",
+        2 => "FULL",
+        _ => "EXTRA",
+    };
+    format!(
+        "journal_mode={raw_journal} synchronous={level} busy_timeout={}s sqlite {}",
+        bs::BUSY_TIMEOUT.as_secs(),
+        rusqlite::version()
+    )
+}
+
+/// What one run of a contender did.
+struct Run {
+    done: u64,
+    /// `SQLITE_BUSY` errors met (each transaction run again).
+    busy: u64,
+}
+
+async fn run_side(side: &str, setup: &Setup, w: Workload, clients: usize, stop: Stop) -> Run {
+    let pool = Pool::new(side, setup, clients).await;
+    let busy = Arc::new(AtomicU64::new(0));
+    let workers = (0..clients)
+        .map(|k| Worker {
+            pool: pool.clone(),
+            rng: Rng::for_client(k),
+            w,
+            busy: Arc::clone(&busy),
+        })
+        .collect();
+    let done = drive::drive(workers, stop).await;
+    pool.close();
+    Run {
+        done,
+        busy: busy.load(Ordering::Relaxed),
+    }
+}
+
+struct Worker {
+    pool: Pool,
+    rng: Rng,
+    w: Workload,
+    busy: Arc<AtomicU64>,
+}
+
+impl drive::Client for Worker {
+    async fn transaction(&mut self) {
+        let op = draw(&mut self.rng, self.w);
+        let note = self.rng.next();
+        while !self.pool.run(op, note).await {
+            self.busy.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Raw rusqlite: a fixed set of connections, one per permit.
+struct RawPool {
+    conns: Mutex<Vec<rusqlite::Connection>>,
+    permits: tokio::sync::Semaphore,
+}
+
+#[derive(Clone)]
+enum Pool {
+    Raw(Arc<RawPool>),
+    RawInline(Arc<RawPool>),
+    Middleware(ConfigAndPool),
+    SingleWriter(ConfigAndPool),
+}
+
+fn raw_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+fn raw_op(c: &rusqlite::Connection, op: Op, note: u64) -> rusqlite::Result<()> {
+    match op {
+        Op::Lookup(id) => {
+            let row = c
+                .prepare_cached(LOOKUP_SQL_QMARK)?
+                .query_row([id], bs::decode_row)?;
+            std::hint::black_box(row);
+        }
+        Op::Update(id) => {
+            c.prepare_cached(UPDATE_QMARK)?.execute([id])?;
+        }
+        Op::Insert(id) => {
+            c.prepare_cached(INSERT_QMARK)?
+                .execute(rusqlite::params![id, format!("note {note}")])?;
+        }
+    }
+    Ok(())
+}
+
+impl Pool {
+    /// `side`'s pool of `size` connections.
+    async fn new(side: &str, setup: &Setup, size: usize) -> Pool {
+        let p = match side {
+            "raw" | "raw_inline" => {
+                let conns = (0..size)
+                    .map(|_| bs::open_raw(&setup.path).expect("open a raw connection"))
+                    .collect();
+                let p = Arc::new(RawPool {
+                    conns: Mutex::new(conns),
+                    permits: tokio::sync::Semaphore::new(size),
+                });
+                if side == "raw" {
+                    Pool::Raw(p)
+                } else {
+                    Pool::RawInline(p)
+                }
+            }
+            "middleware" => Pool::Middleware(
+                sql_middleware_bench::plain(ConfigAndPool::sqlite(&setup.path).max_size(size))
+                    .build()
+                    .await
+                    .expect("the middleware pool"),
+            ),
+            "single_writer" => Pool::SingleWriter(
+                sql_middleware_bench::plain(
+                    ConfigAndPool::sqlite(&setup.path).single_writer(size.saturating_sub(1).max(1)),
+                )
+                .build()
+                .await
+                .expect("the single-writer pool"),
+            ),
+            other => {
+                panic!("unknown contender `{other}` (raw, raw_inline, middleware, single_writer)")
+            }
+        };
+        // Open every connection before the clock starts.
+        match &p {
+            Pool::Raw(_) | Pool::RawInline(_) => {}
+            Pool::Middleware(db) => {
+                let mut held = Vec::new();
+                for _ in 0..size {
+                    held.push(db.get_connection().await.expect("checkout"));
+                }
+            }
+            Pool::SingleWriter(db) => {
+                let mut held = vec![db.get_connection().await.expect("the writer")];
+                for _ in 1..size.max(2) {
+                    held.push(db.reader().await.expect("a reader"));
+                }
+            }
+        }
+        p
+    }
+
+    fn close(&self) {
+        match self {
+            Pool::Raw(_) | Pool::RawInline(_) => {}
+            Pool::Middleware(db) | Pool::SingleWriter(db) => db.close(),
+        }
+    }
+
+    /// One transaction; false when it met `SQLITE_BUSY`.
+    async fn run(&self, op: Op, note: u64) -> bool {
+        match self {
+            Pool::Raw(p) => {
+                let _permit = p.permits.acquire().await.expect("the semaphore");
+                let c = p
+                    .conns
+                    .lock()
+                    .expect("the connections")
+                    .pop()
+                    .expect("a connection per permit");
+                let (c, r) = tokio::task::spawn_blocking(move || {
+                    let r = raw_op(&c, op, note);
+                    (c, r)
+                })
+                .await
+                .expect("a blocking task");
+                p.conns.lock().expect("the connections").push(c);
+                raw_outcome(r)
+            }
+            Pool::RawInline(p) => {
+                let _permit = p.permits.acquire().await.expect("the semaphore");
+                let c = p
+                    .conns
+                    .lock()
+                    .expect("the connections")
+                    .pop()
+                    .expect("a connection per permit");
+                let r = raw_op(&c, op, note);
+                p.conns.lock().expect("the connections").push(c);
+                raw_outcome(r)
+            }
+            Pool::Middleware(db) => {
+                let r = match db.get_connection().await {
+                    Ok(mut c) => middleware_op(&mut c, op, note).await,
+                    Err(e) => Err(e),
+                };
+                middleware_outcome(r)
+            }
+            Pool::SingleWriter(db) => {
+                let c = match op {
+                    Op::Lookup(_) => db.reader().await,
+                    Op::Update(_) | Op::Insert(_) => db.get_connection().await,
+                };
+                let r = match c {
+                    Ok(mut c) => middleware_op(&mut c, op, note).await,
+                    Err(e) => Err(e),
+                };
+                middleware_outcome(r)
+            }
+        }
+    }
+}
+
+fn raw_outcome(r: rusqlite::Result<()>) -> bool {
+    match r {
+        Ok(()) => true,
+        Err(e) if raw_busy(&e) => false,
+        Err(e) => panic!("raw {e}"),
+    }
+}
+
+fn middleware_outcome(r: Result<(), SqlMiddlewareDbError>) -> bool {
+    match r {
+        Ok(()) => true,
+        Err(e) if e.kind() == ErrorKind::Busy => false,
+        Err(e) => panic!("middleware {e}"),
+    }
+}
+
+async fn middleware_op(
+    c: &mut MiddlewarePoolConnection,
+    op: Op,
+    note: u64,
+) -> Result<(), SqlMiddlewareDbError> {
+    match op {
+        Op::Lookup(id) => {
+            let row: BenchRow = c
+                .query(LOOKUP_SQL_DOLLAR)
+                .params(&[RowValues::Int(id)])
+                .one()
+                .await?;
+            std::hint::black_box(row);
+        }
+        Op::Update(id) => {
+            c.query(UPDATE_DOLLAR)
+                .params(&[RowValues::Int(id)])
+                .dml()
+                .await?;
+        }
+        Op::Insert(id) => {
+            c.query(INSERT_DOLLAR)
+                .params(&[RowValues::Int(id), RowValues::Text(format!("note {note}"))])
+                .dml()
+                .await?;
+        }
+    }
+    Ok(())
+}
