@@ -64,6 +64,8 @@ mod args;
 mod drive;
 #[path = "throughput/report.rs"]
 mod report;
+#[path = "throughput/sqlx.rs"]
+mod sqlx;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -220,6 +222,11 @@ fn main() {
     eprintln!(
         "[mysql_throughput] database {DB} (sysbench prepare --tables=1 --table-size={TABLE_SIZE}); server {settings}; {cpus} runtime workers"
     );
+    let sqlx = sqlx::Sqlx::find(args.sqlx.as_deref(), "mysql_throughput");
+    let contenders: Vec<&'static str> = CONTENDERS
+        .into_iter()
+        .chain(sqlx.as_ref().map(|_| "sqlx"))
+        .collect();
     if let Some(only) = &args.only {
         for w in args.workloads.iter().map(|w| Workload::from_name(w)) {
             for &c in &args.clients {
@@ -241,25 +248,32 @@ fn main() {
     for w in args.workloads.iter().map(|w| Workload::from_name(w)) {
         for &c in &args.clients {
             let label = format!("{} C={c}", w.name());
-            let mut retried = [0u64; 3];
+            let mut retried = vec![0u64; contenders.len()];
             let window = Stop::Window(Duration::from_secs(args.seconds));
             let rounds = drive::rounds(
                 "mysql_throughput",
                 &label,
-                &CONTENDERS,
+                &contenders,
                 args.rounds,
                 |side| {
-                    let run = match side {
-                        "sysbench" => server.sysbench(w, c, window),
-                        side => rt.block_on(rust_side(side, &url, w, c, window)),
+                    let run = match (side, &sqlx) {
+                        ("sysbench", _) => server.sysbench(w, c, window),
+                        ("sqlx", Some(x)) => Run {
+                            // The binary counts failed transactions and fails on any; SQLx
+                            // retries nothing itself.
+                            done: (x.tps("mysql", &url, w.name(), c, args.seconds)
+                                * args.seconds as f64) as u64,
+                            retried: 0,
+                        },
+                        (side, _) => rt.block_on(rust_side(side, &url, w, c, window)),
                     };
-                    let i = CONTENDERS.iter().position(|s| *s == side).expect("a side");
+                    let i = contenders.iter().position(|s| *s == side).expect("a side");
                     retried[i] += run.retried;
                     run.done as f64 / args.seconds as f64
                 },
             );
             results.push(
-                report::Line::new(w.name(), c, &CONTENDERS, &rounds)
+                report::Line::new(w.name(), c, &contenders, &rounds)
                     .with_errors("retried", &retried),
             );
         }

@@ -40,6 +40,8 @@ mod drive;
 #[path = "throughput/report.rs"]
 #[allow(dead_code)]
 mod report;
+#[path = "throughput/sqlx.rs"]
+mod sqlx;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -131,6 +133,11 @@ fn main() {
     eprintln!(
         "[pg_throughput] database {DB} (pgbench -i -s {SCALE}); server {settings}; {cpus} runtime workers, pgbench -j {cpus}"
     );
+    let sqlx = sqlx::Sqlx::find(args.sqlx.as_deref(), "pg_throughput");
+    let contenders: Vec<&'static str> = CONTENDERS
+        .into_iter()
+        .chain(sqlx.as_ref().map(|_| "sqlx"))
+        .collect();
     if let Some(only) = &args.only {
         for w in args.workloads.iter().map(|w| Workload::from_name(w)) {
             for &c in &args.clients {
@@ -153,14 +160,15 @@ fn main() {
                 drive::rounds(
                     "pg_throughput",
                     &label,
-                    &CONTENDERS,
+                    &contenders,
                     args.rounds,
-                    |side| match side {
-                        "pgbench" => pgbench_tps(&url, w, c, cpus, args.seconds),
-                        side => rt.block_on(rust_tps(side, &url, w, c, args.seconds)),
+                    |side| match (side, &sqlx) {
+                        ("pgbench", _) => pgbench_tps(&url, w, c, cpus, args.seconds),
+                        ("sqlx", Some(x)) => x.tps("postgres", &url, w.name(), c, args.seconds),
+                        (side, _) => rt.block_on(rust_tps(side, &url, w, c, args.seconds)),
                     },
                 );
-            results.push(report::Line::new(w.name(), c, &CONTENDERS, &rounds));
+            results.push(report::Line::new(w.name(), c, &contenders, &rounds));
         }
     }
     report::print_and_save("postgres", &settings, &results);

@@ -114,6 +114,11 @@ const MIXED_CONTENDERS: [&str; 4] = ["raw", "raw_inline", "middleware", "single_
 
 fn main() {
     let args = Args::parse(&Workload::KNOWN);
+    if args.sqlx.is_some() {
+        // SQLx's SQLite driver is compared per lookup by the SQLx harness's own benches.
+        eprintln!("--sqlx: SQLx is a contender of the Postgres and MySQL suites only");
+        std::process::exit(2);
+    }
     let cpus = std::thread::available_parallelism().map_or(2, usize::from);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cpus)

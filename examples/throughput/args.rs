@@ -10,6 +10,8 @@ pub struct Args {
     /// One contender for a fixed count of transactions (for profilers).
     pub only: Option<String>,
     pub transactions: u64,
+    /// The SQLx contender's binary (`--sqlx`; see `sqlx.rs`).
+    pub sqlx: Option<String>,
 }
 
 fn fail(msg: &str) -> ! {
@@ -28,6 +30,7 @@ impl Args {
             workloads: known.iter().map(|(name, _)| *name).collect(),
             only: None,
             transactions: 100_000,
+            sqlx: None,
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
@@ -64,8 +67,9 @@ impl Args {
                         .collect();
                 }
                 "--only" => a.only = Some(value),
+                "--sqlx" => a.sqlx = Some(value),
                 other => fail(&format!(
-                    "unknown flag `{other}` (--clients, --seconds, --rounds, --workload, --only, --transactions)"
+                    "unknown flag `{other}` (--clients, --seconds, --rounds, --workload, --only, --transactions, --sqlx)"
                 )),
             }
         }

@@ -99,18 +99,19 @@ pub async fn drive<C: Client>(clients: Vec<C>, stop: Stop) -> u64 {
 /// Runs `rounds` rounds of every contender, each round in an order that rotates by one, and
 /// returns `tps[round][contender]`; `run(i)` runs contender `i` once and returns its
 /// transactions per second. Each round is logged to stderr as `[tag] label round r: …`.
-pub fn rounds<const N: usize>(
+pub fn rounds(
     tag: &str,
     label: &str,
-    contenders: &[&'static str; N],
+    contenders: &[&'static str],
     rounds: usize,
     mut run: impl FnMut(&'static str) -> f64,
-) -> Vec<[f64; N]> {
+) -> Vec<Vec<f64>> {
+    let n = contenders.len();
     let mut out = Vec::with_capacity(rounds);
     for r in 0..rounds {
-        let mut tps = [0.0; N];
-        for k in 0..N {
-            let i = (k + r) % N;
+        let mut tps = vec![0.0; n];
+        for k in 0..n {
+            let i = (k + r) % n;
             tps[i] = run(contenders[i]);
         }
         let sides: Vec<String> = contenders

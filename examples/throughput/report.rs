@@ -34,12 +34,13 @@ fn median(mut v: Vec<f64>) -> f64 {
 impl Line {
     /// `rounds[r][i]`: contender `i`'s tps in round `r`; the crate is the contender named
     /// `middleware`.
-    pub fn new<const N: usize>(
+    pub fn new(
         workload: &'static str,
         clients: usize,
-        contenders: &[&'static str; N],
-        rounds: &[[f64; N]],
+        contenders: &[&'static str],
+        rounds: &[Vec<f64>],
     ) -> Line {
+        let n = contenders.len();
         let mw = contenders
             .iter()
             .position(|c| *c == "middleware")
@@ -48,10 +49,10 @@ impl Line {
             workload,
             clients,
             contenders: contenders.to_vec(),
-            median: (0..N)
+            median: (0..n)
                 .map(|i| median(rounds.iter().map(|r| r[i]).collect()))
                 .collect(),
-            ratio: (0..N)
+            ratio: (0..n)
                 .map(|i| median(rounds.iter().map(|r| r[mw] / r[i]).collect()))
                 .collect(),
             rounds: rounds.len(),
