@@ -162,7 +162,6 @@ impl SqliteConn {
         if self.returning.is_some() {
             self.settle_stream().await;
         }
-        let owned = Arc::clone(s);
         // A write in autocommit mode commits, and may wait for the disk.
         let syncs = self.syncing_commits && !s.readonly && self.conn_mut()?.is_autocommit();
         let before = self.exec;
@@ -174,6 +173,9 @@ impl SqliteConn {
                 Some(&s.slow),
                 |c| op(c, s, p),
                 || {
+                    // Only work that leaves for the blocking pool owns the statement and the
+                    // parameters.
+                    let owned = Arc::clone(s);
                     let params = p.to_vec();
                     move |c: &mut Connection| op(c, &owned, &params)
                 },

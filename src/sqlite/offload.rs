@@ -11,7 +11,7 @@ use rusqlite::Connection;
 use super::busy::BusyScope;
 use super::config::SqliteExecModel;
 use super::conn::SqliteConn;
-use crate::deadline::{nanos, now_nanos};
+use crate::deadline::{nanos, nanos_at, now_nanos};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 
 /// Shared with the connection's progress handler: the inline budget of the statement running
@@ -75,20 +75,26 @@ impl ProgressState {
         .map_err(super::error::map_err)
     }
 
-    fn arm(&self, budget: Duration, may_interrupt: bool) {
-        let budget = nanos(budget);
+    /// Arms the inline budget; returns when it ends as an `Instant` (`None`: never), for
+    /// [`Self::disarm`], so that the clock is read once here and once there.
+    fn arm(&self, budget: Duration, may_interrupt: bool) -> Option<Instant> {
+        let now = Instant::now();
         self.exceeded.store(false, Ordering::Relaxed);
         self.interrupted.store(false, Ordering::Relaxed);
         self.may_interrupt.store(may_interrupt, Ordering::Relaxed);
-        self.deadline
-            .store(now_nanos().saturating_add(budget), Ordering::Relaxed);
+        self.deadline.store(
+            nanos_at(now).saturating_add(nanos(budget)),
+            Ordering::Relaxed,
+        );
+        now.checked_add(budget)
     }
 
-    /// Returns (ran past the budget, was interrupted for it). The clock is read again here:
-    /// the progress handler never runs while SQLite waits in the VFS (a COMMIT's fsync).
-    fn disarm(&self) -> (bool, bool) {
+    /// Returns (ran past the budget, was interrupted for it); `ends` is what [`Self::arm`]
+    /// returned. The clock is read again here: the progress handler never runs while SQLite
+    /// waits in the VFS (a COMMIT's fsync).
+    fn disarm(&self, ends: Option<Instant>) -> (bool, bool) {
         let deadline = self.deadline.swap(0, Ordering::Relaxed);
-        let late = deadline != 0 && now_nanos() > deadline;
+        let late = deadline != 0 && ends.is_some_and(|e| Instant::now() > e);
         (
             late || self.exceeded.load(Ordering::Relaxed),
             self.interrupted.load(Ordering::Relaxed),
@@ -252,20 +258,24 @@ impl SqliteConn {
         slow: Option<&AtomicBool>,
         f: impl FnOnce(&mut Connection) -> Result<R>,
     ) -> Result<Inline<R>> {
-        let progress = Arc::clone(&self.progress);
-        let conn = self.conn_mut()?;
+        if self.broken {
+            return Err(broken());
+        }
+        // The fields apart: the progress state is borrowed beside the connection, not cloned.
+        let progress = &*self.progress;
+        let conn = self.conn.as_mut().ok_or_else(broken)?;
         let was_autocommit = conn.is_autocommit();
         // Only read-only work may be interrupted and re-run: SQLite consults the progress
         // handler once more after a statement halts, so an "interrupted" write may already
         // have committed (in autocommit mode) and would run twice.
-        progress.arm(budget, restartable);
+        let ends = progress.arm(budget, restartable);
         let r = {
             let _scope = BusyScope::set(0);
             catch_unwind(AssertUnwindSafe(|| f(conn)))
         };
         // Disarmed before anything else, panic or not: a deadline left armed would interrupt
         // the next borrower's statement or script.
-        let (exceeded, interrupted) = progress.disarm();
+        let (exceeded, interrupted) = progress.disarm(ends);
         let Ok(r) = r else {
             // User code (a `FromRow`) panicked mid-statement: release the write lock now; the
             // connection is discarded when returned.
