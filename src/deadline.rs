@@ -17,19 +17,9 @@ pub(crate) type At = Option<Instant>;
     reason = "a build whose engines keep no instants in atomics does not use it"
 )]
 pub(crate) fn now_nanos() -> u64 {
-    nanos_at(Instant::now())
-}
-
-/// `at` on the [`now_nanos`] clock, for a caller that keeps the `Instant` it read too (one
-/// clock read instead of two).
-#[allow(
-    dead_code,
-    reason = "a build whose engines keep no instants in atomics does not use it"
-)]
-pub(crate) fn nanos_at(at: Instant) -> u64 {
     static BASE: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    let base = *BASE.get_or_init(|| at);
-    nanos(at.saturating_duration_since(base)).saturating_add(1)
+    let base = *BASE.get_or_init(Instant::now);
+    nanos(base.elapsed()).saturating_add(1)
 }
 
 /// `d` in nanoseconds, saturating.
