@@ -209,10 +209,27 @@ impl SqliteConn {
         MO: FnOnce() -> O,
         O: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
     {
+        if let Some(r) = self.inline_first(restartable, syncs, slow, inline)? {
+            return r;
+        }
+        self.offload_after(slow, offload).await
+    }
+
+    /// The first half of [`Self::dispatch_within`], which never waits: runs the work inline
+    /// when the model says so and returns its result, or returns `None` when the work has to go
+    /// to the blocking pool ([`Self::offload_after`]); counted either way. A caller without a
+    /// time limit may call the halves itself, and skips a future on the usual path.
+    pub(super) fn inline_first<R>(
+        &mut self,
+        restartable: bool,
+        syncs: bool,
+        slow: Option<&AtomicBool>,
+        inline: impl FnOnce(&mut Connection) -> Result<R>,
+    ) -> Result<Option<Result<R>>> {
         match self.opts.exec_model {
             SqliteExecModel::Inline => {
                 self.exec.inline += 1;
-                return self.inline_blocking(inline);
+                return Ok(Some(self.inline_blocking(inline)));
             }
             SqliteExecModel::Offload => self.exec.offloaded_by_policy += 1,
             SqliteExecModel::Adaptive { inline_budget } => {
@@ -220,7 +237,7 @@ impl SqliteConn {
                     match self.inline_budgeted(inline_budget, restartable, slow, inline)? {
                         Inline::Done(r) => {
                             self.exec.inline += 1;
-                            return r;
+                            return Ok(Some(r));
                         }
                         Inline::Restart => self.exec.rerun_after_interrupt += 1,
                     }
@@ -229,6 +246,20 @@ impl SqliteConn {
                 }
             }
         }
+        Ok(None)
+    }
+
+    /// The second half of [`Self::dispatch_within`]: the work on the blocking pool.
+    pub(super) async fn offload_after<R, O, MO>(
+        &mut self,
+        slow: Option<&AtomicBool>,
+        offload: MO,
+    ) -> Result<R>
+    where
+        R: Send + 'static,
+        MO: FnOnce() -> O,
+        O: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
+    {
         let started = Instant::now();
         let r = self.offload(offload()).await?;
         if let (Some(s), SqliteExecModel::Adaptive { inline_budget }) = (slow, self.opts.exec_model)
