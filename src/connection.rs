@@ -255,13 +255,27 @@ impl MiddlewarePoolConnection {
             }
         }
         if self.tx == TxFlag::Aborted {
-            return Err(SqlMiddlewareDbError::new(
-                ErrorKind::TransactionAborted,
-                "an earlier statement of this transaction failed or was cancelled; roll it back (or drop it) and start again",
-            ));
+            return Err(aborted());
         }
         self.pending = true;
         Ok(())
+    }
+
+    /// [`Self::enter`] without a future in the usual case, where nothing is to be settled or
+    /// yielded for: `Ok(true)` when it started the operation (as `enter` would have),
+    /// `Ok(false)` when the caller must await `enter` (nothing was changed).
+    #[inline]
+    fn enter_now(&mut self) -> Result<bool> {
+        let calls = self.calls.wrapping_add(1);
+        if calls % BUDGET_EVERY == 0 || self.sp_pending.is_some() || self.pending {
+            return Ok(false);
+        }
+        self.calls = calls;
+        if self.tx == TxFlag::Aborted {
+            return Err(aborted());
+        }
+        self.pending = true;
+        Ok(true)
     }
 
     /// Ends an operation started by [`Self::enter`]; a failure aborts the open transaction.
@@ -287,7 +301,9 @@ impl MiddlewarePoolConnection {
         mode: TranslationMode,
         deadline: Option<Instant>,
     ) -> Result<StmtHandle> {
-        self.enter().await?;
+        if !self.enter_now()? {
+            self.enter().await?;
+        }
         if crate::sql::is_blank(sql, self.inner.dialect()) {
             return self.note(Err(SqlMiddlewareDbError::blank_sql()));
         }
@@ -306,7 +322,9 @@ impl MiddlewarePoolConnection {
         p: &[RowValues],
         deadline: Option<Instant>,
     ) -> Result<ResultSet> {
-        self.enter().await?;
+        if !self.enter_now()? {
+            self.enter().await?;
+        }
         let r = self.inner.select(h, p, deadline).await;
         if r.is_ok() && h.writes() {
             self.wrote();
@@ -320,7 +338,9 @@ impl MiddlewarePoolConnection {
         p: &[RowValues],
         deadline: Option<Instant>,
     ) -> Result<u64> {
-        self.enter().await?;
+        if !self.enter_now()? {
+            self.enter().await?;
+        }
         let r = self.inner.dml(h, p, deadline).await;
         if r.is_ok() {
             self.wrote();
@@ -334,7 +354,9 @@ impl MiddlewarePoolConnection {
         p: &[RowValues],
         deadline: Option<Instant>,
     ) -> Result<Option<T>> {
-        self.enter().await?;
+        if !self.enter_now()? {
+            self.enter().await?;
+        }
         let r = self.inner.optional::<T>(h, p, deadline).await;
         if r.is_ok() && h.writes() {
             self.wrote();
@@ -348,7 +370,9 @@ impl MiddlewarePoolConnection {
         p: &[RowValues],
         deadline: Option<Instant>,
     ) -> Result<Vec<T>> {
-        self.enter().await?;
+        if !self.enter_now()? {
+            self.enter().await?;
+        }
         let r = self.inner.all::<T>(h, p, deadline).await;
         if r.is_ok() && h.writes() {
             self.wrote();
@@ -410,6 +434,14 @@ impl Drop for MiddlewarePoolConnection {
     fn drop(&mut self) {
         self.inner.on_return();
     }
+}
+
+/// The error of an operation started in an aborted transaction.
+fn aborted() -> SqlMiddlewareDbError {
+    SqlMiddlewareDbError::new(
+        ErrorKind::TransactionAborted,
+        "an earlier statement of this transaction failed or was cancelled; roll it back (or drop it) and start again",
+    )
 }
 
 /// Inside a `Tx`: SQL that would begin or end the transaction, and statements that cannot do

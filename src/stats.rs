@@ -151,20 +151,19 @@ impl Live {
     }
 
     fn add(&self, cache: StatementCacheStats, exec: ExecStats) {
-        for (c, v) in self
-            .cache
-            .iter()
-            .zip([cache.hits, cache.misses, cache.evictions])
-            .chain(self.exec.iter().zip([
-                exec.inline,
-                exec.offloaded_by_policy,
-                exec.rerun_after_interrupt,
-            ]))
-        {
+        // Written out, not a chained iterator: this runs at every checkout's end, and only the
+        // counters that moved are touched (usually two).
+        let add = |c: &AtomicU64, v: u64| {
             if v != 0 {
                 c.fetch_add(v, Ordering::Relaxed);
             }
-        }
+        };
+        add(&self.cache[0], cache.hits);
+        add(&self.cache[1], cache.misses);
+        add(&self.cache[2], cache.evictions);
+        add(&self.exec[0], exec.inline);
+        add(&self.exec[1], exec.offloaded_by_policy);
+        add(&self.exec[2], exec.rerun_after_interrupt);
     }
 
     /// Counts a retrying call that ended after `attempts` attempts (`gave_up`: on a transient

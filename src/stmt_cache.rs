@@ -30,10 +30,12 @@ type CacheCounters = StatementCacheStats;
 
 /// Hashing with foldhash (seeded per process): the keys are the application's SQL texts, and
 /// SipHash would cost a per-call lookup several times more.
-type Map<S> = HashMap<Box<str>, Entry<S>, foldhash::fast::RandomState>;
+type Map<S> = HashMap<Arc<str>, Entry<S>, foldhash::fast::RandomState>;
 
 struct Entry<S> {
     stmt: Arc<S>,
+    /// The entry's key again, for the cache's `last` to share.
+    key: Arc<str>,
     /// The cache's clock when the statement was last looked up or inserted.
     used: u64,
 }
@@ -43,6 +45,12 @@ pub(crate) struct StmtCache<S> {
     slots: [Map<S>; 2],
     clock: u64,
     counters: CacheCounters,
+    /// The entry the last hit found (its slot, its key and its statement), until anything
+    /// else is looked up, inserted or removed: a loop that runs one statement compares its
+    /// text once instead of hashing it and probing the map. Its entry is the most recently
+    /// used one for as long as it is set, so skipping the entry's `used` stamp on such a hit
+    /// changes no eviction.
+    last: Option<(usize, Arc<str>, Arc<S>)>,
 }
 
 impl<S> StmtCache<S> {
@@ -51,6 +59,7 @@ impl<S> StmtCache<S> {
             slots: [Map::default(), Map::default()],
             clock: 0,
             counters: CacheCounters::default(),
+            last: None,
         }
     }
 
@@ -62,12 +71,22 @@ impl<S> StmtCache<S> {
     #[inline]
     pub(crate) fn get(&mut self, sql: &str, mode: TranslationMode) -> Option<&Arc<S>> {
         self.clock += 1;
+        let slot = Self::slot(mode);
+        if self
+            .last
+            .as_ref()
+            .is_some_and(|(s, k, _)| *s == slot && **k == *sql)
+        {
+            self.counters.hits += 1;
+            return self.last.as_ref().map(|(_, _, stmt)| stmt);
+        }
         let clock = self.clock;
-        match self.slots[Self::slot(mode)].get_mut(sql) {
+        match self.slots[slot].get_mut(sql) {
             Some(e) => {
                 e.used = clock;
                 self.counters.hits += 1;
-                Some(&e.stmt)
+                let (k, stmt) = (Arc::clone(&e.key), Arc::clone(&e.stmt));
+                Some(&self.last.insert((slot, k, stmt)).2)
             }
             None => {
                 self.counters.misses += 1;
@@ -89,16 +108,19 @@ impl<S> StmtCache<S> {
         capacity: usize,
     ) -> Option<Arc<S>> {
         self.clock += 1;
+        self.last = None;
         let slot = Self::slot(mode);
         let evicted = if !self.slots[slot].contains_key(sql) && self.len() >= capacity.max(1) {
             self.evict_oldest()
         } else {
             None
         };
+        let key: Arc<str> = sql.into();
         self.slots[slot].insert(
-            sql.into(),
+            Arc::clone(&key),
             Entry {
                 stmt,
+                key,
                 used: self.clock,
             },
         );
@@ -134,11 +156,13 @@ impl<S> StmtCache<S> {
         reason = "only an engine that forgets single statements uses it"
     )]
     pub(crate) fn remove(&mut self, sql: &str, mode: TranslationMode) {
+        self.last = None;
         self.slots[Self::slot(mode)].remove(sql);
     }
 
     /// Forgets every statement (not counted as evictions).
     pub(crate) fn clear(&mut self) {
+        self.last = None;
         for slot in &mut self.slots {
             slot.clear();
         }
@@ -224,6 +248,37 @@ mod tests {
         assert_eq!(c.get("SELECT 1", ON).map(|s| **s), Some(11));
         assert_eq!(c.get("SELECT 0", ON).map(|s| **s), Some(0));
         assert_eq!(c.stats(0).evictions, 0);
+    }
+
+    #[test]
+    fn repeated_hits_keep_counts_and_eviction_order() {
+        let mut c = StmtCache::new();
+        c.insert("a", ON, Arc::new(1), 2);
+        c.insert("b", ON, Arc::new(2), 2);
+        // `b` again and again (the last hit's shortcut), then `a`: `b` is now the oldest.
+        for _ in 0..3 {
+            assert_eq!(c.get("b", ON).map(|s| **s), Some(2));
+        }
+        assert_eq!(c.get("a", ON).map(|s| **s), Some(1));
+        assert_eq!(c.get("a", ON).map(|s| **s), Some(1));
+        // The same text in the other mode is another entry.
+        assert!(c.get("a", OFF).is_none());
+        c.insert("c", ON, Arc::new(3), 2);
+        assert!(c.get("b", ON).is_none(), "the oldest was not evicted");
+        assert_eq!(c.get("a", ON).map(|s| **s), Some(1));
+        let n = c.stats(0);
+        assert_eq!((n.hits, n.misses, n.evictions), (6, 2, 1), "{n:?}");
+        // Removing or clearing forgets the last hit too.
+        c.remove("a", ON);
+        assert!(c.get("a", ON).is_none());
+        assert!(c.get("c", ON).is_some());
+        c.clear();
+        assert!(c.get("c", ON).is_none());
+        // A replacement is found, not the statement it replaced.
+        c.insert("d", ON, Arc::new(4), 2);
+        assert_eq!(c.get("d", ON).map(|s| **s), Some(4));
+        c.insert("d", ON, Arc::new(40), 2);
+        assert_eq!(c.get("d", ON).map(|s| **s), Some(40));
     }
 
     #[test]

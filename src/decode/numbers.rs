@@ -4,7 +4,7 @@
 use rust_decimal::Decimal;
 use rust_decimal::prelude::FromPrimitive;
 
-use super::{FromValue, exact_decimal, mismatch};
+use super::{FromValue, exact_decimal, mismatch, read_plain};
 use crate::error::DecodeError;
 use crate::value::ValueRef;
 
@@ -12,8 +12,8 @@ impl FromValue for i64 {
     #[inline]
     fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {
         match v {
-            ValueRef::Int(i) => Ok(i),
-            ValueRef::Bool(b) => Ok(i64::from(b)),
+            ValueRef::Int(i) => Ok(read_plain(v, i)),
+            ValueRef::Bool(b) => Ok(read_plain(v, i64::from(b))),
             ValueRef::Numeric(d) => numeric_to_int(d, "i64"),
             other => mismatch("i64", &other),
         }
@@ -98,8 +98,8 @@ impl FromValue for f64 {
     #[inline]
     fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {
         match v {
-            ValueRef::Float(f) => Ok(f),
-            ValueRef::Int(i) => Ok(i as f64),
+            ValueRef::Float(f) => Ok(read_plain(v, f)),
+            ValueRef::Int(i) => Ok(read_plain(v, i as f64)),
             ValueRef::Numeric(d) => Ok(numeric_to_f64(d)),
             other => mismatch("f64", &other),
         }

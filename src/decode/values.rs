@@ -7,7 +7,7 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Utc};
 use rust_decimal::Decimal;
 use uuid::Uuid;
 
-use super::{FromValue, mismatch};
+use super::{FromValue, mismatch, read_plain};
 use crate::error::DecodeError;
 use crate::value::{RowValues, ValueRef, parse_timestamp, parse_timestamptz};
 
@@ -15,9 +15,9 @@ impl FromValue for bool {
     #[inline]
     fn from_value(v: ValueRef<'_>) -> std::result::Result<Self, DecodeError> {
         match v {
-            ValueRef::Bool(b) => Ok(b),
-            ValueRef::Int(0) => Ok(false),
-            ValueRef::Int(1) => Ok(true),
+            ValueRef::Bool(b) => Ok(read_plain(v, b)),
+            ValueRef::Int(0) => Ok(read_plain(v, false)),
+            ValueRef::Int(1) => Ok(read_plain(v, true)),
             other => mismatch("bool", &other),
         }
     }

@@ -162,23 +162,34 @@ impl SqliteConn {
         if self.returning.is_some() {
             self.settle_stream().await;
         }
-        let owned = Arc::clone(s);
         // A write in autocommit mode commits, and may wait for the disk.
         let syncs = self.syncing_commits && !s.readonly && self.conn_mut()?.is_autocommit();
         let before = self.exec;
-        let r = self
-            .dispatch(
+        // Only work that leaves for the blocking pool owns the statement and the parameters.
+        let owned = || {
+            let owned = Arc::clone(s);
+            let params = p.to_vec();
+            move |c: &mut Connection| op(c, &owned, &params)
+        };
+        let r = if at.is_none() {
+            // No time limit to arm: the two halves of `dispatch` directly, so that a statement
+            // run inline awaits no future.
+            match self.inline_first(s.restartable, syncs, Some(&s.slow), |c| op(c, s, p)) {
+                Ok(Some(r)) => r,
+                Ok(None) => self.offload_after(Some(&s.slow), owned).await,
+                Err(e) => Err(e),
+            }
+        } else {
+            self.dispatch(
                 at,
                 s.restartable,
                 syncs,
                 Some(&s.slow),
                 |c| op(c, s, p),
-                || {
-                    let params = p.to_vec();
-                    move |c: &mut Connection| op(c, &owned, &params)
-                },
+                owned,
             )
-            .await;
+            .await
+        };
         super::offload::record_exec(before, self.exec);
         r
     }

@@ -1,6 +1,7 @@
 //! The SQLite execution model: the one seam that decides whether a call runs on the calling task
 //! or on tokio's blocking pool (see [`SqliteExecModel`](super::SqliteExecModel)).
 
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -11,14 +12,24 @@ use rusqlite::Connection;
 use super::busy::BusyScope;
 use super::config::SqliteExecModel;
 use super::conn::SqliteConn;
-use crate::deadline::{nanos, now_nanos};
+use crate::deadline::now_nanos;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 
-/// Shared with the connection's progress handler: the inline budget of the statement running
-/// inline (`deadline`), and the time limit of the call (`stop`), on the `now_nanos` clock.
-#[derive(Debug, Default)]
+thread_local! {
+    /// The inline budget armed on this thread: the id of the [`ProgressState`] it belongs to,
+    /// and when it ends. An inline call steps its statement on the thread that armed the
+    /// budget, so the connection's progress handler finds it here; a statement stepped
+    /// anywhere else (the blocking pool) has none, as before.
+    static BUDGET: Cell<Option<(u64, Instant)>> = const { Cell::new(None) };
+}
+
+/// Shared with the connection's progress handler: whether the statement running inline may be
+/// interrupted for its budget (the budget itself is armed on the calling thread, see
+/// `BUDGET`), and the time limit of the call (`stop`), on the `now_nanos` clock.
+#[derive(Debug)]
 pub(crate) struct ProgressState {
-    deadline: AtomicU64,
+    /// Which connection's state this is, for the budget armed on a thread.
+    id: u64,
     may_interrupt: AtomicBool,
     exceeded: AtomicBool,
     interrupted: AtomicBool,
@@ -29,9 +40,25 @@ pub(crate) struct ProgressState {
 /// SQLite calls the handler every this many virtual-machine steps.
 const PROGRESS_OPS: i32 = 1000;
 
+/// An inline budget armed by [`ProgressState::arm`], for [`ProgressState::disarm`].
+pub(crate) struct Armed {
+    /// When the budget ends (`None`: never).
+    ends: Option<Instant>,
+    /// The budget this thread had armed before (a statement run inside another's user code).
+    prior: Option<(u64, Instant)>,
+}
+
 impl ProgressState {
     pub(crate) fn install(conn: &Connection) -> Result<Arc<Self>> {
-        let state = Arc::new(ProgressState::default());
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        let state = Arc::new(ProgressState {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            may_interrupt: AtomicBool::new(false),
+            exceeded: AtomicBool::new(false),
+            interrupted: AtomicBool::new(false),
+            stop: AtomicU64::new(0),
+            stopped: AtomicBool::new(false),
+        });
         state.reinstall(conn)?;
         Ok(state)
     }
@@ -44,12 +71,13 @@ impl ProgressState {
             PROGRESS_OPS,
             Some(move || {
                 let stop = st.stop.load(Ordering::Relaxed);
-                let deadline = st.deadline.load(Ordering::Relaxed);
-                if stop == 0 && deadline == 0 {
+                let budget = BUDGET
+                    .with(Cell::get)
+                    .and_then(|(id, ends)| (id == st.id).then_some(ends));
+                if stop == 0 && budget.is_none() {
                     return false;
                 }
-                let now = now_nanos();
-                if stop != 0 && now >= stop {
+                if stop != 0 && now_nanos() >= stop {
                     // The call's time limit passed: stop the statement, read or write. Not by
                     // returning `true`: SQLite calls the handler once more after a statement
                     // has halted (and, in autocommit mode, committed), and would then report
@@ -61,7 +89,7 @@ impl ProgressState {
                     interrupt.interrupt();
                     return false;
                 }
-                if deadline == 0 || now < deadline {
+                if budget.is_none_or(|ends| Instant::now() < ends) {
                     return false;
                 }
                 st.exceeded.store(true, Ordering::Relaxed);
@@ -75,20 +103,21 @@ impl ProgressState {
         .map_err(super::error::map_err)
     }
 
-    fn arm(&self, budget: Duration, may_interrupt: bool) {
-        let budget = nanos(budget);
+    /// Arms the inline budget of a statement about to run inline on this thread.
+    fn arm(&self, budget: Duration, may_interrupt: bool) -> Armed {
         self.exceeded.store(false, Ordering::Relaxed);
         self.interrupted.store(false, Ordering::Relaxed);
         self.may_interrupt.store(may_interrupt, Ordering::Relaxed);
-        self.deadline
-            .store(now_nanos().saturating_add(budget), Ordering::Relaxed);
+        let ends = Instant::now().checked_add(budget);
+        let prior = BUDGET.with(|b| b.replace(ends.map(|e| (self.id, e))));
+        Armed { ends, prior }
     }
 
     /// Returns (ran past the budget, was interrupted for it). The clock is read again here:
     /// the progress handler never runs while SQLite waits in the VFS (a COMMIT's fsync).
-    fn disarm(&self) -> (bool, bool) {
-        let deadline = self.deadline.swap(0, Ordering::Relaxed);
-        let late = deadline != 0 && now_nanos() > deadline;
+    fn disarm(&self, armed: Armed) -> (bool, bool) {
+        BUDGET.with(|b| b.set(armed.prior));
+        let late = armed.ends.is_some_and(|e| Instant::now() > e);
         (
             late || self.exceeded.load(Ordering::Relaxed),
             self.interrupted.load(Ordering::Relaxed),
@@ -180,10 +209,27 @@ impl SqliteConn {
         MO: FnOnce() -> O,
         O: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
     {
+        if let Some(r) = self.inline_first(restartable, syncs, slow, inline)? {
+            return r;
+        }
+        self.offload_after(slow, offload).await
+    }
+
+    /// The first half of [`Self::dispatch_within`], which never waits: runs the work inline
+    /// when the model says so and returns its result, or returns `None` when the work has to go
+    /// to the blocking pool ([`Self::offload_after`]); counted either way. A caller without a
+    /// time limit may call the halves itself, and skips a future on the usual path.
+    pub(super) fn inline_first<R>(
+        &mut self,
+        restartable: bool,
+        syncs: bool,
+        slow: Option<&AtomicBool>,
+        inline: impl FnOnce(&mut Connection) -> Result<R>,
+    ) -> Result<Option<Result<R>>> {
         match self.opts.exec_model {
             SqliteExecModel::Inline => {
                 self.exec.inline += 1;
-                return self.inline_blocking(inline);
+                return Ok(Some(self.inline_blocking(inline)));
             }
             SqliteExecModel::Offload => self.exec.offloaded_by_policy += 1,
             SqliteExecModel::Adaptive { inline_budget } => {
@@ -191,7 +237,7 @@ impl SqliteConn {
                     match self.inline_budgeted(inline_budget, restartable, slow, inline)? {
                         Inline::Done(r) => {
                             self.exec.inline += 1;
-                            return r;
+                            return Ok(Some(r));
                         }
                         Inline::Restart => self.exec.rerun_after_interrupt += 1,
                     }
@@ -200,6 +246,20 @@ impl SqliteConn {
                 }
             }
         }
+        Ok(None)
+    }
+
+    /// The second half of [`Self::dispatch_within`]: the work on the blocking pool.
+    pub(super) async fn offload_after<R, O, MO>(
+        &mut self,
+        slow: Option<&AtomicBool>,
+        offload: MO,
+    ) -> Result<R>
+    where
+        R: Send + 'static,
+        MO: FnOnce() -> O,
+        O: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
+    {
         let started = Instant::now();
         let r = self.offload(offload()).await?;
         if let (Some(s), SqliteExecModel::Adaptive { inline_budget }) = (slow, self.opts.exec_model)
@@ -252,20 +312,24 @@ impl SqliteConn {
         slow: Option<&AtomicBool>,
         f: impl FnOnce(&mut Connection) -> Result<R>,
     ) -> Result<Inline<R>> {
-        let progress = Arc::clone(&self.progress);
-        let conn = self.conn_mut()?;
+        if self.broken {
+            return Err(broken());
+        }
+        // The fields apart: the progress state is borrowed beside the connection, not cloned.
+        let progress = &*self.progress;
+        let conn = self.conn.as_mut().ok_or_else(broken)?;
         let was_autocommit = conn.is_autocommit();
         // Only read-only work may be interrupted and re-run: SQLite consults the progress
         // handler once more after a statement halts, so an "interrupted" write may already
         // have committed (in autocommit mode) and would run twice.
-        progress.arm(budget, restartable);
+        let armed = progress.arm(budget, restartable);
         let r = {
             let _scope = BusyScope::set(0);
             catch_unwind(AssertUnwindSafe(|| f(conn)))
         };
         // Disarmed before anything else, panic or not: a deadline left armed would interrupt
         // the next borrower's statement or script.
-        let (exceeded, interrupted) = progress.disarm();
+        let (exceeded, interrupted) = progress.disarm(armed);
         let Ok(r) = r else {
             // User code (a `FromRow`) panicked mid-statement: release the write lock now; the
             // connection is discarded when returned.
