@@ -207,11 +207,7 @@ fn draw(rng: &mut Rng) -> Draw {
 fn main() {
     let args = Args::parse(&Workload::KNOWN);
     let cpus = std::thread::available_parallelism().map_or(2, usize::from);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cpus)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = drive::runtime(cpus);
     // As the tests find it: the environment's URL, else the local default, else a throwaway
     // server (stopped when this process exits).
     let base = mysql_server::driver_url(&mysql_server::base_url());
@@ -223,10 +219,7 @@ fn main() {
         "[mysql_throughput] database {DB} (sysbench prepare --tables=1 --table-size={TABLE_SIZE}); server {settings}; {cpus} runtime workers"
     );
     let sqlx = sqlx::Sqlx::find(args.sqlx.as_deref(), "mysql_throughput");
-    let contenders: Vec<&'static str> = CONTENDERS
-        .into_iter()
-        .chain(sqlx.as_ref().map(|_| "sqlx"))
-        .collect();
+    let contenders = sqlx::Sqlx::joined(sqlx.as_ref(), &CONTENDERS);
     if let Some(only) = &args.only {
         for w in args.workloads.iter().map(|w| Workload::from_name(w)) {
             for &c in &args.clients {

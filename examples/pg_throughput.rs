@@ -121,11 +121,7 @@ fn draw(rng: &mut Rng) -> Draw {
 fn main() {
     let args = Args::parse(&Workload::KNOWN);
     let cpus = std::thread::available_parallelism().map_or(2, usize::from);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cpus)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = drive::runtime(cpus);
     let base = pg::base_url();
     let url = bp::plain_text_url(&with_database(&base, DB));
     rt.block_on(prepare(&base, &url));
@@ -134,10 +130,7 @@ fn main() {
         "[pg_throughput] database {DB} (pgbench -i -s {SCALE}); server {settings}; {cpus} runtime workers, pgbench -j {cpus}"
     );
     let sqlx = sqlx::Sqlx::find(args.sqlx.as_deref(), "pg_throughput");
-    let contenders: Vec<&'static str> = CONTENDERS
-        .into_iter()
-        .chain(sqlx.as_ref().map(|_| "sqlx"))
-        .collect();
+    let contenders = sqlx::Sqlx::joined(sqlx.as_ref(), &CONTENDERS);
     if let Some(only) = &args.only {
         for w in args.workloads.iter().map(|w| Workload::from_name(w)) {
             for &c in &args.clients {

@@ -120,11 +120,7 @@ fn main() {
         std::process::exit(2);
     }
     let cpus = std::thread::available_parallelism().map_or(2, usize::from);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cpus)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = drive::runtime(cpus);
     let path = std::env::temp_dir()
         .join("sqlmw_throughput")
         .join(format!("lookup_{ROWS}.db"));
@@ -159,37 +155,25 @@ fn main() {
         for &c in &args.clients {
             let label = format!("{} C={c}", w.name());
             let window = Stop::Window(Duration::from_secs(args.seconds));
-            let mut busy = [0u64; 4];
-            let mut run = |side: &'static str, contenders: &[&str]| {
-                let r = rt.block_on(run_side(side, &setup, w, c, window));
-                let i = contenders.iter().position(|s| *s == side).expect("a side");
-                busy[i] += r.busy;
-                r.done as f64 / args.seconds as f64
+            let contenders: &[&'static str] = match w {
+                Workload::Lookup => &LOOKUP_CONTENDERS,
+                Workload::Mixed => &MIXED_CONTENDERS,
             };
-            let line = match w {
-                Workload::Lookup => {
-                    let rounds = drive::rounds(
-                        "sqlite_throughput",
-                        &label,
-                        &LOOKUP_CONTENDERS,
-                        args.rounds,
-                        |s| run(s, &LOOKUP_CONTENDERS),
-                    );
-                    report::Line::new(w.name(), c, &LOOKUP_CONTENDERS, &rounds)
-                        .with_errors("busy", &busy[..3])
-                }
-                Workload::Mixed => {
-                    let rounds = drive::rounds(
-                        "sqlite_throughput",
-                        &label,
-                        &MIXED_CONTENDERS,
-                        args.rounds,
-                        |s| run(s, &MIXED_CONTENDERS),
-                    );
-                    report::Line::new(w.name(), c, &MIXED_CONTENDERS, &rounds)
-                        .with_errors("busy", &busy)
-                }
-            };
+            let mut busy = vec![0u64; contenders.len()];
+            let rounds = drive::rounds(
+                "sqlite_throughput",
+                &label,
+                contenders,
+                args.rounds,
+                |side| {
+                    let r = rt.block_on(run_side(side, &setup, w, c, window));
+                    let i = contenders.iter().position(|s| *s == side).expect("a side");
+                    busy[i] += r.busy;
+                    r.done as f64 / args.seconds as f64
+                },
+            );
+            let line =
+                report::Line::new(w.name(), c, contenders, &rounds).with_errors("busy", &busy);
             results.push(line);
         }
     }

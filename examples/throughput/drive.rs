@@ -30,6 +30,15 @@ impl Rng {
     }
 }
 
+/// The runtime every Rust contender of an example shares: multi-thread, a worker per CPU.
+pub fn runtime(cpus: usize) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cpus)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 /// How long a Rust contender's clients run.
 #[derive(Clone, Copy)]
 pub enum Stop {

@@ -40,6 +40,15 @@ impl Sqlx {
         Some(Sqlx { bin })
     }
 
+    /// The example's `contenders`, with `sqlx` last when the binary was found.
+    pub fn joined(found: Option<&Sqlx>, contenders: &[&'static str]) -> Vec<&'static str> {
+        let mut all = contenders.to_vec();
+        if found.is_some() {
+            all.push("sqlx");
+        }
+        all
+    }
+
     /// One run's transactions per second over `seconds`, after its one-second warm-up.
     pub fn tps(
         &self,
