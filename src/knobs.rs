@@ -25,6 +25,12 @@ pub(crate) trait Knobs {
         false
     }
 
+    /// Whether the single-writer mode is set.
+    #[cfg(feature = "_embedded")]
+    fn single_writer_mode(&self) -> bool {
+        false
+    }
+
     /// Named or unnamed prepared statements on the server.
     #[cfg(feature = "_server")]
     fn statement_cache(&mut self, _mode: crate::StatementCache) -> bool {
@@ -166,6 +172,11 @@ impl<T, O: EmbeddedOptions> Knobs for Embedded<T, O> {
     fn single_writer(&mut self, readers: usize) -> bool {
         self.readers = Some(readers);
         true
+    }
+
+    #[cfg(feature = "_embedded")]
+    fn single_writer_mode(&self) -> bool {
+        self.readers.is_some()
     }
 
     fn check(&self) -> Result<()> {

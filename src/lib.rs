@@ -104,6 +104,8 @@ with_an_engine! {
     #[cfg(feature = "testing")]
     pub mod testing;
     pub mod executor;
+    #[cfg(feature = "_embedded")]
+    mod group_commit;
     mod connection;
     pub mod pool;
     pub mod query;

@@ -23,6 +23,9 @@ pub struct MiddlewarePool {
     pub(crate) counters: std::sync::Arc<crate::pooling::Counters>,
     /// Tracing settings (feature `tracing`; empty without it).
     pub(crate) trace: crate::telemetry::PoolTrace,
+    /// The writer's queue, in the single-writer mode of an embedded engine.
+    #[cfg(feature = "_embedded")]
+    group: Option<std::sync::Arc<crate::group_commit::GroupCommit>>,
 }
 
 impl std::fmt::Debug for MiddlewarePool {
@@ -60,6 +63,12 @@ impl MiddlewarePool {
         trace: &crate::telemetry::TraceOptions,
     ) -> Result<Self> {
         let server = settings.server();
+        #[cfg(feature = "_embedded")]
+        let (settings, group) = {
+            let mut s = settings;
+            let group = s.knobs().single_writer_mode().then(Default::default);
+            (s, group)
+        };
         let inner = settings.build(pool).await?;
         // `db.system` as the OpenTelemetry conventions name the engines.
         let trace =
@@ -70,6 +79,8 @@ impl MiddlewarePool {
             statement_timeout: pool.statement_timeout,
             counters: std::sync::Arc::clone(&pool.counters),
             trace,
+            #[cfg(feature = "_embedded")]
+            group,
         })
     }
 
@@ -125,6 +136,44 @@ impl MiddlewarePool {
         #[cfg(not(feature = "tracing"))]
         let (inner, wait) = timed(self.inner.checkout_reader()).await;
         Ok(self.connection(inner?, wait, &span))
+    }
+
+    /// Runs one write statement in autocommit on a connection of the pool (checked out for it
+    /// and given back), and returns the rows it changed: what `get()` then
+    /// `query(sql).params(params).dml()` does, on every engine.
+    ///
+    /// In the single-writer mode of SQLite and Turso ([`crate::PoolBuilder::single_writer`])
+    /// concurrent calls share commits (group commit): while the writer is busy, plain writes
+    /// (one `INSERT`, `UPDATE`, `DELETE` or `REPLACE`) queue, and the next round runs up to 256
+    /// of them in one transaction, each in a savepoint of its own, so one commit, and one
+    /// flush of the log, makes them all durable. Each call still has its own outcome:
+    /// - `Ok` only once the commit holding its work has returned;
+    /// - a failed statement fails alone (its savepoint is rolled back, the others go on), and
+    ///   a failed commit fails every statement of the round;
+    /// - a statement that makes the engine roll the whole transaction back (a trigger's
+    ///   `RAISE(ROLLBACK)`) fails alone, and the rest of its round runs again;
+    /// - any other statement runs alone on the writer, in autocommit.
+    ///
+    /// The round runs on the writer as any checkout would: a task that holds the writer (from
+    /// [`Self::get`]) and waits for `dml` waits until the pool's wait timeout. A call dropped
+    /// before its round starts is left out of it.
+    ///
+    /// ```
+    /// # async fn demo(db: &sql_middleware::MiddlewarePool) -> Result<(), sql_middleware::SqlMiddlewareDbError> {
+    /// use sql_middleware::RowValues;
+    /// let changed = db
+    ///     .dml("UPDATE accounts SET balance = balance + $1 WHERE id = $2", &[RowValues::Int(5), RowValues::Int(1)])
+    ///     .await?;
+    /// # let _ = changed; Ok(()) }
+    /// ```
+    pub async fn dml(&self, sql: &str, params: &[crate::value::RowValues]) -> Result<u64> {
+        #[cfg(feature = "_embedded")]
+        if let Some(group) = &self.group {
+            if crate::sql::effects::plain_write(sql, self.inner.dialect()) {
+                return group.submit(self, sql, params).await;
+            }
+        }
+        self.get().await?.query(sql).params(params).dml().await
     }
 
     /// The engine behind this pool.

@@ -92,6 +92,12 @@ impl ConfigAndPool {
         self.pool.reader().await
     }
 
+    /// Runs one write statement in autocommit on a connection of the pool; in the single-writer
+    /// mode of SQLite and Turso, concurrent calls share commits. See [`MiddlewarePool::dml`].
+    pub async fn dml(&self, sql: &str, params: &[crate::value::RowValues]) -> Result<u64> {
+        self.pool.dml(sql, params).await
+    }
+
     /// Closes the pool: waiting and later checkouts fail with [`ErrorKind::PoolClosed`].
     pub fn close(&self) {
         self.pool.close();

@@ -55,3 +55,19 @@ pub(crate) fn segments(sql: &str, d: Dialect) -> Vec<(&str, bool)> {
     }
     out
 }
+
+/// Whether `sql` is one plain write, `INSERT`, `UPDATE`, `DELETE` or `REPLACE`, which may run
+/// inside a savepoint of a transaction it did not open (the group commit's rounds). Anything
+/// else (several statements, `WITH …`, DDL, `PRAGMA`, transaction control) is not.
+#[cfg(feature = "_embedded")]
+pub(crate) fn plain_write(sql: &str, d: Dialect) -> bool {
+    let mut parts = statements(sql, d).filter(|s| !head(s, d, 1).is_empty());
+    let (Some(only), None) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    head(only, d, 1).first().is_some_and(|w| {
+        ["INSERT", "UPDATE", "DELETE", "REPLACE"]
+            .iter()
+            .any(|k| k.eq_ignore_ascii_case(w))
+    })
+}

@@ -51,7 +51,7 @@ fn outside_tx_only(h: &[&str]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sql::effects::{outside_tx_only, segments};
+    use crate::sql::effects::{outside_tx_only, plain_write, segments};
 
     #[test]
     fn statements_that_need_no_transaction() {
@@ -77,6 +77,39 @@ mod tests {
             outside_tx_only("pragma Foreign_Keys=0", DIALECT).as_deref(),
             Some("PRAGMA foreign_keys")
         );
+    }
+
+    #[test]
+    fn plain_writes_are_one_dml_statement() {
+        for s in [
+            "INSERT INTO t VALUES (1)",
+            "  insert into t values (1);  ",
+            "/* c */ UPDATE t SET a = 1",
+            "-- c\nDELETE FROM t",
+            "REPLACE INTO t VALUES (1)",
+            "INSERT INTO t VALUES ('a;b') RETURNING a",
+            "UPDATE t SET a = ';'; -- trailing comment",
+        ] {
+            assert!(plain_write(s, DIALECT), "{s}");
+        }
+        for s in [
+            "",
+            ";",
+            "SELECT 1",
+            "WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x",
+            "INSERT INTO t VALUES (1); INSERT INTO t VALUES (2)",
+            "INSERT INTO t VALUES (1);;",
+            "BEGIN",
+            "COMMIT",
+            "SAVEPOINT s",
+            "CREATE TABLE t (a)",
+            "PRAGMA foreign_keys = off",
+            "VACUUM",
+            "'INSERT'",
+            "CREATE TRIGGER g AFTER INSERT ON t BEGIN INSERT INTO u VALUES (1); END",
+        ] {
+            assert!(!plain_write(s, DIALECT), "{s}");
+        }
     }
 
     #[test]

@@ -33,6 +33,7 @@ mod error_kinds;
 mod error_redaction;
 mod errors;
 mod executor;
+mod group_commit;
 #[cfg(feature = "migrate")]
 mod migrate;
 #[cfg(feature = "migrate")]
