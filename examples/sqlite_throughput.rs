@@ -18,8 +18,8 @@
 //!   mode (`ConfigAndPool::sqlite(path).max_size(T)`: every connection may write),
 //!   `get_connection()` then `query(..).params(..).one()` or `.dml()`.
 //!   `single_writer` (mixed only): `PoolBuilder::single_writer(T - 1)`, lookups on
-//!   `reader()`, writes on `get_connection()` (the one writer), T connections in all (at
-//!   least one reader).
+//!   `reader()`, writes through `db.dml(..)` (the one writer, whose rounds commit the writes
+//!   that queued together), T connections in all (at least one reader).
 //! - **Busy.** A write that still meets `SQLITE_BUSY` after the busy timeout is counted and run
 //!   again; the counts are printed per contender.
 //! - **Durability.** WAL, and `synchronous` as the crate leaves it (SQLite's default); the raw
@@ -414,13 +414,20 @@ impl Pool {
                 middleware_outcome(r)
             }
             Pool::SingleWriter(db) => {
-                let c = match op {
-                    Op::Lookup(_) => db.reader().await,
-                    Op::Update(_) | Op::Insert(_) => db.get_connection().await,
-                };
-                let r = match c {
-                    Ok(mut c) => middleware_op(&mut c, op, note).await,
-                    Err(e) => Err(e),
+                let r = match op {
+                    Op::Lookup(_) => match db.reader().await {
+                        Ok(mut c) => middleware_op(&mut c, op, note).await,
+                        Err(e) => Err(e),
+                    },
+                    // Writes share the writer's commits (`ConfigAndPool::dml`: group commit).
+                    Op::Update(id) => db.dml(UPDATE_DOLLAR, &[RowValues::Int(id)]).await.map(drop),
+                    Op::Insert(id) => db
+                        .dml(
+                            INSERT_DOLLAR,
+                            &[RowValues::Int(id), RowValues::Text(format!("note {note}"))],
+                        )
+                        .await
+                        .map(drop),
                 };
                 middleware_outcome(r)
             }
