@@ -143,7 +143,10 @@ fn configure(c: &mut Connection) -> rusqlite::Result<()> {
     c.busy_timeout(BUSY_TIMEOUT)?;
     let mode: String = c.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(rusqlite::Error::InvalidQuery);
+        return Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+            Some(format!("journal_mode is {mode}, not WAL")),
+        ));
     }
     c.execute_batch("PRAGMA foreign_keys=ON")?;
     c.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
