@@ -62,6 +62,8 @@ mod backends {
 mod args;
 #[path = "throughput/drive.rs"]
 mod drive;
+#[path = "throughput/external.rs"]
+mod external;
 #[path = "throughput/report.rs"]
 mod report;
 #[path = "throughput/sqlx.rs"]
@@ -205,7 +207,7 @@ fn draw(rng: &mut Rng) -> Draw {
 }
 
 fn main() {
-    let args = Args::parse(&Workload::KNOWN);
+    let args = Args::parse(&Workload::KNOWN, &["sqlx"]);
     let cpus = std::thread::available_parallelism().map_or(2, usize::from);
     let rt = drive::runtime(cpus);
     // As the tests find it: the environment's URL, else the local default, else a throwaway
@@ -218,7 +220,7 @@ fn main() {
     eprintln!(
         "[mysql_throughput] database {DB} (sysbench prepare --tables=1 --table-size={TABLE_SIZE}); server {settings}; {cpus} runtime workers"
     );
-    let sqlx = sqlx::Sqlx::find(args.sqlx.as_deref(), "mysql_throughput");
+    let sqlx = sqlx::Sqlx::find(args.binary("sqlx"), "mysql_throughput");
     let contenders = sqlx::Sqlx::joined(sqlx.as_ref(), &CONTENDERS);
     if let Some(only) = &args.only {
         for w in args.workloads.iter().map(|w| Workload::from_name(w)) {

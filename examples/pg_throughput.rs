@@ -37,6 +37,8 @@ mod unwind;
 mod args;
 #[path = "throughput/drive.rs"]
 mod drive;
+#[path = "throughput/external.rs"]
+mod external;
 #[path = "throughput/report.rs"]
 #[allow(dead_code)]
 mod report;
@@ -119,7 +121,7 @@ fn draw(rng: &mut Rng) -> Draw {
 }
 
 fn main() {
-    let args = Args::parse(&Workload::KNOWN);
+    let args = Args::parse(&Workload::KNOWN, &["sqlx"]);
     let cpus = std::thread::available_parallelism().map_or(2, usize::from);
     let rt = drive::runtime(cpus);
     let base = pg::base_url();
@@ -129,7 +131,7 @@ fn main() {
     eprintln!(
         "[pg_throughput] database {DB} (pgbench -i -s {SCALE}); server {settings}; {cpus} runtime workers, pgbench -j {cpus}"
     );
-    let sqlx = sqlx::Sqlx::find(args.sqlx.as_deref(), "pg_throughput");
+    let sqlx = sqlx::Sqlx::find(args.binary("sqlx"), "pg_throughput");
     let contenders = sqlx::Sqlx::joined(sqlx.as_ref(), &CONTENDERS);
     if let Some(only) = &args.only {
         for w in args.workloads.iter().map(|w| Workload::from_name(w)) {

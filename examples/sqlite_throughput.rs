@@ -1,12 +1,14 @@
 //! SQLite throughput at saturation: point lookups, and a mixed workload of 90% lookups and 10%
 //! single-row writes, from T concurrent tasks on a WAL file database of 100,000 rows, run by
-//! raw rusqlite and by the crate (its default pool, and its single-writer pool on the mixed
-//! workload), in interleaved rounds of one process.
+//! raw rusqlite, by the crate (its default pool, and its single-writer pool on the mixed
+//! workload) and by the async-SQLite peers (deadpool-sqlite, tokio-rusqlite), in interleaved
+//! rounds.
 //!
 //! - **Workloads.** `lookup`: `SELECT id, name, score, active FROM test WHERE id = ?1` by a
 //!   uniformly drawn id, the row decoded. `mixed`: each transaction draws a number; 90% are
 //!   that lookup, 5% `UPDATE test SET score = score + 1 WHERE id = ?1`, 5% an `INSERT` of one
-//!   row into a side table (each in autocommit).
+//!   row into a side table (each in autocommit). The statements, the mix, the draws and the
+//!   client loop are in `throughput/sqlite_workload.rs`, which the peers' binary shares.
 //! - **Contenders.** Each has T connections (the pool sized to the task count). `raw`:
 //!   rusqlite with T connections opened with the crate's settings (the
 //!   same open flags, WAL, `foreign_keys=ON`, a 5 s busy timeout, a 128-statement cache), each
@@ -20,8 +22,14 @@
 //!   `single_writer` (mixed only): `PoolBuilder::single_writer(T - 1)`, lookups on
 //!   `reader()`, writes through `db.dml(..)` (the one writer, whose rounds commit the writes
 //!   that queued together), T connections in all (at least one reader).
-//! - **Busy.** A write that still meets `SQLITE_BUSY` after the busy timeout is counted and run
-//!   again; the counts are printed per contender.
+//! - **The async-SQLite peers** (both workloads, when `--peers PATH` or
+//!   `SQLITE_PEERS_THROUGHPUT` names the peer harness's `peers_throughput` binary; see
+//!   `throughput/peers.rs`): `deadpool_sqlite`, a pool of T, `pool.get().await?.interact(|c| ..)`
+//!   per transaction; `tokio_rusqlite`, T connections (each a background thread), one per task,
+//!   `conn.call(|c| ..)` per transaction; both with `prepare_cached` and connections set up as
+//!   the raw ones (checked). Each runs in its own process, once per round and per peer.
+//! - **Busy.** A transaction that still meets `SQLITE_BUSY` after the busy timeout is counted
+//!   and run again; the counts are printed per contender.
 //! - **Durability.** WAL, and `synchronous` as the crate leaves it (SQLite's default); the raw
 //!   side's connections are checked to have the same level, which is printed.
 //! - **Rounds.** Each round runs every contender for the window after a one-second warm-up, in
@@ -30,95 +38,55 @@
 //!
 //! ```sh
 //! cargo run --release --features sqlite --example sqlite_throughput -- \
-//!     [--clients 8,64] [--seconds 5] [--rounds 3] [--workload lookup,mixed] [--only NAME]
+//!     [--clients 8,64] [--seconds 5] [--rounds 3] [--workload lookup,mixed] [--only NAME] \
+//!     [--peers PATH]
 //! ```
 //!
-//! `--only raw|raw_inline|middleware|single_writer --transactions N` runs one contender for a fixed count,
-//! for profilers. The database is `sqlmw_throughput/lookup_100000.db` under the system's
-//! temporary directory, built once and reused. The figures also go to
-//! `<CRITERION_HOME>/throughput/sqlite.json`.
+//! `--only raw|raw_inline|middleware|single_writer --transactions N` runs one contender for a
+//! fixed count, for profilers (the peers are profiled through their binary). The database is
+//! `sqlmw_throughput/lookup_100000.db` under the system's temporary directory, built once and
+//! reused. The figures also go to `<CRITERION_HOME>/throughput/sqlite.json`.
 
 #[path = "throughput/args.rs"]
 mod args;
 #[path = "throughput/drive.rs"]
 mod drive;
+#[path = "throughput/external.rs"]
+mod external;
+#[path = "throughput/peers.rs"]
+mod peers;
 #[path = "throughput/report.rs"]
 mod report;
+#[path = "throughput/sqlite_workload.rs"]
+mod workload;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sql_middleware::drivers::rusqlite;
 use sql_middleware::prelude::*;
 use sql_middleware_bench::dataset::{BenchRow, LOOKUP_SQL_DOLLAR, LOOKUP_SQL_QMARK};
-use sql_middleware_bench::sqlite as bs;
+use sql_middleware_bench::sqlite::{self as bs, decode_row};
 
 use args::Args;
-use drive::{Rng, Stop};
+use drive::Stop;
+use peers::Peers;
+use workload::{LOG_SCHEMA, Op, ROWS, Run, Workload};
 
-/// Rows in the lookup table.
-const ROWS: i64 = 100_000;
-
-const UPDATE_QMARK: &str = "UPDATE test SET score = score + 1 WHERE id = ?1";
 const UPDATE_DOLLAR: &str = "UPDATE test SET score = score + 1 WHERE id = $1";
-const INSERT_QMARK: &str = "INSERT INTO throughput_log (ref, note) VALUES (?1, ?2)";
 const INSERT_DOLLAR: &str = "INSERT INTO throughput_log (ref, note) VALUES ($1, $2)";
-const LOG_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS throughput_log (id INTEGER PRIMARY KEY, ref INTEGER NOT NULL, note TEXT NOT NULL)";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Workload {
-    Lookup,
-    Mixed,
-}
-
-impl Workload {
-    const KNOWN: [(&'static str, &'static [&'static str]); 2] =
-        [("lookup", &["select"]), ("mixed", &[])];
-
-    fn from_name(name: &str) -> Workload {
-        match name {
-            "lookup" => Workload::Lookup,
-            _ => Workload::Mixed,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Workload::Lookup => "lookup",
-            Workload::Mixed => "mixed",
-        }
-    }
-}
-
-/// One transaction.
-#[derive(Clone, Copy)]
-enum Op {
-    Lookup(i64),
-    Update(i64),
-    Insert(i64),
-}
-
-fn draw(rng: &mut Rng, w: Workload) -> Op {
-    let id = rng.range(1, ROWS);
-    match (w, rng.next() % 20) {
-        (Workload::Lookup, _) | (Workload::Mixed, 2..) => Op::Lookup(id),
-        (Workload::Mixed, 0) => Op::Update(id),
-        (Workload::Mixed, 1) => Op::Insert(id),
-    }
-}
 
 const LOOKUP_CONTENDERS: [&str; 3] = ["raw", "raw_inline", "middleware"];
 const MIXED_CONTENDERS: [&str; 4] = ["raw", "raw_inline", "middleware", "single_writer"];
 
 fn main() {
-    let args = Args::parse(&Workload::KNOWN);
-    if args.sqlx.is_some() {
-        // SQLx's SQLite driver is compared per lookup by the SQLx harness's own benches.
-        eprintln!("--sqlx: SQLx is a contender of the Postgres and MySQL suites only");
-        std::process::exit(2);
-    }
+    let args = Args::parse(&Workload::KNOWN, &["peers"]);
+    let workloads: Vec<Workload> = args
+        .workloads
+        .iter()
+        .map(|w| Workload::parse(w).expect("a workload of Workload::KNOWN"))
+        .collect();
     let cpus = std::thread::available_parallelism().map_or(2, usize::from);
     let rt = drive::runtime(cpus);
     let path = std::env::temp_dir()
@@ -131,14 +99,14 @@ fn main() {
         c.execute_batch("DELETE FROM throughput_log")
             .expect("empty the side table");
     }
-    let settings = rt.block_on(settings(&path));
+    let (settings, pragmas) = rt.block_on(settings(&path));
     eprintln!(
         "[sqlite_throughput] {ROWS} rows ({}); {settings}; a connection per task for every contender; {cpus} runtime workers",
         if built { "built" } else { "reused" }
     );
-    let setup = Setup { path };
+    let setup = Setup { path, pragmas };
     if let Some(only) = &args.only {
-        for w in args.workloads.iter().map(|w| Workload::from_name(w)) {
+        for &w in &workloads {
             for &c in &args.clients {
                 let n = args.transactions;
                 drive::only(only, &format!("{} clients={c}", w.name()), || {
@@ -150,30 +118,44 @@ fn main() {
         }
         return;
     }
+    let peers = Peers::find(args.binary("peers"), "sqlite_throughput");
     let mut results = Vec::new();
-    for w in args.workloads.iter().map(|w| Workload::from_name(w)) {
+    for &w in &workloads {
         for &c in &args.clients {
             let label = format!("{} C={c}", w.name());
             let window = Stop::Window(Duration::from_secs(args.seconds));
-            let contenders: &[&'static str] = match w {
-                Workload::Lookup => &LOOKUP_CONTENDERS,
-                Workload::Mixed => &MIXED_CONTENDERS,
-            };
+            let contenders = Peers::joined(
+                peers.as_ref(),
+                match w {
+                    Workload::Lookup => &LOOKUP_CONTENDERS,
+                    Workload::Mixed => &MIXED_CONTENDERS,
+                },
+            );
             let mut busy = vec![0u64; contenders.len()];
             let rounds = drive::rounds(
                 "sqlite_throughput",
                 &label,
-                contenders,
+                &contenders,
                 args.rounds,
                 |side| {
-                    let r = rt.block_on(run_side(side, &setup, w, c, window));
                     let i = contenders.iter().position(|s| *s == side).expect("a side");
-                    busy[i] += r.busy;
-                    r.done as f64 / args.seconds as f64
+                    match &peers {
+                        Some(p) if peers::NAMES.contains(&side) => {
+                            let r =
+                                p.run(side, &setup.path, w.name(), c, args.seconds, &setup.pragmas);
+                            busy[i] += r.busy;
+                            r.tps
+                        }
+                        _ => {
+                            let r = rt.block_on(run_side(side, &setup, w, c, window));
+                            busy[i] += r.busy;
+                            r.done as f64 / args.seconds as f64
+                        }
+                    }
                 },
             );
             let line =
-                report::Line::new(w.name(), c, contenders, &rounds).with_errors("busy", &busy);
+                report::Line::new(w.name(), c, &contenders, &rounds).with_errors("busy", &busy);
             results.push(line);
         }
     }
@@ -183,10 +165,14 @@ fn main() {
 /// The database every contender runs on.
 struct Setup {
     path: PathBuf,
+    /// The raw connections' settings as `workload::settings_of` gives them: the peers' connections
+    /// are checked to run with the same.
+    pragmas: String,
 }
 
-/// The settings both sides run with (checked equal).
-async fn settings(path: &Path) -> String {
+/// The settings both sides run with (checked equal): the line printed and saved with the figures,
+/// and the raw connections' `workload::settings_of`.
+async fn settings(path: &Path) -> (String, String) {
     let db = ConfigAndPool::sqlite(path)
         .build()
         .await
@@ -216,60 +202,27 @@ async fn settings(path: &Path) -> String {
         (raw_journal.to_lowercase(), raw_sync),
         "the raw connections must run with the crate's journal mode and synchronous level"
     );
+    let pragmas = workload::settings_of(&raw).expect("the raw connection's settings");
     let level = match raw_sync {
         0 => "OFF",
         1 => "NORMAL",
         2 => "FULL",
         _ => "EXTRA",
     };
-    format!(
+    let line = format!(
         "journal_mode={raw_journal} synchronous={level} busy_timeout={}s sqlite {}",
         bs::BUSY_TIMEOUT.as_secs(),
         rusqlite::version()
-    )
+    );
+    (line, pragmas)
 }
 
-/// What one run of a contender did.
-struct Run {
-    done: u64,
-    /// `SQLITE_BUSY` errors met (each transaction run again).
-    busy: u64,
-}
-
+/// Runs contender `side` from `clients` tasks, a connection each, until `stop`.
 async fn run_side(side: &str, setup: &Setup, w: Workload, clients: usize, stop: Stop) -> Run {
     let pool = Pool::new(side, setup, clients).await;
-    let busy = Arc::new(AtomicU64::new(0));
-    let workers = (0..clients)
-        .map(|k| Worker {
-            pool: pool.clone(),
-            rng: Rng::for_client(k),
-            w,
-            busy: Arc::clone(&busy),
-        })
-        .collect();
-    let done = drive::drive(workers, stop).await;
+    let run = workload::run_clients((0..clients).map(|_| pool.clone()).collect(), w, stop).await;
     pool.close();
-    Run {
-        done,
-        busy: busy.load(Ordering::Relaxed),
-    }
-}
-
-struct Worker {
-    pool: Pool,
-    rng: Rng,
-    w: Workload,
-    busy: Arc<AtomicU64>,
-}
-
-impl drive::Client for Worker {
-    async fn transaction(&mut self) {
-        let op = draw(&mut self.rng, self.w);
-        let note = self.rng.next();
-        while !self.pool.run(op, note).await {
-            self.busy.fetch_add(1, Ordering::Relaxed);
-        }
-    }
+    run
 }
 
 /// Raw rusqlite: a fixed set of connections, one per permit.
@@ -278,38 +231,13 @@ struct RawPool {
     permits: tokio::sync::Semaphore,
 }
 
+/// A contender's connections, one handle cloned into each of its clients.
 #[derive(Clone)]
 enum Pool {
     Raw(Arc<RawPool>),
     RawInline(Arc<RawPool>),
     Middleware(ConfigAndPool),
     SingleWriter(ConfigAndPool),
-}
-
-fn raw_busy(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-    )
-}
-
-fn raw_op(c: &rusqlite::Connection, op: Op, note: u64) -> rusqlite::Result<()> {
-    match op {
-        Op::Lookup(id) => {
-            let row = c
-                .prepare_cached(LOOKUP_SQL_QMARK)?
-                .query_row([id], bs::decode_row)?;
-            std::hint::black_box(row);
-        }
-        Op::Update(id) => {
-            c.prepare_cached(UPDATE_QMARK)?.execute([id])?;
-        }
-        Op::Insert(id) => {
-            c.prepare_cached(INSERT_QMARK)?
-                .execute(rusqlite::params![id, format!("note {note}")])?;
-        }
-    }
-    Ok(())
 }
 
 impl Pool {
@@ -373,7 +301,9 @@ impl Pool {
             Pool::Middleware(db) | Pool::SingleWriter(db) => db.close(),
         }
     }
+}
 
+impl workload::Side for Pool {
     /// One transaction; false when it met `SQLITE_BUSY`.
     async fn run(&self, op: Op, note: u64) -> bool {
         match self {
@@ -386,13 +316,13 @@ impl Pool {
                     .pop()
                     .expect("a connection per permit");
                 let (c, r) = tokio::task::spawn_blocking(move || {
-                    let r = raw_op(&c, op, note);
+                    let r = workload::run_op(&c, op, note);
                     (c, r)
                 })
                 .await
                 .expect("a blocking task");
                 p.conns.lock().expect("the connections").push(c);
-                raw_outcome(r)
+                workload::outcome("raw", r)
             }
             Pool::RawInline(p) => {
                 let _permit = p.permits.acquire().await.expect("the semaphore");
@@ -402,9 +332,9 @@ impl Pool {
                     .expect("the connections")
                     .pop()
                     .expect("a connection per permit");
-                let r = raw_op(&c, op, note);
+                let r = workload::run_op(&c, op, note);
                 p.conns.lock().expect("the connections").push(c);
-                raw_outcome(r)
+                workload::outcome("raw", r)
             }
             Pool::Middleware(db) => {
                 let r = match db.get_connection().await {
@@ -432,14 +362,6 @@ impl Pool {
                 middleware_outcome(r)
             }
         }
-    }
-}
-
-fn raw_outcome(r: rusqlite::Result<()>) -> bool {
-    match r {
-        Ok(()) => true,
-        Err(e) if raw_busy(&e) => false,
-        Err(e) => panic!("raw {e}"),
     }
 }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The throughput suite (docs/dev/Benchmarks.md, "Throughput at saturation"), in one command:
-# builds SQLx's contender (bench-harnesses/sqlx_lookup's sqlx_throughput, its own lockfile) and
-# the three examples in release, then runs pg_throughput and mysql_throughput with SQLx beside
-# pgbench/sysbench, the raw drivers and the crate, and sqlite_throughput. Each writes its figures
+# builds SQLx's contender (bench-harnesses/sqlx_lookup's sqlx_throughput, its own lockfile), the
+# async-SQLite peers' (bench-harnesses/sqlite_peers's peers_throughput, its own lockfile) and the
+# three examples in release, then runs pg_throughput and mysql_throughput with SQLx beside
+# pgbench/sysbench, the raw drivers and the crate, and sqlite_throughput with deadpool-sqlite and
+# tokio-rusqlite beside raw rusqlite and the crate. Each writes its figures
 # to <CRITERION_HOME>/throughput/<engine>.json, which `cargo xtask bench-report` turns into the
 # report's "Throughput at saturation" table.
 #
@@ -32,10 +34,19 @@ for e in "${engines[@]}"; do
   fi
 done
 
+peers_bin=""
+for e in "${engines[@]}"; do
+  if [ "$e" = sqlite ]; then
+    cargo build --quiet --release --manifest-path bench-harnesses/sqlite_peers/Cargo.toml --bin peers_throughput
+    peers_bin="${CARGO_TARGET_DIR:-bench-harnesses/sqlite_peers/target}/release/peers_throughput"
+    break
+  fi
+done
+
 for e in "${engines[@]}"; do
   case "$e" in
     postgres) cargo run --quiet --release --features postgres --example pg_throughput -- --sqlx "$sqlx_bin" "$@" ;;
     mysql) cargo run --quiet --release --features mysql --example mysql_throughput -- --sqlx "$sqlx_bin" "$@" ;;
-    sqlite) cargo run --quiet --release --features sqlite --example sqlite_throughput -- "$@" ;;
+    sqlite) cargo run --quiet --release --features sqlite --example sqlite_throughput -- --peers "$peers_bin" "$@" ;;
   esac
 done

@@ -10,9 +10,23 @@ pub struct Args {
     /// One contender for a fixed count of transactions (for profilers).
     pub only: Option<String>,
     pub transactions: u64,
-    /// The SQLx contender's binary (`--sqlx`; see `sqlx.rs`).
-    pub sqlx: Option<String>,
+    /// The external contenders' binaries named on the command line, by flag (see
+    /// [`EXTERNAL`]).
+    binaries: Vec<(&'static str, String)>,
 }
+
+/// The external contenders' flags (`--NAME PATH`), each with the suites it belongs to: `sqlx.rs`
+/// and `peers.rs`.
+const EXTERNAL: [(&str, &str); 2] = [
+    (
+        "sqlx",
+        "SQLx is a contender of the Postgres and MySQL suites only",
+    ),
+    (
+        "peers",
+        "the async-SQLite peers are contenders of the SQLite suite only",
+    ),
+];
 
 fn fail(msg: &str) -> ! {
     eprintln!("{msg}");
@@ -21,8 +35,9 @@ fn fail(msg: &str) -> ! {
 
 impl Args {
     /// Parses the command line; `known` lists the example's workloads as `(name, aliases)`,
-    /// all of which run by default.
-    pub fn parse(known: &[(&'static str, &[&str])]) -> Args {
+    /// all of which run by default, and `external` the flags of [`EXTERNAL`] the example takes
+    /// (another one is refused, saying which suites it belongs to).
+    pub fn parse(known: &[(&'static str, &[&str])], external: &[&str]) -> Args {
         let mut a = Args {
             clients: vec![8, 64],
             seconds: 5,
@@ -30,7 +45,7 @@ impl Args {
             workloads: known.iter().map(|(name, _)| *name).collect(),
             only: None,
             transactions: 100_000,
-            sqlx: None,
+            binaries: Vec::new(),
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
@@ -67,15 +82,35 @@ impl Args {
                         .collect();
                 }
                 "--only" => a.only = Some(value),
-                "--sqlx" => a.sqlx = Some(value),
-                other => fail(&format!(
-                    "unknown flag `{other}` (--clients, --seconds, --rounds, --workload, --only, --transactions, --sqlx)"
-                )),
+                other => {
+                    let name = other.strip_prefix("--").unwrap_or(other);
+                    match EXTERNAL.iter().find(|(n, _)| *n == name) {
+                        Some((n, _)) if external.contains(n) => a.binaries.push((n, value)),
+                        Some((_, suites)) => fail(&format!("{other}: {suites}")),
+                        None => {
+                            let flags: Vec<String> =
+                                external.iter().map(|n| format!(", --{n}")).collect();
+                            fail(&format!(
+                                "unknown flag `{other}` (--clients, --seconds, --rounds, --workload, --only, --transactions{})",
+                                flags.concat()
+                            ))
+                        }
+                    }
+                }
             }
         }
         if a.clients.contains(&0) {
             fail("--clients: each count must be at least 1");
         }
         a
+    }
+
+    /// The binary named by `--NAME` (one of the example's external flags), if given.
+    pub fn binary(&self, name: &str) -> Option<&str> {
+        self.binaries
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map(|(_, path)| path.as_str())
     }
 }
