@@ -173,6 +173,14 @@ pub(crate) trait Wing {
     /// Runs a script without parameters. `in_tx`: inside a transaction of the middleware.
     async fn execute_batch(&mut self, sql: &str, in_tx: bool, at: Option<Instant>) -> Result<()>;
 
+    /// Runs one of the hall's own savepoint statements (`SAVEPOINT`, `RELEASE SAVEPOINT`,
+    /// `ROLLBACK TO SAVEPOINT … ; RELEASE SAVEPOINT …`) inside an open transaction, without a
+    /// time limit. An engine whose scripts leave the task may run these in place: they wait for
+    /// no lock and no disk.
+    async fn savepoint_stmt(&mut self, sql: &str) -> Result<()> {
+        self.execute_batch(sql, true, None).await
+    }
+
     /// Loads `rows` into `target` the fastest safe way the engine has (Postgres: binary
     /// `COPY`; SQLite and Turso: multi-row `INSERT`s), all or nothing: outside a transaction
     /// (`in_tx` false) inside one of its own; inside one, a failure leaves the rows already

@@ -335,6 +335,13 @@ macro_rules! wings {
                 }
             }
 
+            /// One of the hall's savepoint statements (see `Wing::savepoint_stmt`).
+            pub(crate) async fn savepoint_stmt(&mut self, sql: &str) -> Result<()> {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.savepoint_stmt(sql).await,)+
+                }
+            }
+
             pub(crate) async fn bulk_insert<I, R>(
                 &mut self,
                 target: &BulkTarget,

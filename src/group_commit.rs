@@ -61,13 +61,16 @@ impl GroupCommit {
     }
 
     /// Queues `sql` (one plain write) for the next round on `pool`'s writer and waits for its
-    /// outcome.
+    /// outcome. Outside a tokio runtime, where no round task can run, the write runs alone.
     pub(crate) async fn submit(
         self: &Arc<Self>,
         pool: &MiddlewarePool,
         sql: &str,
         params: &[RowValues],
     ) -> Result<u64> {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return pool.get().await?.query(sql).params(params).dml().await;
+        };
         let (reply, outcome) = oneshot::channel();
         let write = Write {
             sql: sql.to_owned(),
@@ -82,13 +85,14 @@ impl GroupCommit {
         if start {
             let rounds = Rounds {
                 group: Arc::clone(self),
+                finished: false,
             };
-            tokio::spawn(rounds.run(pool.clone()));
+            runtime.spawn(rounds.run(pool.clone()));
         }
         outcome.await.unwrap_or_else(|_| {
             Err(SqlMiddlewareDbError::new(
-                ErrorKind::PoolClosed,
-                "the writer's queue stopped before this write ran (its runtime shut down); it was not committed",
+                ErrorKind::OutcomeUnknown,
+                "the writer's round task stopped (its runtime shut down, or it panicked) before it answered this write; it may or may not have been committed",
             ))
         })
     }
@@ -99,17 +103,20 @@ impl GroupCommit {
 /// still queued fail rather than wait forever.
 struct Rounds {
     group: Arc<GroupCommit>,
+    /// It ended by finding the queue empty (and said so under the lock).
+    finished: bool,
 }
 
 impl Rounds {
     /// Runs rounds until the queue is empty. Each round takes what queued while it waited for
     /// the writer, so the busier the writer, the more one commit carries.
-    async fn run(self, pool: MiddlewarePool) {
+    async fn run(mut self, pool: MiddlewarePool) {
         loop {
             {
                 let mut q = self.group.lock();
                 if q.writes.is_empty() {
                     q.running = false;
+                    self.finished = true;
                     return;
                 }
             }
@@ -136,6 +143,10 @@ impl Rounds {
 
 impl Drop for Rounds {
     fn drop(&mut self) {
+        if self.finished {
+            // A write queued since then belongs to the task it started.
+            return;
+        }
         let stranded = {
             let mut q = self.group.lock();
             q.running = false;

@@ -21,7 +21,7 @@ impl MiddlewarePoolConnection {
         self.enter().await?;
         let r = self
             .inner
-            .execute_batch(&format!("SAVEPOINT {}", name(level)), true, None)
+            .savepoint_stmt(&format!("SAVEPOINT {}", name(level)))
             .await;
         self.note(r)
     }
@@ -41,7 +41,7 @@ impl MiddlewarePoolConnection {
         self.pending = true;
         let r = self
             .inner
-            .execute_batch(&format!("RELEASE SAVEPOINT {}", name(level)), true, None)
+            .savepoint_stmt(&format!("RELEASE SAVEPOINT {}", name(level)))
             .await;
         self.pending = false;
         self.note(r)
@@ -96,11 +96,9 @@ impl MiddlewarePoolConnection {
         self.pending = true;
         let r = self
             .inner
-            .execute_batch(
-                &format!("ROLLBACK TO SAVEPOINT {n}; RELEASE SAVEPOINT {n}"),
-                true,
-                None,
-            )
+            .savepoint_stmt(&format!(
+                "ROLLBACK TO SAVEPOINT {n}; RELEASE SAVEPOINT {n}"
+            ))
             .await;
         self.pending = false;
         match r {

@@ -233,6 +233,12 @@ impl Wing for SqliteConn {
         self.execute_script(sql, in_tx, at).await
     }
 
+    /// Under the adaptive model these run on the task: inside the transaction, which already
+    /// holds the write lock, they wait for nothing.
+    async fn savepoint_stmt(&mut self, sql: &str) -> Result<()> {
+        self.savepoint_script(sql).await
+    }
+
     async fn bulk_insert<I, R>(
         &mut self,
         target: &BulkTarget,

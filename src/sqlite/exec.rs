@@ -236,6 +236,32 @@ impl SqliteConn {
     /// Runs a script (see [`Wing::execute_batch`]).
     ///
     /// [`Wing::execute_batch`]: crate::contract::Wing::execute_batch
+    /// One of the hall's savepoint statements, inside its transaction: a script the execution
+    /// model may run on the task (see `Wing::savepoint_stmt`).
+    pub(super) async fn savepoint_script(&mut self, sql: &str) -> Result<()> {
+        if self.returning.is_some() {
+            self.settle_stream().await;
+        }
+        let before = self.exec;
+        let r = self
+            .dispatch(
+                None,
+                false,
+                false,
+                None,
+                |c| run_script(c, sql, false),
+                || {
+                    let sql = sql.to_owned();
+                    move |c: &mut Connection| run_script(c, &sql, false)
+                },
+            )
+            .await;
+        super::offload::record_exec(before, self.exec);
+        let seen = self.cell.take();
+        self.note_session(seen.lasting());
+        r
+    }
+
     pub(super) async fn execute_script(&mut self, sql: &str, in_tx: bool, at: At) -> Result<()> {
         if self.returning.is_some() {
             self.settle_stream().await;

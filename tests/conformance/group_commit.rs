@@ -163,6 +163,34 @@ async fn t_concurrent_writes_keep_their_own_outcomes(db: &TestDb) {
     );
 }
 
+/// Writers that each send a stream of writes, one after another: rounds start and end all the
+/// time, and a write that arrives as a round task ends is never lost or failed.
+async fn t_streams_of_writes_all_land(db: &TestDb) {
+    let k = db.kind.name();
+    let pool = writer_pool(db).await;
+    let tasks: Vec<_> = (0..8i64)
+        .map(|t| {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                for i in 0..60i64 {
+                    let id = t * 1000 + i;
+                    let n = pool.dml(INSERT, &row(id)).await;
+                    assert_eq!(n.as_ref().ok(), Some(&1), "write {id}: {n:?}");
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap_or_else(|e| panic!("[{k}] {e}"));
+    }
+    let want: Vec<i64> = (0..8i64)
+        .flat_map(|t| (0..60).map(move |i| t * 1000 + i))
+        .collect();
+    let mut want = want;
+    want.sort_unstable();
+    assert_eq!(committed_ids(db).await, want, "[{k}]");
+}
+
 /// Writes that queue while the writer is held run as one round (one checkout of the writer,
 /// one commit) once it is free, and a caller that stopped waiting before its round started
 /// is left out. On the server engines `dml` never groups: a checkout per call.
@@ -268,6 +296,7 @@ backend_tests! {
         t_concurrent_writes_keep_their_own_outcomes(&db).await
     }
     async fn a_round_shares_one_commit(db) { t_a_round_shares_one_commit(&db).await }
+    async fn streams_of_writes_all_land(db) { t_streams_of_writes_all_land(&db).await }
     async fn rounds_and_transactions_take_turns(db) {
         t_rounds_and_transactions_take_turns(&db).await
     }
