@@ -60,6 +60,8 @@ with_an_engine! {
     mod knobs;
     mod limits;
     mod pooling;
+    #[cfg(feature = "_embedded")]
+    mod readers_pool;
     mod setup;
     mod stats;
     #[cfg(feature = "metrics")]

@@ -48,5 +48,6 @@ pub(crate) type Cursor<T> = stream::SqliteCursor<T>;
 
 /// The engine's name as the OpenTelemetry conventions give it (`db.system`).
 pub(crate) const SYSTEM: &str = "sqlite";
-pub(crate) use config::{Settings, build, checkout, checkout_reader, close, server, status};
+pub(crate) use crate::readers_pool::{checkout, checkout_reader, close, status};
+pub(crate) use config::{Settings, build, server};
 pub(crate) use dialect::DIALECT;

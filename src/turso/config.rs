@@ -166,25 +166,8 @@ pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool
     pooling::build(writer, &writer_pool, true)
 }
 
-/// Closes the pool (and its readers' pool).
-pub(crate) fn close(pool: &super::Pool) {
-    pool.close();
-    if let Some(r) = &pool.manager().readers {
-        r.close();
+impl crate::readers_pool::WithReaders for TursoManager {
+    fn readers(&self) -> Option<&super::Pool> {
+        self.readers.as_ref()
     }
-}
-
-/// A connection for reads: a `query_only` one of the single-writer mode, else any connection.
-pub(crate) async fn checkout_reader(pool: &super::Pool) -> Result<super::Conn> {
-    pooling::get(pool.manager().readers.as_ref().unwrap_or(pool)).await
-}
-
-/// The pool's size and availability, its readers' pool counted in.
-pub(crate) fn status(pool: &super::Pool, counters: &pooling::Counters) -> pooling::PoolStatus {
-    pooling::status(pool, pool.manager().readers.as_ref(), counters)
-}
-
-/// Checks out a connection.
-pub(crate) async fn checkout(pool: &super::Pool) -> Result<super::Conn> {
-    pooling::get(pool).await
 }
