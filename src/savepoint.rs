@@ -96,9 +96,7 @@ impl MiddlewarePoolConnection {
         self.pending = true;
         let r = self
             .inner
-            .savepoint_stmt(&format!(
-                "ROLLBACK TO SAVEPOINT {n}; RELEASE SAVEPOINT {n}"
-            ))
+            .savepoint_stmt(&format!("ROLLBACK TO SAVEPOINT {n}; RELEASE SAVEPOINT {n}"))
             .await;
         self.pending = false;
         match r {
