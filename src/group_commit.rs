@@ -1,5 +1,5 @@
 //! Group commit for the single-writer mode of SQLite and Turso: autocommit writes sent through
-//! [`MiddlewarePool::dml`] while the writer is busy wait in a queue, and the next round runs
+//! [`MiddlewarePool::dml`](crate::pool::MiddlewarePool::dml) while the writer is busy wait in a queue, and the next round runs
 //! them together, each in a savepoint of one transaction, so one commit (one fsync of the log
 //! with `synchronous=FULL`) makes them all durable.
 //!
@@ -14,17 +14,33 @@
 //!   autocommit, on the writer.
 //!
 //! The rounds run on a task of their own (spawned when a write finds none running, ended when
-//! the queue is empty), so a caller that stops waiting never strands the others. A caller that
+//! the queue is empty), which checks the writer out through the pool's own checkout (given as
+//! a function, so that this module does not import the pool that holds its queue), so a caller that stops waiting never strands the others. A caller that
 //! stops waiting before its round starts is dropped from it; after that its statement runs
 //! and commits as an autocommit statement cancelled in flight would.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::oneshot;
 
+use crate::connection::MiddlewarePoolConnection;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
-use crate::pool::{MiddlewarePool, MiddlewarePoolConnection};
 use crate::value::RowValues;
+
+/// A check-out of the writer (the pool's `get`).
+pub(crate) trait Checkout: Fn() -> Self::Fut + Send + 'static {
+    /// Its future.
+    type Fut: Future<Output = Result<MiddlewarePoolConnection>> + Send;
+}
+
+impl<F, Fut> Checkout for F
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<MiddlewarePoolConnection>> + Send,
+{
+    type Fut = Fut;
+}
 
 /// The most statements one commit takes: a bound on how long the first of them waits.
 pub(crate) const MAX_ROUND: usize = 256;
@@ -60,16 +76,17 @@ impl GroupCommit {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues `sql` (one plain write) for the next round on `pool`'s writer and waits for its
-    /// outcome. Outside a tokio runtime, where no round task can run, the write runs alone.
+    /// Queues `sql` (one plain write) for the next round on the writer `checkout` gives and
+    /// waits for its outcome. Outside a tokio runtime, where no round task can run, the write
+    /// runs alone.
     pub(crate) async fn submit(
         self: &Arc<Self>,
-        pool: &MiddlewarePool,
+        checkout: impl Checkout,
         sql: &str,
         params: &[RowValues],
     ) -> Result<u64> {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return pool.get().await?.query(sql).params(params).dml().await;
+            return checkout().await?.query(sql).params(params).dml().await;
         };
         let (reply, outcome) = oneshot::channel();
         let write = Write {
@@ -87,7 +104,7 @@ impl GroupCommit {
                 group: Arc::clone(self),
                 finished: false,
             };
-            runtime.spawn(rounds.run(pool.clone()));
+            runtime.spawn(rounds.run(checkout));
         }
         outcome.await.unwrap_or_else(|_| {
             Err(SqlMiddlewareDbError::new(
@@ -110,7 +127,7 @@ struct Rounds {
 impl Rounds {
     /// Runs rounds until the queue is empty. Each round takes what queued while it waited for
     /// the writer, so the busier the writer, the more one commit carries.
-    async fn run(mut self, pool: MiddlewarePool) {
+    async fn run(mut self, checkout: impl Checkout) {
         loop {
             {
                 let mut q = self.group.lock();
@@ -120,7 +137,7 @@ impl Rounds {
                     return;
                 }
             }
-            let writer = pool.get().await;
+            let writer = checkout().await;
             let round: Vec<Write> = {
                 let mut q = self.group.lock();
                 let n = q.writes.len().min(MAX_ROUND);

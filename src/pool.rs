@@ -170,7 +170,12 @@ impl MiddlewarePool {
         #[cfg(feature = "_embedded")]
         if let Some(group) = &self.group {
             if crate::sql::effects::plain_write(sql, self.inner.dialect()) {
-                return group.submit(self, sql, params).await;
+                let pool = self.clone();
+                let checkout = move || {
+                    let pool = pool.clone();
+                    async move { pool.get().await }
+                };
+                return group.submit(checkout, sql, params).await;
             }
         }
         self.get().await?.query(sql).params(params).dml().await
