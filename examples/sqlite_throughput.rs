@@ -231,6 +231,25 @@ struct RawPool {
     permits: tokio::sync::Semaphore,
 }
 
+impl RawPool {
+    /// Takes a connection, waiting for a permit; give it back with [`Self::put`] before the
+    /// permit drops.
+    async fn take(&self) -> (tokio::sync::SemaphorePermit<'_>, rusqlite::Connection) {
+        let permit = self.permits.acquire().await.expect("the semaphore");
+        let c = self
+            .conns
+            .lock()
+            .expect("the connections")
+            .pop()
+            .expect("a connection per permit");
+        (permit, c)
+    }
+
+    fn put(&self, c: rusqlite::Connection) {
+        self.conns.lock().expect("the connections").push(c);
+    }
+}
+
 /// A contender's connections, one handle cloned into each of its clients.
 #[derive(Clone)]
 enum Pool {
@@ -308,32 +327,20 @@ impl workload::Side for Pool {
     async fn run(&self, op: Op, note: u64) -> bool {
         match self {
             Pool::Raw(p) => {
-                let _permit = p.permits.acquire().await.expect("the semaphore");
-                let c = p
-                    .conns
-                    .lock()
-                    .expect("the connections")
-                    .pop()
-                    .expect("a connection per permit");
+                let (_permit, c) = p.take().await;
                 let (c, r) = tokio::task::spawn_blocking(move || {
                     let r = workload::run_op(&c, op, note);
                     (c, r)
                 })
                 .await
                 .expect("a blocking task");
-                p.conns.lock().expect("the connections").push(c);
+                p.put(c);
                 workload::outcome("raw", r)
             }
             Pool::RawInline(p) => {
-                let _permit = p.permits.acquire().await.expect("the semaphore");
-                let c = p
-                    .conns
-                    .lock()
-                    .expect("the connections")
-                    .pop()
-                    .expect("a connection per permit");
+                let (_permit, c) = p.take().await;
                 let r = workload::run_op(&c, op, note);
-                p.conns.lock().expect("the connections").push(c);
+                p.put(c);
                 workload::outcome("raw", r)
             }
             Pool::Middleware(db) => {

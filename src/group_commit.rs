@@ -76,17 +76,18 @@ impl GroupCommit {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues `sql` (one plain write) for the next round on the writer `checkout` gives and
-    /// waits for its outcome. Outside a tokio runtime, where no round task can run, the write
-    /// runs alone.
-    pub(crate) async fn submit(
+    /// Queues `sql` (one plain write) for the next round on the writer and waits for its
+    /// outcome. `checkout` makes the writer's checkout, only when this write starts a round
+    /// task (a write that joins a running one costs no copy of the pool). Outside a tokio
+    /// runtime, where no round task can run, the write runs alone.
+    pub(crate) async fn submit<C: Checkout>(
         self: &Arc<Self>,
-        checkout: impl Checkout,
+        checkout: impl FnOnce() -> C,
         sql: &str,
         params: &[RowValues],
     ) -> Result<u64> {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return checkout().await?.query(sql).params(params).dml().await;
+            return checkout()().await?.query(sql).params(params).dml().await;
         };
         let (reply, outcome) = oneshot::channel();
         let write = Write {
@@ -104,7 +105,7 @@ impl GroupCommit {
                 group: Arc::clone(self),
                 finished: false,
             };
-            runtime.spawn(rounds.run(checkout));
+            runtime.spawn(rounds.run(checkout()));
         }
         outcome.await.unwrap_or_else(|_| {
             Err(SqlMiddlewareDbError::new(

@@ -174,7 +174,6 @@ impl<T, O: EmbeddedOptions> Knobs for Embedded<T, O> {
         true
     }
 
-    #[cfg(feature = "_embedded")]
     fn single_writer_mode(&self) -> bool {
         self.readers.is_some()
     }

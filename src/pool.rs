@@ -170,10 +170,12 @@ impl MiddlewarePool {
         #[cfg(feature = "_embedded")]
         if let Some(group) = &self.group {
             if crate::sql::effects::plain_write(sql, self.inner.dialect()) {
-                let pool = self.clone();
-                let checkout = move || {
-                    let pool = pool.clone();
-                    async move { pool.get().await }
+                let checkout = || {
+                    let pool = self.clone();
+                    move || {
+                        let pool = pool.clone();
+                        async move { pool.get().await }
+                    }
                 };
                 return group.submit(checkout, sql, params).await;
             }

@@ -233,9 +233,6 @@ impl SqliteConn {
         Ok(stmt)
     }
 
-    /// Runs a script (see [`Wing::execute_batch`]).
-    ///
-    /// [`Wing::execute_batch`]: crate::contract::Wing::execute_batch
     /// One of the hall's savepoint statements, inside its transaction: a script the execution
     /// model may run on the task (see `Wing::savepoint_stmt`).
     pub(super) async fn savepoint_script(&mut self, sql: &str) -> Result<()> {
@@ -256,12 +253,13 @@ impl SqliteConn {
                 },
             )
             .await;
-        super::offload::record_exec(before, self.exec);
-        let seen = self.cell.take();
-        self.note_session(seen.lasting());
+        self.script_ran(before);
         r
     }
 
+    /// Runs a script (see [`Wing::execute_batch`]).
+    ///
+    /// [`Wing::execute_batch`]: crate::contract::Wing::execute_batch
     pub(super) async fn execute_script(&mut self, sql: &str, in_tx: bool, at: At) -> Result<()> {
         if self.returning.is_some() {
             self.settle_stream().await;
@@ -291,15 +289,20 @@ impl SqliteConn {
                     e
                 }
             });
+        self.script_ran(before);
+        r
+    }
+
+    /// What every script ends with: its execution counts (`before` is the connection's as it
+    /// started), and what the authorizer saw of each statement as SQLite prepared it, the ones
+    /// that ran before a failure included.
+    fn script_ran(&mut self, before: crate::stats::ExecStats) {
         super::offload::record_exec(before, self.exec);
-        // The authorizer saw each statement of the script as SQLite prepared it, the ones that
-        // ran before a failure included.
         let seen = self.cell.take();
         if seen.has(Effects::SCHEMA) {
             // Describe statements again after DDL; SQLite re-prepares its own.
             self.stmts.clear();
         }
         self.note_session(seen.lasting());
-        r
     }
 }
