@@ -53,7 +53,12 @@ mod drive;
 #[path = "../../../../examples/throughput/sqlite_workload.rs"]
 mod workload;
 
+/// The harnesses' `--flag value` parsing, shared as source with the SQLx harness.
+#[path = "../../../../examples/throughput/flags.rs"]
+mod flags;
+
 use drive::Stop;
+use flags::{Flag, required};
 use workload::{Op, Workload};
 
 /// The crate's busy timeout (`PoolBuilder`'s default; `bench_support::sqlite::BUSY_TIMEOUT`).
@@ -90,49 +95,36 @@ impl Args {
     fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         let (mut peer, mut path, mut workload, mut clients, mut seconds) =
             (None, None, None, None, None);
-        while let Some(flag) = it.next() {
-            let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-            let bad = |what: &str| format!("{flag}: `{value}` is not {what}");
-            match flag.as_str() {
+        while let Some(flag) = Flag::next(&mut it, &[]) {
+            let flag = flag?;
+            match flag.name.as_str() {
                 "--peer" => {
-                    peer = Some(match value.as_str() {
+                    peer = Some(match flag.value.as_str() {
                         "deadpool_sqlite" => PeerKind::DeadpoolSqlite,
                         "tokio_rusqlite" => PeerKind::TokioRusqlite,
-                        _ => return Err(bad("deadpool_sqlite or tokio_rusqlite")),
+                        _ => return Err(flag.bad("deadpool_sqlite or tokio_rusqlite")),
                     });
                 }
-                "--path" => path = Some(PathBuf::from(&value)),
+                "--path" => path = Some(PathBuf::from(&flag.value)),
                 "--workload" => {
-                    workload = Some(Workload::parse(&value).ok_or_else(|| bad("lookup or mixed"))?);
-                }
-                "--clients" => {
-                    clients = Some(
-                        value
-                            .parse::<usize>()
-                            .ok()
-                            .filter(|&n| n > 0)
-                            .ok_or_else(|| bad("a positive count"))?,
+                    workload = Some(
+                        Workload::parse(&flag.value).ok_or_else(|| flag.bad("lookup or mixed"))?,
                     );
                 }
+                "--clients" => clients = Some(flag.parse(|&n: &usize| n > 0, "a positive count")?),
                 "--seconds" => {
-                    seconds = Some(
-                        value
-                            .parse::<u64>()
-                            .ok()
-                            .filter(|&s| s > 0)
-                            .ok_or_else(|| bad("a positive whole number of seconds"))?,
-                    );
+                    seconds =
+                        Some(flag.parse(|&s: &u64| s > 0, "a positive whole number of seconds")?);
                 }
-                _ => return Err(format!("unknown flag {flag}")),
+                _ => return Err(format!("unknown flag {}", flag.name)),
             }
         }
-        let missing = |name: &str| format!("{name} is required");
         Ok(Args {
-            peer: peer.ok_or_else(|| missing("--peer"))?,
-            path: path.ok_or_else(|| missing("--path"))?,
-            workload: workload.ok_or_else(|| missing("--workload"))?,
-            clients: clients.ok_or_else(|| missing("--clients"))?,
-            seconds: seconds.ok_or_else(|| missing("--seconds"))?,
+            peer: required(peer, "--peer")?,
+            path: required(path, "--path")?,
+            workload: required(workload, "--workload")?,
+            clients: required(clients, "--clients")?,
+            seconds: required(seconds, "--seconds")?,
         })
     }
 }
@@ -362,6 +354,64 @@ fn main() {
         Err(msg) => {
             eprintln!("peers_throughput: {msg}");
             std::process::exit(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Result<Args, String> {
+        Args::parse(line.split_whitespace().map(str::to_owned))
+    }
+
+    #[test]
+    fn parses_the_contract() {
+        let a =
+            parse("--peer tokio_rusqlite --path /d/x.db --workload mixed --clients 64 --seconds 3")
+                .expect("valid");
+        assert_eq!(
+            (a.peer, a.workload, a.clients, a.seconds),
+            (PeerKind::TokioRusqlite, Workload::Mixed, 64, 3)
+        );
+        assert_eq!(a.path, PathBuf::from("/d/x.db"));
+    }
+
+    #[test]
+    fn rejects_bad_lines() {
+        for (line, says) in [
+            (
+                "--peer sqlx --path p --workload lookup --clients 8 --seconds 1",
+                "--peer: `sqlx`",
+            ),
+            (
+                "--peer deadpool_sqlite --path p --workload lookup --clients 0 --seconds 1",
+                "--clients: `0`",
+            ),
+            (
+                "--peer deadpool_sqlite --path p --workload lookup --clients 8 --seconds 1.5",
+                "--seconds: `1.5`",
+            ),
+            (
+                "--peer deadpool_sqlite --path p --workload write --clients 8 --seconds 1",
+                "--workload: `write`",
+            ),
+            (
+                "--peer deadpool_sqlite --path p --workload lookup --clients 8",
+                "--seconds is required",
+            ),
+            (
+                "--peer deadpool_sqlite --path p --workload lookup --clients 8 --seconds",
+                "--seconds needs a value",
+            ),
+            (
+                "--peer deadpool_sqlite --path p --workload lookup --clients 8 --seconds 1 --x 1",
+                "unknown flag --x",
+            ),
+        ] {
+            let err = parse(line).expect_err(line);
+            assert!(err.contains(says), "{line}: {err}");
         }
     }
 }

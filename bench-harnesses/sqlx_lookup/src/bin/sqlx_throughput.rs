@@ -37,6 +37,12 @@ use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::{Pool, Row};
 
+/// The harnesses' `--flag value` parsing, shared as source with the async-SQLite peers' harness.
+#[path = "../../../../examples/throughput/flags.rs"]
+mod flags;
+
+use flags::{Flag, required};
+
 /// pgbench's select-only script (`-S`).
 const PG_SELECT: &str = "SELECT abalance FROM pgbench_accounts WHERE aid = $1";
 /// pgbench's TPC-B-like script, in its order, inside one transaction.
@@ -145,76 +151,52 @@ impl Args {
         let mut scale = 1;
         let mut table_size = 100_000;
         let mut test_before_acquire = false;
-        while let Some(flag) = it.next() {
-            if flag == "--test-before-acquire" {
-                test_before_acquire = true;
-                continue;
-            }
-            let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-            let bad = |what: &str| format!("{flag}: `{value}` is not {what}");
-            match flag.as_str() {
+        while let Some(flag) = Flag::next(&mut it, &["--test-before-acquire"]) {
+            let flag = flag?;
+            match flag.name.as_str() {
+                "--test-before-acquire" => test_before_acquire = true,
                 "--engine" => {
-                    engine = Some(match value.as_str() {
+                    engine = Some(match flag.value.as_str() {
                         "postgres" => Engine::Postgres,
                         "mysql" => Engine::MySql,
-                        _ => return Err(bad("postgres or mysql")),
+                        _ => return Err(flag.bad("postgres or mysql")),
                     });
                 }
-                "--url" => url = Some(value),
+                "--url" => url = Some(flag.value),
                 "--workload" => {
-                    workload = Some(match value.as_str() {
+                    workload = Some(match flag.value.as_str() {
                         "select" => Workload::Select,
                         "tpcb" => Workload::TpcB,
                         "point_select" => Workload::PointSelect,
                         "read_write" => Workload::ReadWrite,
-                        _ => return Err(bad("select, tpcb, point_select or read_write")),
+                        _ => return Err(flag.bad("select, tpcb, point_select or read_write")),
                     });
                 }
-                "--clients" => {
-                    clients = Some(
-                        value
-                            .parse::<u32>()
-                            .ok()
-                            .filter(|&n| n > 0)
-                            .ok_or_else(|| bad("a positive count"))?,
-                    );
-                }
+                "--clients" => clients = Some(flag.parse(|&n: &u32| n > 0, "a positive count")?),
                 "--seconds" => {
-                    seconds = Some(
-                        value
-                            .parse::<f64>()
-                            .ok()
-                            .filter(|&s| s.is_finite() && s > 0.0)
-                            .ok_or_else(|| bad("a positive number of seconds"))?,
-                    );
+                    seconds = Some(flag.parse(
+                        |&s: &f64| s.is_finite() && s > 0.0,
+                        "a positive number of seconds",
+                    )?);
                 }
                 "--warmup" => {
-                    warmup = value
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|&s| s.is_finite() && s >= 0.0)
-                        .ok_or_else(|| bad("a number of seconds"))?;
+                    warmup =
+                        flag.parse(|&s: &f64| s.is_finite() && s >= 0.0, "a number of seconds")?;
                 }
                 "--scale" => {
-                    scale = value
-                        .parse::<i32>()
-                        .ok()
-                        .filter(|&k| k > 0 && k <= i32::MAX / PG_ACCOUNTS_PER_SCALE)
-                        .ok_or_else(|| bad("a positive pgbench scale"))?;
+                    scale = flag.parse(
+                        |&k: &i32| k > 0 && k <= i32::MAX / PG_ACCOUNTS_PER_SCALE,
+                        "a positive pgbench scale",
+                    )?;
                 }
                 "--table-size" => {
-                    table_size = value
-                        .parse::<i32>()
-                        .ok()
-                        .filter(|&r| r > 0)
-                        .ok_or_else(|| bad("a positive row count"))?;
+                    table_size = flag.parse(|&r: &i32| r > 0, "a positive row count")?;
                 }
-                _ => return Err(format!("unknown flag {flag}")),
+                _ => return Err(format!("unknown flag {}", flag.name)),
             }
         }
-        let missing = |name: &str| format!("{name} is required");
-        let engine = engine.ok_or_else(|| missing("--engine"))?;
-        let workload = workload.ok_or_else(|| missing("--workload"))?;
+        let engine = required(engine, "--engine")?;
+        let workload = required(workload, "--workload")?;
         if workload.engine() != engine {
             return Err(format!(
                 "workload {} is not a {} workload (postgres: select, tpcb; mysql: point_select, read_write)",
@@ -224,10 +206,10 @@ impl Args {
         }
         Ok(Args {
             engine,
-            url: url.ok_or_else(|| missing("--url"))?,
+            url: required(url, "--url")?,
             workload,
-            clients: clients.ok_or_else(|| missing("--clients"))?,
-            seconds: seconds.ok_or_else(|| missing("--seconds"))?,
+            clients: required(clients, "--clients")?,
+            seconds: required(seconds, "--seconds")?,
             warmup,
             scale,
             table_size,
