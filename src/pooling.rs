@@ -178,7 +178,7 @@ where
         .idle_tracked
         .store(opts.idle_timeout.is_some(), Ordering::Relaxed);
     let (created, retiring) = (Arc::clone(&opts.counters), Arc::clone(&opts.counters));
-    let pool = Pool::builder(manager)
+    let mut builder = Pool::builder(manager)
         .max_size(opts.max_size)
         .wait_timeout(Some(opts.wait_timeout))
         .create_timeout(Some(opts.create_timeout))
@@ -187,8 +187,12 @@ where
         .post_create(Hook::sync_fn(move |_, _| {
             created.created.fetch_add(1, Ordering::Relaxed);
             Ok(())
-        }))
-        .pre_recycle(Hook::sync_fn(
+        }));
+    let limited = limits.max_lifetime.is_some() || limits.idle_timeout.is_some();
+    // Only a pool with a limit checks it at checkout: the hook runs on every checkout, and
+    // without a limit it could only answer "keep".
+    if limited {
+        builder = builder.pre_recycle(Hook::sync_fn(
             move |c: &mut M::Type, m: &Metrics| match limits.check(c.returned_at(), m) {
                 None => Ok(()),
                 Some(why) => {
@@ -198,10 +202,12 @@ where
                     ))
                 }
             },
-        ))
+        ));
+    }
+    let pool = builder
         .build()
         .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Config, e.to_string()))?;
-    if limits.max_lifetime.is_some() || limits.idle_timeout.is_some() || opts.min_idle > 0 {
+    if limited || opts.min_idle > 0 {
         upkeep(&pool, limits, opts.min_idle, Arc::clone(&opts.counters));
     }
     Ok(pool)
