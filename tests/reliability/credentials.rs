@@ -138,8 +138,18 @@ impl Sink {
 
 /// Captures every span and event of this thread (the test's current-thread runtime) at `TRACE`,
 /// with the spans' fields as they open and close.
+///
+/// With the crate's spans built in, a second, idle dispatch lives as long as the capture. While exactly one dispatch is
+/// registered in the process, tracing-core 0.1 computes a callsite's interest from the default
+/// of whichever thread reaches it first (tokio-rs/tracing#3611): a test on another thread, with
+/// no subscriber, running a statement first would cache the statement span as never enabled,
+/// for this capture too. With two registered, every callsite asks both.
 fn capture() -> (impl Sized, Sink) {
     use tracing_subscriber::util::SubscriberInitExt;
+    #[cfg(feature = "tracing")]
+    let second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
+    #[cfg(not(feature = "tracing"))]
+    let second = ();
     let sink = Sink::default();
     let sub = tracing_subscriber::fmt()
         .with_writer(sink.clone())
@@ -147,7 +157,7 @@ fn capture() -> (impl Sized, Sink) {
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::FULL)
         .with_ansi(false)
         .finish();
-    (sub.set_default(), sink)
+    ((sub.set_default(), second), sink)
 }
 
 /// The fewest calls the load must complete after the rotation for the test to say anything.
