@@ -53,12 +53,13 @@ mod drive;
 #[path = "../../../../examples/throughput/sqlite_workload.rs"]
 mod workload;
 
-/// The harnesses' `--flag value` parsing, shared as source with the SQLx harness.
-#[path = "../../../../examples/throughput/flags.rs"]
-mod flags;
+/// The harnesses' command line (flags in, one JSON line out), shared as source with the SQLx
+/// harness.
+#[path = "../../../../examples/throughput/cli.rs"]
+mod cli;
 
+use cli::{Flag, required};
 use drive::Stop;
-use flags::{Flag, required};
 use workload::{Op, Workload};
 
 /// The crate's busy timeout (`PoolBuilder`'s default; `bench_support::sqlite::BUSY_TIMEOUT`).
@@ -324,38 +325,24 @@ async fn run(args: Args) -> Result<Outcome, String> {
 }
 
 fn main() {
-    let args = match Args::parse(std::env::args().skip(1)) {
-        Ok(a) => a,
-        Err(msg) => {
-            eprintln!("peers_throughput: {msg}\n{USAGE}");
-            std::process::exit(2);
-        }
-    };
-    if let Err(msg) = check_database(&args) {
-        eprintln!("peers_throughput: {msg}");
-        std::process::exit(1);
-    }
-    let cpus = std::thread::available_parallelism().map_or(2, usize::from);
-    let rt = drive::runtime(cpus);
+    let args = cli::or_usage(
+        "peers_throughput",
+        Args::parse(std::env::args().skip(1)),
+        USAGE,
+    );
     let label = format!(
         "{:?} {} C={}",
         args.peer,
         args.workload.name(),
         args.clients
     );
-    match rt.block_on(run(args)) {
-        Ok(outcome) => {
-            println!("{}", outcome.json());
-            if outcome.run.done == 0 {
-                eprintln!("peers_throughput: {label}: no transaction completed in the window");
-                std::process::exit(1);
-            }
-        }
-        Err(msg) => {
-            eprintln!("peers_throughput: {msg}");
-            std::process::exit(1);
-        }
+    if let Err(msg) = check_database(&args) {
+        cli::finish("peers_throughput", &label, Err(msg));
     }
+    let cpus = std::thread::available_parallelism().map_or(2, usize::from);
+    let rt = drive::runtime(cpus);
+    let ran = rt.block_on(run(args)).map(|o| (o.json(), o.run.done));
+    cli::finish("peers_throughput", &label, ran);
 }
 
 #[cfg(test)]

@@ -37,11 +37,12 @@ use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::{Pool, Row};
 
-/// The harnesses' `--flag value` parsing, shared as source with the async-SQLite peers' harness.
-#[path = "../../../../examples/throughput/flags.rs"]
-mod flags;
+/// The harnesses' command line (flags in, one JSON line out), shared as source with the
+/// async-SQLite peers' harness.
+#[path = "../../../../examples/throughput/cli.rs"]
+mod cli;
 
-use flags::{Flag, required};
+use cli::{Flag, required};
 
 /// pgbench's select-only script (`-S`).
 const PG_SELECT: &str = "SELECT abalance FROM pgbench_accounts WHERE aid = $1";
@@ -532,38 +533,26 @@ async fn run(args: Arc<Args>) -> Result<Outcome, String> {
 }
 
 fn main() {
-    let args = match Args::parse(std::env::args().skip(1)) {
-        Ok(a) => a,
-        Err(msg) => {
-            eprintln!("sqlx_throughput: {msg}\n{USAGE}");
-            std::process::exit(2);
-        }
-    };
+    let args = cli::or_usage(
+        "sqlx_throughput",
+        Args::parse(std::env::args().skip(1)),
+        USAGE,
+    );
+    let label = format!(
+        "{} {} C={}",
+        args.engine.name(),
+        args.workload.name(),
+        args.clients
+    );
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    let rt = match tokio::runtime::Builder::new_multi_thread()
+    let ran = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cpus)
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("sqlx_throughput: tokio runtime: {e}");
-            std::process::exit(1);
-        }
-    };
-    match rt.block_on(run(Arc::new(args))) {
-        Ok(outcome) => {
-            println!("{}", outcome.json());
-            if outcome.transactions == 0 {
-                eprintln!("sqlx_throughput: no transaction completed in the window");
-                std::process::exit(1);
-            }
-        }
-        Err(msg) => {
-            eprintln!("sqlx_throughput: {msg}");
-            std::process::exit(1);
-        }
-    }
+        .map_err(|e| format!("tokio runtime: {e}"))
+        .and_then(|rt| rt.block_on(run(Arc::new(args))))
+        .map(|o| (o.json(), o.transactions));
+    cli::finish("sqlx_throughput", &label, ran);
 }
 
 #[cfg(test)]

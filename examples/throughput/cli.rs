@@ -1,7 +1,7 @@
-//! The `--flag value` command lines of the external contenders' binaries (`sqlx_throughput`,
-//! `peers_throughput`): reading the pairs, and a value checked the same way in each. Each
-//! harness is a crate of its own, with its own lockfile, so it includes this file by path, as
-//! it does `drive.rs`.
+//! The command lines of the external contenders' binaries (`sqlx_throughput`,
+//! `peers_throughput`): `--flag value` pairs in, checked the same way in each, and one JSON line
+//! out. Each harness is a crate of its own, with its own lockfile, so it includes this file by
+//! path, as it does `drive.rs`.
 
 use std::str::FromStr;
 
@@ -49,4 +49,31 @@ impl Flag {
 /// The value of a required flag, or the error saying it was not given.
 pub fn required<T>(v: Option<T>, name: &str) -> Result<T, String> {
     v.ok_or_else(|| format!("{name} is required"))
+}
+
+/// The parsed command line, or (on an error) the error and `usage` on stderr and exit status 2.
+pub fn or_usage<T>(bin: &str, parsed: Result<T, String>, usage: &str) -> T {
+    parsed.unwrap_or_else(|msg| {
+        eprintln!("{bin}: {msg}\n{usage}");
+        std::process::exit(2)
+    })
+}
+
+/// Ends a run of `label`: prints its JSON line (`ran` is that line and the transactions it
+/// counted), or its error on stderr. A run that failed or completed no transaction exits with
+/// status 1.
+pub fn finish(bin: &str, label: &str, ran: Result<(String, u64), String>) {
+    match ran {
+        Ok((line, done)) => {
+            println!("{line}");
+            if done == 0 {
+                eprintln!("{bin}: {label}: no transaction completed in the window");
+                std::process::exit(1);
+            }
+        }
+        Err(msg) => {
+            eprintln!("{bin}: {label}: {msg}");
+            std::process::exit(1);
+        }
+    }
 }
