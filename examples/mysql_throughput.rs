@@ -81,6 +81,7 @@ use sql_middleware_bench::mysql as bm;
 
 use args::Args;
 use drive::{Rng, Stop};
+use external::Contender;
 
 const DB: &str = "sysbench_sqlmw";
 /// sysbench's `--table-size`.

@@ -54,6 +54,7 @@ use sql_middleware_bench::postgres as bp;
 
 use args::Args;
 use drive::{Rng, Stop};
+use external::Contender;
 
 /// A workload of pgbench's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

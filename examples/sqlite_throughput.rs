@@ -71,6 +71,7 @@ use sql_middleware_bench::sqlite::{self as bs, decode_row};
 
 use args::Args;
 use drive::Stop;
+use external::Contender;
 use peers::Peers;
 use workload::{LOG_SCHEMA, Op, ROWS, Run, Workload};
 

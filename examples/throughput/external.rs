@@ -12,22 +12,51 @@ pub struct External {
     bin: PathBuf,
 }
 
+/// How an example finds and names an external contender.
+pub struct Harness {
+    /// The environment variable that names the binary when the example's flag does not.
+    pub env: &'static str,
+    /// The contender, as the notice of its absence speaks of it ("SQLx is").
+    pub what: &'static str,
+    /// How to add it to a run.
+    pub hint: &'static str,
+    /// Its contenders, as the binary's flags and the report name them.
+    pub names: &'static [&'static str],
+}
+
+/// An external contender of the examples: its harness, and its own type around the binary.
+pub trait Contender: Sized {
+    /// How it is found and named.
+    const HARNESS: Harness;
+
+    /// The contender around its binary.
+    fn wrap(bin: External) -> Self;
+
+    /// The binary named by the example's flag (`arg`), else by the harness's environment
+    /// variable. Without either, says on stderr that the contender is not in this run and how
+    /// to add it; a named binary that does not exist is an error.
+    fn find(arg: Option<&str>, tag: &str) -> Option<Self> {
+        External::find(&Self::HARNESS, arg, tag).map(Self::wrap)
+    }
+
+    /// The example's `contenders`, with this one's names after them when its binary was found.
+    fn joined(found: Option<&Self>, contenders: &[&'static str]) -> Vec<&'static str> {
+        let mut all = contenders.to_vec();
+        if found.is_some() {
+            all.extend_from_slice(Self::HARNESS.names);
+        }
+        all
+    }
+}
+
 impl External {
-    /// The binary named by the example's flag (`arg`), else by the environment variable `env`.
-    /// Without either, says on stderr that `what` is not in this run and how to add it (`hint`);
-    /// a named binary that does not exist is an error.
-    pub fn find(
-        arg: Option<&str>,
-        env: &str,
-        tag: &str,
-        what: &str,
-        hint: &str,
-    ) -> Option<External> {
+    /// See [`Contender::find`].
+    fn find(h: &Harness, arg: Option<&str>, tag: &str) -> Option<External> {
         let named = arg
             .map(str::to_owned)
-            .or_else(|| std::env::var(env).ok().filter(|v| !v.is_empty()));
+            .or_else(|| std::env::var(h.env).ok().filter(|v| !v.is_empty()));
         let Some(bin) = named.map(PathBuf::from) else {
-            eprintln!("[{tag}] {what} not a contender of this run: {hint}");
+            eprintln!("[{tag}] {} not a contender of this run: {}", h.what, h.hint);
             return None;
         };
         if !bin.is_file() {
@@ -35,19 +64,6 @@ impl External {
             std::process::exit(2);
         }
         Some(External { bin })
-    }
-
-    /// The example's `contenders`, with `names` after them when the binary was found.
-    pub fn joined(
-        found: bool,
-        contenders: &[&'static str],
-        names: &[&'static str],
-    ) -> Vec<&'static str> {
-        let mut all = contenders.to_vec();
-        if found {
-            all.extend_from_slice(names);
-        }
-        all
     }
 
     /// Runs the binary with `args` and returns its JSON line, after checking that it succeeded

@@ -11,10 +11,7 @@
 
 use std::path::Path;
 
-use super::external::External;
-
-/// Where the binary is named when `--peers` is not given.
-const ENV: &str = "SQLITE_PEERS_THROUGHPUT";
+use super::external::{Contender, External, Harness};
 
 /// The peers, as the binary's `--peer` and the report name them.
 pub const NAMES: [&str; 2] = ["deadpool_sqlite", "tokio_rusqlite"];
@@ -30,27 +27,23 @@ pub struct PeerRun {
     pub busy: u64,
 }
 
+impl Contender for Peers {
+    /// The peers' harness: `SQLITE_PEERS_THROUGHPUT` names the binary when `--peers` does not; the
+    /// peers as the binary's `--peer` and the report name them.
+    const HARNESS: Harness = Harness {
+        env: "SQLITE_PEERS_THROUGHPUT",
+        what: "the async-SQLite peers are",
+        hint: "build bench-harnesses/sqlite_peers's peers_throughput and pass --peers PATH \
+               (scripts/throughput.sh does)",
+        names: &NAMES,
+    };
+
+    fn wrap(bin: External) -> Self {
+        Peers(bin)
+    }
+}
+
 impl Peers {
-    /// The binary named by `--peers`, else by `SQLITE_PEERS_THROUGHPUT`. Without either, says on
-    /// stderr that the peers are not in this run and how to add them; a named binary that does not
-    /// exist is an error.
-    pub fn find(arg: Option<&str>, tag: &str) -> Option<Peers> {
-        External::find(
-            arg,
-            ENV,
-            tag,
-            "the async-SQLite peers are",
-            "build bench-harnesses/sqlite_peers's peers_throughput and pass --peers PATH \
-             (scripts/throughput.sh does)",
-        )
-        .map(Peers)
-    }
-
-    /// The example's `contenders`, with the peers last when the binary was found.
-    pub fn joined(found: Option<&Peers>, contenders: &[&'static str]) -> Vec<&'static str> {
-        External::joined(found.is_some(), contenders, &NAMES)
-    }
-
     /// One run of `peer` on the database at `path`, after its one-second warm-up. `settings` is
     /// the line `settings_of` gives for the example's own connections: the peer's connections
     /// must run with the same.

@@ -7,35 +7,27 @@
 //! `cargo build --release --manifest-path bench-harnesses/sqlx_lookup/Cargo.toml --bin sqlx_throughput`
 //! and name it with `--sqlx PATH` (or `SQLX_THROUGHPUT=PATH`); `scripts/throughput.sh` does both.
 
-use super::external::External;
-
-/// Where the binary is named when `--sqlx` is not given.
-const ENV: &str = "SQLX_THROUGHPUT";
+use super::external::{Contender, External, Harness};
 
 /// The SQLx contender.
 pub struct Sqlx(External);
 
+impl Contender for Sqlx {
+    /// SQLx's harness: `SQLX_THROUGHPUT` names the binary when `--sqlx` does not.
+    const HARNESS: Harness = Harness {
+        env: "SQLX_THROUGHPUT",
+        what: "SQLx is",
+        hint: "build bench-harnesses/sqlx_lookup's sqlx_throughput and pass --sqlx PATH \
+               (scripts/throughput.sh does)",
+        names: &["sqlx"],
+    };
+
+    fn wrap(bin: External) -> Self {
+        Sqlx(bin)
+    }
+}
+
 impl Sqlx {
-    /// The binary named by `--sqlx`, else by `SQLX_THROUGHPUT`. Without either, says on stderr
-    /// that SQLx is not in this run and how to add it; a named binary that does not exist is
-    /// an error.
-    pub fn find(arg: Option<&str>, tag: &str) -> Option<Sqlx> {
-        External::find(
-            arg,
-            ENV,
-            tag,
-            "SQLx is",
-            "build bench-harnesses/sqlx_lookup's sqlx_throughput and pass --sqlx PATH \
-             (scripts/throughput.sh does)",
-        )
-        .map(Sqlx)
-    }
-
-    /// The example's `contenders`, with `sqlx` last when the binary was found.
-    pub fn joined(found: Option<&Sqlx>, contenders: &[&'static str]) -> Vec<&'static str> {
-        External::joined(found.is_some(), contenders, &["sqlx"])
-    }
-
     /// One run's transactions per second over `seconds`, after its one-second warm-up.
     pub fn tps(
         &self,
