@@ -43,19 +43,13 @@ mod mysql_server;
 #[allow(dead_code)]
 mod unwind;
 
+#[path = "../tests/common/unique.rs"]
+mod unique;
+
 /// The one item `tests/common/mysql.rs` takes from the tests' `backends` module (which needs
 /// the test harness's engine macros): a name unique to this process.
 mod backends {
-    use std::hash::BuildHasher;
-
-    pub fn unique_hex() -> String {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let hash =
-            std::collections::hash_map::RandomState::new().hash_one((nanos, std::process::id()));
-        format!("{hash:016x}")
-    }
+    pub use super::unique::unique_hex;
 }
 
 #[path = "throughput/args.rs"]

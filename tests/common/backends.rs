@@ -20,11 +20,7 @@
 //! `postgres::selects_one`, `turso::selects_one`, `mysql::selects_one`. Test bodies use the
 //! public API only, plus [`TestDb::kind`] where the engines document a difference.
 
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use sql_middleware::prelude::*;
 use sql_middleware::{ErrorKind, PoolBuilder};
@@ -62,17 +58,7 @@ impl Drop for TempDir {
     }
 }
 
-/// 16 hex digits, unique within the process and very likely across processes.
-pub fn unique_hex() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let hash = RandomState::new().hash_one((nanos, std::process::id(), count));
-    format!("{hash:016x}")
-}
+pub use super::unique::unique_hex;
 
 /// Where a [`TestDb`] lives, so that more pools can be opened on the same database.
 #[derive(Debug, Clone)]

@@ -22,4 +22,5 @@ pub mod reliability;
 #[cfg(any(feature = "postgres-tls", feature = "mysql-tls"))]
 pub mod tls_matrix;
 pub mod transfers;
+pub mod unique;
 pub mod unwind;

@@ -16,11 +16,8 @@
 //! [`PgSchema`] it depends only on `std`, `tokio`, `tokio-postgres` and (for `tls`) `rcgen`,
 //! never on the library under test.
 
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tokio_postgres::NoTls;
 
@@ -30,6 +27,12 @@ pub mod pgaf;
 pub mod pgbouncer;
 #[cfg(feature = "postgres-tls")]
 pub mod tls;
+/// Names unique to this process, the same source as the tests' `backends` use. In the tests this
+/// file is compiled a second time here (the lint below), because examples and benches include
+/// this module by path without the rest of `common`.
+#[path = "../unique.rs"]
+#[allow(clippy::duplicate_mod)]
+mod unique;
 
 /// Environment variable that names the PostgreSQL server to test against.
 pub const PG_URL_ENV: &str = "SQL_MIDDLEWARE_PG_URL";
@@ -271,22 +274,10 @@ fn redact(url: &str) -> String {
         .join(" ")
 }
 
-/// 16 random lowercase hex digits, from std only (per-process random hasher keys mixed with
-/// the time, the pid, a counter and the thread id).
+/// 16 random lowercase hex digits, from std only (see `unique.rs`, shared with the tests'
+/// `backends`).
 pub fn random_hex() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let hash = RandomState::new().hash_one((
-        nanos,
-        std::process::id(),
-        count,
-        std::thread::current().id(),
-    ));
-    format!("{hash:016x}")
+    unique::unique_hex()
 }
 
 /// Percent-encodes everything except RFC 3986 unreserved characters.
