@@ -1,7 +1,7 @@
 //! Group commit for the single-writer mode of SQLite and Turso: autocommit writes sent through
-//! [`MiddlewarePool::dml`](crate::pool::MiddlewarePool::dml) while the writer is busy wait in a queue, and the next round runs
-//! them together, each in a savepoint of one transaction, so one commit (one fsync of the log
-//! with `synchronous=FULL`) makes them all durable.
+//! [`MiddlewarePool::dml`](crate::pool::MiddlewarePool::dml) while the writer is busy wait in a
+//! queue, and the next round runs them together, each in a savepoint of one transaction, so one
+//! commit (one fsync of the log with `synchronous=FULL`) makes them all durable.
 //!
 //! Each call keeps the meaning of its own autocommit statement:
 //! - it returns `Ok` only after the commit that holds its work returned;
@@ -14,10 +14,11 @@
 //!   autocommit, on the writer.
 //!
 //! The rounds run on a task of their own (spawned when a write finds none running, ended when
-//! the queue is empty), which checks the writer out through the pool's own checkout (given as
-//! a function, so that this module does not import the pool that holds its queue), so a caller that stops waiting never strands the others. A caller that
-//! stops waiting before its round starts is dropped from it; after that its statement runs
-//! and commits as an autocommit statement cancelled in flight would.
+//! the queue is empty), so a caller that stops waiting never strands the others. The task
+//! checks the writer out through the pool's own checkout, given to it as a function so that
+//! this module does not import the pool that holds its queue. A caller that stops waiting
+//! before its round starts is dropped from it; after that its statement runs and commits as an
+//! autocommit statement cancelled in flight would.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
