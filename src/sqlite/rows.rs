@@ -28,8 +28,10 @@ fn invalid_utf8(desc: &Described, idx: usize) -> SqlMiddlewareDbError {
     )
 }
 
-/// Converts one SQLite value, widened by the column's declared type.
-#[inline]
+/// Converts one SQLite value, widened by the column's declared type. Always inlined, with
+/// [`SqliteRow::value_ref`]: a `FromValue` matches the value it returns at once, so the
+/// optimiser can drop the `ValueRef` in between (about 17 instructions per column read).
+#[inline(always)]
 pub(crate) fn value_ref<'a>(
     raw: SqliteRef<'a>,
     hint: ColumnHint,
@@ -68,7 +70,7 @@ impl SqlRow for SqliteRow<'_, '_> {
         self.desc.columns.index_of(name)
     }
 
-    #[inline]
+    #[inline(always)]
     fn value_ref(&self, idx: usize) -> Result<ValueRef<'_>> {
         let raw = self
             .row
