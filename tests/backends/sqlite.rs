@@ -324,6 +324,91 @@ async fn every_exec_model_gives_the_same_answers() {
     }
 }
 
+/// The execution counts (inline, offloaded by policy, re-run after an interrupt) of a pool of
+/// one connection after `f`, as the checkout ends.
+async fn exec_counts_after<F>(model: SqliteExecModel, f: F) -> (u64, u64, u64)
+where
+    F: AsyncFnOnce(&mut MiddlewarePoolConnection),
+{
+    let db = ConfigAndPool::sqlite_memory()
+        .sqlite_exec_model(model)
+        .max_size(1)
+        .build()
+        .await
+        .unwrap();
+    let before = db.stats().sqlite;
+    {
+        let mut c = db.get_connection().await.unwrap();
+        f(&mut c).await;
+    }
+    let after = db.stats().sqlite;
+    (
+        after.inline - before.inline,
+        after.offloaded_by_policy - before.offloaded_by_policy,
+        after.rerun_after_interrupt - before.rerun_after_interrupt,
+    )
+}
+
+/// `one` and `optional`, prepared and per call, run where the execution model says: every call
+/// is counted once, where it ran, and a read interrupted inline is re-run on the blocking pool
+/// once, with the right answer, and sent there by policy from then on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookups_run_where_the_model_says_and_are_counted_once() {
+    let _group = groups::enter("sqlite");
+    let lookups = async |c: &mut MiddlewarePoolConnection| {
+        let mut st = c.prepare("SELECT $1 + 1").await.unwrap();
+        for i in 0..5_i64 {
+            let (x,): (i64,) = st.one(&[i.into()]).await.unwrap();
+            assert_eq!(x, i + 1);
+        }
+        let null: Option<(Option<i64>,)> = st.optional(&[RowValues::Null]).await.unwrap();
+        assert_eq!(null, Some((None,)), "NULL + 1 is one row holding NULL");
+        drop(st);
+        for i in 0..4_i64 {
+            let got: Option<(i64,)> = c
+                .query("SELECT $1 WHERE $1 % 2 = 0")
+                .params(&[i.into()])
+                .optional()
+                .await
+                .unwrap();
+            assert_eq!(got, (i % 2 == 0).then_some((i,)));
+        }
+    };
+    // The prepare and the ten lookups: two statements described, ten run.
+    assert_eq!(
+        exec_counts_after(SqliteExecModel::Inline, lookups).await,
+        (12, 0, 0)
+    );
+    assert_eq!(
+        exec_counts_after(SqliteExecModel::Offload, lookups).await,
+        (0, 12, 0)
+    );
+    let roomy = SqliteExecModel::Adaptive {
+        inline_budget: Duration::from_secs(5),
+    };
+    assert_eq!(exec_counts_after(roomy, lookups).await, (12, 0, 0));
+
+    // A long read under a tight budget: interrupted inline, re-run on the blocking pool once;
+    // from then on the statement goes there by policy, and a quick one stays inline.
+    let tight = SqliteExecModel::Adaptive {
+        inline_budget: Duration::from_millis(2),
+    };
+    let moved = exec_counts_after(tight, async |c: &mut MiddlewarePoolConnection| {
+        let mut st = c.prepare(LONG_QUERY).await.unwrap();
+        for _ in 0..2 {
+            let (n,): (i64,) = st.one(&[]).await.unwrap();
+            assert_eq!(n, 3_000_000);
+        }
+        drop(st);
+        let (x,): (i64,) = c.query("SELECT 7").one().await.unwrap();
+        assert_eq!(x, 7);
+    })
+    .await;
+    // The two prepares and the quick lookup ran inline; the long read was re-run once, then
+    // offloaded once.
+    assert_eq!(moved, (3, 1, 1));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_memory_database_is_shared_by_the_pool() {
     let _group = groups::enter("sqlite");
