@@ -3,12 +3,12 @@
 //! connections the pool opens, and once more when the server's certificate stops carrying the
 //! name it found.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sql_middleware::SslMode;
 use sql_middleware::prelude::*;
 
-use super::server::{Setup, start};
+use super::server::{Server, Setup, start};
 use crate::common::groups;
 
 async fn cipher(c: &mut MiddlewarePoolConnection) -> String {
@@ -18,6 +18,19 @@ async fn cipher(c: &mut MiddlewarePoolConnection) -> String {
         .await
         .expect("Ssl_cipher");
     rs.results[0].try_get(1).expect("a text value")
+}
+
+/// The handshakes the server has counted as aborted since `base`, once it has caught up. The
+/// server counts one when its thread sees the connection close, which may be after the client's
+/// call has returned: this waits (up to 10 s) for at least `expected`, then a moment more, so a
+/// count beyond it shows too.
+async fn aborted_since(s: &Server, base: u64, expected: u64) -> u64 {
+    let until = Instant::now() + Duration::from_secs(10);
+    while s.global_status("Aborted_connects").await - base < expected && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    s.global_status("Aborted_connects").await - base
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -49,7 +62,7 @@ async fn one_probe_per_endpoint_and_one_more_when_the_certificate_changes() {
             others.push(c);
         }
     }
-    let unprobed = s.global_status("Aborted_connects").await - quiet;
+    let unprobed = aborted_since(&s, quiet, 0).await;
     drop(others);
 
     // By address, to a certificate that names `localhost` only: verify-ca must not care.
@@ -69,11 +82,12 @@ async fn one_probe_per_endpoint_and_one_more_when_the_certificate_changes() {
         assert!(!cipher(&mut c).await.is_empty(), "the session is encrypted");
         held.push(c);
     }
-    let first = s.global_status("Aborted_connects").await - before;
+    let first = aborted_since(&s, before, 1).await;
 
     // A new certificate from the same CA that names neither `localhost` nor the address: the
     // name found before no longer fits, so the next connection probes again, once.
     s.reissue(&["db.internal"]).await;
+    let pre = s.global_status("Aborted_connects").await;
     let full = ConfigAndPool::mysql(&s.url("localhost", ""))
         .ssl_mode(SslMode::VerifyFull)
         .ssl_root_cert(&s.ca)
@@ -86,7 +100,9 @@ async fn one_probe_per_endpoint_and_one_more_when_the_certificate_changes() {
         Err(e) => e,
     };
     assert_eq!(e.kind(), ErrorKind::Tls, "{e}");
-    let mid = s.global_status("Aborted_connects").await;
+    // The refused handshake is counted before the next connections are.
+    let refused = aborted_since(&s, pre, 1).await;
+    let mid = pre + refused;
     for _ in 0..2 {
         let mut c = db
             .get_connection()
@@ -95,7 +111,7 @@ async fn one_probe_per_endpoint_and_one_more_when_the_certificate_changes() {
         assert!(!cipher(&mut c).await.is_empty(), "the session is encrypted");
         held.push(c);
     }
-    let second = s.global_status("Aborted_connects").await - mid;
+    let second = aborted_since(&s, mid, 2).await;
     println!(
         "mysql_tls_probe connections={} aborted_handshakes_first={first} \
          aborted_handshakes_after_change={second} aborted_handshakes_other_modes={unprobed}",
@@ -108,6 +124,10 @@ async fn one_probe_per_endpoint_and_one_more_when_the_certificate_changes() {
     // One probe for three connections; after the change, the refused connection with the old
     // name and one new probe for two connections.
     assert_eq!(first, 1, "probes for the first three connections");
+    assert_eq!(
+        refused, 1,
+        "the verify-full handshake the new certificate refused"
+    );
     assert_eq!(
         second, 2,
         "aborted handshakes after the certificate changed"
