@@ -134,22 +134,27 @@ fn main() {
     );
     let sqlx = sqlx::Sqlx::find(args.binary("sqlx"), "pg_throughput");
     let contenders = sqlx::Sqlx::joined(sqlx.as_ref(), &CONTENDERS);
+    let workloads: Vec<Workload> = args
+        .workloads
+        .iter()
+        .map(|w| Workload::from_name(w))
+        .collect();
     if let Some(only) = &args.only {
-        for w in args.workloads.iter().map(|w| Workload::from_name(w)) {
-            for &c in &args.clients {
-                let n = args.transactions;
-                drive::only(only, &format!("{} clients={c}", w.name()), || {
-                    match only.as_str() {
-                        "pgbench" => pgbench_count(&url, w, c, cpus, n),
-                        side => rt.block_on(rust_side(side, &url, w, c, Stop::Count(n))),
-                    }
-                });
-            }
-        }
+        let n = args.transactions;
+        drive::only_each(
+            only,
+            &workloads,
+            Workload::name,
+            &args.clients,
+            |w, c| match only.as_str() {
+                "pgbench" => pgbench_count(&url, w, c, cpus, n),
+                side => rt.block_on(rust_side(side, &url, w, c, Stop::Count(n))),
+            },
+        );
         return;
     }
     let mut results = Vec::new();
-    for w in args.workloads.iter().map(|w| Workload::from_name(w)) {
+    for &w in &workloads {
         for &c in &args.clients {
             let label = format!("{} C={c}", w.name());
             let rounds =

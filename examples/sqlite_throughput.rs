@@ -107,16 +107,12 @@ fn main() {
     );
     let setup = Setup { path, pragmas };
     if let Some(only) = &args.only {
-        for &w in &workloads {
-            for &c in &args.clients {
-                let n = args.transactions;
-                drive::only(only, &format!("{} clients={c}", w.name()), || {
-                    let run = rt.block_on(run_side(only, &setup, w, c, Stop::Count(n)));
-                    eprintln!("busy: {}", run.busy);
-                    run.done
-                });
-            }
-        }
+        let n = args.transactions;
+        drive::only_each(only, &workloads, Workload::name, &args.clients, |w, c| {
+            let run = rt.block_on(run_side(only, &setup, w, c, Stop::Count(n)));
+            eprintln!("busy: {}", run.busy);
+            run.done
+        });
         return;
     }
     let peers = Peers::find(args.binary("peers"), "sqlite_throughput");

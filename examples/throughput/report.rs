@@ -60,6 +60,18 @@ impl Line {
         }
     }
 
+    /// One entry per contender, `f(name, value)` in the order of [`Line::new`]'s contenders,
+    /// joined with commas; `f` may leave a contender out (`None`).
+    fn each<T, S: Into<Option<String>>>(&self, values: &[T], f: impl Fn(&str, &T) -> S) -> String {
+        let parts: Vec<String> = self
+            .contenders
+            .iter()
+            .zip(values)
+            .filter_map(|(c, v)| f(c, v).into())
+            .collect();
+        parts.join(", ")
+    }
+
     /// The line with a count per contender (in the order of [`Line::new`]'s contenders),
     /// printed and saved under `kind`.
     pub fn with_errors(mut self, kind: &'static str, counts: &[u64]) -> Line {
@@ -76,66 +88,32 @@ pub fn print_and_save(engine: &str, settings: &str, lines: &[Line]) {
     );
     let mut json = Vec::new();
     for l in lines {
-        let sides: Vec<String> = l
-            .contenders
-            .iter()
-            .zip(&l.median)
-            .map(|(c, t)| format!("{c} {t:.0}"))
-            .collect();
-        let ratios: Vec<String> = l
-            .contenders
-            .iter()
-            .zip(&l.ratio)
-            .filter(|(c, _)| **c != "middleware")
-            .map(|(c, r)| format!("middleware ÷ {c} {r:.3}×"))
-            .collect();
-        let errors = l.errors.as_ref().map_or(String::new(), |(kind, n)| {
-            let each: Vec<String> = l
-                .contenders
-                .iter()
-                .zip(n)
-                .map(|(c, n)| format!("{c} {n}"))
-                .collect();
-            format!("; {kind}: {}", each.join(", "))
+        let sides = l.each(&l.median, |c, t| format!("{c} {t:.0}"));
+        let ratios = l.each(&l.ratio, |c, r| {
+            (c != "middleware").then(|| format!("middleware ÷ {c} {r:.3}×"))
         });
+        let (errors, errors_json) = match &l.errors {
+            Some((kind, n)) => (
+                format!("; {kind}: {}", l.each(n, |c, n| format!("{c} {n}"))),
+                format!(
+                    ", \"{kind}\": {{{}}}",
+                    l.each(n, |c, n| format!("\"{c}\": {n}"))
+                ),
+            ),
+            None => (String::new(), String::new()),
+        };
         println!(
-            "  {} C={}: {} | {} ({} rounds){errors}",
-            l.workload,
-            l.clients,
-            sides.join(", "),
-            ratios.join(", "),
-            l.rounds
+            "  {} C={}: {sides} | {ratios} ({} rounds){errors}",
+            l.workload, l.clients, l.rounds
         );
-        let tps: Vec<String> = l
-            .contenders
-            .iter()
-            .zip(&l.median)
-            .map(|(c, t)| format!("\"{c}\": {t:.1}"))
-            .collect();
-        let ratio: Vec<String> = l
-            .contenders
-            .iter()
-            .zip(&l.ratio)
-            .map(|(c, r)| format!("\"{c}\": {r:.4}"))
-            .collect();
-        let errors = l.errors.as_ref().map_or(String::new(), |(kind, n)| {
-            let each: Vec<String> = l
-                .contenders
-                .iter()
-                .zip(n)
-                .map(|(c, n)| format!("\"{c}\": {n}"))
-                .collect();
-            format!(", \"{kind}\": {{{}}}", each.join(", "))
-        });
-        let names: Vec<String> = l.contenders.iter().map(|c| format!("\"{c}\"")).collect();
         json.push(format!(
-            "{{\"workload\": \"{}\", \"clients\": {}, \"rounds\": {}, \"contenders\": [{}], \"tps\": {{{}}}, \"middleware_ratio\": {{{}}}{errors}}}",
+            "{{\"workload\": \"{}\", \"clients\": {}, \"rounds\": {}, \"contenders\": [{}], \"tps\": {{{}}}, \"middleware_ratio\": {{{}}}{errors_json}}}",
             l.workload,
             l.clients,
             l.rounds,
-            names.join(", "),
-            tps.join(", "),
-            ratio.join(", ")
+            l.each(&l.median, |c, _| format!("\"{c}\"")),
+            l.each(&l.median, |c, t| format!("\"{c}\": {t:.1}")),
+            l.each(&l.ratio, |c, r| format!("\"{c}\": {r:.4}")),
         ));
     }
     let home = std::env::var("CRITERION_HOME").unwrap_or_else(|_| "bench_results".to_owned());
