@@ -209,7 +209,10 @@ impl PoolBuilder {
         self
     }
 
-    /// How long the health check of a returned connection may take (default 5 s).
+    /// How long the health check of a returned connection may take (default 5 s). Only a
+    /// check that can wait is timed: Postgres with `test_before_acquire` (a query), MySQL's
+    /// (which bounds its own round trips with it) and Turso's; SQLite's and the Postgres default
+    /// look at the connection locally and arm no timer.
     pub fn recycle_timeout(mut self, d: Duration) -> Self {
         self.pool.recycle_timeout = d;
         self

@@ -221,6 +221,9 @@ pub(crate) fn build_pool(
     } else {
         RecyclingMethod::Fast
     };
+    // Only `Verified` recycling waits (for its query): `Fast` arms no recycle timer per
+    // checkout, which would cost a clock read and a timer entry each time.
+    let recycle_waits = opts.test_before_acquire;
     let connector = super::tls::connector(&opts.tls, &mut cfg)?;
     let attrs = *opts
         .attrs
@@ -265,7 +268,7 @@ pub(crate) fn build_pool(
             reader,
         },
     };
-    pooling::build(manager, pool, true)
+    pooling::build(manager, pool, recycle_waits)
 }
 
 /// Checks out a connection, with the pool to replace it from if it must be discarded; bounded
