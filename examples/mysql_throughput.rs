@@ -217,26 +217,14 @@ fn main() {
     );
     let sqlx = sqlx::Sqlx::find(args.binary("sqlx"), "mysql_throughput");
     let contenders = sqlx::Sqlx::joined(sqlx.as_ref(), &CONTENDERS);
-    let workloads: Vec<Workload> = args
-        .workloads
-        .iter()
-        .map(|w| Workload::from_name(w))
-        .collect();
-    if let Some(only) = &args.only {
-        let n = args.transactions;
-        drive::only_each(
-            only,
-            &workloads,
-            Workload::name,
-            &args.clients,
-            |w, c| match only.as_str() {
-                "sysbench" => server.sysbench(w, c, Stop::Count(n)).done,
-                side => {
-                    rt.block_on(rust_side(side, &url, w, c, Stop::Count(n)))
-                        .done
-                }
-            },
-        );
+    let workloads = args.workloads_as(Workload::from_name);
+    if args.run_only(&workloads, Workload::name, |only, w, c, n| match only {
+        "sysbench" => server.sysbench(w, c, Stop::Count(n)).done,
+        side => {
+            rt.block_on(rust_side(side, &url, w, c, Stop::Count(n)))
+                .done
+        }
+    }) {
         return;
     }
     let mut results = Vec::new();

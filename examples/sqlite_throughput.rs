@@ -83,11 +83,8 @@ const MIXED_CONTENDERS: [&str; 4] = ["raw", "raw_inline", "middleware", "single_
 
 fn main() {
     let args = Args::parse(&Workload::KNOWN, &["peers"]);
-    let workloads: Vec<Workload> = args
-        .workloads
-        .iter()
-        .map(|w| Workload::parse(w).expect("a workload of Workload::KNOWN"))
-        .collect();
+    let workloads =
+        args.workloads_as(|w| Workload::parse(w).expect("a workload of Workload::KNOWN"));
     let cpus = std::thread::available_parallelism().map_or(2, usize::from);
     let rt = drive::runtime(cpus);
     let path = std::env::temp_dir()
@@ -106,13 +103,11 @@ fn main() {
         if built { "built" } else { "reused" }
     );
     let setup = Setup { path, pragmas };
-    if let Some(only) = &args.only {
-        let n = args.transactions;
-        drive::only_each(only, &workloads, Workload::name, &args.clients, |w, c| {
-            let run = rt.block_on(run_side(only, &setup, w, c, Stop::Count(n)));
-            eprintln!("busy: {}", run.busy);
-            run.done
-        });
+    if args.run_only(&workloads, Workload::name, |only, w, c, n| {
+        let run = rt.block_on(run_side(only, &setup, w, c, Stop::Count(n)));
+        eprintln!("busy: {}", run.busy);
+        run.done
+    }) {
         return;
     }
     let peers = Peers::find(args.binary("peers"), "sqlite_throughput");

@@ -105,6 +105,33 @@ impl Args {
         a
     }
 
+    /// The `--workload` names, each as the example's own type.
+    pub fn workloads_as<W>(&self, parse: impl Fn(&str) -> W) -> Vec<W> {
+        self.workloads.iter().map(|w| parse(w)).collect()
+    }
+
+    /// `--only NAME` mode: `run(NAME, workload, clients, transactions)` once for each workload
+    /// and client count given, each timed and printed by `drive::only`. Returns whether the
+    /// mode was asked for.
+    pub fn run_only<W: Copy>(
+        &self,
+        workloads: &[W],
+        label: impl Fn(W) -> &'static str,
+        mut run: impl FnMut(&str, W, usize, u64) -> u64,
+    ) -> bool {
+        let Some(only) = &self.only else {
+            return false;
+        };
+        for &w in workloads {
+            for &c in &self.clients {
+                super::drive::only(only, &format!("{} clients={c}", label(w)), || {
+                    run(only, w, c, self.transactions)
+                });
+            }
+        }
+        true
+    }
+
     /// The binary named by `--NAME` (one of the example's external flags), if given.
     pub fn binary(&self, name: &str) -> Option<&str> {
         self.binaries

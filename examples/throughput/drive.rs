@@ -145,19 +145,3 @@ pub fn only(name: &str, label: &str, run: impl FnOnce() -> u64) {
         done as f64 / s
     );
 }
-
-/// `--only` mode over every workload and client count given: `run(workload, clients)` once
-/// each, timed and printed by [`only`].
-pub fn only_each<W: Copy>(
-    name: &str,
-    workloads: &[W],
-    label: impl Fn(W) -> &'static str,
-    clients: &[usize],
-    mut run: impl FnMut(W, usize) -> u64,
-) {
-    for &w in workloads {
-        for &c in clients {
-            only(name, &format!("{} clients={c}", label(w)), || run(w, c));
-        }
-    }
-}
