@@ -326,8 +326,23 @@ impl Formation {
     }
 
     /// Asks the monitor for a failover (`pgautofailover.perform_failover()`, as `pg_autoctl
-    /// perform failover` does) and returns without waiting for it.
+    /// perform failover` does) and returns without waiting for it. The monitor's function can
+    /// deadlock with the keepers' own reports to it (the server then aborts the call, which
+    /// changed nothing); the request is made again then, a few times.
     pub fn ask_failover(&self) -> Result<(), String> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.ask_failover_once() {
+                Err(e) if tries < 5 && e.contains("deadlock detected") => {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn ask_failover_once(&self) -> Result<(), String> {
         let out = Command::new(self.dir.bin_dir.join("psql"))
             .args([
                 "-h",
