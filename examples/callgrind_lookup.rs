@@ -43,7 +43,7 @@ use sql_middleware_bench::{BenchRow, dataset, sqlite as bs};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: callgrind_lookup <raw|middleware|middleware_tracing|raw_prepare_cached|middleware_query_one|middleware_checkout_query_one|middleware_select|turso_raw|turso_middleware|pg_raw|pg_middleware|pg_middleware_query_one|insert_raw|insert_middleware|insert_bulk|tx_lookups|retry_tx_lookups|checkout_tx_per_lookup|retry_tx_per_lookup> <COUNT> <DB_PATH>"
+        "usage: callgrind_lookup <raw|middleware|middleware_tracing|raw_prepare_cached|middleware_query_one|middleware_checkout_query_one|middleware_select|turso_raw|turso_middleware|turso_checkout_query_one|pg_raw|pg_middleware|pg_middleware_query_one|insert_raw|insert_middleware|insert_bulk|tx_lookups|retry_tx_lookups|checkout_tx_per_lookup|retry_tx_per_lookup> <COUNT> <DB_PATH>"
     );
     std::process::exit(2)
 }
@@ -191,7 +191,9 @@ fn main() -> Result<(), SqlMiddlewareDbError> {
             tx_lookups(&mode, count, &path)?
         }
         #[cfg(feature = "turso")]
-        "turso_raw" | "turso_middleware" => turso_lookups(&mode, count, &path)?,
+        "turso_raw" | "turso_middleware" | "turso_checkout_query_one" => {
+            turso_lookups(&mode, count, &path)?
+        }
         #[cfg(feature = "postgres")]
         "pg_raw" | "pg_middleware" | "pg_middleware_query_one" => postgres_lookups(&mode, count)?,
         _ => usage(),
@@ -256,7 +258,8 @@ fn insert(mode: &str, count: usize, path: &std::path::Path) -> Result<(), SqlMid
 
 /// `COUNT` Turso point lookups of the lookup dataset (a Turso file next to `path`): raw (a
 /// statement prepared once, `query_row`, decode) or the middleware (a prepared statement and
-/// `one::<BenchRow>`), as `turso_single_row_lookup` does. Needs `--features turso`.
+/// `one::<BenchRow>`), as `turso_single_row_lookup` does; `turso_checkout_query_one`: a pool
+/// checkout and `query(sql).params(..).one()` per lookup. Needs `--features turso`.
 #[cfg(feature = "turso")]
 fn turso_lookups(
     mode: &str,
@@ -287,9 +290,22 @@ fn turso_lookups(
             return Ok(());
         }
         let db = ConfigAndPool::turso(&file).build().await?;
+        let mut buf = [RowValues::Int(0)];
+        if mode == "turso_checkout_query_one" {
+            for i in 0..=count {
+                buf[0] = RowValues::Int(black_box(ids[i % ids.len()]));
+                let mut conn = db.get_connection().await?;
+                let row: BenchRow = conn
+                    .query(dataset::LOOKUP_SQL_DOLLAR)
+                    .params(&buf)
+                    .one()
+                    .await?;
+                black_box(row);
+            }
+            return Ok(());
+        }
         let mut conn = db.get_connection().await?;
         let mut stmt = conn.prepare(dataset::LOOKUP_SQL_DOLLAR).await?;
-        let mut buf = [RowValues::Int(0)];
         for i in 0..=count {
             buf[0] = RowValues::Int(black_box(ids[i % ids.len()]));
             black_box(stmt.one::<BenchRow>(&buf).await?);

@@ -163,8 +163,8 @@ pub struct PoolStatus {
 /// and (with a runtime) starts the background upkeep (see [`upkeep`]).
 ///
 /// `recycle_waits` says whether the manager's recycle can wait (a network round trip): when it
-/// cannot (SQLite's is a synchronous local check), or bounds its own rare network work (MySQL),
-/// no recycle timer is armed per checkout.
+/// cannot (SQLite's is a synchronous local check), or bounds its own rare waits (MySQL's network
+/// work, Turso's rollbacks and session checks), no recycle timer is armed per checkout.
 pub(crate) fn build<M>(manager: M, opts: &PoolOptions, recycle_waits: bool) -> Result<Pool<M>>
 where
     M: Manager + 'static,

@@ -210,9 +210,10 @@ impl PoolBuilder {
     }
 
     /// How long the health check of a returned connection may take (default 5 s). Only a
-    /// check that can wait is timed: Postgres with `test_before_acquire` (a query), MySQL's
-    /// (which bounds its own round trips with it) and Turso's; SQLite's and the Postgres default
-    /// look at the connection locally and arm no timer.
+    /// check that can wait is timed: Postgres with `test_before_acquire` (a query), and the
+    /// checks of MySQL (a session reset, a ping) and Turso (a rollback, a session check), which
+    /// bound their own waits with it and arm no timer for a connection that came back clean.
+    /// SQLite's and the Postgres default look at the connection locally and arm no timer.
     pub fn recycle_timeout(mut self, d: Duration) -> Self {
         self.pool.recycle_timeout = d;
         self

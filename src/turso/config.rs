@@ -33,6 +33,8 @@ pub(crate) struct TursoOptions {
     /// The connections are the single-writer mode's readers: each is set `query_only`, and a
     /// statement that sets `query_only` is refused.
     pub(crate) read_only: bool,
+    /// The bound on a recycle that has to wait (a rollback, a session check).
+    pub(crate) recycle_timeout: Duration,
 }
 
 impl Default for TursoOptions {
@@ -45,6 +47,7 @@ impl Default for TursoOptions {
             baseline: std::sync::OnceLock::new(),
             after_connect: Default::default(),
             read_only: false,
+            recycle_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -79,12 +82,27 @@ impl Manager for TursoManager {
         self.open_conn().await
     }
 
+    /// Bounds its own waits: a connection that comes back clean (the usual case) is checked
+    /// by its flags, ready at once, with no timer; one with a rollback under way, a transaction
+    /// to roll back or a session to check is cleaned within the recycle timeout, or discarded.
     async fn recycle(
         &self,
         conn: &mut Box<TursoConn>,
         _: &Metrics,
     ) -> RecycleResult<SqlMiddlewareDbError> {
-        conn.make_clean().await.map_err(RecycleError::Backend)
+        if !conn.clean_may_wait() {
+            return conn.make_clean().await.map_err(RecycleError::Backend);
+        }
+        let bound = self.opts.recycle_timeout;
+        match tokio::time::timeout(bound, conn.make_clean()).await {
+            Ok(r) => r.map_err(RecycleError::Backend),
+            Err(_) => Err(RecycleError::Backend(SqlMiddlewareDbError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "cleaning the Turso connection took longer than the recycle timeout ({bound:?}); it is discarded"
+                ),
+            ))),
+        }
     }
 }
 
@@ -120,6 +138,7 @@ pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool
     }
     opts.counters = Arc::clone(&pool.counters);
     opts.after_connect = pool.after_connect.clone();
+    opts.recycle_timeout = pool.recycle_timeout;
     let path = match &target {
         TursoTarget::File(p) => p
             .to_str()
@@ -144,7 +163,7 @@ pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool
             opts: Arc::new(opts),
             readers: None,
         };
-        return pooling::build(manager, pool, true);
+        return pooling::build(manager, pool, false);
     };
     let (writer_pool, reader_pool) = SingleWriter::split(pool, readers);
     // The readers share the database and its schema epoch; their session settings are their
@@ -161,9 +180,9 @@ pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool
     let writer = TursoManager {
         db,
         opts: Arc::new(opts),
-        readers: Some(pooling::build(reader, &reader_pool, true)?),
+        readers: Some(pooling::build(reader, &reader_pool, false)?),
     };
-    pooling::build(writer, &writer_pool, true)
+    pooling::build(writer, &writer_pool, false)
 }
 
 impl crate::readers_pool::WithReaders for TursoManager {

@@ -49,6 +49,14 @@ impl TursoConn {
         Ok(())
     }
 
+    /// Whether [`Self::make_clean`] may await: a rollback still under way, a transaction to roll
+    /// back, or a session to check. Otherwise it looks at flags only and is ready at once.
+    pub(crate) fn clean_may_wait(&self) -> bool {
+        self.rolling_back.is_some()
+            || self.session & VERIFY != 0
+            || !self.autocommit().unwrap_or(true)
+    }
+
     /// Recycle check: outside any transaction, no statement left mid-way.
     pub(crate) async fn make_clean(&mut self) -> Result<()> {
         if let Some(rolled_back) = self.rolling_back.as_mut() {

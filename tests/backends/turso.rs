@@ -433,6 +433,82 @@ async fn a_dropped_transaction_releases_the_write_lock_at_once() {
     drop(a);
 }
 
+/// Recycling times only the checks that can wait (a background rollback, a transaction to roll
+/// back, a session to check), with the pool's recycle timeout. Under a timeout far too tight for
+/// them, a connection given back dirty is cleaned in time or replaced, never handed out as it
+/// was: the next borrower is outside any transaction, sees nothing of the abandoned writes, can
+/// write at once, and has the pool's session. A connection given back clean is reused as it is,
+/// whatever the timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recycling_under_a_tight_timeout_never_hands_out_a_dirty_connection() {
+    let _group = groups::enter("turso");
+    let dir = TempDir::new("recyclebound");
+    let db = ConfigAndPool::turso(dir.path().join("t.db"))
+        .max_size(1)
+        .recycle_timeout(Duration::from_micros(1))
+        .build()
+        .await
+        .unwrap();
+    let mut c = db.get_connection().await.unwrap();
+    c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+        .await
+        .unwrap();
+    let (cache,): (i64,) = c.query("PRAGMA cache_size").one().await.unwrap();
+    drop(c);
+
+    let before = db.stats().created;
+    for _ in 0..20 {
+        let mut c = db.get_connection().await.unwrap();
+        let (n,): (i64,) = c.query("SELECT count(*) FROM t").one().await.unwrap();
+        assert_eq!(n, 0);
+    }
+    assert_eq!(
+        db.stats().created - before,
+        0,
+        "a connection given back clean was not reused"
+    );
+
+    for i in 0..10_i64 {
+        let mut c = db.get_connection().await.unwrap();
+        if i % 2 == 0 {
+            let mut tx = c.begin().await.unwrap();
+            tx.query("INSERT INTO t VALUES ($1)")
+                .params(&[i.into()])
+                .dml()
+                .await
+                .unwrap();
+            // dropped without commit
+        } else {
+            c.execute_batch(&format!("PRAGMA cache_size = {}", cache + 1 + i))
+                .await
+                .unwrap();
+        }
+        drop(c);
+        let mut next = db.get_connection().await.unwrap();
+        let (n,): (i64,) = next.query("SELECT count(*) FROM t").one().await.unwrap();
+        assert_eq!(n, i / 2, "round {i}: an abandoned write is visible");
+        let (now,): (i64,) = next.query("PRAGMA cache_size").one().await.unwrap();
+        assert_eq!(now, cache, "round {i}: the session was handed out changed");
+        let mut tx = next.begin().await.unwrap_or_else(|e| {
+            panic!("round {i}: the connection was handed out inside a transaction: {e}")
+        });
+        tx.query("INSERT INTO t VALUES ($1)")
+            .params(&[(1000 + i).into()])
+            .dml()
+            .await
+            .unwrap();
+        tx.rollback().await.unwrap();
+        if i % 2 == 1 {
+            // Keep the count check simple: one committed row per odd round.
+            next.query("INSERT INTO t VALUES ($1)")
+                .params(&[(2000 + i).into()])
+                .dml()
+                .await
+                .unwrap();
+        }
+    }
+}
+
 /// What a borrower can see of its session: the pragma values, attached databases, temporary
 /// objects, and the session's sequence values.
 async fn session_fingerprint(c: &mut MiddlewarePoolConnection) -> Vec<String> {
