@@ -223,7 +223,7 @@ pub(crate) fn build_pool(
     };
     // Only `Verified` recycling waits (for its query): `Fast` arms no recycle timer per
     // checkout, which would cost a clock read and a timer entry each time.
-    let recycle_waits = opts.test_before_acquire;
+    let recycle_waits = !matches!(recycling_method, RecyclingMethod::Fast);
     let connector = super::tls::connector(&opts.tls, &mut cfg)?;
     let attrs = *opts
         .attrs
