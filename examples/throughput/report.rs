@@ -111,7 +111,11 @@ pub fn print_and_save(engine: &str, settings: &str, lines: &[Line]) {
             l.workload,
             l.clients,
             l.rounds,
-            l.each(&l.median, |c, _| format!("\"{c}\"")),
+            l.contenders
+                .iter()
+                .map(|c| format!("\"{c}\""))
+                .collect::<Vec<_>>()
+                .join(", "),
             l.each(&l.median, |c, t| format!("\"{c}\": {t:.1}")),
             l.each(&l.ratio, |c, r| format!("\"{c}\": {r:.4}")),
         ));
