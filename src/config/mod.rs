@@ -214,6 +214,10 @@ impl PoolBuilder {
     /// checks of MySQL (a session reset, a ping) and Turso (a rollback, a session check), which
     /// bound their own waits with it and arm no timer for a connection that came back clean.
     /// SQLite's and the Postgres default look at the connection locally and arm no timer.
+    ///
+    /// On Postgres and MySQL it also bounds the network work on a connection given back
+    /// (rolling back, resetting a touched session, stopping an abandoned statement), which runs
+    /// in the background: past it the connection is closed and its slot freed.
     pub fn recycle_timeout(mut self, d: Duration) -> Self {
         self.pool.recycle_timeout = d;
         self

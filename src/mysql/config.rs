@@ -165,6 +165,12 @@ pub(crate) struct MyManager {
     pub(crate) readers: Option<Arc<super::replica::Readers>>,
 }
 
+impl crate::server::held::NetBound for MyManager {
+    fn recycle_timeout(&self) -> std::time::Duration {
+        self.opts.recycle_timeout
+    }
+}
+
 impl std::fmt::Debug for MyManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MyManager").finish_non_exhaustive()

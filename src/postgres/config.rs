@@ -37,6 +37,9 @@ pub(crate) struct PgOptions {
     pub(crate) password: crate::credentials::PasswordProvider,
     /// A reader pool's (a replica's, or the primary's read-only pool): the provider is told.
     pub(crate) reader: bool,
+    /// The pool's recycle timeout: the bound on the background work on a connection given
+    /// back (see `server::held::net_bound`).
+    pub(crate) recycle_timeout: std::time::Duration,
 }
 
 impl Default for PgOptions {
@@ -51,6 +54,7 @@ impl Default for PgOptions {
             after_connect: Default::default(),
             password: Default::default(),
             reader: false,
+            recycle_timeout: std::time::Duration::from_secs(5),
         }
     }
 }
@@ -114,6 +118,12 @@ pub(crate) struct PgManager {
     pub(crate) book: HostBook,
     /// The connection settings and connector, for connections outside the pool (a `Listener`).
     pub(crate) config: Endpoint,
+}
+
+impl crate::server::held::NetBound for PgManager {
+    fn recycle_timeout(&self) -> std::time::Duration {
+        self.opts.recycle_timeout
+    }
 }
 
 /// Where and how to connect: the driver's settings (TLS mode included) and the connector.
@@ -205,6 +215,7 @@ pub(crate) fn build_pool(
 ) -> Result<super::Pool> {
     opts.counters = Arc::clone(&pool.counters);
     opts.after_connect = pool.after_connect.clone();
+    opts.recycle_timeout = pool.recycle_timeout;
     opts.password = opts.password.clone().bounded(pool.create_timeout);
     if cfg.get_hosts().is_empty() {
         return Err(SqlMiddlewareDbError::new(

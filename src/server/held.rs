@@ -17,10 +17,18 @@ use deadpool::managed::{Manager, Object, Pool};
 /// A future of the background paths, borrowing the connection it works on.
 pub(crate) type Task<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// How long stopping a statement or cleaning a connection may take: the pool's recycle timeout
-/// (5 s when unset). Past it the connection is given up (detached and closed), never waited for.
-pub(crate) fn net_bound<M: Manager>(pool: &Pool<M>) -> Duration {
-    pool.timeouts().recycle.unwrap_or(Duration::from_secs(5))
+/// A server engine's pool manager, which knows the bound on the network work done for its
+/// connections in the background.
+pub(crate) trait NetBound {
+    /// The pool's `recycle_timeout` as configured. deadpool's own recycle timer is armed only
+    /// for checks that can wait, so it is not read from there.
+    fn recycle_timeout(&self) -> Duration;
+}
+
+/// How long stopping a statement or cleaning a connection may take: the pool's recycle timeout.
+/// Past it the connection is given up (detached and closed), never waited for.
+pub(crate) fn net_bound<M: Manager + NetBound>(pool: &Pool<M>) -> Duration {
+    pool.manager().recycle_timeout()
 }
 
 /// Gives up `obj`, whose statement may still run: it leaves the pool now (its slot is free for

@@ -322,3 +322,41 @@ pub fn config_at(base: &tokio_postgres::Config, port: u16) -> tokio_postgres::Co
     }
     cfg
 }
+
+/// Runs `dirty` on the one connection of `pool` (which reaches its server through `relay`),
+/// silences the relay, gives the connection back, and checks that the pool gives it up (its
+/// slot freed) within `bound`, the pool's recycle timeout (with room for a loaded machine): the
+/// background cleaning of a connection whose server stopped answering never outlives the bound.
+pub async fn assert_given_up_within(
+    pool: &sql_middleware::ConfigAndPool,
+    relay: &Relay,
+    dirty: &str,
+    bound: std::time::Duration,
+) {
+    use std::time::{Duration, Instant};
+    let mut c = pool.get_connection().await.expect("checkout");
+    c.execute_batch(dirty).await.expect(dirty);
+    relay.go_silent();
+    let _queue = relay.fill_backlog();
+    drop(c);
+    let t = Instant::now();
+    while pool.status().size > 0 && t.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let took = t.elapsed();
+    println!(
+        "{:?} background cleaning after {dirty:?}: bound_ms={} given_up_after_ms={}",
+        pool.database_type(),
+        bound.as_millis(),
+        took.as_millis()
+    );
+    assert_eq!(
+        pool.status().size,
+        0,
+        "after {dirty:?}: the connection to a silent server still holds its slot"
+    );
+    assert!(
+        took < bound * 6,
+        "after {dirty:?}: given up after {took:?}, past the recycle timeout of {bound:?}"
+    );
+}
