@@ -536,12 +536,6 @@ async fn background_cleaning_is_bounded_by_the_configured_recycle_timeout() {
             relay.addr,
             o.db_name().unwrap_or("mysql")
         );
-        let pool = ConfigAndPool::mysql(&url)
-            .max_size(1)
-            .recycle_timeout(bound)
-            .build()
-            .await
-            .expect("pool through the relay");
-        assert_given_up_within(&pool, &relay, dirty, bound).await;
+        assert_given_up_within(ConfigAndPool::mysql(&url), &relay, dirty, bound).await;
     }
 }

@@ -323,17 +323,24 @@ pub fn config_at(base: &tokio_postgres::Config, port: u16) -> tokio_postgres::Co
     cfg
 }
 
-/// Runs `dirty` on the one connection of `pool` (which reaches its server through `relay`),
-/// silences the relay, gives the connection back, and checks that the pool gives it up (its
-/// slot freed) within `bound`, the pool's recycle timeout (with room for a loaded machine): the
-/// background cleaning of a connection whose server stopped answering never outlives the bound.
+/// Builds a pool of one connection from `builder` (which reaches its server through `relay`)
+/// with the recycle timeout `bound`, runs `dirty` on the connection, silences the relay, gives
+/// the connection back, and checks that the pool gives it up (its slot freed) within `bound`
+/// (with room for a loaded machine): the background cleaning of a connection whose server
+/// stopped answering never outlives the bound.
 pub async fn assert_given_up_within(
-    pool: &sql_middleware::ConfigAndPool,
+    builder: sql_middleware::PoolBuilder,
     relay: &Relay,
     dirty: &str,
     bound: std::time::Duration,
 ) {
     use std::time::{Duration, Instant};
+    let pool = builder
+        .max_size(1)
+        .recycle_timeout(bound)
+        .build()
+        .await
+        .expect("pool through the relay");
     let mut c = pool.get_connection().await.expect("checkout");
     c.execute_batch(dirty).await.expect(dirty);
     relay.go_silent();

@@ -138,13 +138,7 @@ async fn background_cleaning_is_bounded_by_the_configured_recycle_timeout() {
     for dirty in ["SET application_name = 'bounded_cleaning'", "BEGIN"] {
         let relay = Relay::start(target_of(&base)).await;
         let cfg = config_at(&base, relay.addr.port());
-        let pool = ConfigAndPool::postgres_config(cfg)
-            .max_size(1)
-            .recycle_timeout(bound)
-            .build()
-            .await
-            .expect("pool through the relay");
-        assert_given_up_within(&pool, &relay, dirty, bound).await;
+        assert_given_up_within(ConfigAndPool::postgres_config(cfg), &relay, dirty, bound).await;
     }
 }
 
