@@ -194,3 +194,17 @@ pub async fn insert_count(client: &Client) -> Result<i64> {
         .map(|r| r.get(0))
         .map_err(map_err)
 }
+
+/// The read-only watch's work at `n` wake-ups of a connection's driver task: at each, two
+/// lookups in the driver's map of the parameters the server reported. This crate is built
+/// optimised in every profile, so a test build measures what an optimised build runs. Returns
+/// how many lookups found `on` (which keeps the loop from being optimised away).
+pub fn watch_lookups(params: &std::collections::HashMap<String, String>, n: u32) -> u32 {
+    let mut on = 0u32;
+    for _ in 0..n {
+        let p = std::hint::black_box(params);
+        on += u32::from(p.get("in_hot_standby").map(String::as_str) == Some("on"));
+        on += u32::from(p.get("default_transaction_read_only").map(String::as_str) == Some("on"));
+    }
+    on
+}
