@@ -245,6 +245,20 @@ async fn sqlite(rounds: usize, n: usize, ids: &[i64]) -> Result<(), SqlMiddlewar
                 floor: 1,
                 bound: f64::INFINITY,
             },
+            Target {
+                id: "-",
+                what: "prepared `stmt.one` ÷ rusqlite `prepare_cached`",
+                contender: 2,
+                floor: 1,
+                bound: f64::INFINITY,
+            },
+            Target {
+                id: "-",
+                what: "rusqlite `prepare_cached` ÷ rusqlite (statement held): the cache's floor under Q1 and Q2",
+                contender: 1,
+                floor: 0,
+                bound: f64::INFINITY,
+            },
         ],
     )
     .await;

@@ -40,8 +40,12 @@ impl std::fmt::Debug for MiddlewarePool {
 /// Awaits a checkout, timing only the part that waited: a checkout ready at its first poll (an
 /// idle connection, recycled in place) reads no clock and waited zero; one that had to wait
 /// for a connection, or for one to open, is timed from its first poll.
-async fn timed<T>(checkout: impl std::future::Future<Output = T>) -> (T, Duration) {
-    let mut checkout = std::pin::pin!(checkout);
+///
+/// The checkout is pinned by the caller and borrowed here: moving it in by value copied the
+/// whole checkout future (deadpool's get and what it may await) once more per checkout.
+async fn timed<F: std::future::Future>(
+    mut checkout: std::pin::Pin<&mut F>,
+) -> (F::Output, Duration) {
     let mut started: Option<Instant> = None;
     let out = std::future::poll_fn(|cx| {
         let r = checkout.as_mut().poll(cx);
@@ -88,13 +92,13 @@ impl MiddlewarePool {
     pub async fn get(&self) -> Result<MiddlewarePoolConnection> {
         let span = self.trace.checkout_span();
         #[cfg(feature = "tracing")]
-        let (inner, wait) = timed(tracing::Instrument::instrument(
+        let checkout = std::pin::pin!(tracing::Instrument::instrument(
             self.inner.checkout(),
             span.clone(),
-        ))
-        .await;
+        ));
         #[cfg(not(feature = "tracing"))]
-        let (inner, wait) = timed(self.inner.checkout()).await;
+        let checkout = std::pin::pin!(self.inner.checkout());
+        let (inner, wait) = timed(checkout).await;
         Ok(self.connection(inner?, wait, &span))
     }
 
@@ -128,13 +132,13 @@ impl MiddlewarePool {
     pub async fn reader(&self) -> Result<MiddlewarePoolConnection> {
         let span = self.trace.checkout_span();
         #[cfg(feature = "tracing")]
-        let (inner, wait) = timed(tracing::Instrument::instrument(
+        let checkout = std::pin::pin!(tracing::Instrument::instrument(
             self.inner.checkout_reader(),
             span.clone(),
-        ))
-        .await;
+        ));
         #[cfg(not(feature = "tracing"))]
-        let (inner, wait) = timed(self.inner.checkout_reader()).await;
+        let checkout = std::pin::pin!(self.inner.checkout_reader());
+        let (inner, wait) = timed(checkout).await;
         Ok(self.connection(inner?, wait, &span))
     }
 
