@@ -15,6 +15,68 @@ use crate::telemetry::traced;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
 
+/// The runners of the hall for one wing operation: `$name` runs a prepared statement's handle,
+/// `$sql_name` runs SQL, finding the statement in the connection's cache (or preparing it) as
+/// part of the same operation, so that a per-call query is one operation (started once, noted
+/// once), not two. `writes` notes a write when the statement writes; `always` on any success.
+macro_rules! runner {
+    ($(#[$doc:meta])* $name:ident, $sql_name:ident $(<$t:ident>)?, $out:ty, $wrote:ident) => {
+        $(#[$doc])*
+        pub(crate) async fn $name$(<$t: FromRow + Send + 'static>)?(
+            &mut self,
+            h: &StmtHandle,
+            p: &[RowValues],
+            deadline: Option<Instant>,
+        ) -> Result<$out> {
+            if !self.enter_now()? {
+                self.enter().await?;
+            }
+            let r = self.inner.$name$(::<$t>)?(h, p, deadline).await;
+            if r.is_ok() {
+                runner!(@wrote $wrote, self, h.writes());
+            }
+            self.note(r)
+        }
+
+        $(#[$doc])*
+        ///
+        /// The statement is `sql`'s, from the connection's cache or prepared now.
+        pub(crate) async fn $sql_name$(<$t: FromRow + Send + 'static>)?(
+            &mut self,
+            sql: &str,
+            mode: TranslationMode,
+            p: &[RowValues],
+            deadline: Option<Instant>,
+        ) -> Result<$out> {
+            if !self.enter_now()? {
+                self.enter().await?;
+            }
+            if let Err(e) = self.check_sql(sql) {
+                return self.note(Err(e));
+            }
+            let r = match self.inner.$sql_name$(::<$t>)?(sql, mode, p, deadline).await {
+                Ok((r, writes)) => {
+                    runner!(@wrote $wrote, self, writes);
+                    Ok(r)
+                }
+                Err(e) => Err(e),
+            };
+            self.note(r)
+        }
+    };
+    // After a successful run: `writes` notes a write when the statement writes, `always` on
+    // any success.
+    (@wrote writes, $self:ident, $writes:expr) => {
+        if $writes {
+            $self.wrote();
+        }
+    };
+    (@wrote always, $self:ident, $writes:expr) => {
+        let _ = $writes;
+        $self.wrote();
+    };
+}
+
 /// Transaction state of a checked-out connection, as seen through the public API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TxFlag {
@@ -304,81 +366,41 @@ impl MiddlewarePoolConnection {
         if !self.enter_now()? {
             self.enter().await?;
         }
+        let r = match self.check_sql(sql) {
+            Ok(()) => self.inner.prepare(sql, mode, deadline).await,
+            Err(e) => Err(e),
+        };
+        self.note(r)
+    }
+
+    /// What is refused before `sql` reaches the engine: blank text, and transaction control
+    /// inside a transaction.
+    fn check_sql(&self, sql: &str) -> Result<()> {
         if crate::sql::is_blank(sql, self.inner.dialect()) {
-            return self.note(Err(SqlMiddlewareDbError::blank_sql()));
+            return Err(SqlMiddlewareDbError::blank_sql());
         }
         if self.tx != TxFlag::None {
-            if let Err(e) = refuse_in_tx(sql, self.inner.dialect()) {
-                return self.note(Err(e));
-            }
+            refuse_in_tx(sql, self.inner.dialect())?;
         }
-        let r = self.inner.prepare(sql, mode, deadline).await;
-        self.note(r)
+        Ok(())
     }
 
-    pub(crate) async fn select(
-        &mut self,
-        h: &StmtHandle,
-        p: &[RowValues],
-        deadline: Option<Instant>,
-    ) -> Result<ResultSet> {
-        if !self.enter_now()? {
-            self.enter().await?;
-        }
-        let r = self.inner.select(h, p, deadline).await;
-        if r.is_ok() && h.writes() {
-            self.wrote();
-        }
-        self.note(r)
-    }
-
-    pub(crate) async fn dml(
-        &mut self,
-        h: &StmtHandle,
-        p: &[RowValues],
-        deadline: Option<Instant>,
-    ) -> Result<u64> {
-        if !self.enter_now()? {
-            self.enter().await?;
-        }
-        let r = self.inner.dml(h, p, deadline).await;
-        if r.is_ok() {
-            self.wrote();
-        }
-        self.note(r)
-    }
-
-    pub(crate) async fn optional<T: FromRow + Send + 'static>(
-        &mut self,
-        h: &StmtHandle,
-        p: &[RowValues],
-        deadline: Option<Instant>,
-    ) -> Result<Option<T>> {
-        if !self.enter_now()? {
-            self.enter().await?;
-        }
-        let r = self.inner.optional::<T>(h, p, deadline).await;
-        if r.is_ok() && h.writes() {
-            self.wrote();
-        }
-        self.note(r)
-    }
-
-    pub(crate) async fn all<T: FromRow + Send + 'static>(
-        &mut self,
-        h: &StmtHandle,
-        p: &[RowValues],
-        deadline: Option<Instant>,
-    ) -> Result<Vec<T>> {
-        if !self.enter_now()? {
-            self.enter().await?;
-        }
-        let r = self.inner.all::<T>(h, p, deadline).await;
-        if r.is_ok() && h.writes() {
-            self.wrote();
-        }
-        self.note(r)
-    }
+    runner!(
+        /// Runs the statement and materialises every row.
+        select, select_sql, ResultSet, writes
+    );
+    runner!(
+        /// Runs a data-changing statement; any success counts as a write.
+        dml, dml_sql, u64, always
+    );
+    runner!(
+        /// Runs the statement and decodes the first row, if any.
+        optional, optional_sql<T>, Option<T>, writes
+    );
+    runner!(
+        /// Runs the statement and decodes every row.
+        all, all_sql<T>, Vec<T>, writes
+    );
 
     pub(crate) async fn tx_commit(&mut self) -> Result<()> {
         if self.settle_savepoints().await.is_err() {

@@ -4,10 +4,10 @@
 //! | public API | hall (`pool.rs`) | wing ([`Wing`]) |
 //! |---|---|---|
 //! | `conn.prepare(sql)` | `prepare_handle` | [`Wing::prepare`] |
-//! | `query(..).select()`, `stmt.select(..)` | `select` | [`Wing::select`] |
-//! | `query(..).dml()`, `stmt.dml(..)` | `dml` | [`Wing::dml`] |
-//! | `query(..).optional()` / `.one()`, `stmt.optional(..)` / `.one(..)` | `optional` | [`Wing::optional`] |
-//! | `query(..).all()`, `stmt.all(..)` | `all` | [`Wing::all`] |
+//! | `query(..).select()`, `stmt.select(..)` | `select_sql`, `select` | [`Wing::prepare`] then [`Wing::select`]; [`Wing::select`] |
+//! | `query(..).dml()`, `stmt.dml(..)` | `dml_sql`, `dml` | [`Wing::prepare`] then [`Wing::dml`]; [`Wing::dml`] |
+//! | `query(..).optional()` / `.one()`, `stmt.optional(..)` / `.one(..)` | `optional_sql`, `optional` | [`Wing::prepare`] then [`Wing::optional`]; [`Wing::optional`] |
+//! | `query(..).all()`, `stmt.all(..)` | `all_sql`, `all` | [`Wing::prepare`] then [`Wing::all`]; [`Wing::all`] |
 //! | `conn.pipeline(sql, sets)` | `pipeline` | [`Wing::pipeline`] |
 //! | `query(..).stream()`, `stmt.stream(..)` | `RowStream` (`stream.rs`) | [`Wing::stream_open`], [`Wing::stream_next`], [`Wing::stream_close`] |
 //! | `conn.execute_batch(sql)` | `execute_batch` | [`Wing::execute_batch`] |

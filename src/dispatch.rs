@@ -268,6 +268,86 @@ macro_rules! wings {
                 }
             }
 
+            /// [`Self::prepare`] then [`Self::select`], for the per-call path; also returns
+            /// whether the statement writes. A call site of each wing operation apart from the
+            /// prepared path's, so that the optimiser inlines the operation into both.
+            pub(crate) async fn select_sql(
+                &mut self,
+                sql: &str,
+                mode: TranslationMode,
+                p: &[RowValues],
+                at: Option<Instant>,
+            ) -> Result<(ResultSet, bool)> {
+                match self {
+                    $(#[cfg(feature = $feature)]
+                    ConnInner::$name(c) => {
+                        let s = c.prepare(sql, mode, at).await?;
+                        let r = c.select(&s, p, at).await?;
+                        Ok((r, s.writes()))
+                    })+
+                }
+            }
+
+            /// [`Self::prepare`] then [`Self::dml`], for the per-call path; also returns
+            /// whether the statement writes. A call site of each wing operation apart from the
+            /// prepared path's, so that the optimiser inlines the operation into both.
+            pub(crate) async fn dml_sql(
+                &mut self,
+                sql: &str,
+                mode: TranslationMode,
+                p: &[RowValues],
+                at: Option<Instant>,
+            ) -> Result<(u64, bool)> {
+                match self {
+                    $(#[cfg(feature = $feature)]
+                    ConnInner::$name(c) => {
+                        let s = c.prepare(sql, mode, at).await?;
+                        let r = c.dml(&s, p, at).await?;
+                        Ok((r, s.writes()))
+                    })+
+                }
+            }
+
+            /// [`Self::prepare`] then [`Self::optional`], for the per-call path; also returns
+            /// whether the statement writes. A call site of each wing operation apart from the
+            /// prepared path's, so that the optimiser inlines the operation into both.
+            pub(crate) async fn optional_sql<T: FromRow + Send + 'static>(
+                &mut self,
+                sql: &str,
+                mode: TranslationMode,
+                p: &[RowValues],
+                at: Option<Instant>,
+            ) -> Result<(Option<T>, bool)> {
+                match self {
+                    $(#[cfg(feature = $feature)]
+                    ConnInner::$name(c) => {
+                        let s = c.prepare(sql, mode, at).await?;
+                        let r = c.optional::<T>(&s, p, at).await?;
+                        Ok((r, s.writes()))
+                    })+
+                }
+            }
+
+            /// [`Self::prepare`] then [`Self::all`], for the per-call path; also returns
+            /// whether the statement writes. A call site of each wing operation apart from the
+            /// prepared path's, so that the optimiser inlines the operation into both.
+            pub(crate) async fn all_sql<T: FromRow + Send + 'static>(
+                &mut self,
+                sql: &str,
+                mode: TranslationMode,
+                p: &[RowValues],
+                at: Option<Instant>,
+            ) -> Result<(Vec<T>, bool)> {
+                match self {
+                    $(#[cfg(feature = $feature)]
+                    ConnInner::$name(c) => {
+                        let s = c.prepare(sql, mode, at).await?;
+                        let r = c.all::<T>(&s, p, at).await?;
+                        Ok((r, s.writes()))
+                    })+
+                }
+            }
+
             pub(crate) async fn pipeline(
                 &mut self,
                 h: &StmtHandle,

@@ -9,9 +9,9 @@ use crate::telemetry::traced;
 use crate::translation::TranslationMode;
 use crate::value::{ParamKinds, RowValues};
 
-/// The body every runner shares: the call's deadline, the statement through the connection's
-/// cache, then the wing's `$op` with the parameters, all inside the call's span (`$rows` says
-/// what the span records of the result).
+/// The body every runner shares: the call's deadline, then the hall's `$op`, which finds the
+/// statement in the connection's cache (or prepares it) and runs it with the parameters, as one
+/// operation, inside the call's span (`$rows` says what the span records of the result).
 macro_rules! prepared_call {
     ($this:ident, $op:ident $(::<$t:ty>)?, $rows:expr) => {{
         let QueryBuilder {
@@ -26,10 +26,7 @@ macro_rules! prepared_call {
             conn,
             sql,
             None,
-            async {
-                let h = conn.prepare_handle(sql, translation, deadline).await?;
-                conn.$op$(::<$t>)?(&h, params, deadline).await
-            },
+            conn.$op$(::<$t>)?(sql, translation, params, deadline),
             $rows
         )
     }};
@@ -93,14 +90,14 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
 
     /// Runs the query and materialises every row.
     pub async fn select(self) -> Result<ResultSet> {
-        prepared_call!(self, select, |rs: &ResultSet| {
+        prepared_call!(self, select_sql, |rs: &ResultSet| {
             crate::telemetry::Rows::Returned(rs.len())
         })
     }
 
     /// Runs a data-changing statement and returns the number of rows it changed.
     pub async fn dml(self) -> Result<u64> {
-        prepared_call!(self, dml, |n: &u64| crate::telemetry::Rows::Affected(*n))
+        prepared_call!(self, dml_sql, |n: &u64| crate::telemetry::Rows::Affected(*n))
     }
 
     /// Decodes the first row into `T`; no row is an [`crate::ErrorKind::NoRows`] error.
@@ -112,7 +109,7 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
 
     /// Decodes the first row into `T`, or `None` when there is none.
     pub async fn optional<T: FromRow + Send + 'static>(self) -> Result<Option<T>> {
-        prepared_call!(self, optional::<T>, |r: &Option<T>| {
+        prepared_call!(self, optional_sql::<T>, |r: &Option<T>| {
             crate::telemetry::Rows::Returned(usize::from(r.is_some()))
         })
     }
@@ -139,7 +136,7 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
 
     /// Decodes every row into `T`.
     pub async fn all<T: FromRow + Send + 'static>(self) -> Result<Vec<T>> {
-        prepared_call!(self, all::<T>, |v: &Vec<T>| {
+        prepared_call!(self, all_sql::<T>, |v: &Vec<T>| {
             crate::telemetry::Rows::Returned(v.len())
         })
     }

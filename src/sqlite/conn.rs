@@ -170,30 +170,42 @@ impl Wing for SqliteConn {
         self.prepare_new(sql, mode, at).await
     }
 
-    async fn select(&mut self, s: &Arc<SqliteStmt>, p: &[RowValues], at: At) -> Result<ResultSet> {
-        self.run(s, p, at, run_select).await
-    }
-
-    async fn dml(&mut self, s: &Arc<SqliteStmt>, p: &[RowValues], at: At) -> Result<u64> {
-        self.run(s, p, at, run_dml).await
-    }
-
-    async fn optional<T: FromRow + Send + 'static>(
+    // The four statement runners return the future of `run` itself, with no future of their
+    // own around it: one state machine fewer to poll on every call.
+    fn select(
         &mut self,
         s: &Arc<SqliteStmt>,
         p: &[RowValues],
         at: At,
-    ) -> Result<Option<T>> {
-        self.run(s, p, at, run_optional::<T>).await
+    ) -> impl Future<Output = Result<ResultSet>> {
+        self.run(s, p, at, run_select)
     }
 
-    async fn all<T: FromRow + Send + 'static>(
+    fn dml(
         &mut self,
         s: &Arc<SqliteStmt>,
         p: &[RowValues],
         at: At,
-    ) -> Result<Vec<T>> {
-        self.run(s, p, at, run_all::<T>).await
+    ) -> impl Future<Output = Result<u64>> {
+        self.run(s, p, at, run_dml)
+    }
+
+    fn optional<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<SqliteStmt>,
+        p: &[RowValues],
+        at: At,
+    ) -> impl Future<Output = Result<Option<T>>> {
+        self.run(s, p, at, run_optional::<T>)
+    }
+
+    fn all<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<SqliteStmt>,
+        p: &[RowValues],
+        at: At,
+    ) -> impl Future<Output = Result<Vec<T>>> {
+        self.run(s, p, at, run_all::<T>)
     }
 
     type Cursor<T: FromRow + Send + 'static> = super::stream::SqliteCursor<T>;
