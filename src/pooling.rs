@@ -35,6 +35,20 @@ pub(crate) struct PoolOptions {
     pub(crate) after_connect: crate::setup::AfterConnect,
 }
 
+#[cfg(feature = "_server")]
+impl PoolOptions {
+    /// These settings for the read-only pool on a pool's own server, which serves `reader()`
+    /// where there is no replica to go to: it keeps no connection open in advance (`min_idle`
+    /// 0). `min_idle` is the pool's own; kept for this pool too, a pool whose readers are never
+    /// asked for would hold twice its `min_idle` sessions on the server.
+    pub(crate) fn on_demand(&self) -> PoolOptions {
+        PoolOptions {
+            min_idle: 0,
+            ..self.clone()
+        }
+    }
+}
+
 /// Counts of what a pool did with its connections (reported in [`PoolStatus`]).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {

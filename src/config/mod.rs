@@ -242,7 +242,10 @@ impl PoolBuilder {
     /// Keep at least this many connections open (default 0), opened in the background after
     /// the pool is built and whenever retirements leave fewer. The upkeep holds idle
     /// connections only while it starts opening the missing ones (one scheduler pass), never
-    /// while they open, so it does not delay a checkout while a connection is free.
+    /// while they open, so it does not delay a checkout while a connection is free. It applies
+    /// to the pool's own connections and to each replica's pool; the read-only sessions that
+    /// [`ConfigAndPool::reader`] takes on the pool's own server (MySQL, and Postgres with
+    /// replicas) are opened when readers are asked for.
     pub fn min_idle(mut self, n: usize) -> Self {
         self.pool.min_idle = n;
         self

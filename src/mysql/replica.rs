@@ -90,7 +90,13 @@ impl Readers {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Self {
-            primary: build_pool((*s.target.0).clone(), opts, pool, Arc::clone(book), None)?,
+            primary: build_pool(
+                (*s.target.0).clone(),
+                opts,
+                &pool.on_demand(),
+                Arc::clone(book),
+                None,
+            )?,
             replicas,
             next: AtomicUsize::new(0),
             retry_after: s.replicas.retry_after,

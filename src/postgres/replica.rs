@@ -152,7 +152,7 @@ impl Readers {
             primary: build_pool(
                 read_only(primary),
                 reader_opts(opts, primary, opts.attrs),
-                pool,
+                &pool.on_demand(),
                 None,
             )?,
             next: AtomicUsize::new(0),

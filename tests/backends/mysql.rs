@@ -539,3 +539,37 @@ async fn background_cleaning_is_bounded_by_the_configured_recycle_timeout() {
         assert_given_up_within(ConfigAndPool::mysql(&url), &relay, dirty, bound).await;
     }
 }
+
+/// `min_idle` keeps that many of the pool's own sessions open, not as many again for the
+/// read-only pool behind `reader()`: that pool opens its sessions when readers are asked for.
+/// Before, both pools kept `min_idle` open, so a pool whose readers were never used held twice
+/// its `min_idle` sessions on the server (and `created` counted them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn min_idle_warms_the_pool_and_not_its_readers() {
+    use std::time::{Duration, Instant};
+    let _group = groups::enter("mysql");
+    let db = ConfigAndPool::mysql(&mysql::base_url())
+        .max_size(4)
+        .min_idle(2)
+        .build()
+        .await
+        .expect("pool");
+    let until = Instant::now() + Duration::from_secs(10);
+    while !(db.status().available >= 2 && db.status().created >= 2) {
+        assert!(Instant::now() < until, "min_idle: {:?}", db.status());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Several passes of the upkeep (one a second without lifecycle limits).
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let st = db.status();
+    assert_eq!(
+        st.created, 2,
+        "sessions opened with nothing asked of the pool: {st:?}"
+    );
+    // The readers' pool still serves `reader()`, opening its session then.
+    let mut r = db.reader().await.expect("reader");
+    let (one,): (i64,) = r.query("SELECT 1").one().await.expect("read");
+    assert_eq!(one, 1);
+    drop(r);
+    assert_eq!(db.status().created, 3, "{:?}", db.status());
+}

@@ -270,10 +270,10 @@ async fn t_lifecycle(db: &TestDb) {
         "[{k}] min_idle: {st:?}"
     );
     one_query(&warm).await;
+    let after = warm.status();
     assert_eq!(
-        warm.status().created,
-        st.created,
-        "[{k}] the checkout used a warm one"
+        after.created, st.created,
+        "[{k}] the checkout used a warm one (before it: {st:?}; after: {after:?})"
     );
 }
 
