@@ -97,7 +97,9 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
 
     /// Runs a data-changing statement and returns the number of rows it changed.
     pub async fn dml(self) -> Result<u64> {
-        prepared_call!(self, dml_sql, |n: &u64| crate::telemetry::Rows::Affected(*n))
+        prepared_call!(self, dml_sql, |n: &u64| {
+            crate::telemetry::Rows::Affected(*n)
+        })
     }
 
     /// Decodes the first row into `T`; no row is an [`crate::ErrorKind::NoRows`] error.
