@@ -12,7 +12,6 @@
 //! transfer needs.
 
 use std::fs;
-use std::net::TcpListener;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -117,10 +116,7 @@ fn find(names: &[&str]) -> Option<PathBuf> {
 }
 
 fn free_port() -> Result<u16, String> {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("no free port: {e}"))
+    super::ports::server_port()
 }
 
 fn log_tail(log: &Path) -> String {

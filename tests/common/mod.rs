@@ -17,6 +17,7 @@ pub mod ledger;
 pub mod mysql;
 #[cfg(feature = "postgres")]
 pub mod pg;
+pub mod ports;
 pub mod proxy;
 pub mod reliability;
 #[cfg(any(feature = "postgres-tls", feature = "mysql-tls"))]

@@ -318,11 +318,17 @@ fn try_start_throwaway_server() -> Result<String, String> {
 #[allow(unused_imports)]
 pub use server::install_data_dir;
 
+/// Ports for the throwaway server, the same source as the rest of `common` uses (compiled a
+/// second time here in the tests: the throughput example includes this file by path).
+#[cfg(unix)]
+#[path = "ports.rs"]
+#[allow(clippy::duplicate_mod, dead_code)]
+mod ports;
+
 /// The unix-only machinery behind the throwaway server.
 #[cfg(unix)]
 mod server {
     use std::fs;
-    use std::net::TcpListener;
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     use std::os::unix::process::CommandExt;
     use std::path::{Path, PathBuf};
@@ -393,12 +399,9 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
         })
     }
 
-    /// A TCP port on 127.0.0.1 that was free a moment ago.
+    /// A TCP port on 127.0.0.1 for a server (see `ports.rs`).
     fn free_port() -> Result<u16, String> {
-        TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .map(|addr| addr.port())
-            .map_err(|e| format!("cannot find a free port: {e}"))
+        super::ports::server_port()
     }
 
     /// The last lines of the server log, for error messages.

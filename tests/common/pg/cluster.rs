@@ -173,7 +173,6 @@ pub(super) fn try_start_throwaway_cluster() -> Result<String, String> {
 #[cfg(unix)]
 mod unix {
     use std::fs;
-    use std::net::TcpListener;
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     use std::os::unix::process::CommandExt;
     use std::path::{Path, PathBuf};
@@ -411,12 +410,9 @@ if [ -n "$base" ]; then rm -rf "$base"; fi
         lines[start..].join("\n")
     }
 
-    /// A TCP port on 127.0.0.1 that was free a moment ago.
+    /// A TCP port on 127.0.0.1 for a server (see `ports.rs`).
     fn free_port() -> Result<u16, String> {
-        TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .map(|addr| addr.port())
-            .map_err(|e| format!("cannot find a free port: {e}"))
+        super::super::ports::server_port()
     }
 
     /// Polls `url` until it accepts connections, the deadline passes, or `exited` reports that

@@ -25,6 +25,11 @@ pub mod cluster;
 #[cfg(unix)]
 pub mod pgaf;
 pub mod pgbouncer;
+/// Ports for the servers the harnesses start, the same source as the rest of `common` uses
+/// (compiled a second time here in the tests, as `unique.rs` is).
+#[path = "../ports.rs"]
+#[allow(clippy::duplicate_mod, dead_code)]
+mod ports;
 #[cfg(feature = "postgres-tls")]
 pub mod tls;
 /// Names unique to this process, the same source as the tests' `backends` use. In the tests this

@@ -63,10 +63,7 @@ pub struct Formation {
 }
 
 fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("cannot find a free port: {e}"))
+    super::ports::server_port()
 }
 
 fn find_autoctl(bin_dir: &std::path::Path) -> Option<String> {

@@ -7,7 +7,6 @@
 //! pooling, a database can).
 
 use std::fs;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -98,10 +97,7 @@ pub fn start(
         Some(tokio_postgres::config::Host::Unix(p)) => p.display().to_string(),
         None => "127.0.0.1".to_owned(),
     };
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| format!("no free port: {e}"))?
-        .port();
+    let port = super::ports::server_port()?;
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
