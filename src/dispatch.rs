@@ -28,6 +28,32 @@ fn other_backend() -> SqlMiddlewareDbError {
     )
 }
 
+/// One per-call runner of `ConnInner` (inside [`wings!`], which passes its engine list):
+/// `$sql_name` runs the wing's `prepare`, then its `$op`, and also returns whether the
+/// statement writes. A call site of each wing operation apart from the prepared path's, so that
+/// the optimiser inlines the operation into both.
+macro_rules! per_call {
+    ($sql_name:ident, $op:ident $(<$t:ident>)?, $out:ty, [$($feature:literal, $name:ident;)+]) => {
+        pub(crate) async fn $sql_name$(<$t: FromRow + Send + 'static>)?(
+            &mut self,
+            sql: &str,
+            mode: TranslationMode,
+            p: &[RowValues],
+            at: Option<Instant>,
+        ) -> Result<($out, bool)> {
+            match self {
+                $(#[cfg(feature = $feature)]
+                ConnInner::$name(c) => {
+                    let s = c.prepare(sql, mode, at).await?;
+                    // `T`, where there is one, is inferred from the return type.
+                    let r = c.$op(&s, p, at).await?;
+                    Ok((r, s.writes()))
+                })+
+            }
+        }
+    };
+}
+
 /// Generates [`PoolInner`], [`ConnInner`] and [`StmtHandle`] and their dispatching methods from
 /// one list of `feature, Variant => wing module`. Each wing module provides `Pool`, `Conn`,
 /// `Stmt`, `checkout` and a `Conn` that is (or derefs to) a [`Wing`].
@@ -268,85 +294,10 @@ macro_rules! wings {
                 }
             }
 
-            /// [`Self::prepare`] then [`Self::select`], for the per-call path; also returns
-            /// whether the statement writes. A call site of each wing operation apart from the
-            /// prepared path's, so that the optimiser inlines the operation into both.
-            pub(crate) async fn select_sql(
-                &mut self,
-                sql: &str,
-                mode: TranslationMode,
-                p: &[RowValues],
-                at: Option<Instant>,
-            ) -> Result<(ResultSet, bool)> {
-                match self {
-                    $(#[cfg(feature = $feature)]
-                    ConnInner::$name(c) => {
-                        let s = c.prepare(sql, mode, at).await?;
-                        let r = c.select(&s, p, at).await?;
-                        Ok((r, s.writes()))
-                    })+
-                }
-            }
-
-            /// [`Self::prepare`] then [`Self::dml`], for the per-call path; also returns
-            /// whether the statement writes. A call site of each wing operation apart from the
-            /// prepared path's, so that the optimiser inlines the operation into both.
-            pub(crate) async fn dml_sql(
-                &mut self,
-                sql: &str,
-                mode: TranslationMode,
-                p: &[RowValues],
-                at: Option<Instant>,
-            ) -> Result<(u64, bool)> {
-                match self {
-                    $(#[cfg(feature = $feature)]
-                    ConnInner::$name(c) => {
-                        let s = c.prepare(sql, mode, at).await?;
-                        let r = c.dml(&s, p, at).await?;
-                        Ok((r, s.writes()))
-                    })+
-                }
-            }
-
-            /// [`Self::prepare`] then [`Self::optional`], for the per-call path; also returns
-            /// whether the statement writes. A call site of each wing operation apart from the
-            /// prepared path's, so that the optimiser inlines the operation into both.
-            pub(crate) async fn optional_sql<T: FromRow + Send + 'static>(
-                &mut self,
-                sql: &str,
-                mode: TranslationMode,
-                p: &[RowValues],
-                at: Option<Instant>,
-            ) -> Result<(Option<T>, bool)> {
-                match self {
-                    $(#[cfg(feature = $feature)]
-                    ConnInner::$name(c) => {
-                        let s = c.prepare(sql, mode, at).await?;
-                        let r = c.optional::<T>(&s, p, at).await?;
-                        Ok((r, s.writes()))
-                    })+
-                }
-            }
-
-            /// [`Self::prepare`] then [`Self::all`], for the per-call path; also returns
-            /// whether the statement writes. A call site of each wing operation apart from the
-            /// prepared path's, so that the optimiser inlines the operation into both.
-            pub(crate) async fn all_sql<T: FromRow + Send + 'static>(
-                &mut self,
-                sql: &str,
-                mode: TranslationMode,
-                p: &[RowValues],
-                at: Option<Instant>,
-            ) -> Result<(Vec<T>, bool)> {
-                match self {
-                    $(#[cfg(feature = $feature)]
-                    ConnInner::$name(c) => {
-                        let s = c.prepare(sql, mode, at).await?;
-                        let r = c.all::<T>(&s, p, at).await?;
-                        Ok((r, s.writes()))
-                    })+
-                }
-            }
+            per_call!(select_sql, select, ResultSet, [$($feature, $name;)+]);
+            per_call!(dml_sql, dml, u64, [$($feature, $name;)+]);
+            per_call!(optional_sql, optional<T>, Option<T>, [$($feature, $name;)+]);
+            per_call!(all_sql, all<T>, Vec<T>, [$($feature, $name;)+]);
 
             pub(crate) async fn pipeline(
                 &mut self,
