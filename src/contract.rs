@@ -72,6 +72,11 @@ pub(crate) trait Wing {
     /// What the connection's statement cache has done since the connection opened.
     fn cache_stats(&self) -> StatementCacheStats;
 
+    /// The SQL of the connection's session, as the hall's readers must follow it (blank text,
+    /// transaction control inside a `Tx`, migration scripts): the engine's dialect, except
+    /// where a session setting changes how the engine reads quotes (MySQL's `sql_mode`).
+    fn dialect(&self) -> crate::sql::Dialect;
+
     /// The pooled connection's id, unique in the process (for spans).
     #[cfg(feature = "tracing")]
     fn connection_id(&self) -> u64;

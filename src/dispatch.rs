@@ -451,10 +451,12 @@ macro_rules! wings {
                 }
             }
 
-            /// The connection's SQL dialect, for reading scripts as its engine will.
+            /// The SQL dialect of the connection's session, for reading text as its engine
+            /// will (MySQL's follows the session's `sql_mode`).
+            #[inline]
             pub(crate) fn dialect(&self) -> Dialect {
                 match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(_) => crate::$wing::DIALECT,)+
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.dialect(),)+
                 }
             }
 

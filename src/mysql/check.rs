@@ -12,7 +12,7 @@
 //! | `character_set_client`, `_connection`, `_results` | every text is bound and read as UTF-8 | `SET NAMES utf8mb4`, the statement refused (`Unsupported`) |
 //! | `sql_mode` | a value that does not fit its column must be refused, not changed | `STRICT_ALL_TABLES` added back |
 //! | `time_zone` | a `TimestampTz` is bound as UTC | remembered: binding a `TimestampTz` is refused while the session is not in UTC |
-//! | `DATABASE()`, `sql_mode`, the collation | they decide what a statement's names and quotes mean | the connection's cached statements are closed, to be prepared again |
+//! | `DATABASE()`, `sql_mode`, the collation | they decide what a statement's names and quotes mean | the connection's cached statements are closed, to be prepared again; the middleware's SQL readers follow the quotes `sql_mode` sets (`NO_BACKSLASH_ESCAPES`, `ANSI_QUOTES`) |
 //!
 //! The check costs one round trip, and only after such statements: a plain query or DML
 //! statement costs nothing.
@@ -49,15 +49,26 @@ pub(crate) struct Facts {
     pub(crate) collation: String,
     /// The session's time zone is UTC: a `TimestampTz` binds as its UTC date and time.
     pub(crate) utc: bool,
+    /// How `sql_mode` reads quotes: the SQL readers follow it (see [`Facts::dialect`]).
+    pub(crate) quotes: crate::sql::scanner::MysqlQuotes,
 }
 
 impl Facts {
-    /// The facts of a session set up by [`SETUP`].
-    pub(crate) fn fresh() -> Self {
+    /// The facts of a session set up by [`SETUP`] on a server whose fresh sessions read quotes
+    /// as `quotes`.
+    pub(crate) fn fresh(quotes: crate::sql::scanner::MysqlQuotes) -> Self {
         Self {
             utc: true,
+            quotes,
             ..Self::default()
         }
+    }
+
+    /// The session's SQL as the middleware's readers must follow it: where its strings and
+    /// quoted names end depends on `sql_mode`.
+    #[inline]
+    pub(crate) fn dialect(&self) -> crate::sql::Dialect {
+        super::dialect::of_session(self.quotes)
     }
 }
 
@@ -165,6 +176,7 @@ pub(crate) async fn session(c: &mut MyClient, in_tx: bool) -> Result<Found> {
         }
     }
     let facts = Facts {
+        quotes: crate::sql::scanner::MysqlQuotes::of_sql_mode(&sql_mode),
         database,
         // Strictness (added back above if it was missing) does not change what a statement
         // means: it is left out of the comparison.

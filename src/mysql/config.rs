@@ -95,6 +95,9 @@ pub(crate) struct MyClient {
     pub(crate) epoch: u64,
     /// The server's `max_allowed_packet`: the largest value (and statement) it takes.
     pub(crate) max_packet: u64,
+    /// How a fresh session of the server reads quotes (its global `sql_mode`, as read when the
+    /// connection opened): what a session reset goes back to, before the check reads it again.
+    pub(crate) server_quotes: crate::sql::scanner::MysqlQuotes,
     /// The host and port it reached (for spans).
     #[cfg(feature = "tracing")]
     pub(crate) host: (Arc<str>, u16),

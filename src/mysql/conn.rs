@@ -241,11 +241,12 @@ impl Wing for MyConnection {
     }
 
     async fn execute_batch(&mut self, sql: &str, in_tx: bool, at: At) -> Result<()> {
+        // Read in the session's dialect each time: a replacement connection's may differ.
         limited!(
             self,
             at,
             self.execute_batch_within(sql, in_tx).await,
-            super::session::writes(sql)
+            super::session::writes(sql, self.dialect())
         )
     }
 
@@ -319,6 +320,14 @@ impl Wing for MyConnection {
     #[cfg(feature = "tracing")]
     fn server_host(&self) -> Option<(Arc<str>, u16)> {
         self.obj.as_ref().map(|o| (Arc::clone(&o.host.0), o.host.1))
+    }
+
+    /// As the session's `sql_mode` reads quotes (see `check.rs`); MySQL's default when the
+    /// connection is gone (nothing is then sent to read it for).
+    fn dialect(&self) -> crate::sql::Dialect {
+        self.obj
+            .as_ref()
+            .map_or(super::dialect::DIALECT, |o| o.facts.dialect())
     }
 
     fn cache_stats(&self) -> crate::StatementCacheStats {

@@ -22,9 +22,10 @@ pub(crate) enum CountRule {
 }
 
 impl CountRule {
-    /// The rule for a statement's text (placeholders already `?`).
-    pub(crate) fn of(sql: &str) -> Self {
-        let mut words = tokens(sql, super::dialect::DIALECT)
+    /// The rule for a statement's text (placeholders already `?`), read in the session's
+    /// dialect `d`.
+    pub(crate) fn of(sql: &str, d: crate::sql::Dialect) -> Self {
+        let mut words = tokens(sql, d)
             .filter(|t| t.kind == Kind::Word)
             .map(|t| &sql[t.start..t.end]);
         let Some(first) = words.next() else {
@@ -77,20 +78,29 @@ mod tests {
     #[test]
     fn upserts_and_replaces_count_records() {
         assert_eq!(
-            CountRule::of("REPLACE INTO t VALUES (?)"),
+            CountRule::of("REPLACE INTO t VALUES (?)", crate::mysql::DIALECT),
             CountRule::Records
         );
         assert_eq!(
-            CountRule::of("insert into t (a) values (?) on duplicate key update a = values(a)"),
+            CountRule::of(
+                "insert into t (a) values (?) on duplicate key update a = values(a)",
+                crate::mysql::DIALECT
+            ),
             CountRule::Records
         );
         assert_eq!(
-            CountRule::of("INSERT INTO t VALUES ('ON DUPLICATE KEY UPDATE')"),
+            CountRule::of(
+                "INSERT INTO t VALUES ('ON DUPLICATE KEY UPDATE')",
+                crate::mysql::DIALECT
+            ),
             CountRule::AsReported
         );
-        assert_eq!(CountRule::of("UPDATE t SET a = 1"), CountRule::AsReported);
         assert_eq!(
-            CountRule::of("/* REPLACE */ DELETE FROM t"),
+            CountRule::of("UPDATE t SET a = 1", crate::mysql::DIALECT),
+            CountRule::AsReported
+        );
+        assert_eq!(
+            CountRule::of("/* REPLACE */ DELETE FROM t", crate::mysql::DIALECT),
             CountRule::AsReported
         );
     }

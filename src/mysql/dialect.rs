@@ -5,17 +5,30 @@ use std::borrow::Cow;
 
 use crate::error::{ErrorKind, SqlMiddlewareDbError};
 use crate::sql::dialect::{Dialect, is, is_any};
-use crate::sql::scanner::{Kind, Lexer, tokens};
+use crate::sql::scanner::{Kind, Lexer, MysqlQuotes, tokens};
 
 /// Backslash escapes, `#` comments and executable comments; identifiers in backticks (double
 /// quotes make strings), matched as given; statements that commit implicitly only outside a
-/// transaction.
+/// transaction. This is MySQL under the default `sql_mode`; a session whose mode changes how
+/// quotes read has the dialect [`of_session`] gives.
 pub(crate) const DIALECT: Dialect = Dialect {
-    lexer: Lexer::Backslashes,
+    lexer: Lexer::Mysql(MysqlQuotes {
+        no_backslash_escapes: false,
+        ansi_quotes: false,
+    }),
     ident_quote: '`',
     folds_to_lower: false,
     outside_tx_only,
 };
+
+/// The dialect of a session whose `sql_mode` reads quotes as `quotes` (`NO_BACKSLASH_ESCAPES`,
+/// `ANSI_QUOTES`).
+pub(crate) const fn of_session(quotes: MysqlQuotes) -> Dialect {
+    Dialect {
+        lexer: Lexer::Mysql(quotes),
+        ..DIALECT
+    }
+}
 
 /// MySQL and MariaDB commit the open transaction before (and after) these statements, so inside
 /// a `Tx` they would end it half-way: schema changes (`CREATE`, `ALTER`, `DROP`, `RENAME`,
@@ -82,8 +95,9 @@ pub(crate) struct MysqlText<'a> {
 /// statement takes: the highest `N`. Without `$N`/`?N` placeholders the text is kept (MySQL's
 /// own `?` then bind in order), and the order is `None`; so it is when the rewritten `?`s take
 /// the parameters in order. Mixing `$N` with bare `?` is an
-/// [`InvalidInput`](crate::ErrorKind::InvalidInput) error.
-pub(crate) fn to_mysql(sql: &str) -> crate::error::Result<MysqlText<'_>> {
+/// [`InvalidInput`](crate::ErrorKind::InvalidInput) error. `d` is the session's dialect (see
+/// [`of_session`]): where its strings end decides which `$N` are placeholders.
+pub(crate) fn to_mysql(sql: &str, d: Dialect) -> crate::error::Result<MysqlText<'_>> {
     let bytes = sql.as_bytes();
     if !bytes.contains(&b'$') && !bytes.contains(&b'?') {
         return Ok(MysqlText {
@@ -97,7 +111,7 @@ pub(crate) fn to_mysql(sql: &str) -> crate::error::Result<MysqlText<'_>> {
     let mut order: Vec<u16> = Vec::new();
     let mut bare = 0usize;
     let mut highest = 0usize;
-    for t in tokens(sql, DIALECT) {
+    for t in tokens(sql, d) {
         match t.kind {
             Kind::Placeholder => {
                 let n: usize = sql[t.start + 1..t.end].parse().unwrap_or(usize::MAX);
@@ -160,7 +174,7 @@ mod tests {
     #[test]
     fn mysql_placeholders_are_positional_with_their_order() {
         let t = |sql| {
-            let m = to_mysql(sql).unwrap();
+            let m = to_mysql(sql, DIALECT).unwrap();
             (m.text.into_owned(), m.order, m.params)
         };
         let (sql, order, n) = t("SELECT $2, '$1', `$1`, $1, $2 -- $3");
@@ -177,11 +191,41 @@ mod tests {
         assert_eq!(n, 1);
         let (sql, order, n) = t("SELECT ? + ?");
         assert_eq!((sql.as_str(), order, n), ("SELECT ? + ?", None, 2));
-        assert!(to_mysql("SELECT $1, ?").is_err());
-        assert!(to_mysql("SELECT $0").is_err());
+        assert!(to_mysql("SELECT $1, ?", DIALECT).is_err());
+        assert!(to_mysql("SELECT $0", DIALECT).is_err());
         // A gap: $1 is never used, and the statement still takes two parameters.
         let (_, order, n) = t("SELECT $2");
         assert_eq!((order.as_deref(), n), (Some(&[1u16][..]), 2));
+    }
+
+    #[test]
+    fn the_sessions_sql_mode_decides_where_strings_end() {
+        let modes = |m: &str| of_session(MysqlQuotes::of_sql_mode(m));
+        let t = |sql, d| to_mysql(sql, d).unwrap().text.into_owned();
+        // Under NO_BACKSLASH_ESCAPES `'C:\'` is a whole string: the `$1` after it is a
+        // placeholder, and the `'$2'` after that a string.
+        let nbe = modes("STRICT_TRANS_TABLES,NO_BACKSLASH_ESCAPES");
+        assert_eq!(t("SELECT 'C:\\', $1, '$2'", nbe), "SELECT 'C:\\', ?, '$2'");
+        // With backslash escapes the same text is one string that runs on.
+        assert_eq!(t("SELECT 'it\\'s', $1", DIALECT), "SELECT 'it\\'s', ?");
+        assert_eq!(
+            t("SELECT 'C:\\', $1, '$2'", DIALECT),
+            "SELECT 'C:\\', $1, '?'"
+        );
+        // Under ANSI_QUOTES `"a\"` is an identifier that ends at its second quote.
+        let ansi = modes("REAL_AS_FLOAT,PIPES_AS_CONCAT,ANSI_QUOTES,IGNORE_SPACE,ANSI");
+        assert_eq!(
+            t("SELECT \"a\\\" FROM t WHERE x = $1", ansi),
+            "SELECT \"a\\\" FROM t WHERE x = ?"
+        );
+        assert_eq!(MysqlQuotes::of_sql_mode(""), MysqlQuotes::default());
+        assert_eq!(
+            MysqlQuotes::of_sql_mode("ansi_quotes,no_backslash_escapes"),
+            MysqlQuotes {
+                no_backslash_escapes: true,
+                ansi_quotes: true
+            }
+        );
     }
 
     proptest! {
@@ -190,13 +234,16 @@ mod tests {
         /// MySQL's `?` are positional: each `$N` the scanner finds becomes one `?`, and nothing
         /// else changes.
         #[test]
-        fn placeholders_become_positional(sql in script_in(Lexer::Backslashes)) {
-            let d = DIALECT;
+        fn placeholders_become_positional(
+            (d, sql) in crate::sql::props::mysql_lexer().prop_flat_map(|l| (Just(l), script_in(l)))
+        ) {
+            let Lexer::Mysql(quotes) = d else { unreachable!("a MySQL lexer") };
+            let d = of_session(quotes);
             let found = tokens(&sql, d).filter(|t| t.kind == Kind::Placeholder).count();
             let bare = tokens(&sql, d)
                 .filter(|t| t.kind == Kind::Param && sql.as_bytes()[t.start] == b'?')
                 .count();
-            match to_mysql(&sql) {
+            match to_mysql(&sql, d) {
                 Ok(MysqlText { text: out, order, .. }) => {
                     let marks = tokens(&out, d)
                         .filter(|t| t.kind == Kind::Param && out.as_bytes()[t.start] == b'?')

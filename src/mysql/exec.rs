@@ -18,10 +18,7 @@ use super::tx::{CANARY, implicit_commit, in_transaction};
 use crate::decode::FromRow;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::{Columns, ResultSet};
-use crate::sql::Dialect;
 use crate::value::RowValues;
-
-const D: Dialect = super::dialect::DIALECT;
 
 /// The statement to run `s` with on `c`: its own (named mode), or a fresh one that the caller
 /// closes after the run (unnamed mode, or `s` prepared on another connection or before a
@@ -254,20 +251,21 @@ impl MyConnection {
     /// them.
     pub(super) async fn execute_batch_within(&mut self, sql: &str, in_tx: bool) -> Result<()> {
         crate::sql::reject_nul(sql)?;
+        let d = self.client()?.facts.dialect();
         // A script binds no values: its literals are left to strict mode (see `warnings.rs`).
         let fx = Effects {
             writes: false,
-            ..Effects::of(sql)
+            ..Effects::of(sql, d)
         };
-        let own_tx = !in_tx && crate::sql::has_transaction_control(sql, D);
+        let own_tx = !in_tx && crate::sql::has_transaction_control(sql, d);
         self.unknown |= !in_tx && (own_tx || !fx.plain);
         self.guard(fx).await?;
         let r = if in_tx || own_tx {
             self.simple(sql).await
         } else {
             let mut r = Ok(());
-            for (part, alone) in crate::sql::segments(sql, D) {
-                if crate::sql::is_blank(part, D) {
+            for (part, alone) in crate::sql::segments(sql, d) {
+                if crate::sql::is_blank(part, d) {
                     continue;
                 }
                 r = if alone {

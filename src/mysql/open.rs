@@ -18,11 +18,8 @@ use super::stmt::{Effects, MyStmt};
 use super::tx::in_transaction;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
-use crate::sql::Dialect;
 use crate::stmt_cache::StmtCache;
 use crate::value::RowValues;
-
-const D: Dialect = super::dialect::DIALECT;
 
 /// Opens a pooled connection (the manager's `create`): the connect (TLS as the mode asks; see
 /// [`Endpoint::connect`]), the server's `max_allowed_packet` and the session's mark (see
@@ -47,10 +44,15 @@ pub(super) async fn create(m: &MyManager) -> Result<Box<MyClient>> {
     } else {
         Arc::clone(&m.endpoint)
     };
-    let max_packet: Option<u64> = conn
-        .query_first("SELECT @@max_allowed_packet")
+    // The session's `sql_mode` too: the readers of SQL follow how it reads quotes from the
+    // first statement on (the `after_connect` hook's included).
+    let (max_packet, sql_mode): (Option<u64>, Option<String>) = conn
+        .query_first("SELECT @@max_allowed_packet, @@session.sql_mode")
         .await
-        .map_err(super::error::map_err)?;
+        .map_err(super::error::map_err)?
+        .unwrap_or((None, None));
+    let server_quotes =
+        crate::sql::scanner::MysqlQuotes::of_sql_mode(sql_mode.as_deref().unwrap_or(""));
     let mark = super::deadline::Mark::record(&mut conn).await?;
     let mut c = Box::new(MyClient {
         conn,
@@ -63,7 +65,7 @@ pub(super) async fn create(m: &MyManager) -> Result<Box<MyClient>> {
             NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         },
         generation: 0,
-        facts: super::check::Facts::fresh(),
+        facts: super::check::Facts::fresh(server_quotes),
         autocommit_off: false,
         pending_close: Vec::new(),
         dirty: false,
@@ -73,6 +75,7 @@ pub(super) async fn create(m: &MyManager) -> Result<Box<MyClient>> {
             .schema_epoch
             .load(std::sync::atomic::Ordering::Acquire),
         max_packet: max_packet.unwrap_or(u64::MAX),
+        server_quotes,
         #[cfg(feature = "tracing")]
         host: (
             Arc::from(endpoint.opts.ip_or_hostname()),
@@ -139,6 +142,8 @@ impl Endpoint {
 /// reset; see `setup.rs`), then MySQL's own checks. What the hook leaves is the session the next
 /// reset goes back to, then runs the hook again.
 pub(crate) async fn set_up(c: &mut MyClient) -> Result<()> {
+    // A fresh or reset session reads quotes as the server's global mode says.
+    c.facts.quotes = c.server_quotes;
     if c.opts.reader {
         // Before the hook, and again after every reset (which puts back the server's default):
         // a write through a reader fails with `ReadOnly` (1792), a transaction begun on it is
@@ -191,8 +196,9 @@ impl MySetup<'_> {
             text,
             order,
             params: n,
-        } = super::dialect::to_mysql(sql)?;
+        } = super::dialect::to_mysql(sql, self.0.facts.dialect())?;
         let c = &mut *self.0;
+        let d = c.facts.dialect();
         let st = c.conn.prep(text.as_ref()).await.map_err(map_err)?;
         let s = MyStmt {
             stmt: None,
@@ -204,14 +210,14 @@ impl MySetup<'_> {
             } else {
                 n
             },
-            dml: crate::sql::is_dml(&text, D),
+            dml: crate::sql::is_dml(&text, d),
             fx: Effects {
                 writes: true,
                 plain: true,
                 ddl: false,
                 routine: false,
             },
-            count: CountRule::of(&text),
+            count: CountRule::of(&text, d),
             conn: (0, 0),
         };
         c.conn.close(st).await.map_err(map_err)?;

@@ -27,8 +27,6 @@ use crate::sql::Dialect;
 use crate::sql::scanner::{Kind, Token, tokens};
 use crate::sql::script::statements;
 
-const D: Dialect = super::dialect::DIALECT;
-
 /// First words of statements that may be plain.
 #[rustfmt::skip]
 const PLAIN_HEADS: [&str; 14] = [
@@ -118,8 +116,8 @@ fn is_any(w: &str, set: &[&str]) -> bool {
 }
 
 /// Whether one statement leaves nothing in the session (see the module docs).
-fn statement_is_plain(stmt: &str) -> bool {
-    let toks: Vec<Token> = tokens(stmt, D)
+fn statement_is_plain(stmt: &str, d: Dialect) -> bool {
+    let toks: Vec<Token> = tokens(stmt, d)
         .filter(|t| !t.kind.is_blank() && t.kind != Kind::Semi)
         .collect();
     let text = |i: usize| toks.get(i).map(|t| &stmt[t.start..t.end]);
@@ -128,7 +126,7 @@ fn statement_is_plain(stmt: &str) -> bool {
     };
     if first.kind != Kind::Word || !is_any(&stmt[first.start..first.end], &PLAIN_HEADS) {
         // `ROLLBACK TO [SAVEPOINT] x` is plain too.
-        return is_rollback_to(stmt);
+        return is_rollback_to(stmt, d);
     }
     for (i, t) in toks.iter().enumerate() {
         let w = &stmt[t.start..t.end];
@@ -188,8 +186,8 @@ fn is_pure_call(toks: &[Token], stmt: &str, i: usize) -> bool {
     t.kind == Kind::Word && is_any(name, PURE)
 }
 
-fn is_rollback_to(stmt: &str) -> bool {
-    let mut w = tokens(stmt, D)
+fn is_rollback_to(stmt: &str, d: Dialect) -> bool {
+    let mut w = tokens(stmt, d)
         .filter(|t| t.kind == Kind::Word)
         .map(|t| &stmt[t.start..t.end]);
     if !w.next().is_some_and(|x| x.eq_ignore_ascii_case("ROLLBACK")) {
@@ -204,17 +202,18 @@ fn is_rollback_to(stmt: &str) -> bool {
     }
 }
 
-/// Whether every statement of `sql` leaves nothing in the session.
-pub(crate) fn is_plain(sql: &str) -> bool {
-    statements(sql, D).all(statement_is_plain)
+/// Whether every statement of `sql` (in the session's dialect `d`) leaves nothing in the
+/// session.
+pub(crate) fn is_plain(sql: &str, d: Dialect) -> bool {
+    statements(sql, d).all(|s| statement_is_plain(s, d))
 }
 
 /// Whether a statement of `sql` runs a routine or a prepared SQL statement (`CALL`, `EXECUTE`):
 /// the only statements a transaction can be committed or rolled back through unseen (stored
 /// functions and triggers may not end one).
-pub(crate) fn runs_routine(sql: &str) -> bool {
-    statements(sql, D).any(|s| {
-        tokens(s, D).find(|t| !t.kind.is_blank()).is_some_and(|t| {
+pub(crate) fn runs_routine(sql: &str, d: Dialect) -> bool {
+    statements(sql, d).any(|s| {
+        tokens(s, d).find(|t| !t.kind.is_blank()).is_some_and(|t| {
             t.kind == Kind::Word && is_any(&s[t.start..t.end], &["CALL", "EXECUTE"])
         })
     })
@@ -223,14 +222,14 @@ pub(crate) fn runs_routine(sql: &str) -> bool {
 /// Whether running `sql` may change data (so a limit passing after it was sent, outside a
 /// transaction, leaves its outcome unknown): any statement other than a read, or a read that
 /// is not plain (it may call a routine that writes).
-pub(crate) fn writes(sql: &str) -> bool {
-    statements(sql, D)
-        .filter(|s| !crate::sql::is_blank(s, D))
+pub(crate) fn writes(sql: &str, d: Dialect) -> bool {
+    statements(sql, d)
+        .filter(|s| !crate::sql::is_blank(s, d))
         .any(|s| {
-            if crate::sql::is_dml(s, D) || !statement_is_plain(s) {
+            if crate::sql::is_dml(s, d) || !statement_is_plain(s, d) {
                 return true;
             }
-            !tokens(s, D)
+            !tokens(s, d)
                 .find(|t| !t.kind.is_blank())
                 .is_some_and(|t| t.kind == Kind::Word && is_any(&s[t.start..t.end], &READ_HEADS))
         })
@@ -316,6 +315,8 @@ fn mark_broken(c: &mut MyClient) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mysql::DIALECT;
+    use crate::sql::scanner::MysqlQuotes;
 
     #[test]
     fn only_statements_the_text_proves_harmless_are_plain() {
@@ -333,7 +334,7 @@ mod tests {
             "SELECT CAST(a AS DECIMAL(10, 2)), COUNT(*) FROM t WHERE b IN (1, 2)",
             "INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE a = VALUES(a)",
         ] {
-            assert!(is_plain(sql), "{sql}");
+            assert!(is_plain(sql, DIALECT), "{sql}");
         }
         for sql in [
             "SET @x = 1",
@@ -355,24 +356,46 @@ mod tests {
             "INSERT INTO t VALUES (my_func(1))",
             "SELECT 1 INTO OUTFILE '/tmp/x'",
         ] {
-            assert!(!is_plain(sql), "{sql}");
+            assert!(!is_plain(sql, DIALECT), "{sql}");
         }
     }
 
     #[test]
     fn routines_are_calls_and_executes() {
-        assert!(runs_routine("CALL p()"));
-        assert!(runs_routine("SELECT 1; /* x */ execute s"));
-        assert!(!runs_routine("SELECT 'CALL p()'"));
-        assert!(!runs_routine("SELECT f()"));
+        assert!(runs_routine("CALL p()", DIALECT));
+        assert!(runs_routine("SELECT 1; /* x */ execute s", DIALECT));
+        assert!(!runs_routine("SELECT 'CALL p()'", DIALECT));
+        assert!(!runs_routine("SELECT f()", DIALECT));
     }
 
     #[test]
     fn reads_do_not_write() {
-        assert!(!writes("SELECT 1; SHOW TABLES; /* c */ SELECT * FROM t"));
-        assert!(writes("SELECT 1; INSERT INTO t VALUES (1)"));
-        assert!(writes("CALL p()"));
-        assert!(writes("CREATE TABLE t (a int)"));
-        assert!(writes("SELECT GET_LOCK('a', 0)"));
+        assert!(!writes(
+            "SELECT 1; SHOW TABLES; /* c */ SELECT * FROM t",
+            DIALECT
+        ));
+        assert!(writes("SELECT 1; INSERT INTO t VALUES (1)", DIALECT));
+        assert!(writes("CALL p()", DIALECT));
+        assert!(writes("CREATE TABLE t (a int)", DIALECT));
+        assert!(writes("SELECT GET_LOCK('a', 0)", DIALECT));
+    }
+
+    #[test]
+    fn what_follows_a_string_ending_in_a_backslash_is_read_as_the_session_reads_it() {
+        let nbe = crate::mysql::dialect::of_session(MysqlQuotes {
+            no_backslash_escapes: true,
+            ansi_quotes: false,
+        });
+        // Under NO_BACKSLASH_ESCAPES the assignment is code, not part of a string.
+        let sql = "SELECT 'C:\\', @leak := 42";
+        assert!(!is_plain(sql, nbe));
+        assert!(is_plain(sql, DIALECT));
+        assert!(runs_routine("SELECT 'C:\\'; CALL p()", nbe));
+        assert!(writes("SELECT 'C:\\'; DELETE FROM t", nbe));
+        let ansi = crate::mysql::dialect::of_session(MysqlQuotes {
+            no_backslash_escapes: false,
+            ansi_quotes: true,
+        });
+        assert!(!is_plain("SELECT \"a\\\", @leak := 1 FROM t", ansi));
     }
 }

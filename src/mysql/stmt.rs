@@ -21,8 +21,6 @@ use crate::sql::Dialect;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
 
-const D: Dialect = super::dialect::DIALECT;
-
 /// A MySQL statement and what was learnt about it at prepare time.
 pub(crate) struct MyStmt {
     /// The server-side statement (`None` in the unnamed mode: prepared, run and closed per
@@ -59,13 +57,13 @@ pub(crate) struct Effects {
 }
 
 impl Effects {
-    /// The effects of the SQL `text`.
-    pub(crate) fn of(text: &str) -> Self {
+    /// The effects of the SQL `text`, read in the session's dialect `d`.
+    pub(crate) fn of(text: &str, d: Dialect) -> Self {
         Self {
-            writes: super::session::writes(text),
-            plain: super::session::is_plain(text),
-            ddl: crate::sql::script::changes_schema(text, super::dialect::DIALECT),
-            routine: super::session::runs_routine(text),
+            writes: super::session::writes(text, d),
+            plain: super::session::is_plain(text, d),
+            ddl: crate::sql::script::changes_schema(text, d),
+            routine: super::session::runs_routine(text, d),
         }
     }
 }
@@ -139,11 +137,13 @@ impl MyConnection {
             }
         }
         crate::sql::reject_nul(sql)?;
-        if crate::sql::is_blank(sql, D) {
+        // Where the session's strings end decides what the text holds.
+        let d = c.facts.dialect();
+        if crate::sql::is_blank(sql, d) {
             return Err(SqlMiddlewareDbError::blank_sql());
         }
-        if crate::sql::script::statements(sql, D)
-            .filter(|s| !crate::sql::is_blank(s, D))
+        if crate::sql::script::statements(sql, d)
+            .filter(|s| !crate::sql::is_blank(s, d))
             .nth(1)
             .is_some()
         {
@@ -157,7 +157,7 @@ impl MyConnection {
             order,
             params,
         } = match mode {
-            TranslationMode::On => super::dialect::to_mysql(sql)?,
+            TranslationMode::On => super::dialect::to_mysql(sql, d)?,
             TranslationMode::Off => super::dialect::MysqlText {
                 text: Cow::Borrowed(sql),
                 order: None,
@@ -193,9 +193,9 @@ impl MyConnection {
         };
         let s = Arc::new(MyStmt {
             stmt,
-            fx: Effects::of(&text),
-            count: CountRule::of(&text),
-            dml: crate::sql::is_dml(&text, D),
+            fx: Effects::of(&text, d),
+            count: CountRule::of(&text, d),
+            dml: crate::sql::is_dml(&text, d),
             text: text.into(),
             columns,
             order,

@@ -347,6 +347,11 @@ impl Wing for PgConnection {
             .map(|o| (Arc::clone(&o.host.address), o.host.port))
     }
 
+    #[inline]
+    fn dialect(&self) -> crate::sql::Dialect {
+        super::DIALECT
+    }
+
     fn cache_stats(&self) -> crate::StatementCacheStats {
         self.obj.as_ref().map_or_else(Default::default, |o| {
             o.stmts.stats(o.opts.statement_cache_capacity)

@@ -76,22 +76,57 @@ pub(crate) enum Lexer {
     /// `[…]` is an array subscript; block comments nest; `E'…'` strings (a backslash escapes
     /// the next byte) and dollar-quoted bodies.
     DollarQuotes,
-    /// `'…'` and `"…"` are strings in which a backslash escapes the next byte; `#` starts a
-    /// line comment, and `--` does only when white space (or the end) follows; block comments
-    /// do not nest, and the text of an executable comment (`/*! … */`, `/*M! … */`) is code;
-    /// `[` is punctuation.
-    Backslashes,
+    /// MySQL's: `'…'` and `"…"` are strings in which a backslash escapes the next byte (both
+    /// as the session's `sql_mode` says, see [`MysqlQuotes`]); `#` starts a line comment, and
+    /// `--` does only when white space (or the end) follows; block comments do not nest, and the
+    /// text of an executable comment (`/*! … */`, `/*M! … */`) is code; `[` is punctuation.
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
+    Mysql(MysqlQuotes),
+}
+
+/// How a MySQL session reads quotes, which its `sql_mode` decides. The server's global default
+/// may set either flag, and so may any statement of a session (`SET sql_mode = …`), so the
+/// scanner follows the session's mode as the connection last read it: with the wrong rules, a
+/// string ending in a backslash (`'C:\'` under `NO_BACKSLASH_ESCAPES`) would run on over the
+/// rest of the statement, hiding its placeholders and statements from the middleware.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub(crate) struct MysqlQuotes {
+    /// `NO_BACKSLASH_ESCAPES`: a backslash in a string is a plain byte; only a doubled quote
+    /// escapes.
+    pub(crate) no_backslash_escapes: bool,
+    /// `ANSI_QUOTES`: `"…"` quotes an identifier (a doubled `"` escapes; a backslash is a plain
+    /// byte, as in every identifier), not a string.
+    pub(crate) ansi_quotes: bool,
+}
+
+impl MysqlQuotes {
+    /// The quotes of a session whose `sql_mode` (a comma-separated list, as
+    /// `@@session.sql_mode` reads) is `mode`.
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
+    pub(crate) fn of_sql_mode(mode: &str) -> Self {
+        let has = |flag: &str| mode.split(',').any(|m| m.trim().eq_ignore_ascii_case(flag));
+        Self {
+            no_backslash_escapes: has("NO_BACKSLASH_ESCAPES"),
+            ansi_quotes: has("ANSI_QUOTES"),
+        }
+    }
 }
 
 /// The tokens of `sql` under the lexical rules `lexer` (a [`Lexer`] or a whole
 /// [`Dialect`](super::Dialect)).
 pub(crate) fn tokens(sql: &str, lexer: impl Into<Lexer>) -> Tokens<'_> {
     let lexer = lexer.into();
+    let my = match lexer {
+        Lexer::Mysql(q) => Some(q),
+        _ => None,
+    };
     Tokens {
         b: sql.as_bytes(),
         i: 0,
         pg: lexer == Lexer::DollarQuotes,
-        my: lexer == Lexer::Backslashes,
+        my: my.is_some(),
+        my_escapes: my.is_some_and(|q| !q.no_backslash_escapes),
+        my_ansi: my.is_some_and(|q| q.ansi_quotes),
         in_exec: false,
         glued: false,
     }
@@ -104,8 +139,12 @@ pub(crate) struct Tokens<'a> {
     i: usize,
     /// [`Lexer::DollarQuotes`] rules where they differ from [`Lexer::Plain`] ones.
     pg: bool,
-    /// [`Lexer::Backslashes`] rules where they differ from [`Lexer::Plain`] ones.
+    /// [`Lexer::Mysql`] rules where they differ from [`Lexer::Plain`] ones.
     my: bool,
+    /// MySQL: a backslash in a string escapes the next byte (no `NO_BACKSLASH_ESCAPES`).
+    my_escapes: bool,
+    /// MySQL: `"…"` quotes an identifier (`ANSI_QUOTES`).
+    my_ansi: bool,
     /// Inside a MySQL executable comment (`/*! … */`): its closing `*/` is a comment delimiter.
     in_exec: bool,
     /// The previous token (a word, placeholder, parameter or lone `$`) ended in an identifier
@@ -124,7 +163,10 @@ impl Iterator for Tokens<'_> {
         let c = *b.get(start)?;
         let next = b.get(start + 1).copied();
         let (kind, end) = match c {
-            b'\'' | b'"' if self.my => (Kind::Str, skip_my_string(b, start + 1, c)),
+            b'"' if self.my_ansi => (Kind::QuotedIdent, skip_quoted(b, start + 1, c)),
+            b'\'' | b'"' if self.my => {
+                (Kind::Str, skip_my_string(b, start + 1, c, self.my_escapes))
+            }
             b'#' if self.my => (Kind::LineComment, skip_past(b, start + 1, b'\n')),
             b'-' if self.my
                 && next == Some(b'-')
@@ -264,14 +306,14 @@ fn skip_string(bytes: &[u8], start: usize, backslash_escapes: bool) -> usize {
 }
 
 /// Skips the body of a MySQL string quoted with `quote` (`'` or `"`), starting just after the
-/// opening quote: a doubled quote or a backslash escapes the next byte. Returns the index just
-/// past the closing quote, or the end of input.
-fn skip_my_string(bytes: &[u8], start: usize, quote: u8) -> usize {
+/// opening quote: a doubled quote escapes the next byte, and so does a backslash when
+/// `backslash_escapes`. Returns the index just past the closing quote, or the end of input.
+fn skip_my_string(bytes: &[u8], start: usize, quote: u8, backslash_escapes: bool) -> usize {
     let len = bytes.len();
     let mut i = start;
     while i < len {
         match bytes[i] {
-            b'\\' => i += 2,
+            b'\\' if backslash_escapes => i += 2,
             c if c == quote => {
                 if bytes.get(i + 1) == Some(&quote) {
                     i += 2;

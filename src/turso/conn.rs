@@ -299,6 +299,11 @@ impl Wing for TursoConn {
         self.flushed.id()
     }
 
+    #[inline]
+    fn dialect(&self) -> crate::sql::Dialect {
+        super::DIALECT
+    }
+
     fn cache_stats(&self) -> crate::StatementCacheStats {
         self.stmts.stats(self.opts.statement_cache_capacity)
     }

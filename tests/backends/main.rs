@@ -16,6 +16,7 @@ mod mysql_kill_balancer;
 mod mysql_procedures;
 mod mysql_readers;
 mod mysql_server_defaults;
+mod mysql_sql_modes;
 mod mysql_tls;
 mod mysql_values;
 mod postgres;

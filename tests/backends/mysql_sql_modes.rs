@@ -1,0 +1,286 @@
+//! MySQL/MariaDB: the middleware reads SQL text as the session's `sql_mode` does.
+//!
+//! Two flags change where a MySQL string or quoted name ends: under `NO_BACKSLASH_ESCAPES` a
+//! backslash in a string is a plain byte (`'C:\'` is a whole string), and under `ANSI_QUOTES`
+//! `"…"` quotes a name, in which a backslash is a plain byte. Read with the default rules, such
+//! a string or name runs on over the rest of the statement: its placeholders would not be
+//! rewritten, a session change after it would go unseen (and reach the next borrower), and a
+//! `COMMIT` after it would not be refused inside a `Tx`.
+//!
+//! Each flag is tested set by the session (`SET sql_mode = …`) and as the server's global
+//! default (a private server), through the query builder (`one`, `select`, `dml`, `stream`), a
+//! prepared statement, a pipeline, a `Tx`, and a script. Prints `mysql_sql_modes mode=M
+//! set_by=S checks=N`.
+#![cfg(feature = "mysql")]
+
+use futures::TryStreamExt;
+use mysql_async::prelude::Queryable;
+use sql_middleware::ErrorKind;
+use sql_middleware::prelude::*;
+
+use crate::common::groups;
+use crate::common::mysql;
+
+/// A flag of `sql_mode` that changes how quotes read, and SQL that is only right when read
+/// with it: a quoted text ending in a backslash, then a placeholder.
+#[derive(Debug, Clone, Copy)]
+enum Flag {
+    NoBackslashEscapes,
+    AnsiQuotes,
+}
+
+impl Flag {
+    fn name(self) -> &'static str {
+        match self {
+            Flag::NoBackslashEscapes => "NO_BACKSLASH_ESCAPES",
+            Flag::AnsiQuotes => "ANSI_QUOTES",
+        }
+    }
+
+    /// A one-row `SELECT` of the text `C:\` (as column `p`) and `$1` (as `v`).
+    fn select(self) -> &'static str {
+        match self {
+            Flag::NoBackslashEscapes => "SELECT 'C:\\' AS p, $1 AS v",
+            // A name ending in a backslash, then the placeholder.
+            Flag::AnsiQuotes => "SELECT \"p\\\" AS p, $1 AS v FROM (SELECT 'C:\\\\' AS `p\\`) AS x",
+        }
+    }
+
+    /// An `INSERT` of the text `C:\` and `$1`, then a literal `$2` that must stay text.
+    fn insert(self) -> &'static str {
+        match self {
+            Flag::NoBackslashEscapes => "INSERT INTO sm (p, v, note) VALUES ('C:\\', $1, '$2')",
+            Flag::AnsiQuotes => {
+                "INSERT INTO sm (\"p\\\", v, note) SELECT 'C:\\\\', $1, '$2' FROM DUAL"
+            }
+        }
+    }
+
+    /// A table whose first column is named `p\` under `ANSI_QUOTES` (and `p` otherwise).
+    fn table(self) -> &'static str {
+        match self {
+            Flag::NoBackslashEscapes => {
+                "CREATE TABLE sm (id INT AUTO_INCREMENT PRIMARY KEY, p VARCHAR(10), v BIGINT, note VARCHAR(10))"
+            }
+            Flag::AnsiQuotes => {
+                "CREATE TABLE sm (id INT AUTO_INCREMENT PRIMARY KEY, `p\\` VARCHAR(10), v BIGINT, note VARCHAR(10))"
+            }
+        }
+    }
+
+    /// A statement that sets a user variable after the quoted text: a session change.
+    fn leak(self) -> &'static str {
+        match self {
+            Flag::NoBackslashEscapes => "SELECT 'C:\\' AS p, @sm_leak := 42 AS v",
+            Flag::AnsiQuotes => {
+                "SELECT \"p\\\" AS p, @sm_leak := 42 AS v FROM (SELECT 'C:\\\\' AS `p\\`) AS x"
+            }
+        }
+    }
+
+    /// A script whose second statement is a `COMMIT` after the quoted text.
+    fn commit_script(self) -> &'static str {
+        match self {
+            Flag::NoBackslashEscapes => "SELECT 'C:\\'; COMMIT",
+            Flag::AnsiQuotes => "SELECT \"p\\\" FROM (SELECT 1 AS `p\\`) AS x; COMMIT",
+        }
+    }
+}
+
+const FLAGS: [Flag; 2] = [Flag::NoBackslashEscapes, Flag::AnsiQuotes];
+
+/// The session's mode with `flag` added (keeping the rest).
+fn set_mode(flag: Flag) -> String {
+    format!(
+        "SET SESSION sql_mode = CONCAT(@@session.sql_mode, ',{}')",
+        flag.name()
+    )
+}
+
+/// Runs every path on `pool` (one connection), whose sessions read quotes under `flag`;
+/// `set_by_session`: the flag is set by each checkout itself. Returns the checks made.
+async fn every_path(pool: &ConfigAndPool, flag: Flag, set_by_session: bool) -> usize {
+    let mut checks = 0;
+    let checkout = || async {
+        let mut c = pool.get_connection().await.expect("checkout");
+        if set_by_session {
+            c.execute_batch(&set_mode(flag))
+                .await
+                .expect("set sql_mode");
+        }
+        c
+    };
+    let want = ("C:\\".to_owned(), 7i64);
+    let seven = [RowValues::Int(7)];
+
+    let mut c = checkout().await;
+    c.execute_batch("DROP TABLE IF EXISTS sm")
+        .await
+        .expect("drop");
+    c.execute_batch(flag.table()).await.expect("table");
+
+    let one: (String, i64) = c
+        .query(flag.select())
+        .params(&seven)
+        .one()
+        .await
+        .expect("one");
+    assert_eq!(one, want, "query().one() under {}", flag.name());
+    checks += 1;
+
+    let rs = c
+        .query(flag.select())
+        .params(&seven)
+        .select()
+        .await
+        .expect("select");
+    assert_eq!(rs.len(), 1);
+    assert_eq!(
+        rs.results[0].get("v"),
+        Some(&RowValues::Int(7)),
+        "select() under {}",
+        flag.name()
+    );
+    checks += 1;
+
+    let mut st = c.prepare(flag.select()).await.expect("prepare");
+    let prepared: (String, i64) = st.one(&seven).await.expect("prepared one");
+    assert_eq!(prepared, want, "prepare().one() under {}", flag.name());
+    checks += 1;
+
+    let streamed: Vec<(String, i64)> = c
+        .query(flag.select())
+        .params(&seven)
+        .stream()
+        .try_collect()
+        .await
+        .expect("stream");
+    assert_eq!(
+        streamed,
+        vec![want.clone()],
+        "stream() under {}",
+        flag.name()
+    );
+    checks += 1;
+
+    let n = c
+        .query(flag.insert())
+        .params(&seven)
+        .dml()
+        .await
+        .expect("dml");
+    assert_eq!(n, 1, "dml() under {}", flag.name());
+    let sets: [&[RowValues]; 2] = [&[RowValues::Int(8)], &[RowValues::Int(9)]];
+    c.pipeline(flag.insert(), &sets).await.expect("pipeline");
+    checks += 2;
+
+    {
+        let mut tx = c.begin().await.expect("begin");
+        tx.query(flag.insert())
+            .params(&[RowValues::Int(10)])
+            .dml()
+            .await
+            .expect("insert in tx");
+        // A COMMIT after the quoted text is still transaction control: refused, and the
+        // transaction is rolled back, the row with it.
+        let e = tx
+            .execute_batch(flag.commit_script())
+            .await
+            .expect_err("COMMIT inside a Tx");
+        assert_eq!(e.kind(), ErrorKind::TransactionState, "{e}");
+        tx.rollback().await.expect("rollback");
+        checks += 1;
+    }
+    let rows: Vec<(i64, String)> = c
+        .query("SELECT v, note FROM sm ORDER BY v")
+        .all()
+        .await
+        .expect("rows");
+    // The placeholder bound, and the `'$2'` after it stayed text; the Tx's row is gone.
+    assert_eq!(
+        rows,
+        [7, 8, 9].map(|v| (v, "$2".to_owned())),
+        "rows written under {}",
+        flag.name()
+    );
+    checks += 1;
+
+    // A session change after the quoted text is seen: the next borrower does not get it.
+    let leaked: (String, i64) = c.query(flag.leak()).one().await.expect("leak");
+    assert_eq!(leaked, ("C:\\".to_owned(), 42));
+    drop(c);
+    let mut next = pool.get_connection().await.expect("next checkout");
+    let left: (Option<i64>,) = next.query("SELECT @sm_leak").one().await.expect("@sm_leak");
+    assert_eq!(
+        left,
+        (None,),
+        "a user variable set under {} reached the next borrower",
+        flag.name()
+    );
+    next.execute_batch("DROP TABLE sm").await.expect("drop");
+    checks + 1
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_sql_mode_decides_how_its_sql_is_read() {
+    let _group = groups::enter("mysql");
+    mysql::with_database(|url| async move {
+        for flag in FLAGS {
+            let pool = ConfigAndPool::mysql(&url)
+                .max_size(1)
+                .build()
+                .await
+                .expect("pool");
+            let checks = every_path(&pool, flag, true).await;
+            println!(
+                "mysql_sql_modes mode={} set_by=session checks={checks}",
+                flag.name()
+            );
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_default_sql_mode_decides_how_its_sql_is_read() {
+    let _group = groups::enter("mysql");
+    let base = tokio::task::spawn_blocking(mysql::start_private_server)
+        .await
+        .expect("start task")
+        .unwrap_or_else(|e| panic!("a private MariaDB/MySQL server is needed for this test: {e}"));
+    for flag in FLAGS {
+        let mut admin = mysql::raw_conn(&base).await;
+        let global: Option<String> = admin
+            .query_first("SELECT @@global.sql_mode")
+            .await
+            .expect("global sql_mode");
+        let global = global.unwrap_or_default();
+        admin
+            .query_drop(format!(
+                "CREATE DATABASE IF NOT EXISTS sql_modes CHARACTER SET utf8mb4;
+                 SET GLOBAL sql_mode = CONCAT_WS(',', NULLIF(@@global.sql_mode, ''), '{}')",
+                flag.name()
+            ))
+            .await
+            .expect("server default");
+        let _ = admin.disconnect().await;
+        let url = mysql::url_with_database(&base, "sql_modes");
+        let pool = ConfigAndPool::mysql(&url)
+            .max_size(1)
+            .build()
+            .await
+            .expect("pool");
+        let checks = every_path(&pool, flag, false).await;
+        pool.close();
+        println!(
+            "mysql_sql_modes mode={} set_by=server checks={checks}",
+            flag.name()
+        );
+        let mut admin = mysql::raw_conn(&base).await;
+        admin
+            .query_drop(format!("SET GLOBAL sql_mode = '{global}'"))
+            .await
+            .expect("server default back");
+        let _ = admin.disconnect().await;
+    }
+}
