@@ -115,14 +115,20 @@ fn is_any(w: &str, set: &[&str]) -> bool {
 }
 
 /// True when `sql` holds no statement at all: only white space, comments and `;`.
+#[inline]
 pub(crate) fn is_blank(sql: &str, d: impl Into<Lexer>) -> bool {
-    let d: Lexer = d.into();
     // A letter cannot start a comment, a literal or a `;`: such text holds a statement. This
-    // answers the usual case without starting the scanner.
+    // answers the usual case (every per-call query passes here) without starting the scanner,
+    // or even reading the dialect.
     let first = sql.bytes().find(|b| !b.is_ascii_whitespace());
     if first.is_some_and(|b| b.is_ascii_alphabetic()) {
         return false;
     }
+    only_blank_tokens(sql, d.into())
+}
+
+/// The rest of [`is_blank`]: every token is blank or a `;`.
+fn only_blank_tokens(sql: &str, d: Lexer) -> bool {
     tokens(sql, d).all(|t| t.kind.is_blank() || t.kind == Kind::Semi)
 }
 
