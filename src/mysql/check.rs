@@ -50,13 +50,13 @@ pub(crate) struct Facts {
     /// The session's time zone is UTC: a `TimestampTz` binds as its UTC date and time.
     pub(crate) utc: bool,
     /// How `sql_mode` reads quotes: the SQL readers follow it (see [`Facts::dialect`]).
-    pub(crate) quotes: crate::sql::scanner::MysqlQuotes,
+    pub(crate) quotes: crate::sql::scanner::QuoteModes,
 }
 
 impl Facts {
     /// The facts of a session set up by [`SETUP`] on a server whose fresh sessions read quotes
     /// as `quotes`.
-    pub(crate) fn fresh(quotes: crate::sql::scanner::MysqlQuotes) -> Self {
+    pub(crate) fn fresh(quotes: crate::sql::scanner::QuoteModes) -> Self {
         Self {
             utc: true,
             quotes,
@@ -176,7 +176,7 @@ pub(crate) async fn session(c: &mut MyClient, in_tx: bool) -> Result<Found> {
         }
     }
     let facts = Facts {
-        quotes: crate::sql::scanner::MysqlQuotes::of_sql_mode(&sql_mode),
+        quotes: super::dialect::quotes_of(&sql_mode),
         database,
         // Strictness (added back above if it was missing) does not change what a statement
         // means: it is left out of the comparison.

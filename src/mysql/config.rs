@@ -97,7 +97,7 @@ pub(crate) struct MyClient {
     pub(crate) max_packet: u64,
     /// How a fresh session of the server reads quotes (its global `sql_mode`, as read when the
     /// connection opened): what a session reset goes back to, before the check reads it again.
-    pub(crate) server_quotes: crate::sql::scanner::MysqlQuotes,
+    pub(crate) server_quotes: crate::sql::scanner::QuoteModes,
     /// The host and port it reached (for spans).
     #[cfg(feature = "tracing")]
     pub(crate) host: (Arc<str>, u16),

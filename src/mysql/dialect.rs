@@ -5,17 +5,14 @@ use std::borrow::Cow;
 
 use crate::error::{ErrorKind, SqlMiddlewareDbError};
 use crate::sql::dialect::{Dialect, is, is_any};
-use crate::sql::scanner::{Kind, Lexer, MysqlQuotes, tokens};
+use crate::sql::scanner::{Kind, Lexer, QuoteModes, tokens};
 
 /// Backslash escapes, `#` comments and executable comments; identifiers in backticks (double
 /// quotes make strings), matched as given; statements that commit implicitly only outside a
 /// transaction. This is MySQL under the default `sql_mode`; a session whose mode changes how
 /// quotes read has the dialect [`of_session`] gives.
 pub(crate) const DIALECT: Dialect = Dialect {
-    lexer: Lexer::Mysql(MysqlQuotes {
-        no_backslash_escapes: false,
-        ansi_quotes: false,
-    }),
+    lexer: Lexer::Backslashes(QuoteModes::DEFAULT),
     ident_quote: '`',
     folds_to_lower: false,
     outside_tx_only,
@@ -23,10 +20,20 @@ pub(crate) const DIALECT: Dialect = Dialect {
 
 /// The dialect of a session whose `sql_mode` reads quotes as `quotes` (`NO_BACKSLASH_ESCAPES`,
 /// `ANSI_QUOTES`).
-pub(crate) const fn of_session(quotes: MysqlQuotes) -> Dialect {
+pub(crate) const fn of_session(quotes: QuoteModes) -> Dialect {
     Dialect {
-        lexer: Lexer::Mysql(quotes),
+        lexer: Lexer::Backslashes(quotes),
         ..DIALECT
+    }
+}
+
+/// How a session whose `sql_mode` (a comma-separated list, as `@@session.sql_mode` reads) is
+/// `mode` reads quotes.
+pub(crate) fn quotes_of(mode: &str) -> QuoteModes {
+    let has = |flag: &str| mode.split(',').any(|m| m.trim().eq_ignore_ascii_case(flag));
+    QuoteModes {
+        no_backslash_escapes: has("NO_BACKSLASH_ESCAPES"),
+        ansi_quotes: has("ANSI_QUOTES"),
     }
 }
 
@@ -200,7 +207,7 @@ mod tests {
 
     #[test]
     fn the_sessions_sql_mode_decides_where_strings_end() {
-        let modes = |m: &str| of_session(MysqlQuotes::of_sql_mode(m));
+        let modes = |m: &str| of_session(quotes_of(m));
         let t = |sql, d| to_mysql(sql, d).unwrap().text.into_owned();
         // Under NO_BACKSLASH_ESCAPES `'C:\'` is a whole string: the `$1` after it is a
         // placeholder, and the `'$2'` after that a string.
@@ -218,10 +225,10 @@ mod tests {
             t("SELECT \"a\\\" FROM t WHERE x = $1", ansi),
             "SELECT \"a\\\" FROM t WHERE x = ?"
         );
-        assert_eq!(MysqlQuotes::of_sql_mode(""), MysqlQuotes::default());
+        assert_eq!(quotes_of(""), QuoteModes::DEFAULT);
         assert_eq!(
-            MysqlQuotes::of_sql_mode("ansi_quotes,no_backslash_escapes"),
-            MysqlQuotes {
+            quotes_of("ansi_quotes,no_backslash_escapes"),
+            QuoteModes {
                 no_backslash_escapes: true,
                 ansi_quotes: true
             }
@@ -235,9 +242,9 @@ mod tests {
         /// else changes.
         #[test]
         fn placeholders_become_positional(
-            (d, sql) in crate::sql::props::mysql_lexer().prop_flat_map(|l| (Just(l), script_in(l)))
+            (d, sql) in crate::sql::props::backslash_lexer().prop_flat_map(|l| (Just(l), script_in(l)))
         ) {
-            let Lexer::Mysql(quotes) = d else { unreachable!("a MySQL lexer") };
+            let Lexer::Backslashes(quotes) = d else { unreachable!("a MySQL lexer") };
             let d = of_session(quotes);
             let found = tokens(&sql, d).filter(|t| t.kind == Kind::Placeholder).count();
             let bare = tokens(&sql, d)

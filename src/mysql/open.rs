@@ -51,8 +51,7 @@ pub(super) async fn create(m: &MyManager) -> Result<Box<MyClient>> {
         .await
         .map_err(super::error::map_err)?
         .unwrap_or((None, None));
-    let server_quotes =
-        crate::sql::scanner::MysqlQuotes::of_sql_mode(sql_mode.as_deref().unwrap_or(""));
+    let server_quotes = super::dialect::quotes_of(sql_mode.as_deref().unwrap_or(""));
     let mark = super::deadline::Mark::record(&mut conn).await?;
     let mut c = Box::new(MyClient {
         conn,

@@ -316,7 +316,7 @@ fn mark_broken(c: &mut MyClient) {
 mod tests {
     use super::*;
     use crate::mysql::DIALECT;
-    use crate::sql::scanner::MysqlQuotes;
+    use crate::sql::scanner::QuoteModes;
 
     #[test]
     fn only_statements_the_text_proves_harmless_are_plain() {
@@ -382,7 +382,7 @@ mod tests {
 
     #[test]
     fn what_follows_a_string_ending_in_a_backslash_is_read_as_the_session_reads_it() {
-        let nbe = crate::mysql::dialect::of_session(MysqlQuotes {
+        let nbe = crate::mysql::dialect::of_session(QuoteModes {
             no_backslash_escapes: true,
             ansi_quotes: false,
         });
@@ -392,7 +392,7 @@ mod tests {
         assert!(is_plain(sql, DIALECT));
         assert!(runs_routine("SELECT 'C:\\'; CALL p()", nbe));
         assert!(writes("SELECT 'C:\\'; DELETE FROM t", nbe));
-        let ansi = crate::mysql::dialect::of_session(MysqlQuotes {
+        let ansi = crate::mysql::dialect::of_session(QuoteModes {
             no_backslash_escapes: false,
             ansi_quotes: true,
         });

@@ -38,16 +38,16 @@ fn protected(d: Lexer) -> impl Strategy<Value = String> {
             (Lexer::DollarQuotes, 6) => format!("/* {no_close} /* {no_close} */ {no_close} */"),
             (Lexer::DollarQuotes, 7) => format!("$$ {x} $$"),
             (Lexer::DollarQuotes, _) => format!("$body$ {x} $$ {x} $body$"),
-            (Lexer::Mysql(_), 5) => format!("`{x}`"),
+            (Lexer::Backslashes(_), 5) => format!("`{x}`"),
             // Under `NO_BACKSLASH_ESCAPES` a backslash is a plain byte: this string ends at the
             // quote right after one.
-            (Lexer::Mysql(q), 6) if q.no_backslash_escapes => format!("'C:\\ {x}\\'"),
-            (Lexer::Mysql(_), 6) => format!("'it\\'s {x}\\\\'"),
-            (Lexer::Mysql(_), 7) => format!("# {x}\n"),
+            (Lexer::Backslashes(q), 6) if q.no_backslash_escapes => format!("'C:\\ {x}\\'"),
+            (Lexer::Backslashes(_), 6) => format!("'it\\'s {x}\\\\'"),
+            (Lexer::Backslashes(_), 7) => format!("# {x}\n"),
             // Under `ANSI_QUOTES` this is an identifier, which ends at the quote after a backslash.
-            (Lexer::Mysql(q), 8) if q.ansi_quotes => format!("\"{x}\\\""),
+            (Lexer::Backslashes(q), 8) if q.ansi_quotes => format!("\"{x}\\\""),
             // Nor do these.
-            (Lexer::Mysql(_), _) => format!("/* {no_close} /* {no_close} */"),
+            (Lexer::Backslashes(_), _) => format!("/* {no_close} /* {no_close} */"),
         }
     })
 }
@@ -68,7 +68,7 @@ fn plain_statement(d: Lexer) -> impl Strategy<Value = String> {
 fn routine(d: Lexer) -> BoxedStrategy<String> {
     let trigger = "CREATE TRIGGER tr AFTER INSERT ON t BEGIN UPDATE t SET a = CASE WHEN 1 THEN 2 END; DELETE FROM u; END";
     match d {
-        Lexer::Plain | Lexer::Mysql(_) => Just(trigger.to_owned()).boxed(),
+        Lexer::Plain | Lexer::Backslashes(_) => Just(trigger.to_owned()).boxed(),
         Lexer::DollarQuotes => prop_oneof![
             Just(trigger.to_owned()),
             Just("DO $$ BEGIN PERFORM 1; COMMIT; END $$".to_owned()),
@@ -96,10 +96,10 @@ pub(crate) fn script_in(d: Lexer) -> impl Strategy<Value = String> {
     prop::collection::vec(stmt, 1..6).prop_map(|v| v.join(";\n"))
 }
 
-/// MySQL's lexer under each combination of the `sql_mode` flags that change its quotes.
-pub(crate) fn mysql_lexer() -> impl Strategy<Value = Lexer> {
+/// The backslash engines' lexer under each combination of the quote modes.
+pub(crate) fn backslash_lexer() -> impl Strategy<Value = Lexer> {
     (any::<bool>(), any::<bool>()).prop_map(|(no_backslash_escapes, ansi_quotes)| {
-        Lexer::Mysql(super::scanner::MysqlQuotes {
+        Lexer::Backslashes(super::scanner::QuoteModes {
             no_backslash_escapes,
             ansi_quotes,
         })
@@ -108,8 +108,12 @@ pub(crate) fn mysql_lexer() -> impl Strategy<Value = Lexer> {
 
 /// A lexer, and a script in its SQL.
 pub(crate) fn script() -> impl Strategy<Value = (Lexer, String)> {
-    prop_oneof![Just(Lexer::Plain), Just(Lexer::DollarQuotes), mysql_lexer()]
-        .prop_flat_map(|d| (Just(d), script_in(d)))
+    prop_oneof![
+        Just(Lexer::Plain),
+        Just(Lexer::DollarQuotes),
+        backslash_lexer()
+    ]
+    .prop_flat_map(|d| (Just(d), script_in(d)))
 }
 
 pub(crate) fn config() -> ProptestConfig {

@@ -76,57 +76,56 @@ pub(crate) enum Lexer {
     /// `[…]` is an array subscript; block comments nest; `E'…'` strings (a backslash escapes
     /// the next byte) and dollar-quoted bodies.
     DollarQuotes,
-    /// MySQL's: `'…'` and `"…"` are strings in which a backslash escapes the next byte (both
-    /// as the session's `sql_mode` says, see [`MysqlQuotes`]); `#` starts a line comment, and
-    /// `--` does only when white space (or the end) follows; block comments do not nest, and the
-    /// text of an executable comment (`/*! … */`, `/*M! … */`) is code; `[` is punctuation.
-    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
-    Mysql(MysqlQuotes),
+    /// `'…'` and `"…"` are strings in which a backslash escapes the next byte (as far as the
+    /// session's [`QuoteModes`] keep them so); `#` starts a line comment, and `--` does only
+    /// when white space (or the end) follows; block comments do not nest, and the text of an
+    /// executable comment (`/*! … */`, `/*M! … */`) is code; `[` is punctuation.
+    Backslashes(QuoteModes),
 }
 
-/// How a MySQL session reads quotes, which its `sql_mode` decides. The server's global default
-/// may set either flag, and so may any statement of a session (`SET sql_mode = …`), so the
-/// scanner follows the session's mode as the connection last read it: with the wrong rules, a
-/// string ending in a backslash (`'C:\'` under `NO_BACKSLASH_ESCAPES`) would run on over the
-/// rest of the statement, hiding its placeholders and statements from the middleware.
+/// How a session of a [`Lexer::Backslashes`] engine reads quotes, which a session setting
+/// decides (MySQL's `sql_mode`). The server's default may set either flag, and so may any
+/// statement of a session, so the scanner follows the session's modes as the connection last
+/// read them: with the wrong rules, a string ending in a backslash (`'C:\'` with backslash
+/// escapes off) would run on over the rest of the statement, hiding its placeholders and
+/// statements from the middleware.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub(crate) struct MysqlQuotes {
-    /// `NO_BACKSLASH_ESCAPES`: a backslash in a string is a plain byte; only a doubled quote
-    /// escapes.
+pub(crate) struct QuoteModes {
+    /// A backslash in a string is a plain byte; only a doubled quote escapes
+    /// (`NO_BACKSLASH_ESCAPES`).
     pub(crate) no_backslash_escapes: bool,
-    /// `ANSI_QUOTES`: `"…"` quotes an identifier (a doubled `"` escapes; a backslash is a plain
-    /// byte, as in every identifier), not a string.
+    /// `"…"` quotes an identifier (a doubled `"` escapes; a backslash is a plain byte, as in
+    /// every identifier), not a string (`ANSI_QUOTES`).
     pub(crate) ansi_quotes: bool,
 }
 
-impl MysqlQuotes {
-    /// The quotes of a session whose `sql_mode` (a comma-separated list, as
-    /// `@@session.sql_mode` reads) is `mode`.
-    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
-    pub(crate) fn of_sql_mode(mode: &str) -> Self {
-        let has = |flag: &str| mode.split(',').any(|m| m.trim().eq_ignore_ascii_case(flag));
-        Self {
-            no_backslash_escapes: has("NO_BACKSLASH_ESCAPES"),
-            ansi_quotes: has("ANSI_QUOTES"),
-        }
-    }
+impl QuoteModes {
+    /// The engine's defaults: backslash escapes, and double quotes make strings.
+    pub(crate) const DEFAULT: QuoteModes = QuoteModes {
+        no_backslash_escapes: false,
+        ansi_quotes: false,
+    };
 }
 
 /// The tokens of `sql` under the lexical rules `lexer` (a [`Lexer`] or a whole
 /// [`Dialect`](super::Dialect)).
 pub(crate) fn tokens(sql: &str, lexer: impl Into<Lexer>) -> Tokens<'_> {
     let lexer = lexer.into();
-    let my = match lexer {
-        Lexer::Mysql(q) => Some(q),
-        _ => None,
+    // The backslash engines' rules, whatever the session's quote modes; the modes only where
+    // those rules apply.
+    let my = std::mem::discriminant(&lexer)
+        == std::mem::discriminant(&Lexer::Backslashes(QuoteModes::DEFAULT));
+    let modes = match lexer {
+        Lexer::Backslashes(q) => q,
+        _ => QuoteModes::DEFAULT,
     };
     Tokens {
         b: sql.as_bytes(),
         i: 0,
         pg: lexer == Lexer::DollarQuotes,
-        my: my.is_some(),
-        my_escapes: my.is_some_and(|q| !q.no_backslash_escapes),
-        my_ansi: my.is_some_and(|q| q.ansi_quotes),
+        my,
+        my_escapes: my && !modes.no_backslash_escapes,
+        my_ansi: my && modes.ansi_quotes,
         in_exec: false,
         glued: false,
     }
@@ -139,11 +138,11 @@ pub(crate) struct Tokens<'a> {
     i: usize,
     /// [`Lexer::DollarQuotes`] rules where they differ from [`Lexer::Plain`] ones.
     pg: bool,
-    /// [`Lexer::Mysql`] rules where they differ from [`Lexer::Plain`] ones.
+    /// [`Lexer::Backslashes`] rules where they differ from [`Lexer::Plain`] ones.
     my: bool,
-    /// MySQL: a backslash in a string escapes the next byte (no `NO_BACKSLASH_ESCAPES`).
+    /// With `my`: a backslash in a string escapes the next byte.
     my_escapes: bool,
-    /// MySQL: `"…"` quotes an identifier (`ANSI_QUOTES`).
+    /// With `my`: `"…"` quotes an identifier.
     my_ansi: bool,
     /// Inside a MySQL executable comment (`/*! … */`): its closing `*/` is a comment delimiter.
     in_exec: bool,
