@@ -191,13 +191,13 @@ impl MySetup<'_> {
     /// its own, as the unnamed mode does).
     async fn statement(&mut self, sql: &str, params: &[RowValues]) -> Result<(MyStmt, Vec<Value>)> {
         crate::sql::reject_nul(sql)?;
+        let d = self.0.facts.dialect();
         let super::dialect::MysqlText {
             text,
             order,
             params: n,
-        } = super::dialect::to_mysql(sql, self.0.facts.dialect())?;
+        } = super::dialect::to_mysql(sql, d)?;
         let c = &mut *self.0;
-        let d = c.facts.dialect();
         let st = c.conn.prep(text.as_ref()).await.map_err(map_err)?;
         let s = MyStmt {
             stmt: None,
