@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use sql_middleware::prelude::*;
 
 use crate::common::backends::{Kind, Logical, ty};
-use crate::common::cpu::held;
+use crate::common::cpu::{StallMeter, held};
 use crate::common::groups;
 
 /// SQLite: a write stream (`INSERT … RETURNING`) whose statement waits for the write lock
@@ -137,17 +137,26 @@ fn big_insert(kind: Kind, from: i64, n: i64) -> String {
     )
 }
 
+/// Awaits `fut` and returns its output with how long it took: the wall-clock time less the
+/// machine's stalls meanwhile (see [`StallMeter`]), so that a bound on it measures the
+/// connection, not a shared machine that ran another process.
+async fn timed<F: std::future::Future>(fut: F) -> (F::Output, Duration) {
+    let stalls = StallMeter::start();
+    let t = Instant::now();
+    let out = fut.await;
+    let wall = t.elapsed();
+    (out, wall.saturating_sub(stalls.finish()))
+}
+
 /// Times one statement on `conn` and checks that `d` holds `want` rows: the dropped work left
 /// nothing behind, and its lock or transaction did not delay the connection.
 async fn next_statement(conn: &mut MiddlewarePoolConnection, want: i64, what: &str) -> Duration {
-    let t = Instant::now();
-    let r = tokio::time::timeout(
+    let (r, took) = timed(tokio::time::timeout(
         Duration::from_secs(30),
         conn.query("SELECT count(*) FROM d").one::<(i64,)>(),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("{what}: the next statement hung"));
-    let took = t.elapsed();
+    ))
+    .await;
+    let r = r.unwrap_or_else(|_| panic!("{what}: the next statement hung"));
     let (n,) = r.unwrap_or_else(|e| panic!("{what}: the next statement failed: {e:?}"));
     assert_eq!(n, want, "{what}: rows left in d");
     took
@@ -273,13 +282,9 @@ async fn every_drop_returns_at_once(db: &ConfigAndPool, kind: Kind, mode: &str, 
             c.add(Some(d), Duration::ZERO);
         }
         // A pipeline is one transaction: nothing or everything.
-        let t = Instant::now();
-        let (n,) = conn
-            .query("SELECT count(*) FROM d")
-            .one::<(i64,)>()
-            .await
-            .expect("count after a cut pipeline");
-        c.add(None, t.elapsed());
+        let (r, took) = timed(conn.query("SELECT count(*) FROM d").one::<(i64,)>()).await;
+        let (n,) = r.expect("count after a cut pipeline");
+        c.add(None, took);
         assert!(
             n == 0 || n == 2_000,
             "[{name}] a cut pipeline left {n} rows"
@@ -305,13 +310,9 @@ async fn every_drop_returns_at_once(db: &ConfigAndPool, kind: Kind, mode: &str, 
             }
             c.add(Some(held(|| drop(s))), Duration::ZERO);
         }
-        let t = Instant::now();
-        let (n,) = tx
-            .query("SELECT count(*) FROM d")
-            .one::<(i64,)>()
-            .await
-            .expect("the Tx's next statement");
-        c.add(None, t.elapsed());
+        let (r, took) = timed(tx.query("SELECT count(*) FROM d").one::<(i64,)>()).await;
+        let (n,) = r.expect("the Tx's next statement");
+        c.add(None, took);
         assert_eq!(n, 2_000);
         tx.rollback().await.expect("rollback");
     }
@@ -328,16 +329,16 @@ async fn every_drop_returns_at_once(db: &ConfigAndPool, kind: Kind, mode: &str, 
             .await
             .expect("raw transaction");
         let dropped = held(|| drop(raw));
-        let t = Instant::now();
-        let n = tokio::time::timeout(
+        let (r, took) = timed(tokio::time::timeout(
             Duration::from_secs(30),
             other.query(&big_insert(kind, 900_000, 1)).dml(),
-        )
-        .await
-        .unwrap_or_else(|_| panic!("[{name}] a write after the drop hung"))
-        .unwrap_or_else(|e| panic!("[{name}] a write after the drop failed: {e:?}"));
+        ))
+        .await;
+        let n = r
+            .unwrap_or_else(|_| panic!("[{name}] a write after the drop hung"))
+            .unwrap_or_else(|e| panic!("[{name}] a write after the drop failed: {e:?}"));
         assert_eq!(n, 1);
-        c.add(Some(dropped), t.elapsed());
+        c.add(Some(dropped), took);
         other.execute_batch("DELETE FROM d").await.expect("clear");
     }
     costs.push(("connection", c));
