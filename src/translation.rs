@@ -77,7 +77,18 @@ pub enum TranslationMode {
 /// ```
 #[must_use]
 pub fn translate_placeholders(sql: &str, to: PlaceholderStyle) -> Cow<'_, str> {
-    let (from, into, lexer) = rules(to);
+    let (_, _, lexer) = rules(to);
+    translate_placeholders_in(sql, to, lexer)
+}
+
+/// [`translate_placeholders`] into `to`'s style, reading `sql` as a session whose lexical
+/// rules are `lexer` reads it (a setting of the session may change how it reads quotes).
+pub(crate) fn translate_placeholders_in(
+    sql: &str,
+    to: PlaceholderStyle,
+    lexer: Lexer,
+) -> Cow<'_, str> {
+    let (from, into, _) = rules(to);
     let bytes = sql.as_bytes();
     // Fast path: without the source sigil there is nothing to translate.
     if !bytes.contains(&from) {

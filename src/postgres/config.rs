@@ -86,6 +86,10 @@ pub(crate) struct PgClient {
     pub(crate) flags: Arc<ServerFlags>,
     /// The pool's generation when the connection was opened (see `HostBook::epoch`).
     pub(super) epoch: u64,
+    /// A fresh session of this connection reads a backslash in a plain `'…'` string as an
+    /// escape (`standard_conforming_strings` off when it opened, after the `after_connect`
+    /// hook); the reset before reuse brings it back to that.
+    pub(crate) backslash_strings: bool,
 }
 
 impl PgClient {

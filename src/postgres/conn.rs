@@ -56,14 +56,26 @@ macro_rules! replanned {
 /// if any (see `deadline.rs`); the hot path without a limit is `$call` alone, after one flag
 /// check. A connection given up by an earlier call is replaced first, within the limit.
 /// `$writes`: the call may commit a change by itself (a write outside a transaction), so a
-/// limit passing after it was sent leaves its outcome unknown.
+/// limit passing after it was sent leaves its outcome unknown. After a call whose statement
+/// may have changed how the session reads quotes, the session's setting is read again (see
+/// `session::reread_strings`).
 macro_rules! limited {
-    ($self:ident, $at:expr, $call:expr, $writes:expr) => {{
+    ($self:ident, $at:expr, $call:expr, $writes:expr) => {
+        limited!($self, $at, note: (), $call, $writes)
+    };
+    // `$note`: what the call notes of its statement before it runs (after any earlier call's
+    // unsure reading of the quotes was settled).
+    ($self:ident, $at:expr, note: $note:expr, $call:expr, $writes:expr) => {{
         let at: At = $at;
         if $self.in_flight || $self.obj.is_none() {
             Box::pin($self.replace(at)).await?;
         }
-        match at {
+        if $self.strings_unsure {
+            // Left unsure by a stream, or by a call that could not read it.
+            Box::pin($self.reread_strings()).await;
+        }
+        $note;
+        let r = match at {
             None => $call,
             Some(at) => {
                 crate::deadline::check(Some(at))?;
@@ -74,7 +86,11 @@ macro_rules! limited {
                     None => Err($self.after_limit($writes)),
                 }
             }
+        };
+        if $self.strings_unsure {
+            Box::pin($self.reread_strings()).await;
         }
+        r
     }};
 }
 
@@ -102,12 +118,28 @@ pub(crate) struct PgConnection {
     /// Where a completed write is noted, when the pool routes readers to the primary after
     /// writes (`read_your_writes`).
     pub(super) write_clock: Option<Arc<super::replica::WriteClock>>,
+    /// The session's `standard_conforming_strings` is off: a backslash escapes in a plain
+    /// `'…'` string, and the SQL readers follow that (see [`dialect::of_session`]).
+    ///
+    /// [`dialect::of_session`]: super::dialect::of_session
+    pub(super) backslash_strings: bool,
+    /// A statement of this checkout may have changed `standard_conforming_strings` (a `SET`, a
+    /// function, the end of a transaction that set it): it is read again after the call (see
+    /// `session::reread_strings`).
+    pub(super) strings_unsure: bool,
+    /// A statement of this checkout may have set `standard_conforming_strings` for its
+    /// transaction, which the transaction's end then undoes.
+    pub(super) strings_touched: bool,
 }
 
 impl PgConnection {
     pub(crate) fn new(pool: super::Pool, obj: Obj) -> Self {
+        let backslash_strings = obj.backslash_strings;
         Self {
             pool,
+            backslash_strings,
+            strings_unsure: false,
+            strings_touched: false,
             obj: Some(obj),
             needs_rollback: false,
             in_flight: false,
@@ -171,6 +203,7 @@ impl Wing for PgConnection {
         limited!(
             self,
             at,
+            note: self.note_strings(s),
             replanned!(self, s, |s| self.select_once(s, p)),
             writes(s)
         )
@@ -180,6 +213,7 @@ impl Wing for PgConnection {
         limited!(
             self,
             at,
+            note: self.note_strings(s),
             replanned!(self, s, |s| self.dml_once(s, p)),
             writes(s)
         )
@@ -194,6 +228,7 @@ impl Wing for PgConnection {
         limited!(
             self,
             at,
+            note: self.note_strings(s),
             replanned!(self, s, |s| self.optional_once::<T>(s, p)),
             writes(s)
         )
@@ -208,6 +243,7 @@ impl Wing for PgConnection {
         limited!(
             self,
             at,
+            note: self.note_strings(s),
             replanned!(self, s, |s| self.all_once::<T>(s, p)),
             writes(s)
         )
@@ -223,6 +259,7 @@ impl Wing for PgConnection {
         limited!(
             self,
             at,
+            note: self.note_strings(s),
             {
                 let s = self.here(s).await?;
                 self.pipeline_within(&s, sets).await
@@ -262,11 +299,12 @@ impl Wing for PgConnection {
     /// Runs a script with the simple-query protocol. Postgres runs a multi-statement script as
     /// one implicit transaction unless it contains its own transaction control.
     async fn execute_batch(&mut self, sql: &str, in_tx: bool, at: At) -> Result<()> {
+        let d = super::dialect::of_session(self.backslash_strings);
         limited!(
             self,
             at,
             self.execute_batch_within(sql, in_tx).await,
-            super::deadline::script_writes(sql)
+            super::deadline::script_writes(sql, d)
         )
     }
 
@@ -349,7 +387,7 @@ impl Wing for PgConnection {
 
     #[inline]
     fn dialect(&self) -> crate::sql::Dialect {
-        super::DIALECT
+        super::dialect::of_session(self.backslash_strings)
     }
 
     fn cache_stats(&self) -> crate::StatementCacheStats {

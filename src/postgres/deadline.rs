@@ -81,14 +81,13 @@ pub(super) async fn checkout(pool: &super::Pool, deadline: Option<Instant>) -> R
 /// `VALUES`, `TABLE`, `SHOW`, or a `WITH` without a data-changing part), or a query that is not
 /// provably plain (it calls a function that may write; see `sql::pg_effects`), as prepared
 /// statements count their writes. Read only when a script's limit has passed.
-pub(super) fn script_writes(sql: &str) -> bool {
-    use super::dialect::DIALECT as PG;
-    crate::sql::script::statements(sql, PG)
-        .filter(|st| !crate::sql::is_blank(st, PG))
+pub(super) fn script_writes(sql: &str, pg: crate::sql::Dialect) -> bool {
+    crate::sql::script::statements(sql, pg)
+        .filter(|st| !crate::sql::is_blank(st, pg))
         .any(|st| {
-            crate::sql::is_dml(st, PG)
-                || super::effects::session_change(st) != super::effects::Session::Untouched
-                || !crate::sql::scanner::tokens(st, PG)
+            crate::sql::is_dml(st, pg)
+                || super::effects::session_change(st, pg) != super::effects::Session::Untouched
+                || !crate::sql::scanner::tokens(st, pg)
                     .find(|t| !t.kind.is_blank())
                     .filter(|t| t.kind == crate::sql::scanner::Kind::Word)
                     .is_some_and(|t| {
@@ -103,6 +102,7 @@ pub(super) fn script_writes(sql: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    const D: crate::sql::Dialect = super::super::dialect::DIALECT;
 
     #[tokio::test]
     async fn within_returns_the_result_in_time_and_none_past_the_limit() {
@@ -117,17 +117,19 @@ mod tests {
     #[test]
     fn only_scripts_of_queries_count_as_reads() {
         assert!(!script_writes(
-            "SELECT 1; /* c */ SELECT count(*) FROM t; VALUES (1)"
+            "SELECT 1; /* c */ SELECT count(*) FROM t; VALUES (1)",
+            D
         ));
-        assert!(!script_writes("WITH a AS (SELECT 1) SELECT * FROM a"));
-        assert!(script_writes("SELECT 1; INSERT INTO t VALUES (1)"));
+        assert!(!script_writes("WITH a AS (SELECT 1) SELECT * FROM a", D));
+        assert!(script_writes("SELECT 1; INSERT INTO t VALUES (1)", D));
         assert!(script_writes(
-            "WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d"
+            "WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d",
+            D
         ));
-        assert!(script_writes("CREATE TABLE t (x int)"));
-        assert!(script_writes("CALL p()"));
+        assert!(script_writes("CREATE TABLE t (x int)", D));
+        assert!(script_writes("CALL p()", D));
         // A query that calls a function the middleware cannot prove harmless may write.
-        assert!(script_writes("SELECT 1; SELECT archive_old_rows()"));
-        assert!(!script_writes("SELECT pg_sleep(0.1), now()"));
+        assert!(script_writes("SELECT 1; SELECT archive_old_rows()", D));
+        assert!(!script_writes("SELECT pg_sleep(0.1), now()", D));
     }
 }

@@ -13,6 +13,21 @@ pub(crate) const DIALECT: Dialect = Dialect {
     outside_tx_only,
 };
 
+/// The SQL of a session whose `standard_conforming_strings` is off (`backslash_strings`): a
+/// backslash escapes the next byte in a plain `'…'` string too, as the server reads it then.
+/// [`DIALECT`] otherwise.
+#[inline]
+pub(crate) const fn of_session(backslash_strings: bool) -> Dialect {
+    if backslash_strings {
+        Dialect {
+            lexer: Lexer::DollarQuotesBackslashStrings,
+            ..DIALECT
+        }
+    } else {
+        DIALECT
+    }
+}
+
 /// The server refuses `CREATE`/`DROP DATABASE`, `CREATE`/`DROP TABLESPACE`, `ALTER SYSTEM`,
 /// `… CONCURRENTLY` index builds and drops, and `CREATE`/`DROP SUBSCRIPTION` inside a
 /// transaction.

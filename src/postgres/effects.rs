@@ -19,8 +19,8 @@
 //! casts, any of which may call a function that changes the session; and a user function
 //! that shadows a built-in name for its argument types through the `search_path`.
 
-use super::dialect::DIALECT;
 use super::pure::{NOT_CALLS, PURE};
+use crate::sql::Dialect;
 use crate::sql::scanner::{Kind, Token, tokens};
 use crate::sql::script::statements;
 
@@ -37,13 +37,26 @@ pub(crate) enum Session {
     State,
 }
 
-/// How running `sql` changes the session of the connection it runs on (the strongest change of
-/// any of its statements).
-pub(crate) fn session_change(sql: &str) -> Session {
-    statements(sql, DIALECT)
-        .map(statement_session_change)
+/// How running `sql` (in the session's dialect `d`) changes the session of the connection it
+/// runs on (the strongest change of any of its statements).
+pub(crate) fn session_change(sql: &str, d: Dialect) -> Session {
+    statements(sql, d)
+        .map(|s| statement_session_change(s, d))
         .max()
         .unwrap_or(Session::Untouched)
+}
+
+/// Whether running `sql`, whose session change is `session`, may change the session's
+/// `standard_conforming_strings`, and so how the server reads the quotes of what comes next:
+/// any statement that changes the session (a `SET`, `RESET`, a call of `set_config` or of any
+/// function not known to be pure), and `SET LOCAL`, which lasts until its transaction ends.
+pub(crate) fn may_change_strings(sql: &str, session: Session, d: Dialect) -> bool {
+    session != Session::Untouched
+        || statements(sql, d).any(|s| {
+            tokens(s, d)
+                .find(|t| !t.kind.is_blank())
+                .is_some_and(|t| t.kind == Kind::Word && any_of(&s[t.start..t.end], &["SET"]))
+        })
 }
 
 /// The statements that, with only [`PURE`] calls, leave the session untouched.
@@ -60,8 +73,8 @@ fn any_of(w: &str, set: &[&str]) -> bool {
 }
 
 /// How one PostgreSQL statement changes the session (see the module's documentation).
-pub(crate) fn statement_session_change(stmt: &str) -> Session {
-    let toks: Vec<Token> = tokens(stmt, DIALECT)
+pub(crate) fn statement_session_change(stmt: &str, d: Dialect) -> Session {
+    let toks: Vec<Token> = tokens(stmt, d)
         .filter(|t| !t.kind.is_blank() && t.kind != Kind::Semi)
         .collect();
     let text = |i: usize| toks.get(i).map(|t| &stmt[t.start..t.end]);
@@ -137,9 +150,9 @@ pub(crate) fn statement_session_change(stmt: &str) -> Session {
 
 /// Whether some statement of `sql` deallocates prepared statements: `DEALLOCATE` or `DISCARD
 /// ALL` (which may remove the driver's own).
-pub(crate) fn deallocates(sql: &str) -> bool {
-    statements(sql, DIALECT).any(|s| {
-        let mut w = tokens(s, DIALECT)
+pub(crate) fn deallocates(sql: &str, d: Dialect) -> bool {
+    statements(sql, d).any(|s| {
+        let mut w = tokens(s, d)
             .filter(|t| !t.kind.is_blank())
             .map(|t| &s[t.start..t.end]);
         match w.next() {
@@ -187,27 +200,45 @@ fn is_pure_call(toks: &[Token], stmt: &str, i: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    const D: Dialect = super::super::dialect::DIALECT;
+
+    /// With `standard_conforming_strings` off, a string may end past the quote after a
+    /// backslash: read with the standard rules, the `SET` after it would be inside a string.
+    #[test]
+    fn a_session_with_backslash_strings_hides_no_change() {
+        let off = super::super::dialect::of_session(true);
+        let sql = "SELECT 'a\\'', 'b'; SET x.y = 1; --'";
+        assert_eq!(session_change(sql, off), Session::Settings);
+        assert_eq!(session_change(sql, D), Session::Untouched);
+        assert!(may_change_strings(sql, Session::Settings, off));
+        // `SET LOCAL` leaves the session as it was once its transaction ends, but changes how
+        // the rest of the transaction is read.
+        let local = "SET LOCAL standard_conforming_strings = off";
+        assert!(may_change_strings(local, session_change(local, D), D));
+        let plain = "SELECT 'SET x = 1', $1";
+        assert!(!may_change_strings(plain, session_change(plain, D), D));
+    }
 
     #[test]
     fn scripts_take_their_strongest_change() {
-        assert_eq!(session_change("SET search_path = x"), Session::Settings);
+        assert_eq!(session_change("SET search_path = x", D), Session::Settings);
         assert_eq!(
-            session_change("SET LOCAL work_mem = '1MB'"),
+            session_change("SET LOCAL work_mem = '1MB'", D),
             Session::Untouched
         );
-        assert_eq!(session_change("set role nobody"), Session::State);
+        assert_eq!(session_change("set role nobody", D), Session::State);
         assert_eq!(
-            session_change("SELECT set_config('a.b', 'c', false)"),
+            session_change("SELECT set_config('a.b', 'c', false)", D),
             Session::State
         );
-        assert_eq!(session_change("SELECT 'SET x = 1'"), Session::Untouched);
+        assert_eq!(session_change("SELECT 'SET x = 1'", D), Session::Untouched);
         assert_eq!(
-            session_change("PREPARE TRANSACTION 'x'"),
+            session_change("PREPARE TRANSACTION 'x'", D),
             Session::Untouched
         );
-        assert_eq!(session_change("PREPARE q AS SELECT 1"), Session::State);
+        assert_eq!(session_change("PREPARE q AS SELECT 1", D), Session::State);
         assert_eq!(
-            session_change("SELECT 1; SET a.b = 1; CREATE TEMP TABLE x (a int)"),
+            session_change("SELECT 1; SET a.b = 1; CREATE TEMP TABLE x (a int)", D),
             Session::State
         );
     }
@@ -241,7 +272,7 @@ mod tests {
             "PREPARE TRANSACTION 'x'",
             "",
         ] {
-            assert_eq!(statement_session_change(s), Session::Untouched, "{s}");
+            assert_eq!(statement_session_change(s, D), Session::Untouched, "{s}");
         }
     }
 
@@ -274,21 +305,21 @@ mod tests {
             "SET SESSION AUTHORIZATION DEFAULT",
             "EXPLAIN ANALYZE SELECT f()",
         ] {
-            assert_eq!(statement_session_change(s), Session::State, "{s}");
+            assert_eq!(statement_session_change(s, D), Session::State, "{s}");
         }
         assert_eq!(
-            statement_session_change("SET search_path = x"),
+            statement_session_change("SET search_path = x", D),
             Session::Settings
         );
-        assert_eq!(statement_session_change("RESET ALL"), Session::Settings);
+        assert_eq!(statement_session_change("RESET ALL", D), Session::Settings);
     }
 
     #[test]
     fn deallocating_statements_are_seen() {
-        assert!(deallocates("SELECT 1; DEALLOCATE ALL"));
-        assert!(deallocates("deallocate prepare s1"));
-        assert!(deallocates("/* x */ DISCARD ALL"));
-        assert!(!deallocates("DISCARD TEMP"));
-        assert!(!deallocates("SELECT 'DEALLOCATE ALL'"));
+        assert!(deallocates("SELECT 1; DEALLOCATE ALL", D));
+        assert!(deallocates("deallocate prepare s1", D));
+        assert!(deallocates("/* x */ DISCARD ALL", D));
+        assert!(!deallocates("DISCARD TEMP", D));
+        assert!(!deallocates("SELECT 'DEALLOCATE ALL'", D));
     }
 }

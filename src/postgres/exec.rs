@@ -206,13 +206,15 @@ impl PgConnection {
             self.repair().await?;
         }
         crate::sql::reject_nul(sql)?;
+        // Read as the session reads it, before the script may change that.
+        let d = super::dialect::of_session(self.backslash_strings);
         self.note_sql(sql);
-        let own_tx = !in_tx && crate::sql::has_transaction_control(sql, super::dialect::DIALECT);
+        let own_tx = !in_tx && crate::sql::has_transaction_control(sql, d);
         if own_tx {
             self.unknown = true;
         }
         // After a `DEALLOCATE` or `DISCARD ALL` the cached statements may be gone on the server.
-        if self.deallocated || crate::sql::script::changes_schema(sql, super::dialect::DIALECT) {
+        if self.deallocated || crate::sql::script::changes_schema(sql, d) {
             // Plans cached on this connection may describe tables the script changes; a stale
             // one would fail ("cached plan must not change result type") and, inside a
             // transaction, abort it. Prepare them again instead.
@@ -226,8 +228,8 @@ impl PgConnection {
             // Each run of ordinary statements is one implicit transaction; a statement that
             // cannot run inside one (`VACUUM`, `CREATE INDEX CONCURRENTLY`, …) runs on its own.
             let mut r = Ok(());
-            for (part, _) in crate::sql::segments(sql, super::dialect::DIALECT) {
-                if !crate::sql::is_blank(part, super::dialect::DIALECT) {
+            for (part, _) in crate::sql::segments(sql, d) {
+                if !crate::sql::is_blank(part, d) {
                     r = self.simple(part).await;
                     if r.is_err() {
                         break;

@@ -32,19 +32,21 @@ pub(super) async fn create(m: &PgManager) -> Result<Box<PgClient>> {
         Box::pin(PgSetup(&client).run(&m.opts.after_connect)).await?;
     }
     // The opening exchange is part of the connect: bounded by the host's bound too.
-    let mut settings = match limit {
-        None => opening_settings(&client).await?,
-        Some(limit) => tokio::time::timeout(limit, opening_settings(&client))
-            .await
-            .map_err(|_| {
-                SqlMiddlewareDbError::new(
-                    ErrorKind::ConnectionLost,
-                    format!(
-                        "host {} did not finish opening the session within connect_timeout ({limit:?})",
-                        opened.host
-                    ),
-                )
-            })??,
+    let opening = async {
+        let settings = opening_settings(&client).await?;
+        Ok::<_, tokio_postgres::Error>((settings, backslash_strings(&client).await?))
+    };
+    let (mut settings, backslash_strings) = match limit {
+        None => opening.await?,
+        Some(limit) => tokio::time::timeout(limit, opening).await.map_err(|_| {
+            SqlMiddlewareDbError::new(
+                ErrorKind::ConnectionLost,
+                format!(
+                    "host {} did not finish opening the session within connect_timeout ({limit:?})",
+                    opened.host
+                ),
+            )
+        })??,
     };
     if m.opts.statement_cache == super::stmt::StatementCache::Unnamed {
         // Behind a transaction-mode pooler each transaction may run on another server
@@ -67,6 +69,22 @@ pub(super) async fn create(m: &PgManager) -> Result<Box<PgClient>> {
         host: opened.host,
         flags: opened.flags,
         epoch,
+        backslash_strings,
+    }))
+}
+
+/// Whether the session's `standard_conforming_strings` is off, so that a backslash escapes
+/// in a plain `'…'` string: the server's, the database's or the role's default, the
+/// connection's options or the `after_connect` hook may set it.
+pub(super) async fn backslash_strings(
+    client: &tokio_postgres::Client,
+) -> std::result::Result<bool, tokio_postgres::Error> {
+    let msgs = client
+        .simple_query("SHOW standard_conforming_strings")
+        .await?;
+    Ok(msgs.iter().any(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0) == Some("off"),
+        _ => false,
     }))
 }
 

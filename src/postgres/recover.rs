@@ -49,7 +49,11 @@ impl PgConnection {
             self.unknown = false;
             self.in_tx = false;
             self.session = Session::Untouched;
-            self.obj = Some(super::deadline::checkout(&self.pool, deadline).await?);
+            let obj = super::deadline::checkout(&self.pool, deadline).await?;
+            self.backslash_strings = obj.backslash_strings;
+            self.strings_unsure = false;
+            self.strings_touched = false;
+            self.obj = Some(obj);
             self.in_flight = false;
         }
         Ok(())
@@ -83,6 +87,11 @@ impl PgConnection {
                 }
             }
             self.needs_rollback = false;
+            // The rollback undid what the transaction set, quotes included.
+            self.note_tx_end();
+            if self.strings_unsure {
+                Box::pin(self.reread_strings()).await;
+            }
         }
         Ok(())
     }

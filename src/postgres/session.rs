@@ -16,15 +16,24 @@ impl PgConnection {
     /// changes, and (outside a `Tx`) transaction control, after which the server's transaction
     /// status is no longer known and is checked or reset before the connection is reused.
     pub(super) fn note_sql(&mut self, sql: &str) {
-        let s = super::effects::session_change(sql);
+        let d = super::dialect::of_session(self.backslash_strings);
+        let s = super::effects::session_change(sql, d);
         if s > self.session {
             self.session = s;
         }
-        if s != Session::Untouched && super::effects::deallocates(sql) {
+        if s != Session::Untouched && super::effects::deallocates(sql, d) {
             self.deallocated = true;
         }
-        if !self.in_tx && crate::sql::has_transaction_control(sql, super::dialect::DIALECT) {
+        let tx_control = crate::sql::has_transaction_control(sql, d);
+        if !self.in_tx && tx_control {
             self.unknown = true;
+        }
+        if super::effects::may_change_strings(sql, s, d) {
+            self.strings_touched = true;
+            self.strings_unsure = true;
+        } else if tx_control && self.strings_touched {
+            // The end of a transaction (or of a savepoint) undoes what it set.
+            self.strings_unsure = true;
         }
     }
 
@@ -39,6 +48,51 @@ impl PgConnection {
         }
         if s.tx_control && !self.in_tx {
             self.unknown = true;
+        }
+    }
+
+    /// Notes that the statement `s` is about to run: when it may change how the session reads
+    /// quotes, the session's `standard_conforming_strings` is read again after the call.
+    #[inline]
+    pub(super) fn note_strings(&mut self, s: &PgStmt) {
+        if s.strings || (s.tx_control && self.strings_touched) {
+            self.strings_touched = true;
+            self.strings_unsure = true;
+        }
+    }
+
+    /// Notes that the middleware's own transaction ended: what a statement of it set for the
+    /// transaction (`SET LOCAL`), or set and rolled back, no longer holds.
+    pub(super) fn note_tx_end(&mut self) {
+        if self.strings_touched {
+            self.strings_unsure = true;
+        }
+    }
+
+    /// Reads the session's `standard_conforming_strings` again after a statement that may have
+    /// changed it, so that the SQL readers read the next text as the server will. Where it
+    /// cannot be read now (an aborted transaction, a lost connection) it stays unsure and is
+    /// read after the next call. A changed value also empties the statement cache: a statement
+    /// parsed again from its text (the unnamed mode) would be read differently now.
+    pub(super) async fn reread_strings(&mut self) {
+        if self.in_flight {
+            return;
+        }
+        let Some(o) = self.obj.as_ref() else {
+            return;
+        };
+        // A dropped call leaves the connection to be replaced (the answer still on its way).
+        self.in_flight = true;
+        let r = super::open::backslash_strings(&o.client).await;
+        self.in_flight = false;
+        if let Ok(now) = r {
+            self.strings_unsure = false;
+            if now != self.backslash_strings {
+                self.backslash_strings = now;
+                if let Some(o) = self.obj.as_mut() {
+                    o.stmts.clear();
+                }
+            }
         }
     }
 }

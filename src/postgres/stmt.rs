@@ -12,7 +12,7 @@ use crate::contract::{Wing, WingStmt};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::Columns;
 use crate::sql::scanner::Kind;
-use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders};
+use crate::translation::{PlaceholderStyle, TranslationMode, translate_placeholders_in};
 use crate::value::RowValues;
 
 /// The most parameters one Postgres statement can take (the protocol counts them in 16 bits).
@@ -43,6 +43,9 @@ pub(crate) struct PgStmt {
     pub(super) deallocates: bool,
     /// It holds transaction control (`BEGIN`, `COMMIT`, …).
     pub(super) tx_control: bool,
+    /// Running it may change how the session reads quotes (`standard_conforming_strings`; see
+    /// `effects::may_change_strings`).
+    pub(super) strings: bool,
     /// The statement prepared in its place after the server refused its cached plan (a schema
     /// change altered its result type): a handle held across the change runs that one from then
     /// on, instead of being refused and prepared again on every call.
@@ -69,11 +72,11 @@ impl WingStmt for PgStmt {
 /// A statement with more than 65,535 placeholders cannot be prepared (the protocol counts
 /// parameter types in 16 bits; the server's answer is unreadable). Only long SQL can hold that
 /// many, so short statements are not scanned.
-pub(super) fn too_many_placeholders(sql: &str) -> Result<()> {
+pub(super) fn too_many_placeholders(sql: &str, d: crate::sql::Dialect) -> Result<()> {
     if sql.len() <= 2 * MAX_PARAMS {
         return Ok(());
     }
-    let max = crate::sql::scanner::tokens(sql, super::dialect::DIALECT)
+    let max = crate::sql::scanner::tokens(sql, d)
         .filter(|t| t.kind == Kind::Placeholder)
         .map(|t| sql[t.start + 1..t.end].parse().unwrap_or(usize::MAX))
         .max()
@@ -147,15 +150,20 @@ impl PgConnection {
             return Ok(s);
         }
         crate::sql::reject_nul(sql)?;
-        too_many_placeholders(sql)?;
+        // Read as the session reads it (see `PgConnection::backslash_strings`).
+        let pg = super::dialect::of_session(self.backslash_strings);
+        too_many_placeholders(sql, pg)?;
         let translated = match mode {
-            TranslationMode::On => translate_placeholders(sql, PlaceholderStyle::Postgres),
+            TranslationMode::On => {
+                translate_placeholders_in(sql, PlaceholderStyle::Postgres, pg.lexer)
+            }
             TranslationMode::Off => std::borrow::Cow::Borrowed(sql),
         };
-        const PG: crate::sql::Dialect = super::dialect::DIALECT;
-        let session = super::effects::session_change(&translated);
-        let tx_control = crate::sql::has_transaction_control(&translated, PG);
-        let deallocates = session != Session::Untouched && super::effects::deallocates(&translated);
+        let session = super::effects::session_change(&translated, pg);
+        let tx_control = crate::sql::has_transaction_control(&translated, pg);
+        let deallocates =
+            session != Session::Untouched && super::effects::deallocates(&translated, pg);
+        let strings = super::effects::may_change_strings(&translated, session, pg);
         // Parsed in the session the pool configured (not after a `SET search_path`, which a
         // prepared statement keeps), so it stays valid across a reset.
         let clean = self.session == Session::Untouched;
@@ -196,7 +204,8 @@ impl PgConnection {
             text: translated.as_ref().into(),
             param_types: described.params,
             columns: Arc::new(described.columns),
-            dml: crate::sql::is_dml(&translated, PG),
+            dml: crate::sql::is_dml(&translated, pg),
+            strings,
             session,
             clean,
             deallocates,

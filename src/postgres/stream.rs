@@ -80,9 +80,13 @@ impl PgConnection {
     ) -> Result<PgCursor<T>> {
         crate::deadline::check(deadline)?;
         self.ready().await?;
+        if self.strings_unsure {
+            Box::pin(self.reread_strings()).await;
+        }
         let s = &self.here(s).await?;
         s.check(&p)?;
         self.note_stmt(s);
+        self.note_strings(s);
         if self.in_tx && cursor_query(s) {
             return self.declare(s, &p, deadline).await.map(|name| PgCursor {
                 rows: Some(Rows::Cursor(name, CURSOR_FIRST_ROWS)),

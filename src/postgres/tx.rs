@@ -84,6 +84,21 @@ impl PgConnection {
     /// Commits. A `COMMIT` that the server turns into a rollback (the transaction had failed)
     /// is reported as an error: the middleware checks, when it cannot know, with a probe.
     pub(super) async fn commit_tx(&mut self, at: At) -> Result<()> {
+        let r = self.commit_tx_once(at).await;
+        self.after_tx_end().await;
+        r
+    }
+
+    /// What the end of the middleware's transaction undid of how the session reads quotes is
+    /// read again (see `session::note_tx_end`).
+    async fn after_tx_end(&mut self) {
+        self.note_tx_end();
+        if self.strings_unsure {
+            Box::pin(self.reread_strings()).await;
+        }
+    }
+
+    async fn commit_tx_once(&mut self, at: At) -> Result<()> {
         self.in_tx = false;
         if self.unknown {
             // Raw access happened inside this transaction: make sure it is not aborted.
@@ -116,6 +131,12 @@ impl PgConnection {
     }
 
     pub(super) async fn rollback_tx(&mut self, at: At) -> Result<()> {
+        let r = self.rollback_tx_once(at).await;
+        self.after_tx_end().await;
+        r
+    }
+
+    async fn rollback_tx_once(&mut self, at: At) -> Result<()> {
         self.needs_rollback = false;
         self.in_tx = false;
         if self.in_flight {

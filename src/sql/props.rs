@@ -22,7 +22,7 @@ fn protected(d: Lexer) -> impl Strategy<Value = String> {
         Just("*/".to_owned()),
         "[a-z ]{0,4}",
     ];
-    (0..9u8, inner).prop_map(move |(form, x)| {
+    (0..10u8, inner).prop_map(move |(form, x)| {
         let no_close = x.replace("*/", "* /");
         match (d, form) {
             (_, 0) => format!("'{}'", x.replace('\'', "''")),
@@ -34,10 +34,22 @@ fn protected(d: Lexer) -> impl Strategy<Value = String> {
             (Lexer::Plain, 6) => format!("[{}]", x.replace(']', "")),
             // Plain comments do not nest: the first `*/` ends this one.
             (Lexer::Plain, _) => format!("/* {no_close} /* {no_close} */"),
-            (Lexer::DollarQuotes, 5) => format!("E'\\'{x}\\\\'"),
-            (Lexer::DollarQuotes, 6) => format!("/* {no_close} /* {no_close} */ {no_close} */"),
-            (Lexer::DollarQuotes, 7) => format!("$$ {x} $$"),
-            (Lexer::DollarQuotes, _) => format!("$body$ {x} $$ {x} $body$"),
+            (Lexer::DollarQuotes | Lexer::DollarQuotesBackslashStrings, 5) => {
+                format!("E'\\'{x}\\\\'")
+            }
+            (Lexer::DollarQuotes | Lexer::DollarQuotesBackslashStrings, 6) => {
+                format!("/* {no_close} /* {no_close} */ {no_close} */")
+            }
+            (Lexer::DollarQuotes | Lexer::DollarQuotesBackslashStrings, 7) => format!("$$ {x} $$"),
+            // With `standard_conforming_strings` off a backslash escapes in a plain string too:
+            // this one does not end at the quote after one.
+            // (Spaced: glued to a string before it, its quote would double that one's.)
+            (Lexer::DollarQuotesBackslashStrings, 8) => format!(" 'it\\'s {x}\\\\' "),
+            // With it on, a backslash is a plain byte: this string ends at the quote after one.
+            (Lexer::DollarQuotes, 8) => format!(" 'C:\\ {x}\\' "),
+            (Lexer::DollarQuotes | Lexer::DollarQuotesBackslashStrings, _) => {
+                format!("$body$ {x} $$ {x} $body$")
+            }
             (Lexer::Backslashes(_), 5) => format!("`{x}`"),
             // Under `NO_BACKSLASH_ESCAPES` a backslash is a plain byte: this string ends at the
             // quote right after one.
@@ -69,7 +81,7 @@ fn routine(d: Lexer) -> BoxedStrategy<String> {
     let trigger = "CREATE TRIGGER tr AFTER INSERT ON t BEGIN UPDATE t SET a = CASE WHEN 1 THEN 2 END; DELETE FROM u; END";
     match d {
         Lexer::Plain | Lexer::Backslashes(_) => Just(trigger.to_owned()).boxed(),
-        Lexer::DollarQuotes => prop_oneof![
+        Lexer::DollarQuotes | Lexer::DollarQuotesBackslashStrings => prop_oneof![
             Just(trigger.to_owned()),
             Just("DO $$ BEGIN PERFORM 1; COMMIT; END $$".to_owned()),
             Just(
@@ -111,6 +123,7 @@ pub(crate) fn script() -> impl Strategy<Value = (Lexer, String)> {
     prop_oneof![
         Just(Lexer::Plain),
         Just(Lexer::DollarQuotes),
+        Just(Lexer::DollarQuotesBackslashStrings),
         backslash_lexer()
     ]
     .prop_flat_map(|d| (Just(d), script_in(d)))

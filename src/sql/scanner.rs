@@ -76,6 +76,11 @@ pub(crate) enum Lexer {
     /// `[…]` is an array subscript; block comments nest; `E'…'` strings (a backslash escapes
     /// the next byte) and dollar-quoted bodies.
     DollarQuotes,
+    /// [`Lexer::DollarQuotes`], and a backslash escapes the next byte in a plain `'…'` string
+    /// too: PostgreSQL in a session whose `standard_conforming_strings` is off. With the
+    /// standard rules a string such as `'it\'s'` would end early there, and the rest of it be
+    /// read as code.
+    DollarQuotesBackslashStrings,
     /// `'…'` and `"…"` are strings in which a backslash escapes the next byte (as far as the
     /// session's [`QuoteModes`] keep them so); `#` starts a line comment, and `--` does only
     /// when white space (or the end) follows; block comments do not nest, and the text of an
@@ -119,10 +124,12 @@ pub(crate) fn tokens(sql: &str, lexer: impl Into<Lexer>) -> Tokens<'_> {
         Lexer::Backslashes(q) => q,
         _ => QuoteModes::DEFAULT,
     };
+    let pg_escapes = lexer == Lexer::DollarQuotesBackslashStrings;
     Tokens {
         b: sql.as_bytes(),
         i: 0,
-        pg: lexer == Lexer::DollarQuotes,
+        pg: pg_escapes || lexer == Lexer::DollarQuotes,
+        pg_escapes,
         my,
         my_escapes: my && !modes.no_backslash_escapes,
         my_ansi: my && modes.ansi_quotes,
@@ -138,6 +145,8 @@ pub(crate) struct Tokens<'a> {
     i: usize,
     /// [`Lexer::DollarQuotes`] rules where they differ from [`Lexer::Plain`] ones.
     pg: bool,
+    /// With `pg`: a backslash escapes the next byte in a plain `'…'` string too.
+    pg_escapes: bool,
     /// [`Lexer::Backslashes`] rules where they differ from [`Lexer::Plain`] ones.
     my: bool,
     /// With `my`: a backslash in a string escapes the next byte.
@@ -183,7 +192,7 @@ impl Iterator for Tokens<'_> {
                 (Kind::BlockComment, start + 2)
             }
             b'[' if self.my => (Kind::Punct, start + 1),
-            b'\'' => (Kind::Str, skip_string(b, start + 1, false)),
+            b'\'' => (Kind::Str, skip_string(b, start + 1, self.pg_escapes)),
             b'E' | b'e' if self.pg && next == Some(b'\'') && !self.glued => {
                 (Kind::Str, skip_string(b, start + 2, true))
             }

@@ -22,6 +22,7 @@ mod mysql_values;
 mod postgres;
 mod postgres_cancel_balancer;
 mod postgres_replicas;
+mod postgres_strings;
 mod postgres_tls;
 mod sqlite;
 mod turso;

@@ -1,0 +1,241 @@
+//! PostgreSQL: the middleware reads SQL text as the session's `standard_conforming_strings`
+//! does.
+//!
+//! With the setting off, a backslash escapes the next byte in a plain `'…'` string
+//! (`'it\'s'` is one string). Read with the standard rules, such a string ends early and the
+//! rest of it reads as code: a `?N` placeholder after it would not be rewritten and one inside
+//! a later string would be, a session change after it would go unseen (and reach the next
+//! borrower), and a `COMMIT` after it would not be refused inside a `Tx`.
+//!
+//! The setting is tested set by the session (`SET`), as the database's default (`ALTER
+//! DATABASE … SET`), for one transaction (`SET LOCAL`, which its end undoes) and through
+//! `set_config`, on the query builder (`one`, `select`, `dml`, `stream`), a prepared statement,
+//! a pipeline, a `Tx` and a script. Prints `pg_strings set_by=S checks=N`.
+#![cfg(feature = "postgres")]
+
+use futures::TryStreamExt;
+use sql_middleware::ErrorKind;
+use sql_middleware::prelude::*;
+
+use crate::common::groups;
+use crate::common::pg;
+
+/// A one-row `SELECT` of the text `it's` (as `p`) and `?1` (as `v`), right only when a
+/// backslash escapes in a plain string.
+const ESCAPED: &str = "SELECT 'it\\'s' AS p, ?1::int8 AS v";
+/// The same with the standard rules: the text `C:\`.
+const STANDARD: &str = "SELECT 'C:\\' AS p, ?1::int8 AS v";
+/// An `INSERT` of `it's` and `?1`, then a literal `?2` that must stay text.
+const INSERT: &str = "INSERT INTO ss (p, v, note) VALUES ('it\\'s', ?1, '?2')";
+
+/// Runs every path on `pool` (one connection), whose sessions have
+/// `standard_conforming_strings` off; `set_by_session`: each checkout turns it off itself.
+/// Returns the checks made.
+async fn every_path(pool: &ConfigAndPool, set_by_session: bool) -> usize {
+    let mut checks = 0;
+    let checkout = || async {
+        let mut c = pool.get_connection().await.expect("checkout");
+        if set_by_session {
+            c.execute_batch("SET standard_conforming_strings = off")
+                .await
+                .expect("set standard_conforming_strings");
+        }
+        c
+    };
+    let want = ("it's".to_owned(), 7i64);
+    let seven = [RowValues::Int(7)];
+
+    let mut c = checkout().await;
+    c.execute_batch("DROP TABLE IF EXISTS ss; CREATE TABLE ss (p text, v int8, note text)")
+        .await
+        .expect("table");
+
+    let one: (String, i64) = c.query(ESCAPED).params(&seven).one().await.expect("one");
+    assert_eq!(one, want, "query().one()");
+    checks += 1;
+
+    let rs = c
+        .query(ESCAPED)
+        .params(&seven)
+        .select()
+        .await
+        .expect("select");
+    assert_eq!(rs.results[0].get("v"), Some(&RowValues::Int(7)), "select()");
+    checks += 1;
+
+    let mut st = c.prepare(ESCAPED).await.expect("prepare");
+    let prepared: (String, i64) = st.one(&seven).await.expect("prepared one");
+    assert_eq!(prepared, want, "prepare().one()");
+    checks += 1;
+
+    let streamed: Vec<(String, i64)> = c
+        .query(ESCAPED)
+        .params(&seven)
+        .stream()
+        .try_collect()
+        .await
+        .expect("stream");
+    assert_eq!(streamed, vec![want.clone()], "stream()");
+    checks += 1;
+
+    let n = c.query(INSERT).params(&seven).dml().await.expect("dml");
+    assert_eq!(n, 1, "dml()");
+    let sets: [&[RowValues]; 2] = [&[RowValues::Int(8)], &[RowValues::Int(9)]];
+    c.pipeline(INSERT, &sets).await.expect("pipeline");
+    checks += 2;
+
+    {
+        let mut tx = c.begin().await.expect("begin");
+        tx.query(INSERT)
+            .params(&[RowValues::Int(10)])
+            .dml()
+            .await
+            .expect("insert in tx");
+        // A COMMIT after the string is still transaction control: refused, and the
+        // transaction rolled back, the row with it.
+        let e = tx
+            .execute_batch("SELECT 'it\\'s'; COMMIT; --'")
+            .await
+            .expect_err("COMMIT inside a Tx");
+        assert_eq!(e.kind(), ErrorKind::TransactionState, "{e}");
+        tx.rollback().await.expect("rollback");
+        checks += 1;
+    }
+    let rows: Vec<(String, i64, String)> = c
+        .query("SELECT p, v, note FROM ss ORDER BY v")
+        .all()
+        .await
+        .expect("rows");
+    // Each placeholder bound, the `'?2'` after it still text; the Tx's row is gone.
+    assert_eq!(
+        rows,
+        [7, 8, 9].map(|v| ("it's".to_owned(), v, "?2".to_owned())),
+        "rows written"
+    );
+    checks += 1;
+
+    // A session change after the string is seen: the next borrower does not get it.
+    c.execute_batch("SELECT 'it\\'s'; SET application_name = 'ss_leak'; --'")
+        .await
+        .expect("script");
+    drop(c);
+    let mut next = pool.get_connection().await.expect("next checkout");
+    let (name,): (String,) = next
+        .query("SELECT current_setting('application_name')")
+        .one()
+        .await
+        .expect("application_name");
+    assert_ne!(
+        name, "ss_leak",
+        "a setting changed after the string reached the next borrower"
+    );
+    next.execute_batch("DROP TABLE ss").await.expect("drop");
+    checks + 1
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_standard_conforming_strings_decides_how_its_sql_is_read() {
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        let pool = ConfigAndPool::postgres(&url)
+            .max_size(1)
+            .build()
+            .await
+            .expect("pool");
+        let checks = every_path(&pool, true).await;
+        println!("pg_strings set_by=session checks={checks}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_databases_default_decides_how_its_sql_is_read() {
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        let admin = pg::raw_client(&url).await;
+        admin
+            .batch_execute(
+                "DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET standard_conforming_strings = off', current_database()); END$$",
+            )
+            .await
+            .expect("database default");
+        let pool = ConfigAndPool::postgres(&url)
+            .max_size(1)
+            .build()
+            .await
+            .expect("pool");
+        let checks = every_path(&pool, false).await;
+        println!("pg_strings set_by=database checks={checks}");
+    })
+    .await;
+}
+
+/// The setting changed for one transaction, or by a function: what comes after is read as
+/// the session reads it then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_setting_is_followed_as_it_changes() {
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        let pool = ConfigAndPool::postgres(&url)
+            .max_size(1)
+            .build()
+            .await
+            .expect("pool");
+        let seven = [RowValues::Int(7)];
+        let standard = ("C:\\".to_owned(), 7i64);
+        let escaped = ("it's".to_owned(), 7i64);
+        let mut c = pool.get_connection().await.expect("checkout");
+        let mut checks = 0;
+
+        // For one transaction: its end undoes it, committed or rolled back.
+        for commit in [true, false] {
+            let mut tx = c.begin().await.expect("begin");
+            tx.execute_batch("SET LOCAL standard_conforming_strings = off")
+                .await
+                .expect("set local");
+            let got: (String, i64) = tx.query(ESCAPED).params(&seven).one().await.expect("in tx");
+            assert_eq!(got, escaped, "inside the transaction");
+            if commit {
+                tx.commit().await.expect("commit");
+            } else {
+                tx.rollback().await.expect("rollback");
+            }
+            let got: (String, i64) = c.query(STANDARD).params(&seven).one().await.expect("after");
+            assert_eq!(got, standard, "after the transaction (commit: {commit})");
+            checks += 2;
+        }
+
+        // Set for the session inside a transaction that rolls back: undone too.
+        let mut tx = c.begin().await.expect("begin");
+        tx.execute_batch("SET standard_conforming_strings = off")
+            .await
+            .expect("set");
+        drop(tx);
+        let got: (String, i64) = c
+            .query(STANDARD)
+            .params(&seven)
+            .one()
+            .await
+            .expect("after drop");
+        assert_eq!(got, standard, "after a dropped transaction");
+        checks += 1;
+
+        // By a function, through a prepared statement; and back.
+        let (v,): (String,) = c
+            .query("SELECT set_config('standard_conforming_strings', 'off', false)")
+            .one()
+            .await
+            .expect("set_config");
+        assert_eq!(v, "off");
+        let got: (String, i64) = c.query(ESCAPED).params(&seven).one().await.expect("off");
+        assert_eq!(got, escaped, "after set_config");
+        c.execute_batch("RESET standard_conforming_strings")
+            .await
+            .expect("reset");
+        let got: (String, i64) = c.query(STANDARD).params(&seven).one().await.expect("on");
+        assert_eq!(got, standard, "after RESET");
+        checks += 2;
+        println!("pg_strings set_by=transaction_and_function checks={checks}");
+    })
+    .await;
+}
