@@ -60,22 +60,28 @@ macro_rules! replanned {
 /// may have changed how the session reads quotes, the session's setting is read again (see
 /// `session::reread_strings`).
 macro_rules! limited {
-    ($self:ident, $at:expr, $call:expr, $writes:expr) => {
-        limited!($self, $at, note: (), $call, $writes)
-    };
-    // `$note`: what the call notes of its statement before it runs (after any earlier call's
-    // unsure reading of the quotes was settled).
+    ($self:ident, $at:expr, quotes kept, $call:expr, $writes:expr) => {{
+        let at: At = $at;
+        if $self.in_flight || $self.obj.is_none() {
+            Box::pin($self.replace(at)).await?;
+        }
+        limited!(@run $self, at, $call, $writes)
+    }};
+    // `$note`: what the call notes of its statement before it runs.
     ($self:ident, $at:expr, note: $note:expr, $call:expr, $writes:expr) => {{
         let at: At = $at;
         if $self.in_flight || $self.obj.is_none() {
             Box::pin($self.replace(at)).await?;
         }
+        $note;
+        let r = limited!(@run $self, at, $call, $writes);
         if $self.strings_unsure {
-            // Left unsure by a stream, or by a call that could not read it.
             Box::pin($self.reread_strings()).await;
         }
-        $note;
-        let r = match at {
+        r
+    }};
+    (@run $self:ident, $at:ident, $call:expr, $writes:expr) => {
+        match $at {
             None => $call,
             Some(at) => {
                 crate::deadline::check(Some(at))?;
@@ -86,12 +92,11 @@ macro_rules! limited {
                     None => Err($self.after_limit($writes)),
                 }
             }
-        };
-        if $self.strings_unsure {
-            Box::pin($self.reread_strings()).await;
         }
-        r
-    }};
+    };
+    ($self:ident, $at:expr, $call:expr, $writes:expr) => {
+        limited!($self, $at, note: (), $call, $writes)
+    };
 }
 
 /// A checked-out Postgres connection and what the middleware knows about its state.
@@ -133,6 +138,7 @@ pub(crate) struct PgConnection {
 }
 
 impl PgConnection {
+    #[inline]
     pub(crate) fn new(pool: super::Pool, obj: Obj) -> Self {
         let backslash_strings = obj.backslash_strings;
         Self {
@@ -196,7 +202,8 @@ impl Wing for PgConnection {
     }
 
     async fn prepare(&mut self, sql: &str, mode: TranslationMode, at: At) -> Result<Arc<PgStmt>> {
-        limited!(self, at, self.prepare_within(sql, mode).await, false)
+        // Runs nothing of the caller's: how the session reads quotes cannot change.
+        limited!(self, at, quotes kept, self.prepare_within(sql, mode).await, false)
     }
 
     async fn select(&mut self, s: &Arc<PgStmt>, p: &[RowValues], at: At) -> Result<ResultSet> {
@@ -402,6 +409,10 @@ impl Wing for PgConnection {
         self.ready().await?;
         self.unknown = true;
         self.session = Session::State;
+        // Raw statements may change how the session reads quotes: read again before the next
+        // call (which cannot be sure the raw ones are done before it).
+        self.strings_touched = true;
+        self.strings_unsure = true;
         self.client()
     }
 }

@@ -150,6 +150,10 @@ impl PgConnection {
             return Ok(s);
         }
         crate::sql::reject_nul(sql)?;
+        if self.strings_unsure {
+            // Left unsure by a stream, or by a call that could not read it.
+            Box::pin(self.reread_strings()).await;
+        }
         // Read as the session reads it (see `PgConnection::backslash_strings`).
         let pg = super::dialect::of_session(self.backslash_strings);
         too_many_placeholders(sql, pg)?;

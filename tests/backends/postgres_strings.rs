@@ -8,9 +8,10 @@
 //! borrower), and a `COMMIT` after it would not be refused inside a `Tx`.
 //!
 //! The setting is tested set by the session (`SET`), as the database's default (`ALTER
-//! DATABASE … SET`), for one transaction (`SET LOCAL`, which its end undoes) and through
-//! `set_config`, on the query builder (`one`, `select`, `dml`, `stream`), a prepared statement,
-//! a pipeline, a `Tx` and a script. Prints `pg_strings set_by=S checks=N`.
+//! DATABASE … SET`), for one transaction (`SET LOCAL`, which its end undoes), through
+//! `set_config` and through the raw client, on the query builder (`one`, `select`, `dml`,
+//! `stream`), a prepared statement, a pipeline, a `Tx` and a script. Prints
+//! `pg_strings set_by=S checks=N`.
 #![cfg(feature = "postgres")]
 
 use futures::TryStreamExt;
@@ -235,7 +236,23 @@ async fn the_setting_is_followed_as_it_changes() {
         let got: (String, i64) = c.query(STANDARD).params(&seven).one().await.expect("on");
         assert_eq!(got, standard, "after RESET");
         checks += 2;
-        println!("pg_strings set_by=transaction_and_function checks={checks}");
+
+        // Through the raw client: read again before the next call.
+        c.postgres_client()
+            .await
+            .expect("raw client")
+            .batch_execute("SET standard_conforming_strings = off")
+            .await
+            .expect("raw set");
+        let got: (String, i64) = c
+            .query(ESCAPED)
+            .params(&seven)
+            .one()
+            .await
+            .expect("raw off");
+        assert_eq!(got, escaped, "after a raw SET");
+        checks += 1;
+        println!("pg_strings set_by=transaction_function_and_raw checks={checks}");
     })
     .await;
 }
