@@ -134,15 +134,20 @@ async fn every_path(pool: &ConfigAndPool, set_by_session: bool) -> usize {
     checks + 1
 }
 
+/// A pool of one connection on `url`: each checkout gets the session the last one left.
+async fn one_connection(url: &str) -> ConfigAndPool {
+    ConfigAndPool::postgres(url)
+        .max_size(1)
+        .build()
+        .await
+        .expect("pool")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sessions_standard_conforming_strings_decides_how_its_sql_is_read() {
     let _group = groups::enter("postgres");
     pg::with_schema(|url| async move {
-        let pool = ConfigAndPool::postgres(&url)
-            .max_size(1)
-            .build()
-            .await
-            .expect("pool");
+        let pool = one_connection(&url).await;
         let checks = every_path(&pool, true).await;
         println!("pg_strings set_by=session checks={checks}");
     })
@@ -160,11 +165,7 @@ async fn a_databases_default_decides_how_its_sql_is_read() {
             )
             .await
             .expect("database default");
-        let pool = ConfigAndPool::postgres(&url)
-            .max_size(1)
-            .build()
-            .await
-            .expect("pool");
+        let pool = one_connection(&url).await;
         let checks = every_path(&pool, false).await;
         println!("pg_strings set_by=database checks={checks}");
     })
@@ -177,11 +178,7 @@ async fn a_databases_default_decides_how_its_sql_is_read() {
 async fn the_setting_is_followed_as_it_changes() {
     let _group = groups::enter("postgres");
     pg::with_schema(|url| async move {
-        let pool = ConfigAndPool::postgres(&url)
-            .max_size(1)
-            .build()
-            .await
-            .expect("pool");
+        let pool = one_connection(&url).await;
         let seven = [RowValues::Int(7)];
         let standard = ("C:\\".to_owned(), 7i64);
         let escaped = ("it's".to_owned(), 7i64);
