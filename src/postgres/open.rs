@@ -32,21 +32,19 @@ pub(super) async fn create(m: &PgManager) -> Result<Box<PgClient>> {
         Box::pin(PgSetup(&client).run(&m.opts.after_connect)).await?;
     }
     // The opening exchange is part of the connect: bounded by the host's bound too.
-    let opening = async {
-        let settings = opening_settings(&client).await?;
-        Ok::<_, tokio_postgres::Error>((settings, backslash_strings(&client).await?))
-    };
     let (mut settings, backslash_strings) = match limit {
-        None => opening.await?,
-        Some(limit) => tokio::time::timeout(limit, opening).await.map_err(|_| {
-            SqlMiddlewareDbError::new(
-                ErrorKind::ConnectionLost,
-                format!(
-                    "host {} did not finish opening the session within connect_timeout ({limit:?})",
-                    opened.host
-                ),
-            )
-        })??,
+        None => opening_settings(&client).await?,
+        Some(limit) => tokio::time::timeout(limit, opening_settings(&client))
+            .await
+            .map_err(|_| {
+                SqlMiddlewareDbError::new(
+                    ErrorKind::ConnectionLost,
+                    format!(
+                        "host {} did not finish opening the session within connect_timeout ({limit:?})",
+                        opened.host
+                    ),
+                )
+            })??,
     };
     if m.opts.statement_cache == super::stmt::StatementCache::Unnamed {
         // Behind a transaction-mode pooler each transaction may run on another server
@@ -118,27 +116,33 @@ impl super::config::Endpoint {
 /// Part of the session every pooled connection opens with: PL/pgSQL loaded (an empty `DO`
 /// block), as the first `DO` block or PL/pgSQL function of any borrower would load it, adding
 /// settings that no reset removes. Returns how many settings the session then has (`None`
-/// where the server has no PL/pgSQL or no `pg_settings`, as a pooler may not).
+/// where the server has no PL/pgSQL or no `pg_settings`, as a pooler may not), and whether it
+/// reads a backslash in a plain string as an escape (see [`backslash_strings`]): one round
+/// trip where the server has both.
 async fn opening_settings(
     client: &tokio_postgres::Client,
-) -> std::result::Result<Option<u64>, tokio_postgres::Error> {
-    const COUNT: &str = "SELECT count(*) FROM pg_settings";
+) -> std::result::Result<(Option<u64>, bool), tokio_postgres::Error> {
+    const ASK: &str = "SHOW standard_conforming_strings; SELECT count(*) FROM pg_settings";
     let msgs = match client
-        .simple_query(&format!("DO $$BEGIN END$$; {COUNT}"))
+        .simple_query(&format!("DO $$BEGIN END$$; {ASK}"))
         .await
     {
         Ok(m) => m,
-        Err(e) if e.as_db_error().is_some() => match client.simple_query(COUNT).await {
+        Err(e) if e.as_db_error().is_some() => match client.simple_query(ASK).await {
             Ok(m) => m,
-            Err(e) if e.as_db_error().is_some() => return Ok(None),
+            Err(e) if e.as_db_error().is_some() => {
+                return Ok((None, backslash_strings(client).await?));
+            }
             Err(e) => return Err(e),
         },
         Err(e) => return Err(e),
     };
-    Ok(msgs.iter().find_map(|m| match m {
-        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|n| n.parse().ok()),
+    let mut rows = msgs.iter().filter_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0),
         _ => None,
-    }))
+    });
+    let off = rows.next() == Some("off");
+    Ok((rows.next().and_then(|n| n.parse().ok()), off))
 }
 
 /// A Postgres connection being opened (pooled, a reader's or a `Listener`'s), as the pool's
