@@ -23,7 +23,7 @@ long=${2:-12000}
 command -v valgrind >/dev/null || { echo "valgrind is not installed (Debian: apt-get install valgrind)" >&2; exit 2; }
 
 target_dir=${CARGO_TARGET_DIR:-target}
-cargo build --quiet --release --example callgrind_lookup
+cargo build --quiet --release --features sqlite --example callgrind_lookup
 bin="$target_dir/release/examples/callgrind_lookup"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
