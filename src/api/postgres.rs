@@ -172,8 +172,6 @@ impl Tx<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
     use crate::config::config_err as err;
 
