@@ -188,10 +188,22 @@ pub(crate) struct MySetup<'a>(&'a mut MyClient);
 
 impl MySetup<'_> {
     /// The statement for `sql`, described for one run (closed again at once: each run prepares
-    /// its own, as the unnamed mode does).
+    /// its own, as the unnamed mode does). A text with a backslash or a double quote is read as
+    /// the session's `sql_mode` reads it now, which the hook itself may have changed; a text
+    /// without either reads the same in every mode.
     async fn statement(&mut self, sql: &str, params: &[RowValues]) -> Result<(MyStmt, Vec<Value>)> {
         crate::sql::reject_nul(sql)?;
-        let d = self.0.facts.dialect();
+        let d = if sql.contains(['\\', '"']) {
+            let mode: Option<String> = self
+                .0
+                .conn
+                .query_first("SELECT @@session.sql_mode")
+                .await
+                .map_err(map_err)?;
+            super::dialect::of_session(super::dialect::quotes_of(mode.as_deref().unwrap_or("")))
+        } else {
+            self.0.facts.dialect()
+        };
         let super::dialect::MysqlText {
             text,
             order,

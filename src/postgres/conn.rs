@@ -33,13 +33,17 @@ macro_rules! replanned {
     ($self:ident, $s:ident, |$v:ident| $call:expr) => {{
         let $v = PgStmt::current($s);
         let here;
-        let $v = match $self.obj.as_ref() {
-            // Prepared on a connection since replaced: prepared again on this one.
-            Some(o) if $v.stmt.is_some() && $v.conn != o.id => {
-                here = Box::pin($self.prepare_within(&$v.key, $v.mode)).await?;
-                &here
-            }
-            _ => $v,
+        // Prepared on a connection since replaced, or read under other quote rules than the
+        // session's now (the unnamed mode): prepared again here.
+        let stale = match $self.stale_now($v) {
+            Some(stale) => stale,
+            None => Box::pin($self.stale_after_reread($v)).await,
+        };
+        let $v = if stale {
+            here = Box::pin($self.prepare_within(&$v.key, $v.mode)).await?;
+            &here
+        } else {
+            $v
         };
         match $call.await {
             Err(e) if $self.replannable(&e) => {

@@ -14,7 +14,7 @@ use super::rows::{collect, columns_of};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
 use crate::stmt_cache::StmtCache;
-use crate::translation::{PlaceholderStyle, translate_placeholders};
+use crate::translation::{PlaceholderStyle, translate_placeholders_in};
 use crate::value::RowValues;
 
 /// Opens a pooled connection (the manager's `create`): the connect to a host of the pool's
@@ -156,9 +156,15 @@ impl PgSetup<'_> {
         hook.set_up(&mut self).await.map(drop)
     }
 
+    /// `sql` prepared with its placeholders translated, read as the session reads it now: a
+    /// text with a backslash asks the session's `standard_conforming_strings` first (the
+    /// database's default, the URL's options or the hook itself may have turned it off); a
+    /// text without one reads the same either way.
     async fn prepared(&self, sql: &str) -> Result<tokio_postgres::Statement> {
         crate::sql::reject_nul(sql)?;
-        let sql = translate_placeholders(sql, PlaceholderStyle::Postgres);
+        let off = sql.contains('\\') && backslash_strings(self.0).await.map_err(map_err)?;
+        let lexer = super::dialect::of_session(off).lexer;
+        let sql = translate_placeholders_in(sql, PlaceholderStyle::Postgres, lexer);
         self.0.prepare(&sql).await.map_err(map_err)
     }
 }

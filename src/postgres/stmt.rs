@@ -46,6 +46,10 @@ pub(crate) struct PgStmt {
     /// Running it may change how the session reads quotes (`standard_conforming_strings`; see
     /// `effects::may_change_strings`).
     pub(super) strings: bool,
+    /// How the session read quotes when its text was read: whether `standard_conforming_strings`
+    /// was off (a backslash escapes in a plain string). `None` for a text without a backslash,
+    /// which reads the same either way.
+    pub(super) read_as: Option<bool>,
     /// The statement prepared in its place after the server refused its cached plan (a schema
     /// change altered its result type): a handle held across the change runs that one from then
     /// on, instead of being refused and prepared again on every call.
@@ -210,6 +214,7 @@ impl PgConnection {
             columns: Arc::new(described.columns),
             dml: crate::sql::is_dml(&translated, pg),
             strings,
+            read_as: sql.contains('\\').then_some(self.backslash_strings),
             session,
             clean,
             deallocates,
@@ -225,16 +230,45 @@ impl PgConnection {
         Ok(s)
     }
 
-    /// `s` as it runs on this connection: prepared again when it was prepared on a connection
-    /// since replaced (named statements only exist on the connection that prepared them).
+    /// `s` as it runs on this connection: prepared again when it is stale here (see
+    /// [`Self::stale_now`]).
     pub(super) async fn here(&mut self, s: &Arc<PgStmt>) -> Result<Arc<PgStmt>> {
         let s = PgStmt::current(s);
-        match self.obj.as_ref() {
-            Some(o) if s.stmt.is_some() && s.conn != o.id => {
-                Box::pin(self.prepare_within(&s.key, s.mode)).await
-            }
-            _ => Ok(Arc::clone(s)),
+        let stale = match self.stale_now(s) {
+            Some(stale) => stale,
+            None => Box::pin(self.stale_after_reread(s)).await,
+        };
+        if stale {
+            Box::pin(self.prepare_within(&s.key, s.mode)).await
+        } else {
+            Ok(Arc::clone(s))
         }
+    }
+
+    /// Whether `s` must be prepared again before it runs here: a named statement prepared on a
+    /// connection since replaced (it exists only on the connection that prepared it), or, in
+    /// the unnamed mode, a text read while the session read quotes otherwise than it does now
+    /// (the server parses the text again on every run, as the session reads it then). `None`
+    /// when that depends on the session's setting and the setting is unsure (see
+    /// [`Self::stale_after_reread`]).
+    #[inline]
+    pub(super) fn stale_now(&self, s: &PgStmt) -> Option<bool> {
+        let Some(o) = self.obj.as_ref() else {
+            return Some(false);
+        };
+        match (&s.stmt, s.read_as) {
+            (Some(_), _) => Some(s.conn != o.id),
+            (None, None) => Some(false),
+            (None, Some(_)) if self.strings_unsure => None,
+            (None, Some(read_as)) => Some(read_as != self.backslash_strings),
+        }
+    }
+
+    /// [`Self::stale_now`] after the session's setting is read again; stale when it still
+    /// cannot be read.
+    pub(super) async fn stale_after_reread(&mut self, s: &PgStmt) -> bool {
+        self.reread_strings().await;
+        self.stale_now(s).unwrap_or(true)
     }
 
     /// The unnamed mode's prepare: learns the statement's parameter types and columns from a

@@ -284,3 +284,54 @@ async fn a_servers_default_sql_mode_decides_how_its_sql_is_read() {
         let _ = admin.disconnect().await;
     }
 }
+
+/// The `after_connect` hook's statements are read as the session reads them when each runs:
+/// here after the hook itself set the flag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_after_connect_hooks_statements_are_read_as_the_session_reads_them() {
+    use std::sync::{Arc, Mutex};
+    let _group = groups::enter("mysql");
+    mysql::with_database(|url| async move {
+        for flag in FLAGS {
+            let seen: Arc<Mutex<Vec<(String, i64)>>> = Arc::default();
+            let into = Arc::clone(&seen);
+            let pool = ConfigAndPool::mysql(&url)
+                .max_size(1)
+                .after_connect(move |c| {
+                    let into = Arc::clone(&into);
+                    Box::pin(async move {
+                        c.execute_batch(&set_mode(flag)).await?;
+                        let rs = c.select(flag.select(), &[RowValues::Int(7)]).await?;
+                        let row = &rs.results[0];
+                        let p = match row.get("p") {
+                            Some(RowValues::Text(p)) => p.clone(),
+                            other => format!("{other:?}"),
+                        };
+                        let v = match row.get("v") {
+                            Some(RowValues::Int(v)) => *v,
+                            _ => -1,
+                        };
+                        into.lock().unwrap().push((p, v));
+                        Ok(())
+                    })
+                })
+                .build()
+                .await
+                .expect("pool");
+            let c = pool
+                .get_connection()
+                .await
+                .unwrap_or_else(|e| panic!("[{}] the hook's statement failed: {e}", flag.name()));
+            drop(c);
+            pool.close();
+            assert_eq!(
+                *seen.lock().unwrap(),
+                [("C:\\".to_owned(), 7i64)],
+                "[{}] what the hook read",
+                flag.name()
+            );
+        }
+        println!("mysql_sql_modes set_by=after_connect checks=2");
+    })
+    .await;
+}

@@ -253,3 +253,114 @@ async fn the_setting_is_followed_as_it_changes() {
     })
     .await;
 }
+
+/// The `after_connect` hook's statements are read as the session reads them when each runs:
+/// with the setting on, off as the database's default, and turned off by the hook itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_after_connect_hooks_statements_are_read_as_the_session_reads_them() {
+    use std::sync::{Arc, Mutex};
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        // Opens a connection whose hook runs `setup` (if any), then selects `sql` with 7, and
+        // returns what the hook read.
+        let read_by_hook = |setup: Option<&'static str>, sql: &'static str| {
+            let url = url.clone();
+            async move {
+                let seen: Arc<Mutex<Vec<(String, i64)>>> = Arc::default();
+                let into = Arc::clone(&seen);
+                let pool = ConfigAndPool::postgres(&url)
+                    .max_size(1)
+                    .after_connect(move |c| {
+                        let into = Arc::clone(&into);
+                        Box::pin(async move {
+                            if let Some(setup) = setup {
+                                c.execute_batch(setup).await?;
+                            }
+                            let rs = c.select(sql, &[RowValues::Int(7)]).await?;
+                            let row = &rs.results[0];
+                            let p = match row.get("p") {
+                                Some(RowValues::Text(p)) => p.clone(),
+                                other => format!("{other:?}"),
+                            };
+                            let v = match row.get("v") {
+                                Some(RowValues::Int(v)) => *v,
+                                _ => -1,
+                            };
+                            into.lock().unwrap().push((p, v));
+                            Ok(())
+                        })
+                    })
+                    .build()
+                    .await
+                    .expect("pool");
+                let c = pool
+                    .get_connection()
+                    .await
+                    .unwrap_or_else(|e| panic!("the hook's {sql:?} after {setup:?} failed: {e}"));
+                drop(c);
+                seen.lock().unwrap().clone()
+            }
+        };
+        let standard = ("C:\\".to_owned(), 7i64);
+        let escaped = ("it's".to_owned(), 7i64);
+        assert_eq!(read_by_hook(None, STANDARD).await, [standard], "setting on");
+        assert_eq!(
+            read_by_hook(Some("SET standard_conforming_strings = off"), ESCAPED).await,
+            std::slice::from_ref(&escaped),
+            "turned off by the hook"
+        );
+        let admin = pg::raw_client(&url).await;
+        admin
+            .batch_execute(
+                "DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET standard_conforming_strings = off', current_database()); END$$",
+            )
+            .await
+            .expect("database default");
+        assert_eq!(
+            read_by_hook(None, ESCAPED).await,
+            [escaped],
+            "off as the database's default"
+        );
+        println!("pg_strings set_by=after_connect checks=3");
+    })
+    .await;
+}
+
+/// In the unnamed mode the server parses a statement's text again on every run, as the session
+/// reads it then. A held prepared statement that turns the setting off and on itself is read
+/// again each time its text would read differently (its columns, here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unnamed_statement_is_read_as_the_session_reads_it_at_each_run() {
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        let pool = ConfigAndPool::postgres(&url)
+            .max_size(1)
+            .statement_cache(sql_middleware::StatementCache::Unnamed)
+            .build()
+            .await
+            .expect("pool");
+        let mut c = pool.get_connection().await.expect("checkout");
+        // Setting on: the string `x\`, then a comment (two columns). Setting off: a string
+        // that runs on to the quote after `--`, then a third column.
+        const FLIP: &str = "SELECT set_config('standard_conforming_strings', ?1, false) AS v, \
+                            'x\\' AS p --', 'y' AS q";
+        let to = |v: &str| [RowValues::Text(v.to_owned())];
+        let mut st = c.prepare(FLIP).await.expect("prepare");
+        let mut checks = 0;
+        for _ in 0..2 {
+            // Read with the setting on, turning it off.
+            let got: (String, String) = st.one(&to("off")).await.expect("read as on");
+            assert_eq!(got, ("off".to_owned(), "x\\".to_owned()), "read as on");
+            // Read with the setting off, turning it on.
+            let got: (String, String, String) = st.one(&to("on")).await.expect("read as off");
+            assert_eq!(
+                got,
+                ("on".to_owned(), "x' AS p --".to_owned(), "y".to_owned()),
+                "read as off"
+            );
+            checks += 2;
+        }
+        println!("pg_strings set_by=held_unnamed_statement checks={checks}");
+    })
+    .await;
+}
