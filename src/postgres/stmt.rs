@@ -265,10 +265,13 @@ impl PgConnection {
     }
 
     /// [`Self::stale_now`] after the session's setting is read again; stale when it still
-    /// cannot be read.
+    /// cannot be read. A statement about to run that may change the setting leaves it unsure
+    /// again, so that it is read after the call as well.
     pub(super) async fn stale_after_reread(&mut self, s: &PgStmt) -> bool {
         self.reread_strings().await;
-        self.stale_now(s).unwrap_or(true)
+        let stale = self.stale_now(s).unwrap_or(true);
+        self.note_strings(s);
+        stale
     }
 
     /// The unnamed mode's prepare: learns the statement's parameter types and columns from a

@@ -345,19 +345,36 @@ async fn an_unnamed_statement_is_read_as_the_session_reads_it_at_each_run() {
         const FLIP: &str = "SELECT set_config('standard_conforming_strings', ?1, false) AS v, \
                             'x\\' AS p --', 'y' AS q";
         let to = |v: &str| [RowValues::Text(v.to_owned())];
-        let mut st = c.prepare(FLIP).await.expect("prepare");
+        let read_as_on = ("off".to_owned(), "x\\".to_owned());
         let mut checks = 0;
-        for _ in 0..2 {
-            // Read with the setting on, turning it off.
+        for round in 0..2 {
+            let mut st = c.prepare(FLIP).await.expect("prepare");
+            for _ in 0..2 {
+                // Read with the setting on, turning it off.
+                let got: (String, String) = st.one(&to("off")).await.expect("read as on");
+                assert_eq!(got, read_as_on, "read as on");
+                // Read with the setting off, turning it on.
+                let got: (String, String, String) = st.one(&to("on")).await.expect("read as off");
+                assert_eq!(
+                    got,
+                    ("on".to_owned(), "x' AS p --".to_owned(), "y".to_owned()),
+                    "read as off"
+                );
+                checks += 2;
+            }
+            // Turned off once more: what comes next is read with it off.
             let got: (String, String) = st.one(&to("off")).await.expect("read as on");
-            assert_eq!(got, ("off".to_owned(), "x\\".to_owned()), "read as on");
-            // Read with the setting off, turning it on.
-            let got: (String, String, String) = st.one(&to("on")).await.expect("read as off");
-            assert_eq!(
-                got,
-                ("on".to_owned(), "x' AS p --".to_owned(), "y".to_owned()),
-                "read as off"
-            );
+            assert_eq!(got, read_as_on, "read as on, last");
+            let got: (String, i64) = c
+                .query(ESCAPED)
+                .params(&[RowValues::Int(7)])
+                .one()
+                .await
+                .unwrap_or_else(|e| panic!("round {round}: the next statement: {e}"));
+            assert_eq!(got, ("it's".to_owned(), 7), "the next statement");
+            c.execute_batch("RESET standard_conforming_strings")
+                .await
+                .expect("reset");
             checks += 2;
         }
         println!("pg_strings set_by=held_unnamed_statement checks={checks}");
