@@ -195,6 +195,10 @@ impl MiddlewarePoolConnection {
         self.enter().await?;
         let in_tx = self.tx != TxFlag::None;
         if in_tx {
+            // Read as the session reads quotes now: raw access may have changed that.
+            if let Err(e) = self.inner.settle_dialect().await {
+                return self.note(Err(e));
+            }
             if let Err(e) = refuse_in_tx(sql, self.inner.dialect()) {
                 return self.note(Err(e));
             }

@@ -77,6 +77,13 @@ pub(crate) trait Wing {
     /// where a session setting changes how the engine reads quotes (MySQL's `sql_mode`).
     fn dialect(&self) -> crate::sql::Dialect;
 
+    /// Makes [`Self::dialect`] sure before the hall reads a script with it: a connection that
+    /// cannot know how its session reads quotes now (after raw access, say) asks the session.
+    /// The engines whose reading never changes have nothing to ask.
+    async fn settle_dialect(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// The pooled connection's id, unique in the process (for spans).
     #[cfg(feature = "tracing")]
     fn connection_id(&self) -> u64;

@@ -407,6 +407,12 @@ macro_rules! wings {
                 }
             }
 
+            pub(crate) async fn settle_dialect(&mut self) -> Result<()> {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.settle_dialect().await,)+
+                }
+            }
+
             pub(crate) async fn recover(&mut self) -> Result<()> {
                 match self {
                     $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.recover().await,)+

@@ -330,6 +330,15 @@ impl Wing for MyConnection {
             .map_or(super::dialect::DIALECT, |o| o.facts.dialect())
     }
 
+    /// After raw access the session (its `sql_mode` among the rest) is checked now, as the next
+    /// operation would check it (see `recover::ready`).
+    async fn settle_dialect(&mut self) -> Result<()> {
+        if self.raw {
+            Box::pin(self.ready(None, false)).await?;
+        }
+        Ok(())
+    }
+
     fn cache_stats(&self) -> crate::StatementCacheStats {
         self.obj.as_ref().map_or_else(Default::default, |o| {
             o.stmts.stats(o.opts.statement_cache_capacity)

@@ -401,6 +401,15 @@ impl Wing for PgConnection {
         super::dialect::of_session(self.backslash_strings)
     }
 
+    /// Reads `standard_conforming_strings` again when it is unsure (see
+    /// `session::reread_strings`).
+    async fn settle_dialect(&mut self) -> Result<()> {
+        if self.strings_unsure {
+            Box::pin(self.reread_strings()).await;
+        }
+        Ok(())
+    }
+
     fn cache_stats(&self) -> crate::StatementCacheStats {
         self.obj.as_ref().map_or_else(Default::default, |o| {
             o.stmts.stats(o.opts.statement_cache_capacity)

@@ -335,3 +335,58 @@ async fn the_after_connect_hooks_statements_are_read_as_the_session_reads_them()
     })
     .await;
 }
+
+/// Inside a `Tx`, a script after raw access that set a flag is read as the session reads it:
+/// a `COMMIT` after the quoted text is refused, and the transaction's rows are not committed
+/// with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_after_raw_access_inside_a_tx_is_read_as_the_session_reads_it() {
+    let _group = groups::enter("mysql");
+    mysql::with_database(|url| async move {
+        let pool = ConfigAndPool::mysql(&url)
+            .max_size(1)
+            .build()
+            .await
+            .expect("pool");
+        let mut c = pool.get_connection().await.expect("checkout");
+        c.execute_batch("CREATE TABLE sr (id BIGINT) ENGINE=InnoDB")
+            .await
+            .expect("table");
+        for flag in FLAGS {
+            let mut tx = c.begin().await.expect("begin");
+            tx.query("INSERT INTO sr VALUES (1)")
+                .dml()
+                .await
+                .expect("insert");
+            tx.mysql_connection()
+                .await
+                .expect("raw connection")
+                .query_drop(set_mode(flag))
+                .await
+                .expect("raw set");
+            let e = tx
+                .execute_batch(flag.commit_script())
+                .await
+                .expect_err("COMMIT inside a Tx");
+            assert_eq!(
+                e.kind(),
+                ErrorKind::TransactionState,
+                "[{}] {e}",
+                flag.name()
+            );
+            tx.rollback().await.expect("rollback");
+            let (n,): (i64,) = c
+                .query("SELECT count(*) FROM sr")
+                .one()
+                .await
+                .expect("count");
+            assert_eq!(n, 0, "[{}] the Tx's row was committed", flag.name());
+            c.execute_batch("SET SESSION sql_mode = DEFAULT")
+                .await
+                .expect("mode back");
+        }
+        c.execute_batch("DROP TABLE sr").await.expect("drop");
+        println!("mysql_sql_modes set_by=raw_inside_tx checks=2");
+    })
+    .await;
+}

@@ -381,3 +381,57 @@ async fn an_unnamed_statement_is_read_as_the_session_reads_it_at_each_run() {
     })
     .await;
 }
+
+/// Inside a `Tx`, a script after raw access that turned the setting off is read as the session
+/// reads it: a `COMMIT` after an escaped quote is refused, and the transaction's rows are not
+/// committed with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_after_raw_access_inside_a_tx_is_read_as_the_session_reads_it() {
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        let pool = one_connection(&url).await;
+        let mut c = pool.get_connection().await.expect("checkout");
+        c.execute_batch("CREATE TABLE sr (id int8)")
+            .await
+            .expect("table");
+        for raw_first in [true, false] {
+            let mut tx = c.begin().await.expect("begin");
+            tx.query("INSERT INTO sr VALUES (1)")
+                .dml()
+                .await
+                .expect("insert");
+            if raw_first {
+                // Read unsure after raw access, and then asked before the script is read.
+                tx.postgres_client()
+                    .await
+                    .expect("raw client")
+                    .batch_execute("SET LOCAL standard_conforming_strings = off")
+                    .await
+                    .expect("raw set");
+            } else {
+                tx.execute_batch("SET LOCAL standard_conforming_strings = off")
+                    .await
+                    .expect("set");
+            }
+            let e = tx
+                .execute_batch("SELECT 'it\\'s'; COMMIT; --'")
+                .await
+                .expect_err("COMMIT inside a Tx");
+            assert_eq!(
+                e.kind(),
+                ErrorKind::TransactionState,
+                "raw first: {raw_first}: {e}"
+            );
+            tx.rollback().await.expect("rollback");
+            let (n,): (i64,) = c
+                .query("SELECT count(*) FROM sr")
+                .one()
+                .await
+                .expect("count");
+            assert_eq!(n, 0, "raw first: {raw_first}: the Tx's row was committed");
+        }
+        c.execute_batch("DROP TABLE sr").await.expect("drop");
+        println!("pg_strings set_by=raw_inside_tx checks=2");
+    })
+    .await;
+}
