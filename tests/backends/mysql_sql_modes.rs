@@ -19,6 +19,7 @@ use sql_middleware::ErrorKind;
 use sql_middleware::prelude::*;
 
 use crate::common::groups;
+use crate::common::hook_reads::reading_hook;
 use crate::common::mysql;
 
 /// A flag of `sql_mode` that changes how quotes read, and SQL that is only right when read
@@ -289,35 +290,12 @@ async fn a_servers_default_sql_mode_decides_how_its_sql_is_read() {
 /// here after the hook itself set the flag.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_after_connect_hooks_statements_are_read_as_the_session_reads_them() {
-    use std::sync::{Arc, Mutex};
     let _group = groups::enter("mysql");
     mysql::with_database(|url| async move {
         for flag in FLAGS {
-            let seen: Arc<Mutex<Vec<(String, i64)>>> = Arc::default();
-            let into = Arc::clone(&seen);
-            let pool = ConfigAndPool::mysql(&url)
-                .max_size(1)
-                .after_connect(move |c| {
-                    let into = Arc::clone(&into);
-                    Box::pin(async move {
-                        c.execute_batch(&set_mode(flag)).await?;
-                        let rs = c.select(flag.select(), &[RowValues::Int(7)]).await?;
-                        let row = &rs.results[0];
-                        let p = match row.get("p") {
-                            Some(RowValues::Text(p)) => p.clone(),
-                            other => format!("{other:?}"),
-                        };
-                        let v = match row.get("v") {
-                            Some(RowValues::Int(v)) => *v,
-                            _ => -1,
-                        };
-                        into.lock().unwrap().push((p, v));
-                        Ok(())
-                    })
-                })
-                .build()
-                .await
-                .expect("pool");
+            let b = ConfigAndPool::mysql(&url).max_size(1);
+            let (b, seen) = reading_hook(b, Some(set_mode(flag)), flag.select());
+            let pool = b.build().await.expect("pool");
             let c = pool
                 .get_connection()
                 .await

@@ -19,6 +19,7 @@ use sql_middleware::ErrorKind;
 use sql_middleware::prelude::*;
 
 use crate::common::groups;
+use crate::common::hook_reads::reading_hook;
 use crate::common::pg;
 
 /// A one-row `SELECT` of the text `it's` (as `p`) and `?1` (as `v`), right only when a
@@ -258,47 +259,21 @@ async fn the_setting_is_followed_as_it_changes() {
 /// with the setting on, off as the database's default, and turned off by the hook itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_after_connect_hooks_statements_are_read_as_the_session_reads_them() {
-    use std::sync::{Arc, Mutex};
     let _group = groups::enter("postgres");
     pg::with_schema(|url| async move {
         // Opens a connection whose hook runs `setup` (if any), then selects `sql` with 7, and
         // returns what the hook read.
         let read_by_hook = |setup: Option<&'static str>, sql: &'static str| {
-            let url = url.clone();
+            let b = ConfigAndPool::postgres(&url).max_size(1);
+            let (b, reads) = reading_hook(b, setup.map(str::to_owned), sql);
             async move {
-                let seen: Arc<Mutex<Vec<(String, i64)>>> = Arc::default();
-                let into = Arc::clone(&seen);
-                let pool = ConfigAndPool::postgres(&url)
-                    .max_size(1)
-                    .after_connect(move |c| {
-                        let into = Arc::clone(&into);
-                        Box::pin(async move {
-                            if let Some(setup) = setup {
-                                c.execute_batch(setup).await?;
-                            }
-                            let rs = c.select(sql, &[RowValues::Int(7)]).await?;
-                            let row = &rs.results[0];
-                            let p = match row.get("p") {
-                                Some(RowValues::Text(p)) => p.clone(),
-                                other => format!("{other:?}"),
-                            };
-                            let v = match row.get("v") {
-                                Some(RowValues::Int(v)) => *v,
-                                _ => -1,
-                            };
-                            into.lock().unwrap().push((p, v));
-                            Ok(())
-                        })
-                    })
-                    .build()
-                    .await
-                    .expect("pool");
+                let pool = b.build().await.expect("pool");
                 let c = pool
                     .get_connection()
                     .await
                     .unwrap_or_else(|e| panic!("the hook's {sql:?} after {setup:?} failed: {e}"));
                 drop(c);
-                seen.lock().unwrap().clone()
+                reads.lock().unwrap().clone()
             }
         };
         let standard = ("C:\\".to_owned(), 7i64);

@@ -11,6 +11,7 @@ pub mod galera;
 #[cfg(all(feature = "mysql", unix))]
 pub mod galera_load;
 pub mod groups;
+pub mod hook_reads;
 #[cfg(all(feature = "postgres", unix))]
 pub mod ledger;
 #[cfg(feature = "mysql")]
