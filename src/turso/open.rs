@@ -39,6 +39,27 @@ impl TursoManager {
     }
 }
 
+/// Gives a new, empty database file its first page, through one connection, before the pool
+/// opens any: in Turso 0.8 two connections whose first writes race to create that page trip an
+/// assertion in the pager (a panic on the caller's task). A database that has pages is left as
+/// it is; an empty one gets its header with `user_version` written as the 0 it already reads.
+pub(super) async fn first_page(db: &turso::Database) -> Result<()> {
+    use super::error::map_err;
+    let conn = db.connect().map_err(map_err)?;
+    let mut rows = conn.query("PRAGMA page_count", ()).await.map_err(map_err)?;
+    let pages = match rows.next().await.map_err(map_err)? {
+        Some(row) => row.get::<i64>(0).map_err(map_err)?,
+        None => 0,
+    };
+    drop(rows);
+    if pages == 0 {
+        conn.execute("PRAGMA user_version = 0", ())
+            .await
+            .map_err(map_err)?;
+    }
+    Ok(())
+}
+
 crate::setup::setup_via_wing!(TursoConn, TursoConn::in_tx_now);
 
 impl TursoConn {

@@ -876,3 +876,48 @@ async fn a_script_of_pragmas_applies() {
     println!("turso_pragma_script temp_store={temp_store} cache_size={cache_size}");
     assert_eq!((temp_store, cache_size), (2, -3000));
 }
+
+/// A new database file has its first page once the pool is built, so the first writes of the
+/// pool's connections never race to create it (in Turso 0.8 that race trips an assertion in
+/// the pager: a panic on the caller's task). Each round builds a pool on a new file and has
+/// eight tasks create a table each at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_writes_of_many_connections_to_a_new_file() {
+    let _group = groups::enter("turso");
+    let rounds = 20;
+    for round in 0..rounds {
+        let dir = TempDir::new("first_page");
+        let pool = Arc::new(
+            ConfigAndPool::turso(dir.path().join("new.db"))
+                .max_size(8)
+                .build()
+                .await
+                .unwrap(),
+        );
+        let mut c = pool.get_connection().await.unwrap();
+        let (pages,): (i64,) = c.query("PRAGMA page_count").one().await.unwrap();
+        assert!(
+            pages >= 1,
+            "round {round}: a new file has {pages} pages after build"
+        );
+        let (version,): (i64,) = c.query("PRAGMA user_version").one().await.unwrap();
+        assert_eq!(version, 0, "round {round}: user_version");
+        drop(c);
+        let tasks: Vec<_> = (0..8)
+            .map(|i| {
+                let pool = Arc::clone(&pool);
+                tokio::spawn(async move {
+                    let mut c = pool.get_connection().await?;
+                    c.execute_batch(&format!("CREATE TABLE t{i} (id INTEGER PRIMARY KEY)"))
+                        .await
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await
+                .unwrap_or_else(|e| panic!("round {round}: a task panicked: {e}"))
+                .unwrap_or_else(|e| panic!("round {round}: a first write failed: {e}"));
+        }
+    }
+    println!("turso_first_page rounds={rounds} tasks=8");
+}
