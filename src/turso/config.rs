@@ -157,9 +157,8 @@ pub(crate) async fn build(s: Settings, pool: &PoolOptions) -> Result<super::Pool
             turso::Error::IoError(..) => super::error::map_err(e).with_kind(ErrorKind::Config),
             e => super::error::map_err(e),
         })?;
-    if matches!(target, TursoTarget::File(_)) {
-        super::open::first_page(&db).await?;
-    }
+    // The pool's connections share the database, in memory too.
+    super::open::first_page(&db).await?;
     let Some(readers) = s.readers else {
         let manager = TursoManager {
             db,
