@@ -310,12 +310,13 @@ impl Wing for PgConnection {
     /// Runs a script with the simple-query protocol. Postgres runs a multi-statement script as
     /// one implicit transaction unless it contains its own transaction control.
     async fn execute_batch(&mut self, sql: &str, in_tx: bool, at: At) -> Result<()> {
-        let d = super::dialect::of_session(self.backslash_strings);
+        // The dialect is taken when the limit is hit, after `execute_batch_within` settled it
+        // (and before any reread could follow the script's own change).
         limited!(
             self,
             at,
             self.execute_batch_within(sql, in_tx).await,
-            super::deadline::script_writes(sql, d)
+            super::deadline::script_writes(sql, self.dialect())
         )
     }
 

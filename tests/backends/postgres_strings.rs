@@ -410,3 +410,36 @@ async fn a_script_after_raw_access_inside_a_tx_is_read_as_the_session_reads_it()
     })
     .await;
 }
+
+/// Outside a `Tx`, a script after raw access that turned the setting off is read as the
+/// session reads it too: a `VACUUM` inside an escaped string is not split out of its statement
+/// (split there, each part would be sent as an unterminated string).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_after_raw_access_outside_a_tx_is_read_as_the_session_reads_it() {
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        let pool = one_connection(&url).await;
+        let mut c = pool.get_connection().await.expect("checkout");
+        c.execute_batch("CREATE TABLE sv (id int8)")
+            .await
+            .expect("table");
+        c.postgres_client()
+            .await
+            .expect("raw client")
+            .batch_execute("SET standard_conforming_strings = off")
+            .await
+            .expect("raw set");
+        c.execute_batch("SELECT 'x\\'; VACUUM sv; --' AS p")
+            .await
+            .expect("one statement, as the session reads it");
+        let (p,): (String,) = c
+            .query("SELECT 'x\\'; VACUUM sv; --' AS p")
+            .one()
+            .await
+            .expect("the same text as a query");
+        assert_eq!(p, "x'; VACUUM sv; --");
+        c.execute_batch("DROP TABLE sv").await.expect("drop");
+        println!("pg_strings set_by=raw_outside_tx checks=2");
+    })
+    .await;
+}
