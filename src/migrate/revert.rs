@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use super::lock::{LockSpec, SessionLock, begin_locked, pause, renew_session};
-use super::run::{Step, failed, run_outside, statements, until_done};
+use super::run::{Script, Step, failed, run_outside, until_done};
 use super::source::Migration;
 use super::status::dirty_error;
 use super::{Event, Migrator, Repair, history};
@@ -35,7 +35,6 @@ async fn revert_in_tx(
     m: &Migration,
     deadline: Instant,
 ) -> Result<Step<bool>> {
-    let d = conn.dialect();
     let (file, text) = down_of(m)?;
     let Some(mut tx) = begin_locked(conn, spec, deadline).await? else {
         return Ok(Step::Busy);
@@ -45,10 +44,11 @@ async fn revert_in_tx(
         Some(row) if !row.success => return Ok(Step::Dirty(row)),
         Some(_) => {}
     }
-    for (i, stmt) in statements(text, d).iter().enumerate() {
+    let mut script = Script::new(text);
+    while let Some((i, stmt)) = script.next(tx.conn.dialect()) {
         tx.execute_batch(stmt)
             .await
-            .map_err(|e| failed(file, i + 1, stmt, &e))?;
+            .map_err(|e| failed(file, i, stmt, &e))?;
     }
     history::remove(&mut tx, spec.table, m.version).await?;
     tx.commit().await?;
@@ -106,8 +106,7 @@ pub(crate) async fn revert_in_session(
         .params(&[RowValues::Int(m.version)])
         .dml()
         .await?;
-        let stmts = statements(text, conn.dialect());
-        run_outside(conn, table, m.version, file, &stmts).await?;
+        run_outside(conn, table, m.version, file, text).await?;
         history::remove(conn, table, m.version).await?;
         reverted.push(m.version);
         mg.tell(Event::Reverted {

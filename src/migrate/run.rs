@@ -23,13 +23,44 @@ pub(crate) enum Step<T> {
     Done(T),
 }
 
-/// The statements of `text`, as the engine reads them, without blank ones (comments only).
-pub(crate) fn statements(text: &str, d: Dialect) -> Vec<String> {
-    let text = super::checksum::normalise(text);
-    crate::sql::script::statements(&text, d)
-        .filter(|s| !crate::sql::is_blank(s, d))
-        .map(str::to_owned)
-        .collect()
+/// A migration's text, read one statement at a time, each as the session reads quotes when it
+/// comes to run: an earlier statement of the same file may change that (`SET
+/// standard_conforming_strings = off` on Postgres, a `sql_mode` quote flag on MySQL), and a
+/// script split in one go with the rules from before would be cut inside a string. Each wing
+/// reads such a setting again after the statement that changed it, so the connection's dialect
+/// is current between statements.
+pub(crate) struct Script {
+    text: String,
+    /// Where the unread part starts.
+    at: usize,
+    /// Statements handed out so far.
+    n: usize,
+}
+
+impl Script {
+    pub(crate) fn new(text: &str) -> Self {
+        Script {
+            text: super::checksum::normalise(text),
+            at: 0,
+            n: 0,
+        }
+    }
+
+    /// The next statement that is not blank (comments only), with its number from 1, read in
+    /// `d`; `None` at the end.
+    pub(crate) fn next(&mut self, d: Dialect) -> Option<(usize, &str)> {
+        loop {
+            let rest = &self.text[self.at..];
+            let stmt = crate::sql::script::statements(rest, d).next()?;
+            let start = self.at;
+            // The statements of a text concatenate to it: this one ends where the next starts.
+            self.at += stmt.len();
+            if !crate::sql::is_blank(stmt, d) {
+                self.n += 1;
+                return Some((self.n, &self.text[start..self.at]));
+            }
+        }
+    }
 }
 
 /// The error of statement `i` (from 1) of `file`, keeping the engine error's kind.
@@ -57,18 +88,19 @@ pub(crate) fn failed(
     )
 }
 
-/// Runs `stmts` one by one outside a transaction; on a failure records the migration dirty with
-/// the statement that failed, and returns the error.
+/// Runs the statements of `text` one by one outside a transaction; on a failure records the
+/// migration dirty with the statement that failed, and returns the error.
 pub(crate) async fn run_outside(
     conn: &mut MiddlewarePoolConnection,
     table: &str,
     version: i64,
     file: &str,
-    stmts: &[String],
+    text: &str,
 ) -> Result<()> {
-    for (i, stmt) in stmts.iter().enumerate() {
+    let mut script = Script::new(text);
+    while let Some((i, stmt)) = script.next(conn.dialect()) {
         if let Err(e) = conn.execute_batch(stmt).await {
-            let err = failed(file, i + 1, stmt, &e);
+            let err = failed(file, i, stmt, &e);
             history::mark_dirty(conn, table, version, stmt).await?;
             return Err(err);
         }
@@ -84,7 +116,6 @@ async fn apply_in_tx(
     m: &Migration,
     deadline: Instant,
 ) -> Result<Step<bool>> {
-    let d = conn.dialect();
     let Some(mut tx) = begin_locked(conn, spec, deadline).await? else {
         return Ok(Step::Busy);
     };
@@ -94,11 +125,12 @@ async fn apply_in_tx(
         None => {}
     }
     let started = Instant::now();
-    for (i, stmt) in statements(&m.up, d).iter().enumerate() {
+    let mut script = Script::new(&m.up);
+    while let Some((i, stmt)) = script.next(tx.conn.dialect()) {
         // The transaction is rolled back when dropped, on the error path.
         tx.execute_batch(stmt)
             .await
-            .map_err(|e| failed(&m.file_name, i + 1, stmt, &e))?;
+            .map_err(|e| failed(&m.file_name, i, stmt, &e))?;
     }
     history::insert(&mut tx, spec.table, m, started.elapsed(), true).await?;
     tx.commit().await?;
@@ -172,8 +204,7 @@ pub(crate) async fn apply_transactional(
         let did = if m.no_transaction {
             let claimed = until_done!(spec, at => claim(conn, spec, m, at));
             if claimed {
-                let stmts = statements(&m.up, conn.dialect());
-                run_outside(conn, spec.table, m.version, &m.file_name, &stmts).await?;
+                run_outside(conn, spec.table, m.version, &m.file_name, &m.up).await?;
                 history::finish(conn, spec.table, m.version, &m.checksum, started.elapsed())
                     .await?;
             }
@@ -214,8 +245,7 @@ pub(crate) async fn apply_in_session(
         });
         let started = Instant::now();
         history::insert(conn, table, m, std::time::Duration::ZERO, false).await?;
-        let stmts = statements(&m.up, conn.dialect());
-        run_outside(conn, table, m.version, &m.file_name, &stmts).await?;
+        run_outside(conn, table, m.version, &m.file_name, &m.up).await?;
         history::finish(conn, table, m.version, &m.checksum, started.elapsed()).await?;
         applied.push(m.version);
         mg.tell(Event::Applied {
@@ -241,4 +271,32 @@ pub(crate) async fn read_locked(
     let rows = history::read(&mut tx, spec.table).await?;
     tx.commit().await?;
     Ok(Step::Done(rows))
+}
+
+#[cfg(all(test, feature = "postgres"))]
+mod tests {
+    use super::Script;
+    use crate::postgres::dialect::of_session;
+
+    /// Each statement is read with the dialect given when it is asked for, so a setting an
+    /// earlier statement changed decides where the next one ends.
+    #[test]
+    fn each_statement_is_read_in_the_dialect_of_its_turn() {
+        let text = "SET standard_conforming_strings = off;\n-- only a comment;\nINSERT INTO t VALUES ('a\\';b');\nSELECT 1";
+        let mut s = Script::new(text);
+        let (i, first) = s.next(of_session(false)).expect("first");
+        assert_eq!((i, first), (1, "SET standard_conforming_strings = off;"));
+        let (i, second) = s.next(of_session(true)).expect("second");
+        assert_eq!(i, 2);
+        assert!(second.ends_with("VALUES ('a\\';b');"), "{second:?}");
+        let (i, third) = s.next(of_session(true)).expect("third");
+        assert_eq!((i, third.trim()), (3, "SELECT 1"));
+        assert!(s.next(of_session(true)).is_none());
+
+        // Read with the standard rules, the same text is cut inside the string.
+        let mut s = Script::new(text);
+        s.next(of_session(false));
+        let (_, cut) = s.next(of_session(false)).expect("second");
+        assert!(cut.ends_with("VALUES ('a\\';"), "{cut:?}");
+    }
 }

@@ -9,7 +9,7 @@
 //!
 //! Each flag is tested set by the session (`SET sql_mode = …`) and as the server's global
 //! default (a private server), through the query builder (`one`, `select`, `dml`, `stream`), a
-//! prepared statement, a pipeline, a `Tx`, and a script. Prints `mysql_sql_modes mode=M
+//! prepared statement, a pipeline, a `Tx`, a script and a migration. Prints `mysql_sql_modes mode=M
 //! set_by=S checks=N`.
 #![cfg(feature = "mysql")]
 
@@ -365,6 +365,56 @@ async fn a_script_after_raw_access_inside_a_tx_is_read_as_the_session_reads_it()
         }
         c.execute_batch("DROP TABLE sr").await.expect("drop");
         println!("mysql_sql_modes set_by=raw_inside_tx checks=2");
+    })
+    .await;
+}
+
+/// A migration that sets a quote flag part-way is read statement by statement as the session
+/// reads it then: the `;` inside the quoted text does not end a statement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_migration_that_sets_a_flag_is_read_as_it_runs() {
+    use sql_middleware::migrate::Migrator;
+    let _group = groups::enter("mysql");
+    mysql::with_database(|url| async move {
+        let pool = ConfigAndPool::mysql(&url)
+            .max_size(1)
+            .build()
+            .await
+            .expect("pool");
+        for flag in FLAGS {
+            let mut c = pool.get_connection().await.expect("checkout");
+            // Read with the default rules, each text is cut at the `;` inside its quotes.
+            let rest = match flag {
+                Flag::NoBackslashEscapes => {
+                    "CREATE TABLE mm (n BIGINT, v TEXT);\nINSERT INTO mm VALUES (1, 'C:\\'), (2, 'x;y');\n"
+                }
+                Flag::AnsiQuotes => {
+                    "CREATE TABLE mm (\"n\\\" BIGINT, v TEXT);\nINSERT INTO mm VALUES (1, 'x\"y;z');\n"
+                }
+            };
+            let text = format!("{};\n{rest}", set_mode(flag));
+            let m = Migrator::from_files([("0001_flag.sql", text.as_str())])
+                .expect("files")
+                .table(&format!("history_{}", flag.name().to_lowercase()))
+                .expect("table");
+            m.run(&mut c)
+                .await
+                .unwrap_or_else(|e| panic!("[{}] {e}", flag.name()));
+            drop(c);
+            let mut c = pool.get_connection().await.expect("checkout");
+            let rows: Vec<(i64, String)> = c
+                .query("SELECT * FROM mm ORDER BY 1")
+                .all()
+                .await
+                .expect("rows");
+            let want = match flag {
+                Flag::NoBackslashEscapes => vec![(1, "C:\\".to_owned()), (2, "x;y".to_owned())],
+                Flag::AnsiQuotes => vec![(1, "x\"y;z".to_owned())],
+            };
+            assert_eq!(rows, want, "[{}]", flag.name());
+            c.execute_batch("DROP TABLE mm").await.expect("drop");
+        }
+        println!("mysql_sql_modes set_by=migration checks=2");
     })
     .await;
 }

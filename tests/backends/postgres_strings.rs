@@ -10,7 +10,7 @@
 //! The setting is tested set by the session (`SET`), as the database's default (`ALTER
 //! DATABASE … SET`), for one transaction (`SET LOCAL`, which its end undoes), through
 //! `set_config` and through the raw client, on the query builder (`one`, `select`, `dml`,
-//! `stream`), a prepared statement, a pipeline, a `Tx` and a script. Prints
+//! `stream`), a prepared statement, a pipeline, a `Tx`, a script and a migration. Prints
 //! `pg_strings set_by=S checks=N`.
 #![cfg(feature = "postgres")]
 
@@ -440,6 +440,44 @@ async fn a_script_after_raw_access_outside_a_tx_is_read_as_the_session_reads_it(
         assert_eq!(p, "x'; VACUUM sv; --");
         c.execute_batch("DROP TABLE sv").await.expect("drop");
         println!("pg_strings set_by=raw_outside_tx checks=2");
+    })
+    .await;
+}
+
+/// A migration that turns the setting off part-way is read statement by statement as the
+/// session reads it then, in its own transaction (`SET LOCAL`) and outside one (the
+/// no-transaction directive, a session `SET`): the `;` inside the escaped string does not end
+/// a statement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_migration_that_changes_the_setting_is_read_as_it_runs() {
+    use sql_middleware::migrate::Migrator;
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        let pool = one_connection(&url).await;
+        let mut c = pool.get_connection().await.expect("checkout");
+        let m = Migrator::from_files([
+            (
+                "0001_in_tx.sql",
+                "CREATE TABLE sm (n int8, v text);\nSET LOCAL standard_conforming_strings = off;\nINSERT INTO sm VALUES (1, 'a\\';b');\n",
+            ),
+            (
+                "0002_outside.sql",
+                "-- sql-middleware: no-transaction\nSET standard_conforming_strings = off;\nINSERT INTO sm VALUES (2, 'c\\';d');\n",
+            ),
+        ])
+        .expect("files");
+        let report = m.run(&mut c).await.expect("migrations");
+        assert_eq!(report.applied, vec![1, 2]);
+        drop(c);
+        let mut c = pool.get_connection().await.expect("checkout");
+        let rows: Vec<(i64, String)> = c
+            .query("SELECT n, v FROM sm ORDER BY n")
+            .all()
+            .await
+            .expect("rows");
+        assert_eq!(rows, vec![(1, "a';b".to_owned()), (2, "c';d".to_owned())]);
+        c.execute_batch("DROP TABLE sm").await.expect("drop");
+        println!("pg_strings set_by=migration checks=2");
     })
     .await;
 }
