@@ -152,6 +152,8 @@ impl MyConnection {
     }
 
     pub(super) async fn select_once(&mut self, s: &MyStmt, p: &[RowValues]) -> Result<ResultSet> {
+        let now = self.read_now(s).await?;
+        let s = now.as_deref().unwrap_or(s);
         self.guard(s.fx).await?;
         let (c, values) = self.start(s, p)?;
         let r = select_rows(c, s, values).await;
@@ -159,6 +161,8 @@ impl MyConnection {
     }
 
     pub(super) async fn dml_once(&mut self, s: &MyStmt, p: &[RowValues]) -> Result<u64> {
+        let now = self.read_now(s).await?;
+        let s = now.as_deref().unwrap_or(s);
         self.guard(s.fx).await?;
         let (c, values) = self.start(s, p)?;
         let r = count_rows(c, s, values).await;
@@ -170,6 +174,8 @@ impl MyConnection {
         s: &MyStmt,
         p: &[RowValues],
     ) -> Result<Option<T>> {
+        let now = self.read_now(s).await?;
+        let s = now.as_deref().unwrap_or(s);
         self.guard(s.fx).await?;
         let (c, values) = self.start(s, p)?;
         let r = async {
@@ -206,6 +212,8 @@ impl MyConnection {
         s: &MyStmt,
         p: &[RowValues],
     ) -> Result<Vec<T>> {
+        let now = self.read_now(s).await?;
+        let s = now.as_deref().unwrap_or(s);
         self.guard(s.fx).await?;
         let (c, values) = self.start(s, p)?;
         let r = async {

@@ -230,6 +230,8 @@ impl MySetup<'_> {
             },
             count: CountRule::of(&text, d),
             conn: (0, 0),
+            // Run once, as it was read.
+            read_as: None,
         };
         c.conn.close(st).await.map_err(map_err)?;
         s.check(params)?;

@@ -18,6 +18,7 @@ use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::Columns;
 use crate::server::StatementCache;
 use crate::sql::Dialect;
+use crate::sql::scanner::QuoteModes;
 use crate::translation::TranslationMode;
 use crate::value::RowValues;
 
@@ -41,6 +42,22 @@ pub(crate) struct MyStmt {
     pub(super) fx: Effects,
     /// The connection it was prepared on, and that connection's statement generation then.
     pub(super) conn: (u64, u64),
+    /// How it was read, for a text that reads otherwise as `sql_mode` changes the quotes (see
+    /// [`ReadAs`]); `None` for any other text.
+    pub(super) read_as: Option<Box<ReadAs>>,
+}
+
+/// How a statement whose text has a backslash or a double quote was read: where its strings
+/// and quoted names end, and so its placeholders, depends on the quote flags of `sql_mode`.
+/// The server parses the text again whenever it is prepared anew (each run in the unnamed
+/// mode; after a reset, or on another connection, in the named mode), as the session reads it
+/// then: a held statement read under other flags than the session's now is read again from
+/// its SQL first.
+#[derive(Debug)]
+pub(crate) struct ReadAs {
+    pub(super) quotes: QuoteModes,
+    pub(super) sql: Box<str>,
+    pub(super) mode: TranslationMode,
 }
 
 /// What running a statement (or a script) may do beyond its rows, read from its text.
@@ -99,6 +116,19 @@ impl MyStmt {
 }
 
 impl MyConnection {
+    /// `s` as it must run now: `None` while the session reads its text as it was read, else
+    /// the statement read again from its SQL under the session's quote flags (see [`ReadAs`]).
+    #[inline]
+    pub(super) async fn read_now(&mut self, s: &MyStmt) -> Result<Option<Arc<MyStmt>>> {
+        let Some(r) = s.read_as.as_deref() else {
+            return Ok(None);
+        };
+        if r.quotes == self.client()?.facts.quotes {
+            return Ok(None);
+        }
+        Box::pin(self.prepare_within(&r.sql, r.mode)).await.map(Some)
+    }
+
     /// [`Wing::prepare`](crate::contract::Wing::prepare) without its time limit.
     pub(super) async fn prepare_within(
         &mut self,
@@ -191,7 +221,15 @@ impl MyConnection {
             c.conn.close(st).await.map_err(map_err)?;
             None
         };
+        let read_as = sql.contains(['\\', '"']).then(|| {
+            Box::new(ReadAs {
+                quotes: c.facts.quotes,
+                sql: sql.into(),
+                mode,
+            })
+        });
         let s = Arc::new(MyStmt {
+            read_as,
             stmt,
             fx: Effects::of(&text, d),
             count: CountRule::of(&text, d),

@@ -54,9 +54,14 @@ impl MyConnection {
     ) -> Result<MyCursor<T>> {
         crate::deadline::check(stop_at)?;
         s.check(&p)?;
+        let mut s = Arc::clone(s);
         let mut replays = 0;
         let temporary = loop {
             self.ready(stop_at, s.fx.writes).await?;
+            if let Some(now) = self.read_now(&s).await? {
+                now.check(&p)?;
+                s = now;
+            }
             let values = to_values(&p, s.order.as_deref(), self.client()?.facts.utc)?;
             // A first read on a connection that sat idle runs again on another one when the
             // server had closed it (see `liveness.rs`).
@@ -64,7 +69,7 @@ impl MyConnection {
             self.in_flight = true;
             let run = async {
                 let c = self.client()?;
-                let (st, temporary) = statement_for(c, s).await?;
+                let (st, temporary) = statement_for(c, &s).await?;
                 // The result's metadata is read here; its rows stay on the wire.
                 c.conn.exec_iter(&st, values).await.map_err(map_err)?;
                 Ok::<_, crate::SqlMiddlewareDbError>(temporary.then_some(st))
@@ -94,7 +99,7 @@ impl MyConnection {
         };
         self.in_flight = false;
         Ok(MyCursor {
-            stmt: Arc::clone(s),
+            stmt: s,
             temporary,
             fresh: None,
             stop_at,

@@ -418,3 +418,79 @@ async fn a_migration_that_sets_a_flag_is_read_as_it_runs() {
     })
     .await;
 }
+
+/// A held statement whose own run sets `NO_BACKSLASH_ESCAPES` on and off is read, at each run,
+/// as the session reads quotes then, with the statement cache named and unnamed: its text is
+/// translated again when the session's rules changed since it was read (the server parses it
+/// again after the change, as the session reads it then).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_statement_is_read_as_the_session_reads_it_at_each_run() {
+    let _group = groups::enter("mysql");
+    mysql::with_database(|url| async move {
+        // With backslash escapes, `'x\', … -- '` is one string and the mode is set from `$2`;
+        // without them the string is `x\`, the mode is set from `$1`, and the rest is a comment.
+        // Both readings take both parameters.
+        const FLIP: &str = "SET @q = CONCAT($1, $2), @p = 'x\\', SESSION sql_mode = $1 -- ', \
+                            SESSION sql_mode = $2";
+        let modes = |first: &str, second: &str| {
+            [
+                RowValues::Text(first.to_owned()),
+                RowValues::Text(second.to_owned()),
+            ]
+        };
+        let mut checks = 0;
+        for cache in [
+            sql_middleware::StatementCache::Named,
+            sql_middleware::StatementCache::Unnamed,
+        ] {
+            let pool = ConfigAndPool::mysql(&url)
+                .max_size(1)
+                .statement_cache(cache)
+                .build()
+                .await
+                .expect("pool");
+            let mut c = pool.get_connection().await.expect("checkout");
+            {
+                let mut st = c.prepare(FLIP).await.expect("prepare");
+                // Each run flips how the next reads it; each way of running meets both.
+                for run in 0..10 {
+                    let reading = if run % 2 == 0 {
+                        "with escapes"
+                    } else {
+                        "without"
+                    };
+                    let p = modes("", "NO_BACKSLASH_ESCAPES");
+                    let r = match run % 5 {
+                        0 => st.dml(&p).await.map(drop),
+                        1 => st.select(&p).await.map(drop),
+                        2 => st.optional::<(i64,)>(&p).await.map(drop),
+                        3 => st.all::<(i64,)>(&p).await.map(drop),
+                        _ => st
+                            .stream::<(i64,)>(&p)
+                            .try_collect::<Vec<_>>()
+                            .await
+                            .map(drop),
+                    };
+                    r.unwrap_or_else(|e| panic!("[{cache:?} run {run}] read {reading}: {e}"));
+                    checks += 1;
+                }
+            }
+            let (p, mode): (String, String) = c
+                .query("SELECT @p, @@session.sql_mode")
+                .one()
+                .await
+                .expect("read back");
+            assert_eq!(
+                p, "x\\",
+                "[{cache:?}] the last run read the text without escapes"
+            );
+            assert!(
+                !mode.contains("NO_BACKSLASH_ESCAPES"),
+                "[{cache:?}] the last run set the mode from $1: {mode}"
+            );
+            checks += 2;
+        }
+        println!("mysql_sql_modes set_by=held_statement checks={checks}");
+    })
+    .await;
+}
