@@ -32,19 +32,14 @@ fn writes(s: &PgStmt) -> bool {
 macro_rules! replanned {
     ($self:ident, $s:ident, |$v:ident| $call:expr) => {{
         let $v = PgStmt::current($s);
-        let here;
         // Prepared on a connection since replaced, or read under other quote rules than the
         // session's now (the unnamed mode): prepared again here.
-        let stale = match $self.stale_now($v) {
-            Some(stale) => stale,
-            None => Box::pin($self.stale_after_reread($v)).await,
-        };
-        let $v = if stale {
-            here = Box::pin($self.prepare_within(&$v.key, $v.mode)).await?;
-            &here
+        let again = if $self.stale_now($v) == Some(false) {
+            None
         } else {
-            $v
+            Box::pin($self.prepared_again($v)).await?
         };
+        let $v = again.as_ref().unwrap_or($v);
         match $call.await {
             Err(e) if $self.replannable(&e) => {
                 let fresh = Box::pin($self.replan($v)).await?;

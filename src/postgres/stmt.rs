@@ -234,14 +234,24 @@ impl PgConnection {
     /// [`Self::stale_now`]).
     pub(super) async fn here(&mut self, s: &Arc<PgStmt>) -> Result<Arc<PgStmt>> {
         let s = PgStmt::current(s);
+        Ok(match self.prepared_again(s).await? {
+            Some(again) => again,
+            None => Arc::clone(s),
+        })
+    }
+
+    /// `s` prepared again here when it is stale here (see [`Self::stale_now`]); `None` while
+    /// it runs as it is. The runners check `stale_now` first and call this only when it is
+    /// not plainly fresh, so the usual path makes no call.
+    pub(super) async fn prepared_again(&mut self, s: &PgStmt) -> Result<Option<Arc<PgStmt>>> {
         let stale = match self.stale_now(s) {
             Some(stale) => stale,
             None => Box::pin(self.stale_after_reread(s)).await,
         };
         if stale {
-            Box::pin(self.prepare_within(&s.key, s.mode)).await
+            Box::pin(self.prepare_within(&s.key, s.mode)).await.map(Some)
         } else {
-            Ok(Arc::clone(s))
+            Ok(None)
         }
     }
 
