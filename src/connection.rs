@@ -194,21 +194,34 @@ impl MiddlewarePoolConnection {
     async fn execute_batch_inner(&mut self, sql: &str) -> Result<()> {
         self.enter().await?;
         let in_tx = self.tx != TxFlag::None;
-        if in_tx {
-            // Read as the session reads quotes now: raw access may have changed that.
-            if let Err(e) = self.inner.settle_dialect().await {
-                return self.note(Err(e));
-            }
-            if let Err(e) = refuse_in_tx(sql, self.inner.dialect()) {
-                return self.note(Err(e));
-            }
+        // Read as the session reads quotes now: raw access may have changed that.
+        if let Err(e) = self.inner.settle_dialect().await {
+            return self.note(Err(e));
         }
         let deadline = self.deadline(None);
-        let r = self.inner.execute_batch(sql, in_tx, deadline).await;
-        if r.is_ok() {
-            self.wrote();
+        // Run in parts where the engine may start to read quotes otherwise part-way (see
+        // `Wing::quotes_change_at`): each part is read, and checked, as the session reads it
+        // when it runs.
+        let mut rest = sql;
+        loop {
+            let (part, next) = match self.inner.quotes_change_at(rest) {
+                Some(end) => rest.split_at(end),
+                None => (rest, ""),
+            };
+            if in_tx {
+                if let Err(e) = refuse_in_tx(part, self.inner.dialect()) {
+                    return self.note(Err(e));
+                }
+            }
+            let r = self.inner.execute_batch(part, in_tx, deadline).await;
+            if r.is_ok() {
+                self.wrote();
+            }
+            if r.is_err() || next.is_empty() {
+                return self.note(r);
+            }
+            rest = next;
         }
-        self.note(r)
     }
 
     /// Runs one parameterised statement for each parameter set and returns the results in order.

@@ -84,6 +84,15 @@ pub(crate) trait Wing {
         Ok(())
     }
 
+    /// Where a script must be cut so that each part is read as the session reads quotes when
+    /// the part runs: the end of its first statement that may change how quotes read, when a
+    /// statement follows it. `None` (the default) where a script is read whole with the rules
+    /// it found: PostgreSQL parses a simple query whole before it runs any of it, and the
+    /// rules of SQLite and Turso never change.
+    fn quotes_change_at(&self, _sql: &str) -> Option<usize> {
+        None
+    }
+
     /// The pooled connection's id, unique in the process (for spans).
     #[cfg(feature = "tracing")]
     fn connection_id(&self) -> u64;

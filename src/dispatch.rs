@@ -413,6 +413,12 @@ macro_rules! wings {
                 }
             }
 
+            pub(crate) fn quotes_change_at(&self, sql: &str) -> Option<usize> {
+                match self {
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.quotes_change_at(sql),)+
+                }
+            }
+
             pub(crate) async fn recover(&mut self) -> Result<()> {
                 match self {
                     $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.recover().await,)+

@@ -339,6 +339,13 @@ impl Wing for MyConnection {
         Ok(())
     }
 
+    /// MySQL reads a multi-statement text one statement at a time, so the statements after one
+    /// that changes `sql_mode` are read with the quote flags it sets (see
+    /// `session::quotes_change_at`).
+    fn quotes_change_at(&self, sql: &str) -> Option<usize> {
+        super::session::quotes_change_at(sql, self.dialect())
+    }
+
     fn cache_stats(&self) -> crate::StatementCacheStats {
         self.obj.as_ref().map_or_else(Default::default, |o| {
             o.stmts.stats(o.opts.statement_cache_capacity)

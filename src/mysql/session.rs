@@ -219,6 +219,43 @@ pub(crate) fn runs_routine(sql: &str, d: Dialect) -> bool {
     })
 }
 
+/// The end of the first statement of `sql` (read in `d`) that may change how the session reads
+/// quotes, when a statement that is not blank follows it: a `SET` that names `sql_mode`, or an
+/// `EXECUTE` (the prepared statement may be such a `SET`). MySQL reads a multi-statement text
+/// one statement at a time, so what follows is read with the flags the statement sets, which
+/// only running it tells.
+pub(crate) fn quotes_change_at(sql: &str, d: Dialect) -> Option<usize> {
+    let mut at = 0;
+    let mut cut = None;
+    for s in statements(sql, d) {
+        at += s.len();
+        match cut {
+            Some(end) if !crate::sql::is_blank(s, d) => return Some(end),
+            Some(_) => {}
+            None if may_change_quotes(s, d) => cut = Some(at),
+            None => {}
+        }
+    }
+    None
+}
+
+/// Whether statement `s` may change `sql_mode` (see [`quotes_change_at`]); a string that
+/// names it only makes a needless cut.
+fn may_change_quotes(s: &str, d: Dialect) -> bool {
+    // The first word: an executable comment's version number (`/*!40101 SET …`) comes before.
+    let Some(head) = tokens(s, d).find(|t| t.kind == Kind::Word) else {
+        return false;
+    };
+    match &s[head.start..head.end] {
+        w if w.eq_ignore_ascii_case("EXECUTE") => true,
+        w if w.eq_ignore_ascii_case("SET") => s
+            .as_bytes()
+            .windows(b"sql_mode".len())
+            .any(|w| w.eq_ignore_ascii_case(b"sql_mode")),
+        _ => false,
+    }
+}
+
 /// Whether running `sql` may change data (so a limit passing after it was sent, outside a
 /// transaction, leaves its outcome unknown): any statement other than a read, or a read that
 /// is not plain (it may call a routine that writes).
@@ -317,6 +354,24 @@ mod tests {
     use super::*;
     use crate::mysql::DIALECT;
     use crate::sql::scanner::QuoteModes;
+
+    #[test]
+    fn a_script_is_cut_after_a_statement_that_may_change_the_quote_flags() {
+        fn cut(sql: &str) -> Option<&str> {
+            quotes_change_at(sql, DIALECT).map(|n| &sql[..n])
+        }
+        let head = "SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES';";
+        assert_eq!(cut(&format!("{head} SELECT 'C:\\'")), Some(head));
+        assert_eq!(cut(&format!("SELECT 1; {head} SELECT 2")), Some(&*format!("SELECT 1; {head}")));
+        let dump = "/*!40101 SET @OLD_SQL_MODE=@@SQL_MODE, SQL_MODE='ANSI_QUOTES' */;";
+        assert_eq!(cut(&format!("{dump}\nSELECT 1")), Some(dump));
+        let exec = "EXECUTE s;";
+        assert_eq!(cut(&format!("{exec} SELECT 1")), Some(exec));
+        // Nothing after it (comments only), or nothing that may change the flags: no cut.
+        assert_eq!(cut(&format!("SELECT 1; {head} -- done")), None);
+        assert_eq!(cut("SET @a = 1; SET NAMES utf8mb4; SELECT 'sql_mode'"), None);
+        assert_eq!(cut("SELECT 1; SELECT 2"), None);
+    }
 
     #[test]
     fn only_statements_the_text_proves_harmless_are_plain() {

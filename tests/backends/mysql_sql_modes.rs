@@ -494,3 +494,70 @@ async fn a_held_statement_is_read_as_the_session_reads_it_at_each_run() {
     })
     .await;
 }
+
+/// A script that sets a quote flag is read as the server reads it: MySQL reads a
+/// multi-statement text one statement at a time, so the statements after the flag's `SET` are
+/// read with the flag on. Inside a `Tx`, a `COMMIT` after a quoted text is refused (on the old
+/// code it committed the Tx's row); outside one, the script runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_that_sets_a_flag_is_read_as_the_server_reads_it() {
+    let _group = groups::enter("mysql");
+    mysql::with_database(|url| async move {
+        let pool = ConfigAndPool::mysql(&url)
+            .max_size(1)
+            .build()
+            .await
+            .expect("pool");
+        let mut c = pool.get_connection().await.expect("checkout");
+        c.execute_batch("CREATE TABLE sf (id BIGINT) ENGINE=InnoDB")
+            .await
+            .expect("table");
+        for flag in FLAGS {
+            let mut tx = c.begin().await.expect("begin");
+            tx.query("INSERT INTO sf VALUES (1)")
+                .dml()
+                .await
+                .expect("insert");
+            let script = format!("{}; {}", set_mode(flag), flag.commit_script());
+            let e = tx
+                .execute_batch(&script)
+                .await
+                .expect_err("COMMIT inside a Tx");
+            assert_eq!(
+                e.kind(),
+                ErrorKind::TransactionState,
+                "[{}] {e}",
+                flag.name()
+            );
+            tx.rollback().await.expect("rollback");
+            let (n,): (i64,) = c
+                .query("SELECT count(*) FROM sf")
+                .one()
+                .await
+                .expect("count");
+            assert_eq!(n, 0, "[{}] the Tx's row was committed", flag.name());
+            // Outside a Tx the same script, without its `COMMIT`, runs in its parts.
+            let script = format!(
+                "{}; INSERT INTO sf VALUES (2); {}",
+                set_mode(flag),
+                flag.commit_script().trim_end_matches("; COMMIT")
+            );
+            c.execute_batch(&script)
+                .await
+                .unwrap_or_else(|e| panic!("[{}] outside a Tx: {e}", flag.name()));
+            let (n, mode): (i64, String) = c
+                .query("SELECT count(*), @@session.sql_mode FROM sf")
+                .one()
+                .await
+                .expect("count");
+            assert_eq!(n, 1, "[{}] outside a Tx", flag.name());
+            assert!(mode.contains(flag.name()), "[{}] {mode}", flag.name());
+            c.execute_batch("DELETE FROM sf; SET SESSION sql_mode = DEFAULT")
+                .await
+                .expect("mode back");
+        }
+        c.execute_batch("DROP TABLE sf").await.expect("drop");
+        println!("mysql_sql_modes set_by=script checks=4");
+    })
+    .await;
+}
