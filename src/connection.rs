@@ -194,11 +194,11 @@ impl MiddlewarePoolConnection {
     async fn execute_batch_inner(&mut self, sql: &str) -> Result<()> {
         self.enter().await?;
         let in_tx = self.tx != TxFlag::None;
+        let deadline = self.deadline(None);
         // Read as the session reads quotes now: raw access may have changed that.
-        if let Err(e) = self.inner.settle_dialect().await {
+        if let Err(e) = self.inner.settle_dialect(deadline).await {
             return self.note(Err(e));
         }
-        let deadline = self.deadline(None);
         // Run in parts where the engine may start to read quotes otherwise part-way (see
         // `Wing::quotes_change_at`): each part is read, and checked, as the session reads it
         // when it runs.

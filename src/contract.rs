@@ -79,8 +79,9 @@ pub(crate) trait Wing {
 
     /// Makes [`Self::dialect`] sure before the hall reads a script with it: a connection that
     /// cannot know how its session reads quotes now (after raw access, say) asks the session.
-    /// The engines whose reading never changes have nothing to ask.
-    async fn settle_dialect(&mut self) -> Result<()> {
+    /// The engines whose reading never changes have nothing to ask. `at`: the call's time
+    /// limit, for a connection that must be replaced first.
+    async fn settle_dialect(&mut self, _at: Option<Instant>) -> Result<()> {
         Ok(())
     }
 

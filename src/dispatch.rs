@@ -407,9 +407,9 @@ macro_rules! wings {
                 }
             }
 
-            pub(crate) async fn settle_dialect(&mut self) -> Result<()> {
+            pub(crate) async fn settle_dialect(&mut self, at: Option<Instant>) -> Result<()> {
                 match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.settle_dialect().await,)+
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.settle_dialect(at).await,)+
                 }
             }
 

@@ -332,9 +332,9 @@ impl Wing for MyConnection {
 
     /// After raw access the session (its `sql_mode` among the rest) is checked now, as the next
     /// operation would check it (see `recover::ready`).
-    async fn settle_dialect(&mut self) -> Result<()> {
+    async fn settle_dialect(&mut self, at: At) -> Result<()> {
         if self.raw {
-            Box::pin(self.ready(None, false)).await?;
+            Box::pin(self.ready(at, false)).await?;
         }
         Ok(())
     }

@@ -399,7 +399,7 @@ impl Wing for PgConnection {
 
     /// Reads `standard_conforming_strings` again when it is unsure (see
     /// `session::reread_strings`).
-    async fn settle_dialect(&mut self) -> Result<()> {
+    async fn settle_dialect(&mut self, _at: At) -> Result<()> {
         if self.strings_unsure {
             Box::pin(self.reread_strings()).await;
         }
