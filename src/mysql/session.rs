@@ -362,14 +362,20 @@ mod tests {
         }
         let head = "SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES';";
         assert_eq!(cut(&format!("{head} SELECT 'C:\\'")), Some(head));
-        assert_eq!(cut(&format!("SELECT 1; {head} SELECT 2")), Some(&*format!("SELECT 1; {head}")));
+        assert_eq!(
+            cut(&format!("SELECT 1; {head} SELECT 2")),
+            Some(&*format!("SELECT 1; {head}"))
+        );
         let dump = "/*!40101 SET @OLD_SQL_MODE=@@SQL_MODE, SQL_MODE='ANSI_QUOTES' */;";
         assert_eq!(cut(&format!("{dump}\nSELECT 1")), Some(dump));
         let exec = "EXECUTE s;";
         assert_eq!(cut(&format!("{exec} SELECT 1")), Some(exec));
         // Nothing after it (comments only), or nothing that may change the flags: no cut.
         assert_eq!(cut(&format!("SELECT 1; {head} -- done")), None);
-        assert_eq!(cut("SET @a = 1; SET NAMES utf8mb4; SELECT 'sql_mode'"), None);
+        assert_eq!(
+            cut("SET @a = 1; SET NAMES utf8mb4; SELECT 'sql_mode'"),
+            None
+        );
         assert_eq!(cut("SELECT 1; SELECT 2"), None);
     }
 

@@ -126,7 +126,9 @@ impl MyConnection {
         if r.quotes == self.client()?.facts.quotes {
             return Ok(None);
         }
-        Box::pin(self.prepare_within(&r.sql, r.mode)).await.map(Some)
+        Box::pin(self.prepare_within(&r.sql, r.mode))
+            .await
+            .map(Some)
     }
 
     /// [`Wing::prepare`](crate::contract::Wing::prepare) without its time limit.

@@ -249,7 +249,9 @@ impl PgConnection {
             None => Box::pin(self.stale_after_reread(s)).await,
         };
         if stale {
-            Box::pin(self.prepare_within(&s.key, s.mode)).await.map(Some)
+            Box::pin(self.prepare_within(&s.key, s.mode))
+                .await
+                .map(Some)
         } else {
             Ok(None)
         }
