@@ -273,10 +273,25 @@ pub(crate) async fn read_locked(
     Ok(Step::Done(rows))
 }
 
-#[cfg(all(test, feature = "postgres"))]
+#[cfg(test)]
 mod tests {
     use super::Script;
-    use crate::postgres::dialect::of_session;
+    use crate::sql::Dialect;
+    use crate::sql::scanner::Lexer;
+
+    /// Dollar quotes, with (`true`) or without backslash escapes in plain strings.
+    fn of_session(backslash_strings: bool) -> Dialect {
+        Dialect {
+            lexer: if backslash_strings {
+                Lexer::DollarQuotesBackslashStrings
+            } else {
+                Lexer::DollarQuotes
+            },
+            ident_quote: '"',
+            folds_to_lower: true,
+            outside_tx_only: |_| None,
+        }
+    }
 
     /// Each statement is read with the dialect given when it is asked for, so a setting an
     /// earlier statement changed decides where the next one ends.
