@@ -227,25 +227,44 @@ impl PgConnection {
             }
         }
         let r = if in_tx || own_tx {
+            // One query: the server parses it whole, with the setting it found.
             self.simple(sql).await
         } else {
-            // Each run of ordinary statements is one implicit transaction; a statement that
-            // cannot run inside one (`VACUUM`, `CREATE INDEX CONCURRENTLY`, …) runs on its own.
-            let mut r = Ok(());
-            for (part, _) in crate::sql::segments(sql, d) {
-                if !crate::sql::is_blank(part, d) {
-                    r = self.simple(part).await;
-                    if r.is_err() {
-                        break;
-                    }
-                }
-            }
-            r
+            self.run_segments(sql).await
         };
         if r.is_err() && own_tx && !self.is_closed() {
             // A failed script must not leave its own (now aborted) transaction open.
             let _ = self.simple("ROLLBACK").await;
         }
         r
+    }
+
+    /// A script outside a transaction, segment by segment: each run of ordinary statements is
+    /// one implicit transaction, and a statement that cannot run inside one (`VACUUM`, `CREATE
+    /// INDEX CONCURRENTLY`, …) runs on its own. Each segment is a query of its own, which the
+    /// server parses with `standard_conforming_strings` as it is then: after a segment that may
+    /// have changed it, the setting is read again, and the rest is read anew with it (and noted
+    /// as so read).
+    async fn run_segments(&mut self, sql: &str) -> Result<()> {
+        let mut rest = sql;
+        'script: loop {
+            let d = super::dialect::of_session(self.backslash_strings);
+            let mut at = 0;
+            for (part, _) in crate::sql::segments(rest, d) {
+                at += part.len();
+                if crate::sql::is_blank(part, d) {
+                    continue;
+                }
+                self.simple(part).await?;
+                let changes = super::effects::session_change(part, d);
+                if at < rest.len() && super::effects::may_change_strings(part, changes, d) {
+                    Box::pin(self.reread_strings()).await;
+                    rest = &rest[at..];
+                    self.note_sql(rest);
+                    continue 'script;
+                }
+            }
+            return Ok(());
+        }
     }
 }

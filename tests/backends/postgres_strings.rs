@@ -481,3 +481,37 @@ async fn a_migration_that_changes_the_setting_is_read_as_it_runs() {
     })
     .await;
 }
+
+/// Outside a `Tx`, a script that turns the setting off and is cut around a `VACUUM` is read,
+/// after the part that turned it off, as the session reads it then: each part is a query of its
+/// own, which the server parses with the setting as it is when the part arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_cut_around_vacuum_reads_its_parts_as_the_session_reads_them() {
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        let pool = one_connection(&url).await;
+        let mut c = pool.get_connection().await.expect("checkout");
+        c.execute_batch("CREATE TABLE sc (v text)")
+            .await
+            .expect("table");
+        // With the setting off, the `VACUUM` after `'x\'` is inside the string.
+        c.execute_batch(
+            "SET standard_conforming_strings = off; VACUUM sc; \
+             INSERT INTO sc VALUES ('x\\'; VACUUM sc; --')",
+        )
+        .await
+        .expect("read part by part");
+        let (v,): (String,) = c.query("SELECT v FROM sc").one().await.expect("row");
+        assert_eq!(v, "x'; VACUUM sc; --");
+        // The setting is still followed after the script.
+        let (p,): (String,) = c
+            .query("SELECT 'it\\'s' AS p")
+            .one()
+            .await
+            .expect("after the script");
+        assert_eq!(p, "it's");
+        c.execute_batch("DROP TABLE sc").await.expect("drop");
+        println!("pg_strings set_by=script_with_vacuum checks=2");
+    })
+    .await;
+}
