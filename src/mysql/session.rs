@@ -225,6 +225,12 @@ pub(crate) fn runs_routine(sql: &str, d: Dialect) -> bool {
 /// one statement at a time, so what follows is read with the flags the statement sets, which
 /// only running it tells.
 pub(crate) fn quotes_change_at(sql: &str, d: Dialect) -> Option<usize> {
+    // A script with transaction control of its own runs as written, as one text (inside a
+    // `Tx` it is refused whole): cut, a later part would run inside a transaction of the
+    // middleware's, whose `START TRANSACTION` commits the one the script left open.
+    if crate::sql::has_transaction_control(sql, d) {
+        return None;
+    }
     let mut at = 0;
     let mut cut = None;
     for s in statements(sql, d) {
@@ -377,6 +383,16 @@ mod tests {
             None
         );
         assert_eq!(cut("SELECT 1; SELECT 2"), None);
+        // A script with transaction control of its own runs whole.
+        assert_eq!(
+            cut(&format!(
+                "START TRANSACTION; {head} INSERT INTO t VALUES (1)"
+            )),
+            None
+        );
+        // One hidden by the flags from before is no transaction control yet: it is cut.
+        let hidden = format!("{head} SELECT 'C:\\'; COMMIT");
+        assert_eq!(cut(&hidden), Some(head));
     }
 
     #[test]
