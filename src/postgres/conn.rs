@@ -305,8 +305,8 @@ impl Wing for PgConnection {
     /// Runs a script with the simple-query protocol. Postgres runs a multi-statement script as
     /// one implicit transaction unless it contains its own transaction control.
     async fn execute_batch(&mut self, sql: &str, in_tx: bool, at: At) -> Result<()> {
-        // The dialect is taken when the limit is hit, after `execute_batch_within` settled it
-        // (and before any reread could follow the script's own change).
+        // The dialect is taken when the limit is hit: as the hall settled it before the script
+        // (a reread that follows the script's own change comes after).
         limited!(
             self,
             at,

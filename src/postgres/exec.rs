@@ -206,11 +206,8 @@ impl PgConnection {
             self.repair().await?;
         }
         crate::sql::reject_nul(sql)?;
-        // Read as the session reads it, before the script may change that; after raw access
-        // the setting is unsure, and is asked first.
-        if self.strings_unsure {
-            Box::pin(self.reread_strings()).await;
-        }
+        // Read as the session reads it, before the script may change that (the hall settled an
+        // unsure setting first, see `Wing::settle_dialect`).
         let d = super::dialect::of_session(self.backslash_strings);
         self.note_sql(sql);
         let own_tx = !in_tx && crate::sql::has_transaction_control(sql, d);

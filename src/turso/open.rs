@@ -40,9 +40,10 @@ impl TursoManager {
 }
 
 /// Gives a new, empty database (a new file, or one in memory) its first page, through one
-/// connection, before the pool opens any: in Turso 0.8 two connections whose first writes race to create that page trip an
-/// assertion in the pager (a panic on the caller's task). A database that has pages is left as
-/// it is; an empty one gets its header with `user_version` written as the 0 it already reads.
+/// connection, before the pool opens any: in Turso 0.8 two connections whose first writes race
+/// to create that page trip an assertion in the pager (a panic on the caller's task). A database
+/// that has pages is left as it is; an empty one gets its header with `user_version` written as
+/// the 0 it already reads.
 pub(super) async fn first_page(db: &turso::Database) -> Result<()> {
     use super::error::map_err;
     let conn = db.connect().map_err(map_err)?;
