@@ -200,11 +200,11 @@ impl MiddlewarePoolConnection {
             return self.note(Err(e));
         }
         // Run in parts where the engine may start to read quotes otherwise part-way (see
-        // `Wing::quotes_change_at`): each part is read, and checked, as the session reads it
+        // `Wing::reading_changes_at`): each part is read, and checked, as the session reads it
         // when it runs.
         let mut rest = sql;
         loop {
-            let (part, next) = match self.inner.quotes_change_at(rest) {
+            let (part, next) = match self.inner.reading_changes_at(rest) {
                 Some(end) => rest.split_at(end),
                 None => (rest, ""),
             };

@@ -413,9 +413,9 @@ macro_rules! wings {
                 }
             }
 
-            pub(crate) fn quotes_change_at(&self, sql: &str) -> Option<usize> {
+            pub(crate) fn reading_changes_at(&self, sql: &str) -> Option<usize> {
                 match self {
-                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.quotes_change_at(sql),)+
+                    $(#[cfg(feature = $feature)] ConnInner::$name(c) => c.reading_changes_at(sql),)+
                 }
             }
 

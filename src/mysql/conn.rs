@@ -340,10 +340,10 @@ impl Wing for MyConnection {
     }
 
     /// MySQL reads a multi-statement text one statement at a time, so the statements after one
-    /// that changes `sql_mode` are read with the quote flags it sets (see
-    /// `session::quotes_change_at`).
-    fn quotes_change_at(&self, sql: &str) -> Option<usize> {
-        super::session::quotes_change_at(sql, self.dialect())
+    /// that changes `sql_mode` or the client's character set are read with what it sets (see
+    /// `session::reading_changes_at`).
+    fn reading_changes_at(&self, sql: &str) -> Option<usize> {
+        super::session::reading_changes_at(sql, self.dialect())
     }
 
     fn cache_stats(&self) -> crate::StatementCacheStats {

@@ -220,11 +220,15 @@ pub(crate) fn runs_routine(sql: &str, d: Dialect) -> bool {
 }
 
 /// The end of the first statement of `sql` (read in `d`) that may change how the session reads
-/// quotes, when a statement that is not blank follows it: a `SET` that names `sql_mode`, or an
-/// `EXECUTE` (the prepared statement may be such a `SET`). MySQL reads a multi-statement text
-/// one statement at a time, so what follows is read with the flags the statement sets, which
-/// only running it tells.
-pub(crate) fn quotes_change_at(sql: &str, d: Dialect) -> Option<usize> {
+/// text, when a statement that is not blank follows it: a `SET` that names `sql_mode` (its
+/// quote flags), the client's character set (`SET NAMES`, `SET CHARACTER SET`,
+/// `character_set_client`, a collation) or an `EXECUTE` (the prepared statement may be such a
+/// `SET`). MySQL reads a multi-statement text one statement at a time, so what follows is read
+/// with what the statement sets, which only running it tells: after `SET NAMES gbk`, the
+/// bytes of `'中\'` are a whole string (the backslash is the second byte of a GBK character),
+/// and a `COMMIT` the middleware reads inside it runs. The session check after the part puts
+/// a character set other than UTF-8 back and fails the call, so the rest never runs.
+pub(crate) fn reading_changes_at(sql: &str, d: Dialect) -> Option<usize> {
     // A script with transaction control of its own runs as written, as one text (inside a
     // `Tx` it is refused whole): cut, a later part would run inside a transaction of the
     // middleware's, whose `START TRANSACTION` commits the one the script left open.
@@ -238,26 +242,37 @@ pub(crate) fn quotes_change_at(sql: &str, d: Dialect) -> Option<usize> {
         match cut {
             Some(end) if !crate::sql::is_blank(s, d) => return Some(end),
             Some(_) => {}
-            None if may_change_quotes(s, d) => cut = Some(at),
+            None if may_change_reading(s, d) => cut = Some(at),
             None => {}
         }
     }
     None
 }
 
-/// Whether statement `s` may change `sql_mode` (see [`quotes_change_at`]); a string that
-/// names it only makes a needless cut.
-fn may_change_quotes(s: &str, d: Dialect) -> bool {
+/// Whether statement `s` may change how the session reads text (see [`reading_changes_at`]);
+/// a string or a name that only contains one of the words makes a needless cut.
+fn may_change_reading(s: &str, d: Dialect) -> bool {
     // The first word: an executable comment's version number (`/*!40101 SET …`) comes before.
     let Some(head) = tokens(s, d).find(|t| t.kind == Kind::Word) else {
         return false;
     };
     match &s[head.start..head.end] {
         w if w.eq_ignore_ascii_case("EXECUTE") => true,
-        w if w.eq_ignore_ascii_case("SET") => s
-            .as_bytes()
-            .windows(b"sql_mode".len())
-            .any(|w| w.eq_ignore_ascii_case(b"sql_mode")),
+        w if w.eq_ignore_ascii_case("SET") => {
+            // `sql_mode`; `NAMES`, `CHARACTER SET`, `CHARSET`, `character_set_client`; a
+            // collation, which sets the connection's character set with it.
+            const NAMES: [&[u8]; 5] = [
+                b"sql_mode",
+                b"names",
+                b"charset",
+                b"character",
+                b"collation",
+            ];
+            let b = s.as_bytes();
+            NAMES
+                .iter()
+                .any(|n| b.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n)))
+        }
         _ => false,
     }
 }
@@ -364,7 +379,7 @@ mod tests {
     #[test]
     fn a_script_is_cut_after_a_statement_that_may_change_the_quote_flags() {
         fn cut(sql: &str) -> Option<&str> {
-            quotes_change_at(sql, DIALECT).map(|n| &sql[..n])
+            reading_changes_at(sql, DIALECT).map(|n| &sql[..n])
         }
         let head = "SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES';";
         assert_eq!(cut(&format!("{head} SELECT 'C:\\'")), Some(head));
@@ -378,10 +393,22 @@ mod tests {
         assert_eq!(cut(&format!("{exec} SELECT 1")), Some(exec));
         // Nothing after it (comments only), or nothing that may change the flags: no cut.
         assert_eq!(cut(&format!("SELECT 1; {head} -- done")), None);
-        assert_eq!(
-            cut("SET @a = 1; SET NAMES utf8mb4; SELECT 'sql_mode'"),
-            None
-        );
+        assert_eq!(cut("SET @a = 1; SELECT 'sql_mode'"), None);
+        // The client's character set: what follows is lexed in it.
+        for set in [
+            "SET NAMES gbk;",
+            "SET CHARACTER SET big5;",
+            "SET CHARSET sjis;",
+            "SET @@session.character_set_client = gbk;",
+            "SET collation_connection = gbk_chinese_ci;",
+            "/*!40101 SET NAMES utf8mb4 */;",
+        ] {
+            assert_eq!(
+                cut(&format!("{set} SELECT '中\\'; COMMIT; -- '")),
+                Some(set),
+                "{set}"
+            );
+        }
         assert_eq!(cut("SELECT 1; SELECT 2"), None);
         // A script with transaction control of its own runs whole.
         assert_eq!(

@@ -561,3 +561,76 @@ async fn a_script_that_sets_a_flag_is_read_as_the_server_reads_it() {
     })
     .await;
 }
+
+/// A script that sets another client character set stops there. MySQL lexes each statement of
+/// a multi-statement text in the character set in force when it reaches it: after `SET NAMES
+/// gbk`, the bytes of `'中\'` are a whole string (the backslash is the second byte of a GBK
+/// character), so a `COMMIT` or a `DELETE` the middleware reads inside that string runs. The
+/// script is cut after the `SET`; the session check then puts UTF-8 back and fails the call
+/// (`Unsupported`), and the rest never runs. On the old code the whole text ran: the `COMMIT`
+/// committed the `Tx`'s row, and the `DELETE` emptied the table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_that_sets_another_character_set_stops_there() {
+    let _group = groups::enter("mysql");
+    mysql::with_database(|url| async move {
+        let pool = ConfigAndPool::mysql(&url)
+            .max_size(1)
+            .build()
+            .await
+            .expect("pool");
+        let mut c = pool.get_connection().await.expect("checkout");
+        c.execute_batch("CREATE TABLE cs (id BIGINT, t VARCHAR(40)) ENGINE=InnoDB")
+            .await
+            .expect("table");
+        let sets = [
+            "SET NAMES gbk",
+            "SET CHARACTER SET gbk",
+            "SET SESSION character_set_client = gbk",
+        ];
+        for set in sets {
+            let mut tx = c.begin().await.expect("begin");
+            tx.query("INSERT INTO cs VALUES (1, 'tx')")
+                .dml()
+                .await
+                .expect("insert");
+            let e = tx
+                .execute_batch(&format!("{set}; SELECT '中\\'; COMMIT; -- '"))
+                .await
+                .expect_err("another character set inside a Tx");
+            assert_eq!(e.kind(), ErrorKind::Unsupported, "[{set}] {e}");
+            tx.rollback().await.expect("rollback");
+            let (n,): (i64,) = c
+                .query("SELECT count(*) FROM cs")
+                .one()
+                .await
+                .expect("count");
+            assert_eq!(n, 0, "[{set}] the Tx's row was committed");
+
+            c.query("INSERT INTO cs VALUES (2, 'kept')")
+                .dml()
+                .await
+                .expect("a row to keep");
+            let e = c
+                .execute_batch(&format!(
+                    "{set}; INSERT INTO cs VALUES (3, '中\\'); DELETE FROM cs; -- ')"
+                ))
+                .await
+                .expect_err("another character set outside a Tx");
+            assert_eq!(e.kind(), ErrorKind::Unsupported, "[{set}] {e}");
+            let (n, cs): (i64, String) = c
+                .query("SELECT count(*), @@session.character_set_client FROM cs WHERE id = 2")
+                .one()
+                .await
+                .expect("count");
+            assert_eq!(n, 1, "[{set}] the row was deleted");
+            assert_eq!(cs, "utf8mb4", "[{set}] the character set was left");
+            c.execute_batch("DELETE FROM cs").await.expect("empty");
+        }
+        c.execute_batch("DROP TABLE cs").await.expect("drop");
+        println!(
+            "mysql_sql_modes set_by=character_set checks={}",
+            sets.len() * 2
+        );
+    })
+    .await;
+}
