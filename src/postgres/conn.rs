@@ -61,24 +61,34 @@ macro_rules! replanned {
 macro_rules! limited {
     ($self:ident, $at:expr, quotes kept, $call:expr, $writes:expr) => {{
         let at: At = $at;
-        if $self.in_flight || $self.obj.is_none() {
-            Box::pin($self.replace(at)).await?;
-        }
+        limited!(@ready $self, at);
         limited!(@run $self, at, $call, $writes)
     }};
     // `$note`: what the call notes of its statement before it runs.
     ($self:ident, $at:expr, note: $note:expr, $call:expr, $writes:expr) => {{
         let at: At = $at;
-        if $self.in_flight || $self.obj.is_none() {
-            Box::pin($self.replace(at)).await?;
-        }
+        limited!(@ready $self, at);
         $note;
         let r = limited!(@run $self, at, $call, $writes);
         if $self.strings_unsure {
-            Box::pin($self.reread_strings()).await;
+            // A `client_encoding` the call set fails it (put back to UTF-8).
+            let reread = Box::pin($self.reread_strings()).await;
+            r.and_then(|v| reread.map(|()| v))
+        } else {
+            r
         }
-        r
     }};
+    // Before the call: a connection given up is replaced, and a session left unsure (raw
+    // access, a read that could not run) is read first, so that no statement runs with a
+    // `client_encoding` other than UTF-8.
+    (@ready $self:ident, $at:ident) => {
+        if $self.in_flight || $self.obj.is_none() {
+            Box::pin($self.replace($at)).await?;
+        }
+        if $self.strings_unsure {
+            Box::pin($self.reread_strings()).await?;
+        }
+    };
     (@run $self:ident, $at:ident, $call:expr, $writes:expr) => {
         match $at {
             None => $call,
@@ -401,7 +411,7 @@ impl Wing for PgConnection {
     /// `session::reread_strings`).
     async fn settle_dialect(&mut self, _at: At) -> Result<()> {
         if self.strings_unsure {
-            Box::pin(self.reread_strings()).await;
+            Box::pin(self.reread_strings()).await?;
         }
         Ok(())
     }

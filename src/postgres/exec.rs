@@ -255,7 +255,7 @@ impl PgConnection {
                 self.simple(part).await?;
                 let changes = super::effects::session_change(part, d);
                 if at < rest.len() && super::effects::may_change_strings(part, changes, d) {
-                    Box::pin(self.reread_strings()).await;
+                    Box::pin(self.reread_strings()).await?;
                     rest = &rest[at..];
                     self.note_sql(rest);
                     continue 'script;

@@ -77,13 +77,66 @@ pub(super) async fn create(m: &PgManager) -> Result<Box<PgClient>> {
 pub(super) async fn backslash_strings(
     client: &tokio_postgres::Client,
 ) -> std::result::Result<bool, tokio_postgres::Error> {
+    Ok(session_text(client).await?.backslash_strings)
+}
+
+/// How the session reads and writes text now (see [`session_text`]).
+pub(super) struct SessionText {
+    /// `standard_conforming_strings` is off (see [`backslash_strings`]).
+    pub(super) backslash_strings: bool,
+    /// `client_encoding`, when it is not UTF-8.
+    pub(super) other_encoding: Option<String>,
+}
+
+/// Reads `standard_conforming_strings` and `client_encoding` in one round trip. The server
+/// converts every text it receives from the client's encoding, bound parameters in the binary
+/// format included, and every text it sends into it: with `client_encoding` other than UTF-8,
+/// the UTF-8 the middleware binds would be stored as other characters (`é` as `Ã©` under
+/// `LATIN1`), and what it reads would not be UTF-8.
+pub(super) async fn session_text(
+    client: &tokio_postgres::Client,
+) -> std::result::Result<SessionText, tokio_postgres::Error> {
     let msgs = client
-        .simple_query("SHOW standard_conforming_strings")
+        .simple_query("SHOW standard_conforming_strings; SHOW client_encoding")
         .await?;
-    Ok(msgs.iter().any(|m| match m {
-        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0) == Some("off"),
-        _ => false,
-    }))
+    let mut rows = msgs.iter().filter_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0),
+        _ => None,
+    });
+    let backslash_strings = rows.next() == Some("off");
+    let other_encoding = rows
+        .next()
+        .filter(|e| !e.eq_ignore_ascii_case("UTF8"))
+        .map(str::to_owned);
+    Ok(SessionText {
+        backslash_strings,
+        other_encoding,
+    })
+}
+
+/// Puts a session whose `client_encoding` is `was` back to UTF-8. Returns the error of the
+/// call that found it so, and whether it is UTF-8 again (not inside an aborted transaction,
+/// say, whose end puts it back: it is read again then).
+pub(super) async fn encoding_back(
+    client: &tokio_postgres::Client,
+    was: &str,
+) -> (SqlMiddlewareDbError, bool) {
+    let put_back = client
+        .simple_query("SET client_encoding = 'UTF8'")
+        .await
+        .is_ok();
+    let e = SqlMiddlewareDbError::new(
+        ErrorKind::Unsupported,
+        format!(
+            "the session's client_encoding was set to {was}; the middleware binds and reads text as UTF-8, so {}",
+            if put_back {
+                "it was put back to UTF8"
+            } else {
+                "no statement runs until it is UTF8 again"
+            }
+        ),
+    );
+    (e, put_back)
 }
 
 impl super::config::Endpoint {
@@ -151,9 +204,22 @@ async fn opening_settings(
 pub(crate) struct PgSetup<'a>(pub(crate) &'a tokio_postgres::Client);
 
 impl PgSetup<'_> {
-    /// Runs `hook` on the connection (see `setup.rs`).
+    /// Runs `hook` on the connection (see `setup.rs`). A hook that leaves `client_encoding`
+    /// other than UTF-8 fails the connection (see [`session_text`]).
     pub(crate) async fn run(mut self, hook: &crate::setup::AfterConnect) -> Result<()> {
-        hook.set_up(&mut self).await.map(drop)
+        if !hook.set_up(&mut self).await? {
+            return Ok(());
+        }
+        let now = session_text(self.0).await.map_err(map_err)?;
+        match now.other_encoding {
+            Some(was) => Err(SqlMiddlewareDbError::new(
+                ErrorKind::Config,
+                format!(
+                    "the after_connect hook set client_encoding to {was}; the middleware binds and reads text as UTF-8, so the connection is closed"
+                ),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// `sql` prepared with its placeholders translated, read as the session reads it now: a

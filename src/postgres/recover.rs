@@ -90,7 +90,8 @@ impl PgConnection {
             // The rollback undid what the transaction set, quotes included.
             self.note_tx_end();
             if self.strings_unsure {
-                Box::pin(self.reread_strings()).await;
+                // A `client_encoding` left by the transaction is put back; the rollback stands.
+                let _ = Box::pin(self.reread_strings()).await;
             }
         }
         Ok(())

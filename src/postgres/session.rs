@@ -74,25 +74,40 @@ impl PgConnection {
     /// cannot be read now (an aborted transaction, a lost connection) it stays unsure and is
     /// read after the next call. A changed value also empties the statement cache: a statement
     /// parsed again from its text (the unnamed mode) would be read differently now.
-    pub(super) async fn reread_strings(&mut self) {
+    ///
+    /// The same read finds a `client_encoding` other than UTF-8, which anything that changes
+    /// the session may set too: it is put back, and the error says so (`Unsupported`; see
+    /// `open::session_text`).
+    pub(super) async fn reread_strings(&mut self) -> crate::error::Result<()> {
         if self.in_flight {
-            return;
+            return Ok(());
         }
         let Some(o) = self.obj.as_ref() else {
-            return;
+            return Ok(());
         };
         // A dropped call leaves the connection to be replaced (the answer still on its way).
         self.in_flight = true;
-        let r = super::open::backslash_strings(&o.client).await;
+        let r = super::open::session_text(&o.client).await;
+        let Ok(now) = r else {
+            self.in_flight = false;
+            return Ok(());
+        };
+        let refused = match &now.other_encoding {
+            Some(was) => Some(super::open::encoding_back(&o.client, was).await),
+            None => None,
+        };
         self.in_flight = false;
-        if let Ok(now) = r {
-            self.strings_unsure = false;
-            if now != self.backslash_strings {
-                self.backslash_strings = now;
-                if let Some(o) = self.obj.as_mut() {
-                    o.stmts.clear();
-                }
+        // Read again before the next statement when it could not be put back.
+        self.strings_unsure = refused.as_ref().is_some_and(|(_, back)| !back);
+        if now.backslash_strings != self.backslash_strings {
+            self.backslash_strings = now.backslash_strings;
+            if let Some(o) = self.obj.as_mut() {
+                o.stmts.clear();
             }
+        }
+        match refused {
+            Some((e, _)) => Err(e),
+            None => Ok(()),
         }
     }
 }

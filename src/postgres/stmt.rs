@@ -156,7 +156,7 @@ impl PgConnection {
         crate::sql::reject_nul(sql)?;
         if self.strings_unsure {
             // Left unsure by a stream, or by a call that could not read it.
-            Box::pin(self.reread_strings()).await;
+            Box::pin(self.reread_strings()).await?;
         }
         // Read as the session reads it (see `PgConnection::backslash_strings`).
         let pg = super::dialect::of_session(self.backslash_strings);
@@ -246,7 +246,7 @@ impl PgConnection {
     pub(super) async fn prepared_again(&mut self, s: &PgStmt) -> Result<Option<Arc<PgStmt>>> {
         let stale = match self.stale_now(s) {
             Some(stale) => stale,
-            None => Box::pin(self.stale_after_reread(s)).await,
+            None => Box::pin(self.stale_after_reread(s)).await?,
         };
         if stale {
             Box::pin(self.prepare_within(&s.key, s.mode))
@@ -279,11 +279,11 @@ impl PgConnection {
     /// [`Self::stale_now`] after the session's setting is read again; stale when it still
     /// cannot be read. A statement about to run that may change the setting leaves it unsure
     /// again, so that it is read after the call as well.
-    pub(super) async fn stale_after_reread(&mut self, s: &PgStmt) -> bool {
-        self.reread_strings().await;
+    pub(super) async fn stale_after_reread(&mut self, s: &PgStmt) -> Result<bool> {
+        self.reread_strings().await?;
         let stale = self.stale_now(s).unwrap_or(true);
         self.note_strings(s);
-        stale
+        Ok(stale)
     }
 
     /// The unnamed mode's prepare: learns the statement's parameter types and columns from a

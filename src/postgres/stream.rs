@@ -81,7 +81,7 @@ impl PgConnection {
         crate::deadline::check(deadline)?;
         self.ready().await?;
         if self.strings_unsure {
-            Box::pin(self.reread_strings()).await;
+            Box::pin(self.reread_strings()).await?;
         }
         let s = &self.here(s).await?;
         s.check(&p)?;

@@ -94,7 +94,8 @@ impl PgConnection {
     async fn after_tx_end(&mut self) {
         self.note_tx_end();
         if self.strings_unsure {
-            Box::pin(self.reread_strings()).await;
+            // A `client_encoding` the transaction left is put back; its end stands.
+            let _ = Box::pin(self.reread_strings()).await;
         }
     }
 

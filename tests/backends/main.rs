@@ -21,6 +21,7 @@ mod mysql_tls;
 mod mysql_values;
 mod postgres;
 mod postgres_cancel_balancer;
+mod postgres_encoding;
 mod postgres_replicas;
 mod postgres_strings;
 mod postgres_tls;
