@@ -68,6 +68,31 @@ impl Seen {
         longest
     }
 
+    /// Each worker's longest gap of [`Self::longest_gap`], as `worker: +start..+end ms` from
+    /// `from`, one line per worker: where a long gap sat.
+    pub fn gaps(&self, from: Instant, until: Instant) -> String {
+        let acked = self.acked.lock().unwrap();
+        acked
+            .iter()
+            .enumerate()
+            .map(|(w, log)| {
+                let (mut last, mut worst) = (from, (from, from));
+                for (at, _) in log.iter().filter(|(at, _)| *at >= from) {
+                    if last < until && *at - last > worst.1 - worst.0 {
+                        worst = (last, *at);
+                    }
+                    last = *at;
+                }
+                format!(
+                    "  worker {w}: +{}..+{} ms",
+                    (worst.0 - from).as_millis(),
+                    (worst.1 - from).as_millis()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// The failed writes of worker-time window `from..until` (those that began in it), one per
     /// line, with their start relative to `origin`: why a long gap was long.
     pub fn failures_in(&self, origin: Instant, from: Instant, until: Instant) -> String {

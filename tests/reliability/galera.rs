@@ -226,6 +226,18 @@ async fn scenario(name: &str, fault: Fault) {
         mw.read_errors.load(Ordering::Relaxed),
         figures("raw", &raw, raw_lost),
     );
+    // What the middleware's workers met from the fault on, for reading a long gap in a log.
+    let failed = mw.failures_in(fault_at, fault_at, Instant::now());
+    println!(
+        "galera_{name} mw longest gaps:\n{}",
+        mw.gaps(fault_at, heal_at)
+    );
+    if !failed.is_empty() {
+        println!(
+            "galera_{name} mw failures (from the fault; heal at +{} ms):\n{failed}",
+            (heal_at - fault_at).as_millis()
+        );
+    }
     assert_eq!(mw_lost, 0, "{name}: acknowledged writes lost");
     assert_eq!(
         raw_lost, 0,
