@@ -214,3 +214,55 @@ async fn an_after_connect_hook_that_sets_another_encoding_fails_the_connection()
     })
     .await;
 }
+
+/// A pipeline whose statement sets another encoding fails (`Unsupported`) and the session is put
+/// back. Its later sets were bound under the new encoding, but the pipeline is all or nothing:
+/// nothing it wrote stays (inside a `Tx` the failure aborts the transaction), so nothing
+/// stored is another text than the one bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pipeline_that_sets_another_encoding_fails_and_keeps_nothing() {
+    let _group = groups::enter("postgres");
+    pg::with_schema(|url| async move {
+        let pool = ConfigAndPool::postgres(&url)
+            .max_size(1)
+            .build()
+            .await
+            .expect("pool");
+        let reader = pg::raw_client(&url).await;
+        reader
+            .batch_execute("CREATE TABLE encp (id int8 PRIMARY KEY, t text)")
+            .await
+            .expect("table");
+        let mut c = pool.get_connection().await.expect("checkout");
+        let sql = "INSERT INTO encp (id, t) \
+                   SELECT $1, $2 FROM (SELECT set_config('client_encoding', 'LATIN1', false)) AS s";
+        let sets: Vec<Vec<RowValues>> = (0..3)
+            .map(|i| vec![RowValues::Int(i), RowValues::Text(TEXTS[0].to_owned())])
+            .collect();
+        let sets: Vec<&[RowValues]> = sets.iter().map(Vec::as_slice).collect();
+        let e = c
+            .pipeline(sql, &sets)
+            .await
+            .expect_err("a pipeline that sets LATIN1");
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+        let (cs,): (String,) = c
+            .query("SHOW client_encoding")
+            .one()
+            .await
+            .expect("encoding");
+        assert_eq!(cs, "UTF8");
+        let stored: Vec<String> = reader
+            .query("SELECT t FROM encp", &[])
+            .await
+            .expect("read back")
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert!(
+            stored.iter().all(|t| t == TEXTS[0]),
+            "stored otherwise: {stored:?}"
+        );
+        println!("pg_encoding set_by=pipeline stored={}", stored.len());
+    })
+    .await;
+}
