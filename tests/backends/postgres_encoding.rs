@@ -9,8 +9,8 @@
 //! it was set: `SET`, `SET NAMES`, `SET LOCAL`, `set_config`, a script, raw access (the next
 //! call finds it before it runs), and an `after_connect` hook (the connection fails, `Config`).
 //!
-//! Each case then binds texts through the query builder, a prepared statement and a pipeline,
-//! and a client of its own reads them back: each is the text bound, or its write was refused.
+//! Each case, in the named and the unnamed statement mode, then binds texts through the query
+//! builder, a prepared statement and a pipeline, and a client of its own reads them back: each is the text bound, or its write was refused.
 //! On the old code the `SET` succeeded and `é` came back as `Ã©`. Prints `pg_encoding cases=N
 //! exact=E refused=R changed=C`.
 #![cfg(feature = "postgres")]
@@ -124,41 +124,50 @@ async fn write(c: &mut MiddlewarePoolConnection, base: i64) -> Result<(), SqlMid
 async fn a_sessions_client_encoding_never_changes_what_is_stored() {
     let _group = groups::enter("postgres");
     pg::with_schema(|url| async move {
-        let pool = ConfigAndPool::postgres(&url)
-            .max_size(1)
-            .build()
-            .await
-            .expect("pool");
         let reader = pg::raw_client(&url).await;
         reader
             .batch_execute("CREATE TABLE enc (id int8 PRIMARY KEY, t text)")
             .await
             .expect("table");
         let (mut exact, mut refused, mut changed) = (0, 0, Vec::new());
-        for (n, set) in Set::ALL.into_iter().enumerate() {
+        let modes = [
+            sql_middleware::StatementCache::Named,
+            sql_middleware::StatementCache::Unnamed,
+        ];
+        for (n, (mode, set)) in modes
+            .into_iter()
+            .flat_map(|m| Set::ALL.map(|s| (m, s)))
+            .enumerate()
+        {
+            let pool = ConfigAndPool::postgres(&url)
+                .max_size(1)
+                .statement_cache(mode)
+                .build()
+                .await
+                .expect("pool");
             let mut c = pool.get_connection().await.expect("checkout");
             let e = set.apply(&mut c).await;
             // The call that set it fails; raw access is found by the next call, before it runs.
             match (&e, set) {
                 (None, Set::Raw) => {}
                 (Some(e), _) if e.kind() == ErrorKind::Unsupported => {}
-                (e, _) => panic!("[{set:?}] the call that set LATIN1 gave {e:?}"),
+                (e, _) => panic!("[{mode:?} {set:?}] the call that set LATIN1 gave {e:?}"),
             }
             let base = i64::try_from(n).expect("small") * 1000;
             if let Err(e) = write(&mut c, base).await {
-                assert_eq!(e.kind(), ErrorKind::Unsupported, "[{set:?}] {e}");
+                assert_eq!(e.kind(), ErrorKind::Unsupported, "[{mode:?} {set:?}] {e}");
                 refused += 1;
                 // Found and put back: the same writes now store the texts.
-                write(&mut c, base + 500)
-                    .await
-                    .unwrap_or_else(|e| panic!("[{set:?}] after the encoding was put back: {e}"));
+                write(&mut c, base + 500).await.unwrap_or_else(|e| {
+                    panic!("[{mode:?} {set:?}] after the encoding was put back: {e}")
+                });
             }
             let (cs,): (String,) = c
                 .query("SHOW client_encoding")
                 .one()
                 .await
                 .expect("encoding");
-            assert_eq!(cs, "UTF8", "[{set:?}] the encoding was left");
+            assert_eq!(cs, "UTF8", "[{mode:?} {set:?}] the encoding was left");
             drop(c);
             for row in reader
                 .query("SELECT id, t FROM enc ORDER BY id", &[])
@@ -169,7 +178,7 @@ async fn a_sessions_client_encoding_never_changes_what_is_stored() {
                 if TEXTS[usize::try_from(id % 10).expect("index")] == t {
                     exact += 1;
                 } else {
-                    changed.push(format!("[{set:?}] id {id}: stored {t:?}"));
+                    changed.push(format!("[{mode:?} {set:?}] id {id}: stored {t:?}"));
                 }
             }
             reader
@@ -179,7 +188,7 @@ async fn a_sessions_client_encoding_never_changes_what_is_stored() {
         }
         println!(
             "pg_encoding cases={} exact={exact} refused={refused} changed={}",
-            Set::ALL.len(),
+            Set::ALL.len() * modes.len(),
             changed.len()
         );
         assert!(
