@@ -228,6 +228,12 @@ async fn scenario(name: &str, fault: Fault) {
     );
     // What the middleware's workers met from the fault on, for reading a long gap in a log.
     let failed = mw.failures_in(fault_at, fault_at, Instant::now());
+    // The first ones say why a gap was long; quorum loss fails every write until the bootstrap.
+    let shown: Vec<&str> = failed.lines().take(12).collect();
+    let failed = match failed.lines().count() - shown.len() {
+        0 => shown.join("\n"),
+        more => format!("{}\n  - … and {more} more", shown.join("\n")),
+    };
     println!(
         "galera_{name} mw longest gaps:\n{}",
         mw.gaps(fault_at, heal_at)
