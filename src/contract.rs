@@ -87,9 +87,9 @@ pub(crate) trait Wing {
 
     /// Where a script must be cut so that each part is read as the session reads text when
     /// the part runs: the end of its first statement that may change how text reads (its
-    /// quotes, its character set), when a statement follows it. `None` (the default) where a script is read whole with the rules
-    /// it found: PostgreSQL parses a simple query whole before it runs any of it, and the
-    /// rules of SQLite and Turso never change.
+    /// quotes, its character set), when a statement follows it. `None` (the default) where a
+    /// script is read whole with the rules it found: PostgreSQL parses a simple query whole
+    /// before it runs any of it, and the rules of SQLite and Turso never change.
     fn reading_changes_at(&self, _sql: &str) -> Option<usize> {
         None
     }
