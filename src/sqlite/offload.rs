@@ -17,10 +17,22 @@ use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 
 thread_local! {
     /// The inline budget armed on this thread: the id of the [`ProgressState`] it belongs to,
-    /// and when it ends. An inline call steps its statement on the thread that armed the
+    /// and the budget. An inline call steps its statement on the thread that armed the
     /// budget, so the connection's progress handler finds it here; a statement stepped
     /// anywhere else (the blocking pool) has none, as before.
-    static BUDGET: Cell<Option<(u64, Instant)>> = const { Cell::new(None) };
+    static BUDGET: Cell<Option<(u64, Budget)>> = const { Cell::new(None) };
+}
+
+/// An inline budget armed on a thread.
+#[derive(Debug, Clone, Copy)]
+enum Budget {
+    /// It ends at this instant.
+    Ends(Instant),
+    /// A read's budget of this length, which starts at the progress handler's first call,
+    /// after the read's first [`PROGRESS_OPS`] steps. A read that finishes sooner (a point
+    /// lookup takes a few dozen) never reads the clock: two clock reads were a sixth of what
+    /// the middleware added to such a lookup.
+    Starts(Duration),
 }
 
 /// Shared with the connection's progress handler: whether the statement running inline may be
@@ -42,10 +54,8 @@ const PROGRESS_OPS: i32 = 1000;
 
 /// An inline budget armed by [`ProgressState::arm`], for [`ProgressState::disarm`].
 pub(crate) struct Armed {
-    /// When the budget ends (`None`: never).
-    ends: Option<Instant>,
     /// The budget this thread had armed before (a statement run inside another's user code).
-    prior: Option<(u64, Instant)>,
+    prior: Option<(u64, Budget)>,
 }
 
 impl ProgressState {
@@ -73,7 +83,7 @@ impl ProgressState {
                 let stop = st.stop.load(Ordering::Relaxed);
                 let budget = BUDGET
                     .with(Cell::get)
-                    .and_then(|(id, ends)| (id == st.id).then_some(ends));
+                    .and_then(|(id, budget)| (id == st.id).then_some(budget));
                 if stop == 0 && budget.is_none() {
                     return false;
                 }
@@ -89,7 +99,17 @@ impl ProgressState {
                     interrupt.interrupt();
                     return false;
                 }
-                if budget.is_none_or(|ends| Instant::now() < ends) {
+                let ends = match budget {
+                    None => return false,
+                    Some(Budget::Starts(length)) => {
+                        // A read's first steps are done: its budget runs from now.
+                        let ends = Instant::now().checked_add(length);
+                        BUDGET.with(|b| b.set(ends.map(|e| (st.id, Budget::Ends(e)))));
+                        return false;
+                    }
+                    Some(Budget::Ends(ends)) => ends,
+                };
+                if Instant::now() < ends {
                     return false;
                 }
                 st.exceeded.store(true, Ordering::Relaxed);
@@ -103,21 +123,30 @@ impl ProgressState {
         .map_err(super::error::map_err)
     }
 
-    /// Arms the inline budget of a statement about to run inline on this thread.
-    fn arm(&self, budget: Duration, may_interrupt: bool) -> Armed {
+    /// Arms the inline budget of a statement about to run inline on this thread. A read
+    /// (`restartable`: read-only, so it may be interrupted and run again) starts its budget
+    /// after its first [`PROGRESS_OPS`] steps (see [`Budget::Starts`]); any other statement
+    /// at once, so that the time it waits in the VFS (a commit's writes and fsync, a
+    /// checkpoint) counts from its start.
+    fn arm(&self, budget: Duration, restartable: bool) -> Armed {
         self.exceeded.store(false, Ordering::Relaxed);
         self.interrupted.store(false, Ordering::Relaxed);
-        self.may_interrupt.store(may_interrupt, Ordering::Relaxed);
-        let ends = Instant::now().checked_add(budget);
-        let prior = BUDGET.with(|b| b.replace(ends.map(|e| (self.id, e))));
-        Armed { ends, prior }
+        self.may_interrupt.store(restartable, Ordering::Relaxed);
+        let mine = if restartable {
+            Some(Budget::Starts(budget))
+        } else {
+            Instant::now().checked_add(budget).map(Budget::Ends)
+        };
+        let prior = BUDGET.with(|b| b.replace(mine.map(|m| (self.id, m))));
+        Armed { prior }
     }
 
-    /// Returns (ran past the budget, was interrupted for it). The clock is read again here:
-    /// the progress handler never runs while SQLite waits in the VFS (a COMMIT's fsync).
+    /// Returns (ran past the budget, was interrupted for it). When the budget had started, the
+    /// clock is read again here: the progress handler never runs while SQLite waits in the VFS
+    /// (a COMMIT's fsync). A read that finished within its first steps reads no clock.
     fn disarm(&self, armed: Armed) -> (bool, bool) {
-        BUDGET.with(|b| b.set(armed.prior));
-        let late = armed.ends.is_some_and(|e| Instant::now() > e);
+        let mine = BUDGET.with(|b| b.replace(armed.prior));
+        let late = matches!(mine, Some((_, Budget::Ends(e))) if Instant::now() > e);
         (
             late || self.exceeded.load(Ordering::Relaxed),
             self.interrupted.load(Ordering::Relaxed),
@@ -472,3 +501,51 @@ pub(crate) fn record_exec(before: crate::stats::ExecStats, after: crate::stats::
 #[cfg(not(feature = "tracing"))]
 #[inline(always)]
 pub(crate) fn record_exec(_: crate::stats::ExecStats, _: crate::stats::ExecStats) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `sql` on `conn` under a budget of `budget`, armed as a read (`restartable`) or
+    /// not, and returns (ran past the budget, was interrupted for it).
+    fn run_armed(
+        state: &ProgressState,
+        conn: &Connection,
+        sql: &str,
+        budget: Duration,
+        restartable: bool,
+    ) -> (bool, bool) {
+        let armed = state.arm(budget, restartable);
+        // A statement stopped by the handler fails; only the flags matter here.
+        let _ = conn.query_row(sql, [], |r| r.get::<_, i64>(0));
+        state.disarm(armed)
+    }
+
+    /// 20,000 rows: far more than one progress interval of steps.
+    const LONG_READ: &str = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n \
+        WHERE i < 20000) SELECT count(*) FROM n";
+
+    #[test]
+    fn a_reads_budget_starts_after_its_first_steps_and_a_writes_at_once() {
+        let conn = Connection::open_in_memory().unwrap();
+        let state = ProgressState::install(&conn).unwrap();
+        let tiny = Duration::from_nanos(1);
+        // A read that ends within its first steps never starts its budget: not late, however
+        // small the budget.
+        assert_eq!(run_armed(&state, &conn, "SELECT 1", tiny, true), (false, false));
+        // A long read starts it, runs past it and is interrupted.
+        assert_eq!(run_armed(&state, &conn, LONG_READ, tiny, true), (true, true));
+        // Anything else counts from its start: the same short statement is late at once, and a
+        // long one runs past its budget without being interrupted.
+        assert_eq!(run_armed(&state, &conn, "SELECT 1", tiny, false), (true, false));
+        assert_eq!(run_armed(&state, &conn, LONG_READ, tiny, false), (true, false));
+        // A roomy budget: nothing is late.
+        let roomy = Duration::from_secs(60);
+        assert_eq!(run_armed(&state, &conn, LONG_READ, roomy, true), (false, false));
+        assert_eq!(run_armed(&state, &conn, "SELECT 1", roomy, false), (false, false));
+        // Disarmed, the thread holds no budget, and a statement stepped now is never stopped.
+        assert!(BUDGET.with(Cell::get).is_none());
+        let n: i64 = conn.query_row(LONG_READ, [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 20000);
+    }
+}
