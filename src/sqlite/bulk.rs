@@ -18,6 +18,7 @@ use rusqlite::{Connection, Statement};
 use super::config::SqliteExecModel;
 use super::conn::SqliteConn;
 use super::error::map_err;
+use super::offload::Run;
 use super::params::SqliteParam;
 use crate::contract::Wing;
 use crate::error::Result;
@@ -168,7 +169,7 @@ impl SqliteConn {
             let r = self
                 .dispatch(
                     deadline,
-                    false,
+                    Run::Write,
                     false,
                     aim.map(|_| &offload),
                     |c| insert_rows(c, s, b),

@@ -8,6 +8,7 @@ use rusqlite::Connection;
 
 use super::conn::SqliteConn;
 use super::error::map_err;
+use super::offload::Run;
 use super::params::bind_all;
 use super::rows::{SqliteRow, collect};
 use super::stmt::SqliteStmt;
@@ -165,6 +166,7 @@ impl SqliteConn {
         // A write in autocommit mode commits, and may wait for the disk.
         let syncs = self.syncing_commits && !s.readonly && self.conn_mut()?.is_autocommit();
         let before = self.exec;
+        let run = s.next_run();
         // Only work that leaves for the blocking pool owns the statement and the parameters.
         let owned = || {
             let owned = Arc::clone(s);
@@ -174,7 +176,7 @@ impl SqliteConn {
         let r = if at.is_none() {
             // No time limit to arm: the two halves of `dispatch` directly, so that a statement
             // run inline awaits no future.
-            match self.inline_first(s.restartable, syncs, Some(&s.slow), |c| op(c, s, p)) {
+            match self.inline_first(run, syncs, Some(&s.slow), |c| op(c, s, p)) {
                 Ok(Some(r)) => r,
                 Ok(None) => self.offload_after(Some(&s.slow), owned).await,
                 Err(e) => Err(e),
@@ -182,7 +184,7 @@ impl SqliteConn {
         } else {
             self.dispatch(
                 at,
-                s.restartable,
+                run,
                 syncs,
                 Some(&s.slow),
                 |c| op(c, s, p),
@@ -215,7 +217,7 @@ impl SqliteConn {
         let stmt = self
             .dispatch(
                 at,
-                true,
+                Run::TimedRead,
                 false,
                 None,
                 |c| SqliteStmt::describe(c, translated, &cell),
@@ -243,7 +245,7 @@ impl SqliteConn {
         let r = self
             .dispatch(
                 None,
-                false,
+                Run::Write,
                 false,
                 None,
                 |c| run_script(c, sql, false),

@@ -35,6 +35,33 @@ enum Budget {
     Starts(Duration),
 }
 
+/// How an inline run keeps its budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Run {
+    /// Work that may write: its budget starts at once, so that the time it waits in the VFS (a
+    /// commit's writes and fsync, a checkpoint) counts, and it is never interrupted.
+    Write,
+    /// A read whose budget starts at once, and which is interrupted and run again on the
+    /// blocking pool past it: a statement's first inline run and every [`TIMED_EVERY`]th,
+    /// so that a read spending its time inside one step, where the progress handler is never
+    /// called (`count(*)` of a large table, an integrity check), is noticed and offloaded.
+    TimedRead,
+    /// A read whose budget starts at the progress handler's first call (see
+    /// [`Budget::Starts`]); interrupted as [`Run::TimedRead`] is.
+    Read,
+}
+
+/// A statement's runs between two [`Run::TimedRead`]s: a read that became slow inside one step
+/// runs inline at most this many times before it is noticed.
+pub(crate) const TIMED_EVERY: u32 = 16;
+
+impl Run {
+    /// Whether the work may be interrupted and run again elsewhere (it only reads).
+    fn restartable(self) -> bool {
+        self != Run::Write
+    }
+}
+
 /// Shared with the connection's progress handler: whether the statement running inline may be
 /// interrupted for its budget (the budget itself is armed on the calling thread, see
 /// `BUDGET`), and the time limit of the call (`stop`), on the `now_nanos` clock.
@@ -123,16 +150,12 @@ impl ProgressState {
         .map_err(super::error::map_err)
     }
 
-    /// Arms the inline budget of a statement about to run inline on this thread. A read
-    /// (`restartable`: read-only, so it may be interrupted and run again) starts its budget
-    /// after its first [`PROGRESS_OPS`] steps (see [`Budget::Starts`]); any other statement
-    /// at once, so that the time it waits in the VFS (a commit's writes and fsync, a
-    /// checkpoint) counts from its start.
-    fn arm(&self, budget: Duration, restartable: bool) -> Armed {
+    /// Arms the inline budget of work about to run inline on this thread, as `run` says.
+    fn arm(&self, budget: Duration, run: Run) -> Armed {
         self.exceeded.store(false, Ordering::Relaxed);
         self.interrupted.store(false, Ordering::Relaxed);
-        self.may_interrupt.store(restartable, Ordering::Relaxed);
-        let mine = if restartable {
+        self.may_interrupt.store(run.restartable(), Ordering::Relaxed);
+        let mine = if run == Run::Read {
             Some(Budget::Starts(budget))
         } else {
             Instant::now().checked_add(budget).map(Budget::Ends)
@@ -183,7 +206,7 @@ impl SqliteConn {
     pub(crate) async fn dispatch<R, I, O, MO>(
         &mut self,
         deadline: Option<Instant>,
-        restartable: bool,
+        run: Run,
         syncs: bool,
         slow: Option<&AtomicBool>,
         inline: I,
@@ -197,7 +220,7 @@ impl SqliteConn {
     {
         self.start_limit(deadline)?;
         let r = self
-            .dispatch_within(restartable, syncs, slow, inline, offload)
+            .dispatch_within(run, syncs, slow, inline, offload)
             .await;
         self.end_limit(deadline, r)
     }
@@ -226,7 +249,7 @@ impl SqliteConn {
     /// model it goes to the blocking pool without an inline attempt.
     async fn dispatch_within<R, I, O, MO>(
         &mut self,
-        restartable: bool,
+        run: Run,
         syncs: bool,
         slow: Option<&AtomicBool>,
         inline: I,
@@ -238,7 +261,7 @@ impl SqliteConn {
         MO: FnOnce() -> O,
         O: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
     {
-        if let Some(r) = self.inline_first(restartable, syncs, slow, inline)? {
+        if let Some(r) = self.inline_first(run, syncs, slow, inline)? {
             return r;
         }
         self.offload_after(slow, offload).await
@@ -250,7 +273,7 @@ impl SqliteConn {
     /// time limit may call the halves itself, and skips a future on the usual path.
     pub(super) fn inline_first<R>(
         &mut self,
-        restartable: bool,
+        run: Run,
         syncs: bool,
         slow: Option<&AtomicBool>,
         inline: impl FnOnce(&mut Connection) -> Result<R>,
@@ -263,7 +286,7 @@ impl SqliteConn {
             SqliteExecModel::Offload => self.exec.offloaded_by_policy += 1,
             SqliteExecModel::Adaptive { inline_budget } => {
                 if !syncs && !slow.is_some_and(|s| s.load(Ordering::Relaxed)) {
-                    match self.inline_budgeted(inline_budget, restartable, slow, inline)? {
+                    match self.inline_budgeted(inline_budget, run, slow, inline)? {
                         Inline::Done(r) => {
                             self.exec.inline += 1;
                             return Ok(Some(r));
@@ -337,7 +360,7 @@ impl SqliteConn {
     fn inline_budgeted<R>(
         &mut self,
         budget: Duration,
-        restartable: bool,
+        run: Run,
         slow: Option<&AtomicBool>,
         f: impl FnOnce(&mut Connection) -> Result<R>,
     ) -> Result<Inline<R>> {
@@ -351,7 +374,7 @@ impl SqliteConn {
         // Only read-only work may be interrupted and re-run: SQLite consults the progress
         // handler once more after a statement halts, so an "interrupted" write may already
         // have committed (in autocommit mode) and would run twice.
-        let armed = progress.arm(budget, restartable);
+        let armed = progress.arm(budget, run);
         let r = {
             let _scope = BusyScope::set(0);
             catch_unwind(AssertUnwindSafe(|| f(conn)))
@@ -506,16 +529,16 @@ pub(crate) fn record_exec(_: crate::stats::ExecStats, _: crate::stats::ExecStats
 mod tests {
     use super::*;
 
-    /// Runs `sql` on `conn` under a budget of `budget`, armed as a read (`restartable`) or
-    /// not, and returns (ran past the budget, was interrupted for it).
+    /// Runs `sql` on `conn` under a budget of `budget`, armed as `run` says, and returns (ran
+    /// past the budget, was interrupted for it).
     fn run_armed(
         state: &ProgressState,
         conn: &Connection,
         sql: &str,
         budget: Duration,
-        restartable: bool,
+        run: Run,
     ) -> (bool, bool) {
-        let armed = state.arm(budget, restartable);
+        let armed = state.arm(budget, run);
         // A statement stopped by the handler fails; only the flags matter here.
         let _ = conn.query_row(sql, [], |r| r.get::<_, i64>(0));
         state.disarm(armed)
@@ -526,23 +549,27 @@ mod tests {
         WHERE i < 20000) SELECT count(*) FROM n";
 
     #[test]
-    fn a_reads_budget_starts_after_its_first_steps_and_a_writes_at_once() {
+    fn a_reads_budget_starts_after_its_first_steps_unless_the_run_is_timed() {
         let conn = Connection::open_in_memory().unwrap();
         let state = ProgressState::install(&conn).unwrap();
         let tiny = Duration::from_nanos(1);
         // A read that ends within its first steps never starts its budget: not late, however
         // small the budget.
-        assert_eq!(run_armed(&state, &conn, "SELECT 1", tiny, true), (false, false));
+        assert_eq!(run_armed(&state, &conn, "SELECT 1", tiny, Run::Read), (false, false));
         // A long read starts it, runs past it and is interrupted.
-        assert_eq!(run_armed(&state, &conn, LONG_READ, tiny, true), (true, true));
-        // Anything else counts from its start: the same short statement is late at once, and a
-        // long one runs past its budget without being interrupted.
-        assert_eq!(run_armed(&state, &conn, "SELECT 1", tiny, false), (true, false));
-        assert_eq!(run_armed(&state, &conn, LONG_READ, tiny, false), (true, false));
+        assert_eq!(run_armed(&state, &conn, LONG_READ, tiny, Run::Read), (true, true));
+        // A timed read counts from its start: the short one is late at once (as a read that
+        // spends its time inside one step would be); the long one is interrupted.
+        assert_eq!(run_armed(&state, &conn, "SELECT 1", tiny, Run::TimedRead), (true, false));
+        assert_eq!(run_armed(&state, &conn, LONG_READ, tiny, Run::TimedRead), (true, true));
+        // Work that may write counts from its start too, and is never interrupted.
+        assert_eq!(run_armed(&state, &conn, "SELECT 1", tiny, Run::Write), (true, false));
+        assert_eq!(run_armed(&state, &conn, LONG_READ, tiny, Run::Write), (true, false));
         // A roomy budget: nothing is late.
         let roomy = Duration::from_secs(60);
-        assert_eq!(run_armed(&state, &conn, LONG_READ, roomy, true), (false, false));
-        assert_eq!(run_armed(&state, &conn, "SELECT 1", roomy, false), (false, false));
+        for run in [Run::Read, Run::TimedRead, Run::Write] {
+            assert_eq!(run_armed(&state, &conn, LONG_READ, roomy, run), (false, false));
+        }
         // Disarmed, the thread holds no budget, and a statement stepped now is never stopped.
         assert!(BUDGET.with(Cell::get).is_none());
         let n: i64 = conn.query_row(LONG_READ, [], |r| r.get(0)).unwrap();

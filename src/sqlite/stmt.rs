@@ -1,7 +1,7 @@
 //! A statement prepared on a SQLite connection: its translated SQL and what was learnt about it
 //! once, at prepare time.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rusqlite::Connection;
@@ -14,6 +14,7 @@ use crate::results::Columns;
 use crate::sqlite_family::columns::Described;
 use crate::sqlite_family::session::Effects;
 
+use super::offload::{Run, TIMED_EVERY};
 use super::session::SessionCell;
 
 /// A statement prepared on a SQLite connection. The engine statement itself lives in rusqlite's
@@ -36,6 +37,8 @@ pub(crate) struct SqliteStmt {
     pub(super) session: Effects,
     /// SQLite's re-prepare count when `desc` was read.
     pub(super) reprepares: i32,
+    /// How many times it has run, for [`Self::next_run`].
+    runs: AtomicU32,
     /// The schema changed since: the connection's cache describes the statement again.
     pub(super) stale: AtomicBool,
     /// It ran past the inline budget: the adaptive model offloads it.
@@ -89,10 +92,29 @@ impl SqliteStmt {
             desc,
             readonly,
             reprepares,
+            runs: AtomicU32::new(0),
             stale: AtomicBool::new(false),
             slow: AtomicBool::new(false),
             refreshed: Mutex::new(None),
         })
+    }
+
+    /// How its next run keeps the inline budget (see [`Run`]): a read is timed from its start
+    /// at its first run and every [`TIMED_EVERY`]th after.
+    #[inline]
+    pub(super) fn next_run(&self) -> Run {
+        if !self.restartable {
+            return Run::Write;
+        }
+        // Not a read-modify-write: the statement runs on one connection at a time, and a
+        // count lost to a race would only move when the next timed run comes.
+        let n = self.runs.load(Ordering::Relaxed);
+        self.runs.store(n.wrapping_add(1), Ordering::Relaxed);
+        if n % TIMED_EVERY == 0 {
+            Run::TimedRead
+        } else {
+            Run::Read
+        }
     }
 
     /// The columns to read `st`'s rows with, when they are no longer `desc` (SQLite re-prepared

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use rusqlite::Connection;
 
 use super::conn::SqliteConn;
+use super::offload::Run;
 use super::exec::run_sql;
 use crate::error::{Result, SqlMiddlewareDbError};
 
@@ -51,7 +52,7 @@ impl SqliteConn {
         let slow = Arc::clone(&self.simple_slow);
         self.dispatch(
             None,
-            false,
+            Run::Write,
             slot == 1 && self.syncing_commits,
             Some(&slow[slot]),
             |c| run_sql(c, sql),

@@ -409,6 +409,68 @@ async fn lookups_run_where_the_model_says_and_are_counted_once() {
     assert_eq!(moved, (3, 1, 1));
 }
 
+/// A read that spends its time inside one step, where SQLite never calls the progress handler
+/// (`count(*)` walks the whole table in one), is still noticed by the adaptive model: at its
+/// first run, and within 16 runs once it has become slow, after which it is offloaded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_slow_inside_one_step_is_noticed_and_offloaded() {
+    let _group = groups::enter("sqlite");
+    let tight = SqliteExecModel::Adaptive {
+        inline_budget: Duration::from_micros(50),
+    };
+    // 100,000 rows of 300 bytes: about 8,000 pages for `count(*)` to walk, far past 50 µs.
+    let fill = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000) \
+                INSERT INTO big SELECT x, randomblob(300) FROM c";
+    // Slow from its first run: noticed at once, offloaded at the second.
+    let at_once = exec_counts_after(tight, async |c: &mut MiddlewarePoolConnection| {
+        c.execute_batch(&format!(
+            "CREATE TABLE big (id INTEGER PRIMARY KEY, b BLOB); {fill}"
+        ))
+        .await
+        .unwrap();
+        let mut st = c.prepare("SELECT count(*) FROM big").await.unwrap();
+        for _ in 0..2 {
+            let (n,): (i64,) = st.one(&[]).await.unwrap();
+            assert_eq!(n, 100_000);
+        }
+    })
+    .await;
+    // The prepare and the first run inline (the script runs on the blocking pool by policy),
+    // the second run offloaded; a single step is never interrupted.
+    assert_eq!(at_once, (2, 2, 0));
+
+    // Quick at first (the table is empty), slow once the table is filled: noticed within 16
+    // runs.
+    let later = exec_counts_after(tight, async |c: &mut MiddlewarePoolConnection| {
+        c.execute_batch("CREATE TABLE big (id INTEGER PRIMARY KEY, b BLOB)")
+            .await
+            .unwrap();
+        // Per call, through the connection's statement cache: one statement throughout.
+        let count = "SELECT count(*) FROM big";
+        let (n,): (i64,) = c.query(count).one().await.unwrap();
+        assert_eq!(n, 0);
+        c.execute_batch(fill).await.unwrap();
+        for _ in 0..17 {
+            let (n,): (i64,) = c.query(count).one().await.unwrap();
+            assert_eq!(n, 100_000);
+        }
+    })
+    .await;
+    let (inline, offloaded, rerun) = later;
+    assert_eq!(rerun, 0);
+    // The statement's description, the quick run and at most 16 slow runs inline; the rest
+    // offloaded (and the two scripts).
+    assert!(
+        inline <= 18,
+        "a slow read ran inline {inline} times: {later:?}"
+    );
+    assert!(
+        offloaded > 2,
+        "the slow read was never offloaded: {later:?}"
+    );
+    assert_eq!(inline + offloaded, 21, "{later:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_memory_database_is_shared_by_the_pool() {
     let _group = groups::enter("sqlite");
