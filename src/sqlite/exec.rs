@@ -182,15 +182,8 @@ impl SqliteConn {
                 Err(e) => Err(e),
             }
         } else {
-            self.dispatch(
-                at,
-                run,
-                syncs,
-                Some(&s.slow),
-                |c| op(c, s, p),
-                owned,
-            )
-            .await
+            self.dispatch(at, run, syncs, Some(&s.slow), |c| op(c, s, p), owned)
+                .await
         };
         super::offload::record_exec(before, self.exec);
         r

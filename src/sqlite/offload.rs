@@ -154,7 +154,8 @@ impl ProgressState {
     fn arm(&self, budget: Duration, run: Run) -> Armed {
         self.exceeded.store(false, Ordering::Relaxed);
         self.interrupted.store(false, Ordering::Relaxed);
-        self.may_interrupt.store(run.restartable(), Ordering::Relaxed);
+        self.may_interrupt
+            .store(run.restartable(), Ordering::Relaxed);
         let mine = if run == Run::Read {
             Some(Budget::Starts(budget))
         } else {
@@ -555,20 +556,41 @@ mod tests {
         let tiny = Duration::from_nanos(1);
         // A read that ends within its first steps never starts its budget: not late, however
         // small the budget.
-        assert_eq!(run_armed(&state, &conn, "SELECT 1", tiny, Run::Read), (false, false));
+        assert_eq!(
+            run_armed(&state, &conn, "SELECT 1", tiny, Run::Read),
+            (false, false)
+        );
         // A long read starts it, runs past it and is interrupted.
-        assert_eq!(run_armed(&state, &conn, LONG_READ, tiny, Run::Read), (true, true));
+        assert_eq!(
+            run_armed(&state, &conn, LONG_READ, tiny, Run::Read),
+            (true, true)
+        );
         // A timed read counts from its start: the short one is late at once (as a read that
         // spends its time inside one step would be); the long one is interrupted.
-        assert_eq!(run_armed(&state, &conn, "SELECT 1", tiny, Run::TimedRead), (true, false));
-        assert_eq!(run_armed(&state, &conn, LONG_READ, tiny, Run::TimedRead), (true, true));
+        assert_eq!(
+            run_armed(&state, &conn, "SELECT 1", tiny, Run::TimedRead),
+            (true, false)
+        );
+        assert_eq!(
+            run_armed(&state, &conn, LONG_READ, tiny, Run::TimedRead),
+            (true, true)
+        );
         // Work that may write counts from its start too, and is never interrupted.
-        assert_eq!(run_armed(&state, &conn, "SELECT 1", tiny, Run::Write), (true, false));
-        assert_eq!(run_armed(&state, &conn, LONG_READ, tiny, Run::Write), (true, false));
+        assert_eq!(
+            run_armed(&state, &conn, "SELECT 1", tiny, Run::Write),
+            (true, false)
+        );
+        assert_eq!(
+            run_armed(&state, &conn, LONG_READ, tiny, Run::Write),
+            (true, false)
+        );
         // A roomy budget: nothing is late.
         let roomy = Duration::from_secs(60);
         for run in [Run::Read, Run::TimedRead, Run::Write] {
-            assert_eq!(run_armed(&state, &conn, LONG_READ, roomy, run), (false, false));
+            assert_eq!(
+                run_armed(&state, &conn, LONG_READ, roomy, run),
+                (false, false)
+            );
         }
         // Disarmed, the thread holds no budget, and a statement stepped now is never stopped.
         assert!(BUDGET.with(Cell::get).is_none());

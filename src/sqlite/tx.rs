@@ -6,8 +6,8 @@ use std::sync::Arc;
 use rusqlite::Connection;
 
 use super::conn::SqliteConn;
-use super::offload::Run;
 use super::exec::run_sql;
+use super::offload::Run;
 use crate::error::{Result, SqlMiddlewareDbError};
 
 impl SqliteConn {
