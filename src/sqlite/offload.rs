@@ -554,43 +554,28 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         let state = ProgressState::install(&conn).unwrap();
         let tiny = Duration::from_nanos(1);
-        // A read that ends within its first steps never starts its budget: not late, however
-        // small the budget.
-        assert_eq!(
-            run_armed(&state, &conn, "SELECT 1", tiny, Run::Read),
-            (false, false)
-        );
-        // A long read starts it, runs past it and is interrupted.
-        assert_eq!(
-            run_armed(&state, &conn, LONG_READ, tiny, Run::Read),
-            (true, true)
-        );
-        // A timed read counts from its start: the short one is late at once (as a read that
-        // spends its time inside one step would be); the long one is interrupted.
-        assert_eq!(
-            run_armed(&state, &conn, "SELECT 1", tiny, Run::TimedRead),
-            (true, false)
-        );
-        assert_eq!(
-            run_armed(&state, &conn, LONG_READ, tiny, Run::TimedRead),
-            (true, true)
-        );
-        // Work that may write counts from its start too, and is never interrupted.
-        assert_eq!(
-            run_armed(&state, &conn, "SELECT 1", tiny, Run::Write),
-            (true, false)
-        );
-        assert_eq!(
-            run_armed(&state, &conn, LONG_READ, tiny, Run::Write),
-            (true, false)
-        );
-        // A roomy budget: nothing is late.
         let roomy = Duration::from_secs(60);
-        for run in [Run::Read, Run::TimedRead, Run::Write] {
-            assert_eq!(
-                run_armed(&state, &conn, LONG_READ, roomy, run),
-                (false, false)
-            );
+        // (statement, budget, how it runs, (ran past the budget, was interrupted for it))
+        let cases = [
+            // A read that ends within its first steps never starts its budget: not late,
+            // however small the budget. A long read starts it, and is interrupted past it.
+            ("SELECT 1", tiny, Run::Read, (false, false)),
+            (LONG_READ, tiny, Run::Read, (true, true)),
+            // A timed read counts from its start: the short one is late at once (as a read
+            // that spends its time inside one step would be).
+            ("SELECT 1", tiny, Run::TimedRead, (true, false)),
+            (LONG_READ, tiny, Run::TimedRead, (true, true)),
+            // Work that may write counts from its start too, and is never interrupted.
+            ("SELECT 1", tiny, Run::Write, (true, false)),
+            (LONG_READ, tiny, Run::Write, (true, false)),
+            // A roomy budget: nothing is late.
+            (LONG_READ, roomy, Run::Read, (false, false)),
+            (LONG_READ, roomy, Run::TimedRead, (false, false)),
+            (LONG_READ, roomy, Run::Write, (false, false)),
+        ];
+        for (sql, budget, run, want) in cases {
+            let got = run_armed(&state, &conn, sql, budget, run);
+            assert_eq!(got, want, "{sql} under {budget:?} as {run:?}");
         }
         // Disarmed, the thread holds no budget, and a statement stepped now is never stopped.
         assert!(BUDGET.with(Cell::get).is_none());
