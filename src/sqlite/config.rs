@@ -29,9 +29,10 @@ pub enum SqliteExecModel {
     /// first thousand virtual-machine steps (a point lookup takes a few dozen and reads no
     /// clock); a statement's first run and every sixteenth are timed from their start, so that
     /// a read that spends its time inside one step (`count(*)` of a large table) is noticed
-    /// too. A write's budget starts at once. Lock waits never sleep on the task: a busy database sends the
-    /// statement to the blocking pool, where it waits up to the busy timeout. Scripts
-    /// (`execute_batch`) and raw access closures always run on the blocking pool.
+    /// too. A write's budget starts at once. Lock waits never sleep on the task: a busy
+    /// database sends the statement to the blocking pool, where it waits up to the busy
+    /// timeout. Scripts (`execute_batch`) and raw access closures always run on the blocking
+    /// pool.
     Adaptive {
         /// How long a statement may run on the calling task before it is moved off it.
         inline_budget: Duration,

@@ -30,8 +30,8 @@ enum Budget {
     Ends(Instant),
     /// A read's budget of this length, which starts at the progress handler's first call,
     /// after the read's first [`PROGRESS_OPS`] steps. A read that finishes sooner (a point
-    /// lookup takes a few dozen) never reads the clock: two clock reads were a sixth of what
-    /// the middleware added to such a lookup.
+    /// lookup takes a few dozen) never reads the clock: two clock reads were about a quarter of
+    /// what the middleware added to such a lookup.
     Starts(Duration),
 }
 
