@@ -29,9 +29,10 @@ enum Budget {
     /// It ends at this instant.
     Ends(Instant),
     /// A read's budget of this length, which starts at the progress handler's first call,
-    /// after the read's first [`PROGRESS_OPS`] steps. A read that finishes sooner (a point
-    /// lookup takes a few dozen) never reads the clock: two clock reads were about a quarter of
-    /// what the middleware added to such a lookup.
+    /// within the read's first [`PROGRESS_OPS`] steps (SQLite counts a cached statement's steps
+    /// across its runs, so now and then the call comes after a few). A read that ends before
+    /// it (a point lookup takes a few dozen steps) reads no clock: two clock reads were about a
+    /// quarter of what the middleware added to such a lookup.
     Starts(Duration),
 }
 
