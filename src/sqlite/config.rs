@@ -24,15 +24,14 @@ use crate::pooling::{self, PoolOptions};
 pub enum SqliteExecModel {
     /// Run statements on the calling task, but watch each one: a read-only statement that runs
     /// longer than `inline_budget` is interrupted and re-run on tokio's blocking pool, and any
-    /// statement that ran past the budget is offloaded from then on (a write is never
-    /// interrupted: it finishes where it started). A read's budget usually starts at SQLite's
-    /// first progress call, within its first thousand virtual-machine steps (a point lookup
-    /// takes a few dozen and usually reads no clock); a statement's first run and every sixteenth are timed from their start, so that
-    /// a read that spends its time inside one step (`count(*)` of a large table) is noticed
-    /// too. A write's budget starts at once. Lock waits never sleep on the task: a busy
-    /// database sends the statement to the blocking pool, where it waits up to the busy
-    /// timeout. Scripts (`execute_batch`) and raw access closures always run on the blocking
-    /// pool.
+    /// statement that ran past the budget is offloaded from then on (a write is never interrupted:
+    /// it finishes where it started). A read's budget usually starts at SQLite's first progress
+    /// call, within its first thousand virtual-machine steps (a point lookup takes a few dozen and
+    /// usually reads no clock); a statement's first run and every sixteenth are timed from their
+    /// start, so that a read that spends its time inside one step (`count(*)` of a large table) is
+    /// noticed too. A write's budget starts at once. Lock waits never sleep on the task: a busy
+    /// database sends the statement to the blocking pool, where it waits up to the busy timeout.
+    /// Scripts (`execute_batch`) and raw access closures always run on the blocking pool.
     Adaptive {
         /// How long a statement may run on the calling task before it is moved off it.
         inline_budget: Duration,
