@@ -18,15 +18,11 @@ use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
 
-use super::conn::{MyConnection, Obj};
+use super::conn::MyConnection;
 use super::error::map_err;
 use crate::error::{ErrorKind, Result};
 
-/// Whether `obj` served an earlier checkout (deadpool recycled it), as opposed to being opened
-/// for this one.
-pub(crate) fn reused(obj: &Obj) -> bool {
-    deadpool::managed::Object::metrics(obj).recycle_count > 0
-}
+pub(crate) use crate::server::held::reused;
 
 impl MyConnection {
     /// How many connections a first call may try: every one the pool holds, and a new one.

@@ -1,7 +1,8 @@
 //! The bookkeeping of a server connection held past its use, the same for every server engine:
-//! the bound on the network work done for it in the background ([`net_bound`]), giving up a
-//! connection whose statement may still run ([`abandon`]), and cleaning one before it goes back
-//! to the pool ([`clean_in_background`], held by a [`Cleaning`] guard). What stopping a
+//! whether it served an earlier checkout ([`reused`]), the bound on the network work done for
+//! it in the background ([`net_bound`]), giving up a connection whose statement may still run
+//! ([`abandon`]), and cleaning one before it goes back to the pool ([`clean_in_background`],
+//! held by a [`Cleaning`] guard). What stopping a
 //! statement and cleaning a connection mean is each engine's own, passed in.
 //!
 //! deadpool is one release in the lockfile (the Postgres pool re-exports the same
@@ -23,6 +24,13 @@ pub(crate) trait NetBound {
     /// The pool's `recycle_timeout` as configured. deadpool's own recycle timer is armed only
     /// for checks that can wait, so it is not read from there.
     fn recycle_timeout(&self) -> Duration;
+}
+
+/// Whether `obj` served an earlier checkout (deadpool recycled it), as opposed to being opened
+/// for this one: the server may have closed it while it sat idle in the pool.
+#[inline]
+pub(crate) fn reused<M: Manager>(obj: &Object<M>) -> bool {
+    Object::metrics(obj).recycle_count > 0
 }
 
 /// How long stopping a statement or cleaning a connection may take: the pool's recycle timeout.
