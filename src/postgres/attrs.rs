@@ -11,6 +11,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use super::liveness::DriverEnd;
+
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 
 /// libpq's `target_session_attrs`: which server a connection must reach.
@@ -130,8 +132,11 @@ const READ_ONLY: u8 = 8;
 /// What a server reported of its state without a query: `in_hot_standby` and
 /// `default_transaction_read_only` (PostgreSQL 14 and later report both at connect time and
 /// whenever they change; earlier servers and most poolers report neither).
+///
+/// It also holds how the connection's driver task ended ([`DriverEnd`]), which the client reads
+/// after a failed first call (see `liveness.rs`).
 #[derive(Debug, Default)]
-pub(crate) struct ServerFlags(AtomicU8);
+pub(crate) struct ServerFlags(AtomicU8, pub(crate) DriverEnd);
 
 impl ServerFlags {
     /// Notes the values the connection holds now.
@@ -177,7 +182,8 @@ impl ServerFlags {
     }
 }
 
-/// Drives a pooled connection's I/O in a task of its own, whose handle it keeps. The
+/// Drives a pooled connection's I/O in a task of its own, whose handle it keeps, and records how
+/// it ended ([`DriverEnd`]). The
 /// connection's [`ServerFlags`] hold what the server reported when the session opened; when
 /// `live`, they are kept up to date after that too (two map lookups per wake-up of the task),
 /// for a pool that must notice a server stop taking writes (`target_session_attrs` `primary`
@@ -202,13 +208,14 @@ impl super::tls::Driver for Watch<'_> {
         );
         if !self.live {
             *self.task = Some(tokio::spawn(async move {
-                let _ = conn.await;
+                let r = conn.await;
+                flags.1.record(&r);
             }));
             return;
         }
         *self.task = Some(tokio::spawn(async move {
             let mut conn = std::pin::pin!(conn);
-            let _ = std::future::poll_fn(|cx| {
+            let r = std::future::poll_fn(|cx| {
                 let r = std::future::Future::poll(conn.as_mut(), cx);
                 flags.observe(
                     conn.parameter("in_hot_standby"),
@@ -217,6 +224,7 @@ impl super::tls::Driver for Watch<'_> {
                 r
             })
             .await;
+            flags.1.record(&r);
         }));
     }
 }

@@ -25,11 +25,13 @@ const HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
 const FLUSH_AT: usize = 64 * 1024;
 
 impl PgConnection {
-    /// [`crate::contract::Wing::bulk_insert`] on Postgres (without its time limit).
+    /// [`crate::contract::Wing::bulk_insert`] on Postgres (without its time limit). The rows
+    /// are taken out of `rows` only once the load is prepared: a call that failed before then
+    /// wrote nothing, and may run again with them (see `liveness.rs`).
     pub(super) async fn bulk_load<I, R>(
         &mut self,
         target: &BulkTarget,
-        rows: I,
+        rows: &mut Option<I>,
         in_tx: bool,
     ) -> Result<u64>
     where
@@ -50,17 +52,34 @@ impl PgConnection {
         // If this future is dropped mid-way, the connection is replaced (the abandoned copy is
         // aborted by the server when the connection closes): nothing is loaded.
         self.in_flight = true;
-        let client = self.client()?;
+        if own_tx {
+            self.client()?
+                .batch_execute("BEGIN")
+                .await
+                .map_err(map_err)?;
+        }
+        let r = match describe(self.client()?, &select, &copy).await {
+            Ok((types, statement)) => {
+                // The server answered; from here on the call writes and never runs again.
+                self.unverified = false;
+                match rows.take() {
+                    Some(rows) => copy_rows(self.client()?, target, &types, &statement, rows).await,
+                    None => Err(SqlMiddlewareDbError::new(
+                        ErrorKind::InvalidInput,
+                        "the rows of this bulk insert were already used",
+                    )),
+                }
+            }
+            Err(e) => Err(e),
+        };
         let r = if own_tx {
-            client.batch_execute("BEGIN").await.map_err(map_err)?;
-            let r = copy_rows(client, target, &select, &copy, rows).await;
             let end = if r.is_ok() { "COMMIT" } else { "ROLLBACK" };
-            match (r, client.batch_execute(end).await.map_err(map_err)) {
+            match (r, self.client()?.batch_execute(end).await.map_err(map_err)) {
                 (Ok(n), Ok(())) => Ok(n),
                 (Err(e), _) | (Ok(_), Err(e)) => Err(e),
             }
         } else {
-            copy_rows(client, target, &select, &copy, rows).await
+            r
         };
         // An error ended the copy (the server answered it): the connection is in a known state.
         self.in_flight = false;
@@ -68,17 +87,12 @@ impl PgConnection {
     }
 }
 
-async fn copy_rows<I, R>(
+/// The target's column types and the prepared `COPY`, in one round trip.
+async fn describe(
     client: &Client,
-    target: &BulkTarget,
     select: &str,
     copy: &str,
-    rows: I,
-) -> Result<u64>
-where
-    I: Iterator<Item = R> + Send,
-    R: AsRef<[RowValues]> + Send + Sync,
-{
+) -> Result<(Vec<Type>, tokio_postgres::Statement)> {
     let (described, statement) =
         futures_util::future::try_join(client.prepare(select), client.prepare(copy))
             .await
@@ -88,11 +102,25 @@ where
         .iter()
         .map(|c| c.type_().clone())
         .collect();
+    Ok((types, statement))
+}
+
+async fn copy_rows<I, R>(
+    client: &Client,
+    target: &BulkTarget,
+    types: &[Type],
+    statement: &tokio_postgres::Statement,
+    rows: I,
+) -> Result<u64>
+where
+    I: Iterator<Item = R> + Send,
+    R: AsRef<[RowValues]> + Send + Sync,
+{
     let width = i16::try_from(types.len()).map_err(|_| {
         SqlMiddlewareDbError::new(ErrorKind::InvalidInput, "too many columns for one COPY")
     })?;
     let sink = client
-        .copy_in::<_, Bytes>(&statement)
+        .copy_in::<_, Bytes>(statement)
         .await
         .map_err(map_err)?;
     pin_mut!(sink);
@@ -105,7 +133,7 @@ where
             return Err(target.wrong_width(number, row.len()));
         }
         buf.put_i16(width);
-        for (k, (v, ty)) in row.iter().zip(&types).enumerate() {
+        for (k, (v, ty)) in row.iter().zip(types).enumerate() {
             let at = buf.len();
             buf.put_i32(0);
             let len = match PgParam(v).to_sql(ty, &mut buf) {

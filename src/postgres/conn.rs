@@ -33,20 +33,28 @@ macro_rules! replanned {
     ($self:ident, $s:ident, |$v:ident| $call:expr) => {{
         let $v = PgStmt::current($s);
         // Prepared on a connection since replaced, or read under other quote rules than the
-        // session's now (the unnamed mode): prepared again here.
+        // session's now (the unnamed mode): prepared again here. No `?`: an error is the call's
+        // result, so that a first call that meets a closed connection runs again (`limited!`).
         let again = if $self.stale_now($v) == Some(false) {
-            None
+            Ok(None)
         } else {
-            Box::pin($self.prepared_again($v)).await?
+            Box::pin($self.prepared_again($v)).await
         };
-        let $v = again.as_ref().unwrap_or($v);
-        match $call.await {
-            Err(e) if $self.replannable(&e) => {
-                let fresh = Box::pin($self.replan($v)).await?;
-                let $v = &fresh;
-                $call.await
+        match again {
+            Err(e) => Err(e),
+            Ok(again) => {
+                let $v = again.as_ref().unwrap_or($v);
+                match $call.await {
+                    Err(e) if $self.replannable(&e) => match Box::pin($self.replan($v)).await {
+                        Ok(fresh) => {
+                            let $v = &fresh;
+                            $call.await
+                        }
+                        Err(e) => Err(e),
+                    },
+                    r => r,
+                }
             }
-            r => r,
         }
     }};
 }
@@ -58,24 +66,53 @@ macro_rules! replanned {
 /// limit passing after it was sent leaves its outcome unknown. After a call whose statement
 /// may have changed how the session reads quotes, the session's setting is read again (see
 /// `session::reread_strings`).
+///
+/// The first call on a connection that sat idle in the pool meets a connection the server may
+/// have closed meanwhile (see `liveness.rs`): when it fails for that, it runs again on another
+/// connection if it does not write, or if nothing of it reached the server. `$call` is then
+/// evaluated again. A call that returns otherwise leaves the connection checked for the rest
+/// of the checkout when `$answers` (a prepare does not: the statement cache may answer it).
 macro_rules! limited {
     ($self:ident, $at:expr, quotes kept, $call:expr, $writes:expr) => {{
         let at: At = $at;
-        limited!(@ready $self, at);
-        limited!(@run $self, at, $call, $writes)
+        limited!(@replayed $self, at, (), $call, $writes, false)
     }};
     // `$note`: what the call notes of its statement before it runs.
     ($self:ident, $at:expr, note: $note:expr, $call:expr, $writes:expr) => {{
         let at: At = $at;
-        limited!(@ready $self, at);
-        $note;
-        let r = limited!(@run $self, at, $call, $writes);
+        let r = limited!(@replayed $self, at, $note, $call, $writes, true);
         if $self.strings_unsure {
             // A `client_encoding` the call set fails it (put back to UTF-8).
             let reread = Box::pin($self.reread_strings()).await;
             r.and_then(|v| reread.map(|()| v))
         } else {
             r
+        }
+    }};
+    (@replayed $self:ident, $at:ident, $note:expr, $call:expr, $writes:expr, $answers:expr) => {{
+        let mut replays = 0usize;
+        loop {
+            limited!(@ready $self, $at);
+            $note;
+            let r = limited!(@run $self, $at, $call, $writes);
+            if !$self.unverified {
+                break r;
+            }
+            match r {
+                Err(e)
+                    if replays < $self.replay_limit()
+                        && Box::pin($self.replays(&e, $writes)).await =>
+                {
+                    replays += 1;
+                    $self.discard();
+                }
+                r => {
+                    if $answers {
+                        $self.unverified = false;
+                    }
+                    break r;
+                }
+            }
         }
     }};
     // Before the call: a connection given up is replaced, and a session left unsure (raw
@@ -144,6 +181,9 @@ pub(crate) struct PgConnection {
     /// A statement of this checkout may have set `standard_conforming_strings` for its
     /// transaction, which the transaction's end then undoes.
     pub(super) strings_touched: bool,
+    /// The connection came back from the pool and has not answered in this checkout yet: the
+    /// server may have closed it while it sat idle (see `liveness.rs`).
+    pub(super) unverified: bool,
 }
 
 impl PgConnection {
@@ -151,6 +191,7 @@ impl PgConnection {
     pub(crate) fn new(pool: super::Pool, obj: Obj) -> Self {
         let backslash_strings = obj.backslash_strings;
         Self {
+            unverified: super::liveness::unverified(&obj),
             pool,
             backslash_strings,
             strings_unsure: false,
@@ -276,9 +317,10 @@ impl Wing for PgConnection {
             self,
             at,
             note: self.note_strings(s),
-            {
-                let s = self.here(s).await?;
-                self.pipeline_within(&s, sets).await
+            // No `?`: a first call that meets a closed connection here runs again.
+            match self.here(s).await {
+                Ok(s) => self.pipeline_within(&s, sets).await,
+                Err(e) => Err(e),
             },
             writes(s)
         )
@@ -337,7 +379,15 @@ impl Wing for PgConnection {
         I: Iterator<Item = R> + Send,
         R: AsRef<[RowValues]> + Send + Sync,
     {
-        limited!(self, at, self.bulk_load(target, rows, in_tx).await, true)
+        // The rows are taken only once the load is prepared (see `bulk.rs`): until then the
+        // call writes nothing, and may run again (see `liveness.rs`).
+        let mut rows = Some(rows);
+        limited!(
+            self,
+            at,
+            self.bulk_load(target, &mut rows, in_tx).await,
+            rows.is_none()
+        )
     }
 
     async fn begin(&mut self, at: At) -> Result<()> {
@@ -427,6 +477,8 @@ impl Wing for PgConnection {
         // inside a transaction that is about to be rolled back.
         self.ready().await?;
         self.unknown = true;
+        // What the caller runs on it cannot be run again elsewhere (see `liveness.rs`).
+        self.unverified = false;
         self.session = Session::State;
         // Raw statements may change how the session reads quotes: read again before the next
         // call (which cannot be sure the raw ones are done before it).

@@ -162,6 +162,10 @@ impl PgConnection {
         self.in_flight = true;
         let r = self.client()?.batch_execute(sql).await;
         self.in_flight = false;
+        if r.is_ok() {
+            // The server answered: the connection is alive (see `liveness.rs`).
+            self.unverified = false;
+        }
         r.map_err(map_err)
     }
 
@@ -182,6 +186,7 @@ impl PgConnection {
         let mut out = Vec::with_capacity(sets.len());
         let mut running = futures_util::stream::FuturesOrdered::new();
         let mut next = sets.iter();
+        let mut ran = false;
         let r = loop {
             while running.len() < PIPELINE_WINDOW {
                 match next.next() {
@@ -190,13 +195,20 @@ impl PgConnection {
                 }
             }
             match running.next().await {
-                Some(Ok(set)) => out.push(set),
+                Some(Ok(set)) => {
+                    ran = true;
+                    out.push(set);
+                }
                 Some(Err(e)) => break Err(e),
                 None => break Ok(out),
             }
         };
         drop(running);
         self.in_flight = false;
+        if ran {
+            // An execution ran: the call can no longer run again (see `liveness.rs`).
+            self.unverified = false;
+        }
         r
     }
 

@@ -6,7 +6,8 @@
 //! `session` (what a checkout changed in the session, and its reset), `recover` (giving up and
 //! replacing a connection after a fault), `open` (the `after_connect` hook on a connection
 //! being opened), `deadline` (time limits, and cancelling a statement past its limit), `stmt`,
-//! `params`, `rows`, `error`, `bulk`, `stream`.
+//! `params`, `rows`, `error`, `bulk`, `stream`; and, as in the MySQL wing, `liveness`
+//! (connections the server closed while idle).
 
 pub(crate) mod attrs;
 pub(crate) mod bulk;
@@ -19,6 +20,7 @@ pub(crate) mod error;
 mod exec;
 pub(crate) mod hosts;
 pub(crate) mod listen;
+mod liveness;
 #[cfg(feature = "migrate")]
 pub(crate) mod migrate;
 pub(crate) mod numeric;

@@ -50,6 +50,7 @@ impl PgConnection {
             self.in_tx = false;
             self.session = Session::Untouched;
             let obj = super::deadline::checkout(&self.pool, deadline).await?;
+            self.unverified = super::liveness::unverified(&obj);
             self.backslash_strings = obj.backslash_strings;
             self.strings_unsure = false;
             self.strings_touched = false;

@@ -78,17 +78,45 @@ impl PgConnection {
         p: Vec<RowValues>,
         deadline: Option<Instant>,
     ) -> Result<PgCursor<T>> {
+        let writes = crate::contract::WingStmt::writes(&**s);
+        let mut replays = 0usize;
+        loop {
+            // A first call on a connection the server closed while it sat idle runs again on
+            // another one (see `liveness.rs`).
+            match self.open_stream_once(s, &p, deadline).await {
+                Err(e)
+                    if self.unverified
+                        && replays < self.replay_limit()
+                        && self.replays(&e, writes).await =>
+                {
+                    replays += 1;
+                    self.discard();
+                }
+                r => {
+                    self.unverified = false;
+                    return r;
+                }
+            }
+        }
+    }
+
+    async fn open_stream_once<T: FromRow + Send + 'static>(
+        &mut self,
+        s: &Arc<PgStmt>,
+        p: &[RowValues],
+        deadline: Option<Instant>,
+    ) -> Result<PgCursor<T>> {
         crate::deadline::check(deadline)?;
         self.ready().await?;
         if self.strings_unsure {
             Box::pin(self.reread_strings()).await?;
         }
         let s = &self.here(s).await?;
-        s.check(&p)?;
+        s.check(p)?;
         self.note_stmt(s);
         self.note_strings(s);
         if self.in_tx && cursor_query(s) {
-            return self.declare(s, &p, deadline).await.map(|name| PgCursor {
+            return self.declare(s, p, deadline).await.map(|name| PgCursor {
                 rows: Some(Rows::Cursor(name, CURSOR_FIRST_ROWS)),
                 stmt: Arc::clone(s),
                 deadline,
@@ -96,12 +124,12 @@ impl PgConnection {
                 _rows: PhantomData,
             });
         }
-        let (rows, s) = match self.start_rows(s, &p, deadline).await {
+        let (rows, s) = match self.start_rows(s, p, deadline).await {
             // A schema change outside a transaction: prepared again and started once more, as
             // every other call does (see `PgConnection::replannable`).
             Err(e) if self.replannable(&e) => {
                 let fresh = self.replan(s).await?;
-                let rows = self.start_rows(&fresh, &p, deadline).await?;
+                let rows = self.start_rows(&fresh, p, deadline).await?;
                 (rows, fresh)
             }
             r => (r?, Arc::clone(s)),

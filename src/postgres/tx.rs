@@ -52,7 +52,29 @@ impl PgConnection {
     }
 
     pub(super) async fn begin_tx(&mut self, at: At) -> Result<()> {
-        if self.in_flight {
+        let mut replays = 0usize;
+        loop {
+            match self.begin_once(at).await {
+                // A first call on a connection the server closed while it sat idle: `BEGIN`
+                // runs again on another one (see `liveness.rs`).
+                Err(e)
+                    if self.unverified
+                        && replays < self.replay_limit()
+                        && self.replays(&e, false).await =>
+                {
+                    replays += 1;
+                    self.discard();
+                }
+                r => {
+                    self.unverified = false;
+                    return r;
+                }
+            }
+        }
+    }
+
+    async fn begin_once(&mut self, at: At) -> Result<()> {
+        if self.in_flight || self.obj.is_none() {
             // A connection given up earlier: replaced within this call's limit.
             Box::pin(self.replace(at)).await?;
         }
