@@ -80,6 +80,9 @@ pub struct Relay {
     silent: Arc<AtomicBool>,
     /// Connections accepted before the last [`Relay::cut_existing`] are cut.
     generation: Arc<std::sync::atomic::AtomicU64>,
+    /// Connections accepted before the last [`Relay::hang_up_existing`] close at their
+    /// client's next bytes.
+    hangups: Arc<std::sync::atomic::AtomicU64>,
     /// How long a new connection waits before it is relayed, in milliseconds.
     delay_ms: Arc<std::sync::atomic::AtomicU64>,
     task: tokio::task::JoinHandle<()>,
@@ -121,6 +124,8 @@ impl Relay {
         let flag = Arc::clone(&silent);
         let generation = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let gen_all = Arc::clone(&generation);
+        let hangups = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let hangups_all = Arc::clone(&hangups);
         let delay_ms = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let delays = Arc::clone(&delay_ms);
         let task = tokio::spawn(async move {
@@ -145,6 +150,8 @@ impl Relay {
                     .map(|f| (index, f));
                 let gens = Arc::clone(&gen_all);
                 let born = gen_all.load(Ordering::SeqCst);
+                let hangs = Arc::clone(&hangups_all);
+                let born_hangups = hangs.load(Ordering::SeqCst);
                 let delay = delays.load(Ordering::SeqCst);
                 tokio::spawn(async move {
                     if delay > 0 {
@@ -164,8 +171,13 @@ impl Relay {
                         silent: Arc::clone(&flag),
                         generation: gens,
                         born,
+                        hangups: hangs,
+                        born_hangups,
                     };
-                    tokio::join!(pump(cr, sw, cut.clone(), rewrite), pump(sr, cw, cut, None));
+                    tokio::join!(
+                        pump(cr, sw, cut.clone(), rewrite, true),
+                        pump(sr, cw, cut, None, false)
+                    );
                 });
             }
         });
@@ -174,6 +186,7 @@ impl Relay {
             spread,
             silent,
             generation,
+            hangups,
             delay_ms,
             task,
         }
@@ -221,6 +234,14 @@ impl Relay {
         self.generation.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// Existing connections close as soon as their client sends anything, which is not relayed:
+    /// a server that closed the session while it sat idle, before the client read the close.
+    /// The client learns of it only when it uses the connection. New connections are relayed
+    /// as before.
+    pub fn hang_up_existing(&self) {
+        self.hangups.fetch_add(1, Ordering::SeqCst);
+    }
+
     /// After [`Self::go_silent`]: fills the accept queue with idle connections (returned; keep
     /// them) so that every later connection attempt hangs in the handshake.
     pub fn fill_backlog(&self) -> Vec<std::net::TcpStream> {
@@ -248,18 +269,31 @@ struct Cut {
     silent: Arc<AtomicBool>,
     generation: Arc<std::sync::atomic::AtomicU64>,
     born: u64,
+    hangups: Arc<std::sync::atomic::AtomicU64>,
+    born_hangups: u64,
 }
 
 impl Cut {
     fn now(&self) -> bool {
         self.silent.load(Ordering::SeqCst) || self.generation.load(Ordering::SeqCst) != self.born
     }
+
+    fn hung_up(&self) -> bool {
+        self.hangups.load(Ordering::SeqCst) != self.born_hangups
+    }
 }
 
 /// Copies bytes until EOF or until the connection is cut; then holds both ends open. The first
-/// bytes read pass through `rewrite` (with its target's index), if any.
-async fn pump<R, W>(mut from: R, mut to: W, cut: Cut, mut rewrite: Option<(usize, Rewrite)>)
-where
+/// bytes read pass through `rewrite` (with its target's index), if any. On the client's side
+/// (`from_client`), bytes read after a hang-up are dropped, and so are both ends: the server
+/// reads the end of its session, and the other direction's end then closes the client's.
+async fn pump<R, W>(
+    mut from: R,
+    mut to: W,
+    cut: Cut,
+    mut rewrite: Option<(usize, Rewrite)>,
+    from_client: bool,
+) where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
 {
@@ -269,6 +303,9 @@ where
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
+        if from_client && cut.hung_up() {
+            return;
+        }
         if cut.now() {
             let _held = (from, to);
             std::future::pending::<()>().await;

@@ -49,6 +49,8 @@ mod props;
 mod runtime;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod server_closed;
+#[cfg(feature = "postgres")]
+mod server_goodbye;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod server_statements;
 mod session;

@@ -2,9 +2,16 @@
 //! sat idle costs the next caller no error. Its first call succeeds, whatever that call is, on
 //! every server engine (Postgres and MySQL/MariaDB).
 //!
-//! Causes: the connection killed by an administrator (`pg_terminate_backend`, `KILL`) and the
+//! Causes: the connection killed by an administrator (`pg_terminate_backend`, `KILL`), the
 //! server's own idle limit (`idle_session_timeout`, `wait_timeout`, set short by the pool's
-//! `after_connect` hook). First calls: `query(..).select()`, `.dml()`, `prepare(..)` then
+//! `after_connect` hook), and a close the client has not read yet when the checkout happens (a
+//! relay in front of the server hangs up at the client's next bytes, which never reach the
+//! server: the driver's own check at checkout cannot see it, whoever wins the race the first two
+//! causes leave to chance). With that last cause a first call that is itself a write (a
+//! script, here) on Postgres fails with `ConnectionLost` and stores nothing: no round trip is
+//! spent checking the connection first, and without the server's goodbye nothing proves that
+//! the write did not reach it (see `postgres/liveness.rs`). MySQL pings before such a write.
+//! First calls: `query(..).select()`, `.dml()`, `prepare(..)` then
 //! `.one(..)`, `begin()` … `commit()`, `execute_batch`, `pipeline`, `stream`, `bulk_insert`.
 //! Every idle connection of the pool (two) is closed before the checkout, so a replacement
 //! that is itself dead cannot pass either.
@@ -17,11 +24,15 @@ use futures::TryStreamExt;
 use sql_middleware::prelude::*;
 
 use crate::common;
+use crate::common::proxy::{Relay, Target};
 
 #[derive(Debug, Clone, Copy)]
 enum Cause {
     Killed,
     IdleLimit,
+    /// Closed behind the client's back (see the module's docs): the pool reaches the server
+    /// through a relay.
+    Unnoticed,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -107,14 +118,19 @@ async fn first_call(
 
 /// One engine's side of the test: how to name a session and close it from outside.
 trait Server {
-    /// The builder of the pool under test.
-    fn builder(&self, cause: Cause) -> PoolBuilder;
+    /// The builder of the pool under test, reaching the server through `relay` when given.
+    fn builder(&self, cause: Cause, relay: Option<std::net::SocketAddr>) -> PoolBuilder;
+    /// Where a relay forwards to.
+    async fn target(&self) -> Target;
     /// The session id of `conn`, as the server names it.
     async fn session_id(&self, conn: &mut MiddlewarePoolConnection) -> i64;
     /// Closes the sessions from outside (for [`Cause::Killed`]).
     async fn kill(&self, ids: &[i64]);
     /// Whether any of the sessions is still open on the server.
     async fn any_open(&self, ids: &[i64]) -> bool;
+    /// Whether a first call that is itself a write runs only when the driver proves the close
+    /// came first (Postgres), rather than after a ping (MySQL).
+    fn writes_need_proof(&self) -> bool;
 }
 
 async fn run(server: &impl Server, backend: &str) {
@@ -123,7 +139,7 @@ async fn run(server: &impl Server, backend: &str) {
     let mut id = 0i64;
     {
         let setup = server
-            .builder(Cause::Killed)
+            .builder(Cause::Killed, None)
             .max_size(1)
             .build()
             .await
@@ -136,12 +152,16 @@ async fn run(server: &impl Server, backend: &str) {
             .await
             .expect("table");
     }
-    for cause in [Cause::Killed, Cause::IdleLimit] {
+    for cause in [Cause::Killed, Cause::IdleLimit, Cause::Unnoticed] {
         for first in FIRSTS {
             cases += 1;
             id += 1;
+            let relay = match cause {
+                Cause::Unnoticed => Some(Relay::start(server.target().await).await),
+                Cause::Killed | Cause::IdleLimit => None,
+            };
             let pool = server
-                .builder(cause)
+                .builder(cause, relay.as_ref().map(|r| r.addr))
                 .max_size(2)
                 .build()
                 .await
@@ -160,11 +180,14 @@ async fn run(server: &impl Server, backend: &str) {
             while pool.status().available < 2 && Instant::now() < idle_by {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            if matches!(cause, Cause::Killed) {
-                server.kill(&ids).await;
+            match (cause, &relay) {
+                (Cause::Killed, _) => server.kill(&ids).await,
+                // The sessions stay open on the server until the client writes.
+                (Cause::Unnoticed, Some(relay)) => relay.hang_up_existing(),
+                _ => {}
             }
             let gone_by = Instant::now() + Duration::from_secs(15);
-            while server.any_open(&ids).await {
+            while !matches!(cause, Cause::Unnoticed) && server.any_open(&ids).await {
                 assert!(
                     Instant::now() < gone_by,
                     "[{backend}] {cause:?}: the sessions never closed"
@@ -175,8 +198,34 @@ async fn run(server: &impl Server, backend: &str) {
                 .get_connection()
                 .await
                 .expect("checkout after the close");
-            if let Err(e) = first_call(&mut conn, first, id).await {
-                failures.push(format!("{cause:?} / {first:?}: the first call failed: {e}"));
+            let r = first_call(&mut conn, first, id).await;
+            drop(conn);
+            let unproven = matches!((cause, first), (Cause::Unnoticed, First::Batch))
+                && server.writes_need_proof();
+            match r {
+                Err(e) if unproven && e.kind() == ErrorKind::ConnectionLost => {
+                    let mut c = pool.get_connection().await.expect("checkout");
+                    let (n,): (i64,) = c
+                        .query("SELECT COUNT(*) FROM sc WHERE id = $1")
+                        .params(&[RowValues::Int(id)])
+                        .one()
+                        .await
+                        .expect("count");
+                    if n != 0 {
+                        failures.push(format!(
+                            "{cause:?} / {first:?}: failed, yet its row was stored"
+                        ));
+                    }
+                }
+                Err(e) => {
+                    failures.push(format!("{cause:?} / {first:?}: the first call failed: {e}"));
+                }
+                Ok(()) if unproven => {
+                    failures.push(format!(
+                        "{cause:?} / {first:?}: succeeded, though the relay dropped it"
+                    ));
+                }
+                Ok(()) => {}
             }
         }
     }
@@ -200,14 +249,24 @@ struct Pg {
 
 #[cfg(feature = "postgres")]
 impl Server for Pg {
-    fn builder(&self, cause: Cause) -> PoolBuilder {
-        let b = ConfigAndPool::postgres(&self.url);
+    fn builder(&self, cause: Cause, relay: Option<std::net::SocketAddr>) -> PoolBuilder {
+        let b = match relay {
+            Some(addr) => ConfigAndPool::postgres_config(common::proxy::config_at(
+                &self.url.parse().expect("the test URL"),
+                addr.port(),
+            )),
+            None => ConfigAndPool::postgres(&self.url),
+        };
         match cause {
             Cause::IdleLimit => b.after_connect(|c| {
                 Box::pin(async move { c.execute_batch("SET idle_session_timeout = '1s'").await })
             }),
-            Cause::Killed => b,
+            Cause::Killed | Cause::Unnoticed => b,
         }
+    }
+
+    async fn target(&self) -> Target {
+        common::proxy::target_of(&self.url.parse().expect("the test URL"))
     }
 
     async fn session_id(&self, conn: &mut MiddlewarePoolConnection) -> i64 {
@@ -245,6 +304,10 @@ impl Server for Pg {
             .get(0);
         n > 0
     }
+
+    fn writes_need_proof(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(feature = "postgres")]
@@ -265,14 +328,39 @@ struct My {
 
 #[cfg(feature = "mysql")]
 impl Server for My {
-    fn builder(&self, cause: Cause) -> PoolBuilder {
-        let b = ConfigAndPool::mysql(&self.url);
+    fn builder(&self, cause: Cause, relay: Option<std::net::SocketAddr>) -> PoolBuilder {
+        let b = match relay {
+            Some(addr) => {
+                let o = mysql_async::Opts::from_url(&common::mysql::driver_url(&self.url))
+                    .expect("the test URL");
+                let pass = o.pass().map(|p| format!(":{p}")).unwrap_or_default();
+                // Without TLS: the relay passes bytes, and a `prefer` connect that finds no TLS
+                // would connect again.
+                ConfigAndPool::mysql(&format!(
+                    "mysql://{}{pass}@{addr}/{}?sslmode=disable",
+                    o.user().unwrap_or("root"),
+                    o.db_name().unwrap_or("mysql")
+                ))
+            }
+            None => ConfigAndPool::mysql(&self.url),
+        };
         match cause {
             Cause::IdleLimit => b.after_connect(|c| {
                 Box::pin(async move { c.execute_batch("SET SESSION wait_timeout = 1").await })
             }),
-            Cause::Killed => b,
+            Cause::Killed | Cause::Unnoticed => b,
         }
+    }
+
+    async fn target(&self) -> Target {
+        let o = mysql_async::Opts::from_url(&common::mysql::driver_url(&self.url))
+            .expect("the test URL");
+        let addr = tokio::net::lookup_host((o.ip_or_hostname(), o.tcp_port()))
+            .await
+            .expect("the server's address")
+            .next()
+            .expect("an address");
+        Target::Tcp(addr)
     }
 
     async fn session_id(&self, conn: &mut MiddlewarePoolConnection) -> i64 {
@@ -305,6 +393,10 @@ impl Server for My {
             .expect("processlist");
         let _ = admin.disconnect().await;
         n.unwrap_or(0) > 0
+    }
+
+    fn writes_need_proof(&self) -> bool {
+        false
     }
 }
 
