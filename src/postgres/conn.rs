@@ -69,9 +69,8 @@ macro_rules! replanned {
 ///
 /// The first call on a connection that sat idle in the pool meets a connection the server may
 /// have closed meanwhile (see `liveness.rs`): when it fails for that, it runs again on another
-/// connection if it does not write, or if nothing of it reached the server. `$call` is then
-/// evaluated again. A call that returns otherwise leaves the connection checked for the rest
-/// of the checkout when `$answers` (a prepare does not: the statement cache may answer it).
+/// connection if it does not write, or if nothing of it reached the server (see
+/// `liveness::first_call`); `$call` is then evaluated again.
 macro_rules! limited {
     ($self:ident, $at:expr, quotes kept, $call:expr, $writes:expr) => {{
         let at: At = $at;
@@ -89,32 +88,13 @@ macro_rules! limited {
             r
         }
     }};
-    (@replayed $self:ident, $at:ident, $note:expr, $call:expr, $writes:expr, $answers:expr) => {{
-        let mut replays = 0usize;
-        loop {
+    (@replayed $self:ident, $at:ident, $note:expr, $call:expr, $writes:expr, $answers:expr) => {
+        super::liveness::first_call!($self, $writes, $answers, {
             limited!(@ready $self, $at);
             $note;
-            let r = limited!(@run $self, $at, $call, $writes);
-            if !$self.unverified {
-                break r;
-            }
-            match r {
-                Err(e)
-                    if replays < $self.replay_limit()
-                        && Box::pin($self.replays(&e, $writes)).await =>
-                {
-                    replays += 1;
-                    $self.discard();
-                }
-                r => {
-                    if $answers {
-                        $self.unverified = false;
-                    }
-                    break r;
-                }
-            }
-        }
-    }};
+            limited!(@run $self, $at, $call, $writes)
+        })
+    };
     // Before the call: a connection given up is replaced, and a session left unsure (raw
     // access, a read that could not run) is read first, so that no statement runs with a
     // `client_encoding` other than UTF-8.

@@ -27,6 +27,40 @@ use std::time::Duration;
 use super::conn::{Obj, PgConnection};
 use crate::error::{ErrorKind, SqlMiddlewareDbError};
 
+/// Evaluates `$call` (an expression that awaits one call and gives its result) and, while it is
+/// the first call on a connection the server may have closed while it sat idle and it failed
+/// for that, again on another connection when [`PgConnection::replays`] allows (`$writes`: the
+/// call may write). A call that returns otherwise leaves the connection checked for the rest of
+/// the checkout when `$answers` (a prepare does not: the statement cache may answer it).
+macro_rules! first_call {
+    ($self:ident, $writes:expr, $answers:expr, $call:expr) => {{
+        let mut replays = 0usize;
+        loop {
+            let r = $call;
+            if !$self.unverified {
+                break r;
+            }
+            match r {
+                Err(e)
+                    if replays < $self.replay_limit()
+                        && Box::pin($self.replays(&e, $writes)).await =>
+                {
+                    replays += 1;
+                    $self.discard();
+                }
+                r => {
+                    if $answers {
+                        $self.unverified = false;
+                    }
+                    break r;
+                }
+            }
+        }
+    }};
+}
+
+pub(super) use first_call;
+
 /// Whether the first call on `obj` must allow for a server that closed it while it sat idle: it
 /// served an earlier checkout, and the pool did not run a query on it at this checkout
 /// (`test_before_acquire`).

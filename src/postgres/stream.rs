@@ -79,25 +79,14 @@ impl PgConnection {
         deadline: Option<Instant>,
     ) -> Result<PgCursor<T>> {
         let writes = crate::contract::WingStmt::writes(&**s);
-        let mut replays = 0usize;
-        loop {
-            // A first call on a connection the server closed while it sat idle runs again on
-            // another one (see `liveness.rs`).
-            match self.open_stream_once(s, &p, deadline).await {
-                Err(e)
-                    if self.unverified
-                        && replays < self.replay_limit()
-                        && self.replays(&e, writes).await =>
-                {
-                    replays += 1;
-                    self.discard();
-                }
-                r => {
-                    self.unverified = false;
-                    return r;
-                }
-            }
-        }
+        // A first call on a connection the server closed while it sat idle runs again on
+        // another one (see `liveness.rs`).
+        super::liveness::first_call!(
+            self,
+            writes,
+            true,
+            self.open_stream_once(s, &p, deadline).await
+        )
     }
 
     async fn open_stream_once<T: FromRow + Send + 'static>(

@@ -52,25 +52,9 @@ impl PgConnection {
     }
 
     pub(super) async fn begin_tx(&mut self, at: At) -> Result<()> {
-        let mut replays = 0usize;
-        loop {
-            match self.begin_once(at).await {
-                // A first call on a connection the server closed while it sat idle: `BEGIN`
-                // runs again on another one (see `liveness.rs`).
-                Err(e)
-                    if self.unverified
-                        && replays < self.replay_limit()
-                        && self.replays(&e, false).await =>
-                {
-                    replays += 1;
-                    self.discard();
-                }
-                r => {
-                    self.unverified = false;
-                    return r;
-                }
-            }
-        }
+        // A first call on a connection the server closed while it sat idle: `BEGIN` runs again
+        // on another one (see `liveness.rs`).
+        super::liveness::first_call!(self, false, true, self.begin_once(at).await)
     }
 
     async fn begin_once(&mut self, at: At) -> Result<()> {
