@@ -144,7 +144,7 @@ impl MyConnection {
     pub(crate) fn new(pool: super::Pool, obj: Obj) -> Self {
         Self {
             pool,
-            unverified: super::liveness::reused(&obj),
+            unverified: crate::server::held::reused(&obj),
             followup: false,
             tx_ended: false,
             canary: false,

@@ -22,8 +22,6 @@ use super::conn::MyConnection;
 use super::error::map_err;
 use crate::error::{ErrorKind, Result};
 
-pub(crate) use crate::server::held::reused;
-
 impl MyConnection {
     /// How many connections a first call may try: every one the pool holds, and a new one.
     pub(super) fn replay_limit(&self) -> usize {
@@ -45,7 +43,7 @@ impl MyConnection {
         self.needs_rollback = false;
         self.in_tx = false;
         let obj = super::deadline::checkout(&self.pool, deadline).await?;
-        self.unverified = reused(&obj);
+        self.unverified = crate::server::held::reused(&obj);
         self.obj = Some(obj);
         self.in_flight = false;
         Ok(())

@@ -136,7 +136,11 @@ const READ_ONLY: u8 = 8;
 /// It also holds how the connection's driver task ended ([`DriverEnd`]), which the client reads
 /// after a failed first call (see `liveness.rs`).
 #[derive(Debug, Default)]
-pub(crate) struct ServerFlags(AtomicU8, pub(crate) DriverEnd);
+pub(crate) struct ServerFlags {
+    bits: AtomicU8,
+    /// How the connection's driver task ended.
+    pub(crate) end: DriverEnd,
+}
 
 impl ServerFlags {
     /// Notes the values the connection holds now.
@@ -149,13 +153,13 @@ impl ServerFlags {
         if let Some(v) = read_only {
             bits |= READ_ONLY_KNOWN | if v == "on" { READ_ONLY } else { 0 };
         }
-        if self.0.load(Ordering::Relaxed) != bits {
-            self.0.store(bits, Ordering::Relaxed);
+        if self.bits.load(Ordering::Relaxed) != bits {
+            self.bits.store(bits, Ordering::Relaxed);
         }
     }
 
     fn get(&self, known: u8, on: u8) -> Option<bool> {
-        let bits = self.0.load(Ordering::Relaxed);
+        let bits = self.bits.load(Ordering::Relaxed);
         (bits & known != 0).then_some(bits & on != 0)
     }
 
@@ -173,7 +177,7 @@ impl ServerFlags {
     /// recovery (`primary`, `read-write`), or read-only by default (`read-write`).
     #[inline]
     pub(crate) fn stopped_writing(&self, attrs: SessionAttrs) -> bool {
-        let bits = self.0.load(Ordering::Relaxed);
+        let bits = self.bits.load(Ordering::Relaxed);
         match attrs {
             SessionAttrs::Primary => bits & HOT_STANDBY != 0,
             SessionAttrs::ReadWrite => bits & (HOT_STANDBY | READ_ONLY) != 0,
@@ -182,13 +186,13 @@ impl ServerFlags {
     }
 }
 
-/// Drives a pooled connection's I/O in a task of its own, whose handle it keeps, and records how
-/// it ended ([`DriverEnd`]). The
+/// Drives a pooled connection's I/O in a task of its own, whose handle it keeps. The
 /// connection's [`ServerFlags`] hold what the server reported when the session opened; when
 /// `live`, they are kept up to date after that too (two map lookups per wake-up of the task),
 /// for a pool that must notice a server stop taking writes (`target_session_attrs` `primary`
-/// or `read-write`). Other pools never read them again, and their driver task is the bare
-/// connection future, as a raw tokio-postgres client's.
+/// or `read-write`). Other pools never read them again, and their driver task polls the bare
+/// connection future, as a raw tokio-postgres client's does. Either task records how the
+/// connection ended ([`DriverEnd`]), once, when it ends.
 pub(crate) struct Watch<'a> {
     pub(super) task: &'a mut Option<tokio::task::JoinHandle<()>>,
     pub(super) flags: Arc<ServerFlags>,
@@ -209,7 +213,7 @@ impl super::tls::Driver for Watch<'_> {
         if !self.live {
             *self.task = Some(tokio::spawn(async move {
                 let r = conn.await;
-                flags.1.record(&r);
+                flags.end.record(&r);
             }));
             return;
         }
@@ -224,7 +228,7 @@ impl super::tls::Driver for Watch<'_> {
                 r
             })
             .await;
-            flags.1.record(&r);
+            flags.end.record(&r);
         }));
     }
 }

@@ -114,14 +114,14 @@ impl PgConnection {
         self.pool.status().max_size + 1
     }
 
-    /// Whether a first call that failed with `e` runs again on another connection (see the
-    /// module's docs): the connection had not answered yet in this checkout, no transaction is
-    /// open, the connection is lost, and the call either does not write or provably never
-    /// reached the server.
+    /// Whether a first call that failed with `e`, on a connection that had not answered yet in
+    /// this checkout (`first_call!` checks that), runs again on another connection (see the
+    /// module's docs): no transaction is open, the connection is lost, and the call either does
+    /// not write or provably never reached the server.
     pub(super) async fn replays(&self, e: &SqlMiddlewareDbError, writes: bool) -> bool {
         // `unknown`: raw access or transaction control ran, so the call may belong to a
         // transaction the middleware does not track, which another connection would not have.
-        if !self.unverified || self.in_tx || self.unknown || e.kind() != ErrorKind::ConnectionLost {
+        if self.in_tx || self.unknown || e.kind() != ErrorKind::ConnectionLost {
             return false;
         }
         if !writes {
@@ -130,7 +130,7 @@ impl PgConnection {
         // The driver's end is waited for only once its channel is closed (it is ending then).
         match &self.obj {
             Some(obj) if obj.client.is_closed() => {
-                obj.flags.1.server_said_goodbye(self.net_bound()).await
+                obj.flags.end.server_said_goodbye(self.net_bound()).await
             }
             _ => false,
         }

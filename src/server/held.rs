@@ -2,8 +2,8 @@
 //! whether it served an earlier checkout ([`reused`]), the bound on the network work done for
 //! it in the background ([`net_bound`]), giving up a connection whose statement may still run
 //! ([`abandon`]), and cleaning one before it goes back to the pool ([`clean_in_background`],
-//! held by a [`Cleaning`] guard). What stopping a
-//! statement and cleaning a connection mean is each engine's own, passed in.
+//! held by a [`Cleaning`] guard). What stopping a statement and cleaning a connection mean is
+//! each engine's own, passed in.
 //!
 //! deadpool is one release in the lockfile (the Postgres pool re-exports the same
 //! `deadpool::managed` types), so everything here is generic over the manager. The futures of

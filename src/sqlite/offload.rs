@@ -112,9 +112,6 @@ impl ProgressState {
                 let budget = BUDGET
                     .with(Cell::get)
                     .and_then(|(id, budget)| (id == st.id).then_some(budget));
-                if stop == 0 && budget.is_none() {
-                    return false;
-                }
                 if stop != 0 && now_nanos() >= stop {
                     // The call's time limit passed: stop the statement, read or write. Not by
                     // returning `true`: SQLite calls the handler once more after a statement
