@@ -51,6 +51,7 @@ impl Drop for CancelScope {
 pub(crate) struct BusyScope(u64);
 
 impl BusyScope {
+    #[inline]
     pub(crate) fn set(ms: u64) -> Self {
         GAVE_UP.with(|g| g.set(false));
         BusyScope(BUSY_TIMEOUT_MS.with(|c| c.replace(ms)))
@@ -58,6 +59,7 @@ impl BusyScope {
 }
 
 impl Drop for BusyScope {
+    #[inline]
     fn drop(&mut self) {
         BUSY_TIMEOUT_MS.with(|c| c.set(self.0));
     }

@@ -4,7 +4,7 @@
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
@@ -12,28 +12,38 @@ use rusqlite::Connection;
 use super::busy::BusyScope;
 use super::config::SqliteExecModel;
 use super::conn::SqliteConn;
-use crate::deadline::now_nanos;
+use crate::deadline::{nanos, now_nanos};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 
 thread_local! {
-    /// The inline budget armed on this thread: the id of the [`ProgressState`] it belongs to,
-    /// and the budget. An inline call steps its statement on the thread that armed the
-    /// budget, so the connection's progress handler finds it here; a statement stepped
-    /// anywhere else (the blocking pool) has none, as before.
-    static BUDGET: Cell<Option<(u64, Budget)>> = const { Cell::new(None) };
+    /// The inline budget armed on this thread: the id of the [`ProgressState`] it belongs to
+    /// (0: none), and the budget, as [`NOT_STARTED`] says. An inline call steps its statement
+    /// on the thread that armed the budget, so the connection's progress handler finds it here;
+    /// a statement stepped anywhere else (the blocking pool) has none, as before. Two words, so
+    /// that arming and disarming move no more than two registers.
+    static BUDGET: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
 }
 
-/// An inline budget armed on a thread.
-#[derive(Debug, Clone, Copy)]
-enum Budget {
-    /// It ends at this instant.
-    Ends(Instant),
-    /// A read's budget of this length, which starts at the progress handler's first call,
-    /// within the read's first [`PROGRESS_OPS`] steps (SQLite counts a cached statement's steps
-    /// across its runs, so now and then the call comes after a few). A read that ends before
-    /// it (a point lookup takes a few dozen steps) reads no clock: two clock reads were about a
-    /// quarter of what the middleware added to such a lookup.
-    Starts(Duration),
+/// How [`BUDGET`] holds a budget, in one word on the [`now_nanos`] clock. With this flag set,
+/// it is a read's budget of the remaining bits' nanoseconds, which starts at the progress
+/// handler's first call, within the read's first [`PROGRESS_OPS`] steps (SQLite counts a cached
+/// statement's steps across its runs, so now and then the call comes after a few). A read that
+/// ends before it (a point lookup takes a few dozen steps) reads no clock: two clock reads were
+/// about a quarter of what the middleware added to such a lookup. Without the flag, it is the
+/// instant the budget ends.
+const NOT_STARTED: u64 = 1 << 63;
+
+/// A budget of `length` that starts at the progress handler's first call.
+#[inline]
+fn starts_later(length: Duration) -> u64 {
+    NOT_STARTED | nanos(length).min(!NOT_STARTED)
+}
+
+/// A budget of `length_ns` nanoseconds from now (one clock read); one too long to end never
+/// does.
+#[inline]
+fn ends_in(length_ns: u64) -> u64 {
+    now_nanos().saturating_add(length_ns).min(!NOT_STARTED)
 }
 
 /// How an inline run keeps its budget.
@@ -48,7 +58,7 @@ pub(crate) enum Run {
     /// called (`count(*)` of a large table, an integrity check), is noticed and offloaded.
     TimedRead,
     /// A read whose budget starts at the progress handler's first call (see
-    /// [`Budget::Starts`]); interrupted as [`Run::TimedRead`] is.
+    /// [`NOT_STARTED`]); interrupted as [`Run::TimedRead`] is.
     Read,
 }
 
@@ -70,9 +80,10 @@ impl Run {
 pub(crate) struct ProgressState {
     /// Which connection's state this is, for the budget armed on a thread.
     id: u64,
-    may_interrupt: AtomicBool,
-    exceeded: AtomicBool,
-    interrupted: AtomicBool,
+    /// [`MAY_INTERRUPT`], [`EXCEEDED`] and [`INTERRUPTED`]: set by [`ProgressState::arm`] and
+    /// the progress handler, on the thread that runs the statement inline, and read by
+    /// [`ProgressState::disarm`] on that thread.
+    flags: AtomicU8,
     pub(super) stop: AtomicU64,
     pub(super) stopped: AtomicBool,
 }
@@ -80,10 +91,17 @@ pub(crate) struct ProgressState {
 /// SQLite calls the handler every this many virtual-machine steps.
 const PROGRESS_OPS: i32 = 1000;
 
+/// The statement running inline may be interrupted for its budget (it only reads).
+const MAY_INTERRUPT: u8 = 1;
+/// It ran past its budget.
+const EXCEEDED: u8 = 2;
+/// It was interrupted for it.
+const INTERRUPTED: u8 = 4;
+
 /// An inline budget armed by [`ProgressState::arm`], for [`ProgressState::disarm`].
 pub(crate) struct Armed {
     /// The budget this thread had armed before (a statement run inside another's user code).
-    prior: Option<(u64, Budget)>,
+    prior: (u64, u64),
 }
 
 impl ProgressState {
@@ -91,9 +109,7 @@ impl ProgressState {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let state = Arc::new(ProgressState {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            may_interrupt: AtomicBool::new(false),
-            exceeded: AtomicBool::new(false),
-            interrupted: AtomicBool::new(false),
+            flags: AtomicU8::new(0),
             stop: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
         });
@@ -109,9 +125,7 @@ impl ProgressState {
             PROGRESS_OPS,
             Some(move || {
                 let stop = st.stop.load(Ordering::Relaxed);
-                let budget = BUDGET
-                    .with(Cell::get)
-                    .and_then(|(id, budget)| (id == st.id).then_some(budget));
+                let (id, budget) = BUDGET.with(Cell::get);
                 if stop != 0 && now_nanos() >= stop {
                     // The call's time limit passed: stop the statement, read or write. Not by
                     // returning `true`: SQLite calls the handler once more after a statement
@@ -124,55 +138,51 @@ impl ProgressState {
                     interrupt.interrupt();
                     return false;
                 }
-                let ends = match budget {
-                    None => return false,
-                    Some(Budget::Starts(length)) => {
-                        // A read's first steps are done: its budget runs from now.
-                        let ends = Instant::now().checked_add(length);
-                        BUDGET.with(|b| b.set(ends.map(|e| (st.id, Budget::Ends(e)))));
-                        return false;
-                    }
-                    Some(Budget::Ends(ends)) => ends,
-                };
-                if Instant::now() < ends {
+                if id != st.id {
                     return false;
                 }
-                st.exceeded.store(true, Ordering::Relaxed);
-                if st.may_interrupt.load(Ordering::Relaxed) {
-                    st.interrupted.store(true, Ordering::Relaxed);
-                    return true;
+                if budget & NOT_STARTED != 0 {
+                    // A read's first steps are done: its budget runs from now.
+                    BUDGET.with(|b| b.set((id, ends_in(budget & !NOT_STARTED))));
+                    return false;
                 }
-                false
+                if now_nanos() < budget {
+                    return false;
+                }
+                let flags = st.flags.load(Ordering::Relaxed);
+                let stops = flags & MAY_INTERRUPT != 0;
+                let interrupted = if stops { INTERRUPTED } else { 0 };
+                st.flags
+                    .store(flags | EXCEEDED | interrupted, Ordering::Relaxed);
+                stops
             }),
         )
         .map_err(super::error::map_err)
     }
 
     /// Arms the inline budget of work about to run inline on this thread, as `run` says.
+    #[inline]
     fn arm(&self, budget: Duration, run: Run) -> Armed {
-        self.exceeded.store(false, Ordering::Relaxed);
-        self.interrupted.store(false, Ordering::Relaxed);
-        self.may_interrupt
-            .store(run.restartable(), Ordering::Relaxed);
+        let flags = if run.restartable() { MAY_INTERRUPT } else { 0 };
+        self.flags.store(flags, Ordering::Relaxed);
         let mine = if run == Run::Read {
-            Some(Budget::Starts(budget))
+            starts_later(budget)
         } else {
-            Instant::now().checked_add(budget).map(Budget::Ends)
+            ends_in(nanos(budget))
         };
-        let prior = BUDGET.with(|b| b.replace(mine.map(|m| (self.id, m))));
+        let prior = BUDGET.with(|b| b.replace((self.id, mine)));
         Armed { prior }
     }
 
     /// Returns (ran past the budget, was interrupted for it). When the budget had started, the
     /// clock is read again here: the progress handler never runs while SQLite waits in the VFS
     /// (a COMMIT's fsync). A read that finished within its first steps reads no clock.
+    #[inline]
     fn disarm(&self, armed: Armed) -> (bool, bool) {
-        let mine = BUDGET.with(|b| b.replace(armed.prior));
-        let late = matches!(mine, Some((_, Budget::Ends(e))) if Instant::now() > e);
-        (
-            late || self.exceeded.load(Ordering::Relaxed),
-            self.interrupted.load(Ordering::Relaxed),
-        )
+        let (_, mine) = BUDGET.with(|b| b.replace(armed.prior));
+        let late = mine & NOT_STARTED == 0 && now_nanos() > mine;
+        let flags = self.flags.load(Ordering::Relaxed);
+        (late || flags & EXCEEDED != 0, flags & INTERRUPTED != 0)
     }
 }
 
@@ -576,7 +586,7 @@ mod tests {
             assert_eq!(got, want, "{sql} under {budget:?} as {run:?}");
         }
         // Disarmed, the thread holds no budget, and a statement stepped now is never stopped.
-        assert!(BUDGET.with(Cell::get).is_none());
+        assert_eq!(BUDGET.with(Cell::get).0, 0);
         let n: i64 = conn.query_row(LONG_READ, [], |r| r.get(0)).unwrap();
         assert_eq!(n, 20000);
     }
