@@ -36,7 +36,9 @@ impl ToSql for SqliteParam<'_> {
     }
 }
 
-/// Checks the count and binds every parameter (1-based) to `stmt`.
+/// Checks the count and binds every parameter (1-based) to `stmt`. An integer or a text is
+/// bound as itself, without the checks and the conversion the other kinds go through.
+#[inline]
 pub(crate) fn bind_all(stmt: &mut Statement<'_>, params: &[RowValues]) -> Result<()> {
     let expected = stmt.parameter_count();
     if expected != params.len() {
@@ -46,9 +48,15 @@ pub(crate) fn bind_all(stmt: &mut Statement<'_>, params: &[RowValues]) -> Result
         ));
     }
     for (i, value) in params.iter().enumerate() {
-        check_storable(i, value)?;
-        stmt.raw_bind_parameter(i + 1, SqliteParam(value))
-            .map_err(super::error::map_err)?;
+        match value {
+            RowValues::Int(v) => stmt.raw_bind_parameter(i + 1, *v),
+            RowValues::Text(s) => stmt.raw_bind_parameter(i + 1, s.as_str()),
+            other => {
+                check_storable(i, other)?;
+                stmt.raw_bind_parameter(i + 1, SqliteParam(other))
+            }
+        }
+        .map_err(super::error::map_err)?;
     }
     Ok(())
 }

@@ -121,22 +121,30 @@ impl SqliteStmt {
     /// the statement after a schema change); `None` while `desc` holds, which is the only check
     /// on the usual path. Marks the statement stale, so the connection's cache describes it
     /// afresh at the next `prepare`.
+    #[inline]
     pub(crate) fn columns_now(&self, st: &rusqlite::Statement<'_>) -> Option<Arc<Described>> {
         let now = st.get_status(rusqlite::StatementStatus::RePrepare);
         let count = st.column_count();
         if now == self.reprepares && count == self.desc.len() {
             return None;
         }
-        self.stale.store(true, std::sync::atomic::Ordering::Relaxed);
+        Some(self.columns_changed(st, now, count))
+    }
+
+    /// The rest of [`Self::columns_now`], after a re-prepare: the columns described once per
+    /// re-prepare count.
+    #[cold]
+    fn columns_changed(&self, st: &rusqlite::Statement<'_>, now: i32, count: usize) -> Arc<Described> {
+        self.stale.store(true, Ordering::Relaxed);
         let mut slot = self
             .refreshed
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         if let Some((_, d)) = slot.as_ref().filter(|(n, d)| *n == now && d.len() == count) {
-            return Some(Arc::clone(d));
+            return Arc::clone(d);
         }
         let d = Arc::new(describe(st));
         *slot = Some((now, Arc::clone(&d)));
-        Some(d)
+        d
     }
 }
