@@ -105,6 +105,15 @@ pub(crate) trait Wing {
         None
     }
 
+    /// The statement for `sql` under `mode` when the connection's statement cache holds it and
+    /// it can run as it is: the half of [`Wing::prepare`] that awaits nothing, so that a
+    /// per-call query whose statement is cached builds no `prepare` future. `None` sends the
+    /// call to `prepare`, which the wings without such a half always do.
+    #[inline]
+    fn cached(&mut self, _sql: &str, _mode: TranslationMode) -> Option<Arc<Self::Stmt>> {
+        None
+    }
+
     /// Prepares `sql` (or finds it in the connection's statement cache), translating
     /// placeholders under `mode`, within `at`.
     async fn prepare(

@@ -44,7 +44,10 @@ macro_rules! per_call {
             match self {
                 $(#[cfg(feature = $feature)]
                 ConnInner::$name(c) => {
-                    let s = c.prepare(sql, mode, at).await?;
+                    let s = match c.cached(sql, mode) {
+                        Some(s) => s,
+                        None => c.prepare(sql, mode, at).await?,
+                    };
                     // `T`, where there is one, is inferred from the return type.
                     let r = c.$op(&s, p, at).await?;
                     Ok((r, s.writes()))

@@ -104,9 +104,11 @@ impl<'c, 'q> QueryBuilder<'c, 'q> {
 
     /// Decodes the first row into `T`; no row is an [`crate::ErrorKind::NoRows`] error.
     pub async fn one<T: FromRow + Send + 'static>(self) -> Result<T> {
-        self.optional::<T>()
-            .await?
-            .ok_or_else(SqlMiddlewareDbError::no_rows)
+        // The call of `optional`, without its future around it.
+        prepared_call!(self, optional_sql::<T>, |r: &Option<T>| {
+            crate::telemetry::Rows::Returned(usize::from(r.is_some()))
+        })?
+        .ok_or_else(SqlMiddlewareDbError::no_rows)
     }
 
     /// Decodes the first row into `T`, or `None` when there is none.

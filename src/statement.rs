@@ -34,6 +34,22 @@ impl std::fmt::Debug for PreparedStatement<'_> {
     }
 }
 
+/// The first row of a prepared statement's run, decoded as `T`, if any: the body of
+/// [`PreparedStatement::optional`], which [`PreparedStatement::one`] runs without a future of
+/// `optional`'s around it.
+macro_rules! first_row {
+    ($this:ident, $params:ident, $t:ty) => {{
+        let deadline = $this.conn.deadline($this.timeout);
+        traced!(
+            $this.conn,
+            &$this.sql,
+            None,
+            $this.conn.optional::<$t>(&$this.handle, $params, deadline),
+            |r: &Option<$t>| crate::telemetry::Rows::Returned(usize::from(r.is_some()))
+        )
+    }};
+}
+
 impl<'c> PreparedStatement<'c> {
     pub(crate) fn new(
         conn: &'c mut MiddlewarePoolConnection,
@@ -107,9 +123,8 @@ impl<'c> PreparedStatement<'c> {
 
     /// Runs it and decodes the first row; no row is an [`crate::ErrorKind::NoRows`] error.
     pub async fn one<T: FromRow + Send + 'static>(&mut self, params: &[RowValues]) -> Result<T> {
-        self.optional::<T>(params)
-            .await?
-            .ok_or_else(SqlMiddlewareDbError::no_rows)
+        // The call of `optional`, without its future around it.
+        first_row!(self, params, T)?.ok_or_else(SqlMiddlewareDbError::no_rows)
     }
 
     /// Runs it and decodes the first row, if any.
@@ -117,14 +132,7 @@ impl<'c> PreparedStatement<'c> {
         &mut self,
         params: &[RowValues],
     ) -> Result<Option<T>> {
-        let deadline = self.conn.deadline(self.timeout);
-        traced!(
-            self.conn,
-            &self.sql,
-            None,
-            self.conn.optional::<T>(&self.handle, params, deadline),
-            |r: &Option<T>| crate::telemetry::Rows::Returned(usize::from(r.is_some()))
-        )
+        first_row!(self, params, T)
     }
 
     /// Runs it and decodes every row.

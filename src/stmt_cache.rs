@@ -67,9 +67,20 @@ impl<S> StmtCache<S> {
         usize::from(mode == TranslationMode::Off)
     }
 
-    /// The cached statement for `sql` under `mode`, marked as just used.
+    /// The cached statement for `sql` under `mode`, marked as just used; the lookup is counted,
+    /// as a hit or a miss.
     #[inline]
     pub(crate) fn get(&mut self, sql: &str, mode: TranslationMode) -> Option<&Arc<S>> {
+        let hit = self.find(sql, mode).is_some();
+        self.count(hit);
+        self.last.as_ref().filter(|_| hit).map(|(_, _, stmt)| stmt)
+    }
+
+    /// [`Self::get`] without counting: for a caller that may still go on to `get` (a wing's
+    /// [`cached`](crate::contract::Wing::cached) before its `prepare`), and counts a hit it
+    /// keeps itself with [`Self::count`], so that every lookup is counted once.
+    #[inline]
+    pub(crate) fn find(&mut self, sql: &str, mode: TranslationMode) -> Option<&Arc<S>> {
         self.clock += 1;
         let slot = Self::slot(mode);
         if self
@@ -77,21 +88,22 @@ impl<S> StmtCache<S> {
             .as_ref()
             .is_some_and(|(s, k, _)| *s == slot && **k == *sql)
         {
-            self.counters.hits += 1;
             return self.last.as_ref().map(|(_, _, stmt)| stmt);
         }
         let clock = self.clock;
-        match self.slots[slot].get_mut(sql) {
-            Some(e) => {
-                e.used = clock;
-                self.counters.hits += 1;
-                let (k, stmt) = (Arc::clone(&e.key), Arc::clone(&e.stmt));
-                Some(&self.last.insert((slot, k, stmt)).2)
-            }
-            None => {
-                self.counters.misses += 1;
-                None
-            }
+        let e = self.slots[slot].get_mut(sql)?;
+        e.used = clock;
+        let (k, stmt) = (Arc::clone(&e.key), Arc::clone(&e.stmt));
+        Some(&self.last.insert((slot, k, stmt)).2)
+    }
+
+    /// Counts one lookup, a hit or a miss.
+    #[inline]
+    pub(crate) fn count(&mut self, hit: bool) {
+        if hit {
+            self.counters.hits += 1;
+        } else {
+            self.counters.misses += 1;
         }
     }
 

@@ -236,6 +236,23 @@ impl Wing for PgConnection {
         limited!(self, at, quotes kept, self.prepare_within(sql, mode).await, false)
     }
 
+    /// The statement from this connection's cache, when nothing is to be done first that
+    /// `prepare` would do: a connection to replace or repair, a session whose quoting is to be
+    /// read again. A hit reaches no server, so it answers nothing of the connection's health
+    /// (`prepare` does not either) and needs no time limit (the call that runs it has one). A
+    /// hit is counted here; on a miss `prepare` looks again, and counts that.
+    #[inline]
+    fn cached(&mut self, sql: &str, mode: TranslationMode) -> Option<Arc<PgStmt>> {
+        if self.in_flight || self.needs_rollback || self.strings_unsure {
+            return None;
+        }
+        let stmts = &mut self.obj.as_mut()?.stmts;
+        let s = Arc::clone(stmts.find(sql, mode)?);
+        stmts.count(true);
+        self.note_stmt(&s);
+        Some(s)
+    }
+
     async fn select(&mut self, s: &Arc<PgStmt>, p: &[RowValues], at: At) -> Result<ResultSet> {
         limited!(
             self,

@@ -158,16 +158,30 @@ impl Wing for SqliteConn {
         if self.returning.is_some() {
             self.settle_stream().await;
         }
-        if let Some(s) = self
-            .stmts
-            .get(sql, mode)
-            .filter(|s| !s.stale.load(Ordering::Relaxed))
-        {
-            let s = Arc::clone(s);
-            self.note_session(s.session);
+        if let Some(s) = self.cached(sql, mode) {
             return Ok(s);
         }
+        // Not cached, or described before the schema changed: prepared (again) now.
+        self.stmts.count(false);
         self.prepare_new(sql, mode, at).await
+    }
+
+    /// The statement from this connection's cache, unless a stream is still open (`prepare`
+    /// settles it first) or the schema changed under it. A hit is counted here; `prepare`
+    /// counts the rest.
+    #[inline]
+    fn cached(&mut self, sql: &str, mode: TranslationMode) -> Option<Arc<SqliteStmt>> {
+        if self.returning.is_some() {
+            return None;
+        }
+        let s = self
+            .stmts
+            .find(sql, mode)
+            .filter(|s| !s.stale.load(Ordering::Relaxed))?;
+        let s = Arc::clone(s);
+        self.stmts.count(true);
+        self.note_session(s.session);
+        Some(s)
     }
 
     // The four statement runners return the future of `run` itself, with no future of their
