@@ -392,6 +392,7 @@ impl MiddlewarePoolConnection {
 
     /// What is refused before `sql` reaches the engine: blank text, and transaction control
     /// inside a transaction.
+    #[inline]
     fn check_sql(&self, sql: &str) -> Result<()> {
         if crate::sql::is_blank(sql, self.inner.dialect()) {
             return Err(SqlMiddlewareDbError::blank_sql());
@@ -487,6 +488,9 @@ fn aborted() -> SqlMiddlewareDbError {
 /// their work inside one (SQLite ignores `PRAGMA foreign_keys` there; `VACUUM` and others are
 /// refused by the engines), are refused with `TransactionState` before they reach the engine.
 fn refuse_in_tx(sql: &str, d: crate::sql::Dialect) -> Result<()> {
+    if crate::sql::plain_dml_at_a_glance(sql) {
+        return Ok(());
+    }
     if crate::sql::ends_or_starts_transaction(sql, d) {
         return Err(SqlMiddlewareDbError::new(
             ErrorKind::TransactionState,

@@ -24,5 +24,6 @@ pub(crate) use dialect::Dialect;
 pub(crate) use effects::{first_outside_tx_only, segments};
 pub(crate) use scanner::Lexer;
 pub(crate) use script::{
-    ends_or_starts_transaction, has_transaction_control, is_blank, is_dml, reject_nul,
+    ends_or_starts_transaction, has_transaction_control, is_blank, is_dml, plain_dml_at_a_glance,
+    reject_nul,
 };

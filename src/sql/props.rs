@@ -5,7 +5,8 @@ use proptest::prelude::*;
 
 use super::scanner::{Kind, Lexer, tokens};
 use super::script::{
-    changes_schema, ends_or_starts_transaction, has_transaction_control, is_blank, statements,
+    changes_schema, ends_or_starts_transaction, has_transaction_control, is_blank,
+    plain_dml_at_a_glance, statements,
 };
 
 /// Fragments in which `;`, transaction keywords and placeholder look-alikes are protected, in
@@ -129,6 +130,45 @@ pub(crate) fn script() -> impl Strategy<Value = (Lexer, String)> {
     .prop_flat_map(|d| (Just(d), script_in(d)))
 }
 
+/// The dialects of the engines built in (Postgres in both of its quoting modes).
+fn engine_dialects() -> Vec<super::Dialect> {
+    #[allow(unused_mut, reason = "a build without engines pushes nothing")]
+    let mut all = Vec::new();
+    #[cfg(feature = "_embedded")]
+    all.push(crate::sqlite_family::dialect::DIALECT);
+    #[cfg(feature = "postgres")]
+    all.extend([false, true].map(crate::postgres::dialect::of_session));
+    #[cfg(feature = "mysql")]
+    all.push(crate::mysql::dialect::DIALECT);
+    all
+}
+
+/// Words and marks that the transaction checks look for, or that start a literal or a comment
+/// the rest of a statement would fall into; none is a `;`.
+fn risky_word() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
+        Just("COMMIT"),
+        Just("BEGIN"),
+        Just("END"),
+        Just("ROLLBACK"),
+        Just("VACUUM"),
+        Just("CONCURRENTLY"),
+        Just("INDEX"),
+        Just("DATABASE"),
+        Just("TABLE"),
+        Just("PRAGMA foreign_keys = 0"),
+        Just("ATTACH"),
+        Just("x"),
+        Just("("),
+        Just("'"),
+        Just("--"),
+        Just("/*"),
+        Just("*/"),
+        Just("$$"),
+        Just("\n"),
+    ]
+}
+
 pub(crate) fn config() -> ProptestConfig {
     ProptestConfig {
         cases: 512,
@@ -162,6 +202,31 @@ proptest! {
         prop_assert!(ends_or_starts_transaction(&with_commit, d), "{}", with_commit);
         let prefixed = format!("SELECT 'CREATE' ; {}", sql);
         prop_assert_eq!(changes_schema(&prefixed, d), changes_schema(&sql, d));
+    }
+
+    /// What the hall lets through a `Tx` at a glance, no engine's scans would refuse; and
+    /// every `SELECT`, `INSERT`, `UPDATE` or `DELETE` without a `;` is seen so.
+    #[test]
+    fn plain_at_a_glance_is_never_refused_in_a_tx(
+        first in prop_oneof![
+            Just("SELECT"), Just("insert"), Just("Update"), Just("delete"),
+            Just("COMMIT"), Just("begin"), Just("VACUUM"), Just("CREATE"), Just("ATTACH"),
+            Just("selects"), Just("WITH"),
+        ],
+        space in prop_oneof![Just(" "), Just("\n"), Just("\t "), Just("\r\n")],
+        rest in prop::collection::vec(risky_word(), 0..8),
+    ) {
+        let sql = format!("{space}{first}{space}{}", rest.join(" "));
+        let dml = ["SELECT", "INSERT", "UPDATE", "DELETE"]
+            .iter()
+            .any(|k| k.eq_ignore_ascii_case(first));
+        prop_assert_eq!(plain_dml_at_a_glance(&sql), dml, "{:?}", sql);
+        if dml {
+            for d in engine_dialects() {
+                prop_assert!(!ends_or_starts_transaction(&sql, d), "{:?}", sql);
+                prop_assert!(super::first_outside_tx_only(&sql, d).is_none(), "{:?}", sql);
+            }
+        }
     }
 
     /// `is_blank` agrees with the splitter: blank exactly when no statement runs anything.
