@@ -134,7 +134,12 @@ impl SqliteStmt {
     /// The rest of [`Self::columns_now`], after a re-prepare: the columns described once per
     /// re-prepare count.
     #[cold]
-    fn columns_changed(&self, st: &rusqlite::Statement<'_>, now: i32, count: usize) -> Arc<Described> {
+    fn columns_changed(
+        &self,
+        st: &rusqlite::Statement<'_>,
+        now: i32,
+        count: usize,
+    ) -> Arc<Described> {
         self.stale.store(true, Ordering::Relaxed);
         let mut slot = self
             .refreshed
