@@ -176,7 +176,15 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
     use crate::sql::props::{config, script_in};
+
+    /// What the hall lets through a `Tx` without scanning it never needs to run outside one
+    /// here.
+    #[test]
+    fn plain_dml_at_a_glance_needs_no_refusal() {
+        crate::sql::props::glance_passes_no_refused(DIALECT);
+    }
 
     #[test]
     fn mysql_placeholders_are_positional_with_their_order() {

@@ -57,6 +57,15 @@ mod tests {
     use super::*;
     use crate::sql::effects::outside_tx_only;
 
+    /// What the hall lets through a `Tx` without scanning it never needs to run outside one
+    /// here.
+    #[test]
+    fn plain_dml_at_a_glance_needs_no_refusal() {
+        for backslash_strings in [false, true] {
+            crate::sql::props::glance_passes_no_refused(of_session(backslash_strings));
+        }
+    }
+
     #[test]
     fn statements_that_need_no_transaction() {
         for s in [

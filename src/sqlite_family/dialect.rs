@@ -51,7 +51,15 @@ fn outside_tx_only(h: &[&str]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::sql::effects::{outside_tx_only, plain_write, segments};
+
+    /// What the hall lets through a `Tx` without scanning it never needs to run outside one
+    /// here.
+    #[test]
+    fn plain_dml_at_a_glance_needs_no_refusal() {
+        crate::sql::props::glance_passes_no_refused(DIALECT);
+    }
 
     #[test]
     fn statements_that_need_no_transaction() {
