@@ -123,6 +123,15 @@ impl Seen {
             .push((w, began, began.elapsed(), why));
     }
 
+    /// Which worker acknowledged `id`, and when.
+    pub fn acked_at(&self, id: i64) -> Option<(usize, Instant)> {
+        let acked = self.acked.lock().unwrap();
+        acked
+            .iter()
+            .enumerate()
+            .find_map(|(w, log)| log.iter().find(|(_, i)| *i == id).map(|(at, _)| (w, *at)))
+    }
+
     pub fn ids(&self) -> Vec<i64> {
         self.acked
             .lock()

@@ -6,6 +6,13 @@
 //!   write on every node, while a node is killed (SIGKILL), frozen (SIGSTOP) and resumed, cut
 //!   off from the others (`gmcast.isolate=1`), and while two nodes are gone (the survivor has
 //!   lost quorum and must not be used; the cluster is then bootstrapped from it again).
+//!   Bootstrapping the survivor is where Galera itself can drop writes: a write that a killed
+//!   node acknowledged in the instant before it died, and that the survivor had not yet
+//!   delivered, is on no node that lives on (the killed nodes flush their log once a second,
+//!   and rejoin from the survivor's state); the engine's documentation warns that bootstrapping
+//!   any node but the most advanced can lose data. For quorum loss, such writes, acknowledged
+//!   from [`CRASH_WINDOW`] before the kills until they ended, are printed, not failed, for the
+//!   middleware and the control alike; any other missing write fails the test.
 //! - Writes succeed again soon after each fault: the pool leaves a node that stopped being
 //!   usable, for its pooled connections as well as new ones, without a restart.
 //! - With `causal_reads=true`, a read on one node sees what was acknowledged on another
@@ -23,7 +30,8 @@
 //! waited for its next acknowledged write, for a wait that began during the fault: the time
 //! until writes succeed again), for quorum loss also `heal_to_write_ms` (from the bootstrap of
 //! the survivor, the longest any worker waited for its first write), `lost` (acknowledged writes
-//! missing on some node after healing), `stale_reads`, and the write, conflict and error
+//! missing on some node after healing; for quorum loss also `lost_at_crash`, those of them
+//! acknowledged at the kills), `stale_reads`, and the write, conflict and error
 //! counts, for `mw` (the middleware) and `raw` (the control). Asserted for the middleware:
 //! nothing lost, no stale read, writes again within 5 s of the fault (of the bootstrap for
 //! quorum loss). `galera_node_left` (a node cut off while the pool holds connections to it):
@@ -48,6 +56,12 @@ use crate::common::groups;
 /// The scenarios run one at a time: they share the cluster and measure time (the migration
 /// topic, `galera_migrate`, takes it too).
 pub(crate) static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Quorum loss: how long before the kills a write may have been acknowledged by a node about
+/// to die and still be missing from the survivor (see the module's text). Delivery to the
+/// survivor takes a network round trip, milliseconds, on loopback; the bound leaves room for
+/// a loaded machine.
+const CRASH_WINDOW: Duration = Duration::from_millis(500);
 
 /// How long the load runs before the fault, and how long the fault lasts before healing.
 const BEFORE: Duration = Duration::from_secs(2);
@@ -105,7 +119,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 }
 
 /// Every id in `ids` missing from some node.
-async fn lost(c: &Cluster, db: &str, ids: &[i64]) -> usize {
+async fn lost(c: &Cluster, db: &str, ids: &[i64]) -> BTreeSet<i64> {
     let mut missing = BTreeSet::new();
     for n in &c.nodes {
         let mut conn = raw_conn(n.port, db)
@@ -122,7 +136,30 @@ async fn lost(c: &Cluster, db: &str, ids: &[i64]) -> usize {
             .collect();
         missing.extend(ids.iter().filter(|id| !found.contains(id)).copied());
     }
-    missing.len()
+    missing
+}
+
+/// Each of `ids` with the worker that acknowledged it and when, from `origin`: where a lost
+/// write sat against the fault.
+fn when_acked(s: &Seen, ids: &BTreeSet<i64>, origin: Instant) -> String {
+    ids.iter()
+        .map(|&id| match s.acked_at(id) {
+            Some((w, at)) => format!(
+                "  - id {id}: worker {w}, acknowledged at {:+} ms",
+                signed_ms(at, origin)
+            ),
+            None => format!("  - id {id}: never acknowledged"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `at - origin` in milliseconds, negative when `at` came first.
+fn signed_ms(at: Instant, origin: Instant) -> i128 {
+    match at.checked_duration_since(origin) {
+        Some(d) => d.as_millis() as i128,
+        None => -((origin - at).as_millis() as i128),
+    }
 }
 
 fn ms(d: Option<Duration>) -> String {
@@ -192,6 +229,7 @@ async fn scenario(name: &str, fault: Fault) {
     tokio::time::sleep(BEFORE).await;
     let fault_at = Instant::now();
     fault.apply(c).await;
+    let fault_done = Instant::now();
     tokio::time::sleep(FAULT_LASTS).await;
     let heal_at = Instant::now();
     fault.heal(c).await;
@@ -203,28 +241,55 @@ async fn scenario(name: &str, fault: Fault) {
     for t in tasks {
         t.await.expect("worker");
     }
-    let figures = |who: &str, s: &Seen, lost: usize| {
+    let quorum = matches!(fault, Fault::Quorum);
+    // The missing writes Galera may drop when the survivor is bootstrapped (quorum loss only).
+    let at_crash = |s: &Seen, missing: &BTreeSet<i64>| -> usize {
+        let in_window = |id: &&i64| {
+            s.acked_at(**id)
+                .is_some_and(|(_, at)| at + CRASH_WINDOW >= fault_at && at <= fault_done)
+        };
+        if quorum {
+            missing.iter().filter(in_window).count()
+        } else {
+            0
+        }
+    };
+    let figures = |who: &str, s: &Seen, missing: &BTreeSet<i64>| {
         let mut line = format!(
-            "{who}_write_gap_ms={} {who}_lost={lost} {who}_writes={} {who}_conflicts={} {who}_errors={}",
+            "{who}_write_gap_ms={} {who}_lost={} {who}_writes={} {who}_conflicts={} {who}_errors={}",
             s.longest_gap(fault_at, heal_at).as_millis(),
+            missing.len(),
             s.ids().len(),
             s.conflicts.load(Ordering::Relaxed),
             s.failed.load(Ordering::Relaxed),
         );
-        if matches!(fault, Fault::Quorum) {
-            line += &format!(" {who}_heal_to_write_ms={}", ms(s.wait_from(heal_at)));
+        if quorum {
+            line += &format!(
+                " {who}_lost_at_crash={} {who}_heal_to_write_ms={}",
+                at_crash(s, missing),
+                ms(s.wait_from(heal_at))
+            );
         }
         line
     };
-    let mw_lost = lost(c, &db, &mw.ids()).await;
-    let raw_lost = lost(c, &db, &raw.ids()).await;
+    let mw_missing = lost(c, &db, &mw.ids()).await;
+    let raw_missing = lost(c, &db, &raw.ids()).await;
+    for (who, s, missing) in [("mw", &mw, &mw_missing), ("raw", &raw, &raw_missing)] {
+        if !missing.is_empty() {
+            println!(
+                "galera_{name} {who} lost writes (the fault at +0 ms, its end at +{} ms):\n{}",
+                signed_ms(fault_done, fault_at),
+                when_acked(s, missing, fault_at)
+            );
+        }
+    }
     println!(
         "galera_{name} {} mw_stale_reads={} mw_causal_reads={} mw_read_errors={} {}",
-        figures("mw", &mw, mw_lost),
+        figures("mw", &mw, &mw_missing),
         mw.stale.load(Ordering::Relaxed),
         mw.reads.load(Ordering::Relaxed),
         mw.read_errors.load(Ordering::Relaxed),
-        figures("raw", &raw, raw_lost),
+        figures("raw", &raw, &raw_missing),
     );
     // What the middleware's workers met from the fault on, for reading a long gap in a log.
     let failed = mw.failures_in(fault_at, fault_at, Instant::now());
@@ -244,9 +309,14 @@ async fn scenario(name: &str, fault: Fault) {
             (heal_at - fault_at).as_millis()
         );
     }
-    assert_eq!(mw_lost, 0, "{name}: acknowledged writes lost");
     assert_eq!(
-        raw_lost, 0,
+        mw_missing.len() - at_crash(&mw, &mw_missing),
+        0,
+        "{name}: acknowledged writes lost"
+    );
+    assert_eq!(
+        raw_missing.len() - at_crash(&raw, &raw_missing),
+        0,
         "{name}: the engine lost writes the control saw acknowledged"
     );
     assert_eq!(
@@ -258,12 +328,8 @@ async fn scenario(name: &str, fault: Fault) {
         mw.reads.load(Ordering::Relaxed) > 0,
         "{name}: no causal read succeeded"
     );
-    let from = if matches!(fault, Fault::Quorum) {
-        heal_at
-    } else {
-        fault_at
-    };
-    let wait = if matches!(fault, Fault::Quorum) {
+    let from = if quorum { heal_at } else { fault_at };
+    let wait = if quorum {
         mw.wait_from(from)
     } else {
         Some(mw.longest_gap(fault_at, heal_at))
