@@ -91,7 +91,10 @@ impl MiddlewarePoolConnection {
 
 impl Tx<'_> {
     /// The raw mysql_async connection, inside this transaction (see
-    /// [`MiddlewarePoolConnection::mysql_connection`]).
+    /// [`MiddlewarePoolConnection::mysql_connection`]). A call on it dropped part-way leaves the
+    /// connection unusable (mysql_async gives it up), which ends this transaction on the server:
+    /// its later statements and its commit then fail with [`ErrorKind::TransactionAborted`], and
+    /// nothing of it is committed.
     pub async fn mysql_connection(&mut self) -> Result<&mut mysql_async::Conn> {
         self.conn.mysql_connection().await
     }

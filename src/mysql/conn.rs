@@ -281,6 +281,9 @@ impl Wing for MyConnection {
     /// connection is given up when a call was left mid-way, and an open transaction is rolled
     /// back.
     async fn recover(&mut self) -> Result<()> {
+        // No `Tx` of the caller is open here: a transaction the cancelled call began for itself
+        // (a pipeline's) is over, whatever it left, and is not the caller's to fail.
+        self.in_tx = false;
         if self.in_flight {
             self.give_up();
             return Ok(());

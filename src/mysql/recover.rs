@@ -52,6 +52,12 @@ impl MyConnection {
             self.give_up();
         }
         if self.obj.is_none() {
+            if std::mem::take(&mut self.in_tx) {
+                // The transaction's connection is gone (a raw call dropped part-way left it
+                // unusable): the server rolls the transaction back as the connection closes,
+                // and no later statement of it, nor its `COMMIT`, may run on another one.
+                return Err(super::tx::connection_gone());
+            }
             self.replace(deadline).await?;
         }
         if self.needs_rollback {

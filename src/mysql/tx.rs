@@ -47,11 +47,22 @@ impl MyConnection {
 
     /// Commits. Past the limit the `COMMIT` may have raced the stop: its outcome is unknown.
     pub(super) async fn commit_tx(&mut self, at: At) -> Result<()> {
-        self.in_tx = false;
         if std::mem::take(&mut self.tx_ended) {
             // The server ended the transaction; a `COMMIT` now would commit nothing and say Ok.
+            self.in_tx = false;
             return Err(ended());
         }
+        // What an earlier call left is settled while the transaction still counts as open, so
+        // that a connection given up since its last statement fails the commit (see `ready`)
+        // instead of being replaced by one whose `COMMIT` would commit nothing and say Ok.
+        if self.in_flight || self.obj.is_none() || self.raw || self.followup {
+            let r = self.ready(at, true).await;
+            if r.is_err() {
+                self.in_tx = false;
+                return r;
+            }
+        }
+        self.in_tx = false;
         // A connection already given up never sends the COMMIT: nothing can have committed.
         let sent = self.obj.is_some();
         let r = limited!(self, at, self.simple("COMMIT").await, true);
@@ -129,6 +140,14 @@ impl MyConnection {
 
 /// The savepoint that guards a routine's run inside a transaction (see `MyConnection::guard`).
 pub(super) const CANARY: &str = "sqlmw_routine_guard";
+
+/// A transaction whose connection was given up before its `COMMIT` (or a later statement).
+pub(super) fn connection_gone() -> SqlMiddlewareDbError {
+    SqlMiddlewareDbError::new(
+        ErrorKind::TransactionAborted,
+        "this transaction's connection was given up (a raw call on it was dropped part-way), which rolled the transaction back; nothing of it was committed: start it again",
+    )
+}
 
 /// A call in a transaction the server already ended.
 pub(super) fn ended() -> SqlMiddlewareDbError {

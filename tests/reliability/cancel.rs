@@ -117,6 +117,58 @@ fn row(group: i64, j: i64) -> i64 {
     group * 10 + j
 }
 
+/// Inserts rows `a` and `b` of group `grp` in one statement through the backend's raw access
+/// of `$on` (a connection, or a `Tx`: both have the same raw accessors), polled at most
+/// `budget` times: a `Polled<Result<(), SqlMiddlewareDbError>>`.
+macro_rules! raw_insert_on {
+    ($on:expr, $kind:expr, $a:expr, $b:expr, $grp:expr, $budget:expr, $at:expr) => {
+        // An async block, so that its early returns end the insert, not the caller.
+        async {
+            let (conn, kind, a, b, grp, budget, at) = ($on, $kind, $a, $b, $grp, $budget, $at);
+            let sql = format!("INSERT INTO cx (id, grp) VALUES ({a}, {grp}), ({b}, {grp})");
+            match kind {
+                #[cfg(feature = "sqlite")]
+                Kind::Sqlite => {
+                    poll_at_most(
+                        conn.with_blocking_sqlite(move |c| c.execute(&sql, []).map(drop)),
+                        budget,
+                        at,
+                    )
+                    .await
+                }
+                #[cfg(feature = "postgres")]
+                Kind::Postgres => {
+                    let client = match conn.postgres_client().await {
+                        Ok(c) => c,
+                        Err(e) => return Polled::Done(Err(e), 0),
+                    };
+                    raw_polled(poll_at_most(client.batch_execute(&sql), budget, at).await)
+                }
+                #[cfg(feature = "turso")]
+                Kind::Turso => {
+                    let raw = match conn.turso_connection().await {
+                        Ok(c) => c,
+                        Err(e) => return Polled::Done(Err(e), 0),
+                    };
+                    raw_polled(poll_at_most(raw.execute(&sql, ()), budget, at).await)
+                }
+                #[cfg(feature = "mysql")]
+                Kind::Mysql => {
+                    use mysql_async::prelude::Queryable;
+                    let raw = match conn.mysql_connection().await {
+                        Ok(c) => c,
+                        Err(e) => return Polled::Done(Err(e), 0),
+                    };
+                    raw_polled(poll_at_most(raw.query_drop(sql), budget, at).await)
+                }
+                #[allow(unreachable_patterns)]
+                _ => unreachable!("no raw access compiled for {kind:?}"),
+            }
+        }
+        .await
+    };
+}
+
 /// Begins a transaction and writes row `a` of group `grp` in it.
 async fn begin_with_row(conn: &mut Conn, a: i64, grp: i64) -> Result<Tx<'_>, String> {
     let mut tx = conn.begin().await.map_err(|e| fail("begin", e))?;
@@ -429,7 +481,7 @@ async fn scenario(
             }
         }
         Target::Raw => {
-            let polled = raw_insert(&mut conn, kind, a, b, grp, budget, at).await;
+            let polled = raw_insert_on!(&mut conn, kind, a, b, grp, budget, at);
             completed = settle_write(polled, "raw insert", grp, vec![a, b], stats, ledger)?;
         }
         Target::Savepoint => {
@@ -518,74 +570,17 @@ async fn scenario(
     Ok(completed)
 }
 
-/// Inserts rows `a` and `b` of group `grp` in one autocommit statement through the backend's
-/// raw access, polled at most `budget` times.
-async fn raw_insert(
-    conn: &mut Conn,
-    kind: Kind,
-    a: i64,
-    b: i64,
-    grp: i64,
-    budget: usize,
-    at: DropAt,
+/// A raw call's outcome with the driver's error as the crate's (`Other`).
+fn raw_polled<T, E: std::fmt::Display>(
+    p: Polled<Result<T, E>>,
 ) -> Polled<Result<(), SqlMiddlewareDbError>> {
-    let sql = format!("INSERT INTO cx (id, grp) VALUES ({a}, {grp}), ({b}, {grp})");
-    match kind {
-        #[cfg(feature = "sqlite")]
-        Kind::Sqlite => {
-            poll_at_most(
-                conn.with_blocking_sqlite(move |c| c.execute(&sql, []).map(drop)),
-                budget,
-                at,
-            )
-            .await
-        }
-        #[cfg(feature = "postgres")]
-        Kind::Postgres => {
-            let client = match conn.postgres_client().await {
-                Ok(c) => c,
-                Err(e) => return Polled::Done(Err(e), 0),
-            };
-            match poll_at_most(client.batch_execute(&sql), budget, at).await {
-                Polled::Done(r, n) => Polled::Done(
-                    r.map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string())),
-                    n,
-                ),
-                Polled::Dropped(n) => Polled::Dropped(n),
-            }
-        }
-        #[cfg(feature = "turso")]
-        Kind::Turso => {
-            let raw = match conn.turso_connection().await {
-                Ok(c) => c,
-                Err(e) => return Polled::Done(Err(e), 0),
-            };
-            match poll_at_most(raw.execute(&sql, ()), budget, at).await {
-                Polled::Done(r, n) => Polled::Done(
-                    r.map(drop)
-                        .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string())),
-                    n,
-                ),
-                Polled::Dropped(n) => Polled::Dropped(n),
-            }
-        }
-        #[cfg(feature = "mysql")]
-        Kind::Mysql => {
-            use mysql_async::prelude::Queryable;
-            let raw = match conn.mysql_connection().await {
-                Ok(c) => c,
-                Err(e) => return Polled::Done(Err(e), 0),
-            };
-            match poll_at_most(raw.query_drop(sql), budget, at).await {
-                Polled::Done(r, n) => Polled::Done(
-                    r.map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string())),
-                    n,
-                ),
-                Polled::Dropped(n) => Polled::Dropped(n),
-            }
-        }
-        #[allow(unreachable_patterns)]
-        _ => unreachable!("no raw access compiled for {kind:?}"),
+    match p {
+        Polled::Done(r, n) => Polled::Done(
+            r.map(drop)
+                .map_err(|e| SqlMiddlewareDbError::new(ErrorKind::Other, e.to_string())),
+            n,
+        ),
+        Polled::Dropped(n) => Polled::Dropped(n),
     }
 }
 
@@ -768,31 +763,126 @@ async fn t_cancel_everywhere(db: &TestDb, builder: PoolBuilder, label: &str) {
     assert_eq!(audit.acked_found, audit.acked_rows);
 }
 
+/// [`t_dropped_statement_then_commit`]: its name, and what a failed audit means.
+const DROPPED_STATEMENT: (&str, &str) = (
+    "dropped_statement_then_commit",
+    "a statement whose future was dropped became visible through the later commit",
+);
+
+/// [`t_raw_dropped_in_tx_then_commit`]: its name, and what a failed audit means.
+const RAW_DROPPED: (&str, &str) = (
+    "raw_dropped_in_tx_then_commit",
+    "a commit said Ok without the transaction's acknowledged write",
+);
+
+/// What a drop-then-commit test counted; its end audits every row against the ledger.
+#[derive(Default)]
+struct Tally {
+    /// The test's name, first in its figures line.
+    name: &'static str,
+    /// What a failed audit means.
+    broken: &'static str,
+    /// Reports the test's seed if it fails.
+    _guard: Option<SeedGuard>,
+    group: i64,
+    ledger: Ledger,
+    scenarios: usize,
+    commit_ok: usize,
+    commit_err: usize,
+    errors: Vec<String>,
+}
+
+impl Tally {
+    /// Creates the tables, and a pool of one connection, for the test `what` says on the
+    /// backend `label`, whose groups of rows start after `first_group`.
+    async fn start(
+        db: &TestDb,
+        builder: PoolBuilder,
+        what: (&'static str, &'static str),
+        label: &str,
+        first_group: i64,
+    ) -> (ConfigAndPool, Self) {
+        let (name, broken) = what;
+        let (guard, _) = SeedGuard::new(&format!("{name}/{label}"));
+        setup(db).await;
+        let pool = builder.max_size(1).build().await.expect("pool of one");
+        let t = Self {
+            name,
+            broken,
+            _guard: Some(guard),
+            group: first_group,
+            ..Self::default()
+        };
+        (pool, t)
+    }
+
+    /// The next scenario's group (two apart: a scenario may record `group + 1` too).
+    fn next_group(&mut self) -> i64 {
+        self.scenarios += 1;
+        self.group += 2;
+        self.group
+    }
+
+    /// Returns `conn`; the next checkout of `pool` must be idle (no transaction open or
+    /// aborted). Returns `done`: whether the scenarios of this drop point are over.
+    async fn next_is_idle(
+        &mut self,
+        conn: Conn,
+        pool: &ConfigAndPool,
+        kind: Kind,
+        (budget, at): (usize, DropAt),
+        done: bool,
+    ) -> bool {
+        drop(conn);
+        let mut next = pool.get_connection().await.expect("next checkout");
+        if let Err(e) = check_idle(&mut next, kind).await {
+            self.errors
+                .push(format!("budget={budget} at={}: dirty: {e}", at.name()));
+        }
+        done
+    }
+
+    /// Prints the test's name, `label` and the counts, then asserts that no scenario went wrong
+    /// and that the rows match the ledger.
+    async fn finish(self, label: &str, db: &TestDb) {
+        let (name, broken) = (self.name, self.broken);
+        let audit = self.ledger.audit(&all_ids(&db.db).await);
+        println!(
+            "{name} {label} scenarios={} commit_ok={} commit_err={} lost={} phantom={} \
+             dirty_checkouts={}",
+            self.scenarios,
+            self.commit_ok,
+            self.commit_err,
+            audit.lost.len(),
+            audit.phantom.len(),
+            self.errors.len()
+        );
+        assert!(
+            self.errors.is_empty(),
+            "[{label}] {}",
+            self.errors.join("\n")
+        );
+        assert!(
+            audit.ok(),
+            "[{label}] {broken} (lost {:?}, phantom {:?})",
+            audit.lost,
+            audit.phantom
+        );
+    }
+}
+
 /// A statement future dropped inside a transaction, then `commit()`: the dropped statement was
 /// never acknowledged, so it must not become visible through this commit.
 async fn t_dropped_statement_then_commit(db: &TestDb, builder: PoolBuilder, label: &str) {
-    let (_guard, _seed) = SeedGuard::new(&format!("dropped_statement_then_commit/{label}"));
-    setup(db).await;
-    let pool = builder.max_size(1).build().await.expect("pool of one");
-    let mut ledger = Ledger::default();
-    let mut scenarios = 0;
-    let mut commit_ok = 0;
-    let mut commit_err = 0;
-    let mut errors = Vec::new();
-    let mut grp = 0_i64;
+    let (pool, mut t) = Tally::start(db, builder, DROPPED_STATEMENT, label, 0).await;
     for at in [DropAt::Immediately, DropAt::Settled] {
-        let first = usize::from(at == DropAt::Settled);
-        for budget in first..=MAX_POLLS {
-            grp += 2;
-            scenarios += 1;
+        for budget in usize::from(at == DropAt::Settled)..=MAX_POLLS {
+            let grp = t.next_group();
             let (a, b) = (row(grp, 1), row(grp, 2));
             let mut conn = pool.get_connection().await.expect("checkout");
-            let mut tx = conn.begin().await.expect("begin");
-            tx.query(INS)
-                .params(&[a.into(), grp.into()])
-                .dml()
+            let mut tx = begin_with_row(&mut conn, a, grp)
                 .await
-                .expect("first insert");
+                .expect("begin, insert");
             let polled = poll_at_most(
                 tx.query(INS).params(&[b.into(), grp.into()]).dml(),
                 budget,
@@ -803,50 +893,102 @@ async fn t_dropped_statement_then_commit(db: &TestDb, builder: PoolBuilder, labe
             match polled {
                 Polled::Done(Ok(1), _) => {
                     tx.commit().await.expect("commit");
-                    ledger.record(grp, Fate::Acked, vec![a, b]);
+                    t.ledger.record(grp, Fate::Acked, vec![a, b]);
                 }
                 Polled::Done(other, _) => {
-                    errors.push(format!("budget={budget}: insert gave {other:?}"));
+                    t.errors
+                        .push(format!("budget={budget}: insert gave {other:?}"));
                     break;
                 }
                 Polled::Dropped(_) => match tx.commit().await {
                     Ok(()) => {
-                        commit_ok += 1;
-                        ledger.record(grp, Fate::Acked, vec![a]);
-                        ledger.record(grp + 1, Fate::Unacked, vec![b]);
+                        t.commit_ok += 1;
+                        t.ledger.record(grp, Fate::Acked, vec![a]);
+                        t.ledger.record(grp + 1, Fate::Unacked, vec![b]);
                     }
                     Err(_) => {
-                        commit_err += 1;
-                        ledger.record(grp, Fate::Unacked, vec![a, b]);
+                        t.commit_err += 1;
+                        t.ledger.record(grp, Fate::Unacked, vec![a, b]);
                     }
                 },
             }
-            drop(conn);
-            let mut next = pool.get_connection().await.expect("next checkout");
-            if let Err(e) = check_idle(&mut next, db.kind).await {
-                errors.push(format!("budget={budget} at={}: dirty: {e}", at.name()));
-            }
-            if done {
+            if t.next_is_idle(conn, &pool, db.kind, (budget, at), done)
+                .await
+            {
                 break;
             }
         }
     }
-    let audit = ledger.audit(&all_ids(&db.db).await);
-    println!(
-        "dropped_statement_then_commit {label} scenarios={scenarios} commit_ok={commit_ok} \
-         commit_err={commit_err} lost={} phantom={} dirty_checkouts={}",
-        audit.lost.len(),
-        audit.phantom.len(),
-        errors.len()
-    );
-    assert!(errors.is_empty(), "[{label}] {}", errors.join("\n"));
-    assert!(
-        audit.ok(),
-        "[{label}] a statement whose future was dropped became visible through the later \
-         commit (phantom rows {:?}); lost {:?}",
-        audit.phantom,
-        audit.lost
-    );
+    t.finish(label, db).await;
+}
+
+/// Raw access inside a transaction, its call dropped after 0, 1, 2 … polls, then the
+/// transaction committed: a commit that says Ok has committed the transaction's acknowledged
+/// write. The raw call may have left its connection unusable (mysql_async gives a connection up
+/// when a command is dropped part-way); the commit must then fail, never run on another
+/// connection that holds none of the transaction.
+async fn t_raw_dropped_in_tx_then_commit(db: &TestDb, builder: PoolBuilder, label: &str) {
+    let (pool, mut t) = Tally::start(db, builder, RAW_DROPPED, label, 1_000_000).await;
+    for at in [DropAt::Immediately, DropAt::Settled] {
+        for budget in usize::from(at == DropAt::Settled)..=MAX_POLLS {
+            let grp = t.next_group();
+            let (a, b, c) = (row(grp, 1), row(grp, 2), row(grp, 3));
+            let mut conn = pool.get_connection().await.expect("checkout");
+            let mut tx = begin_with_row(&mut conn, a, grp)
+                .await
+                .expect("begin, insert");
+            let polled = raw_insert_on!(&mut tx, db.kind, b, c, grp + 1, budget, at);
+            let done = matches!(polled, Polled::Done(..));
+            if let Polled::Done(Err(e), _) = &polled {
+                t.errors
+                    .push(format!("budget={budget}: the raw insert failed: {e}"));
+                break;
+            }
+            // Every other time, one more statement of the transaction after the drop: it must
+            // run in the transaction or fail, never on its own outside it.
+            let mut acked = vec![a];
+            if budget % 2 == 1 {
+                let d = row(grp, 4);
+                match tx.query(INS).params(&[d.into(), grp.into()]).dml().await {
+                    Ok(_) => acked.push(d),
+                    Err(_) => t.ledger.record(grp + 100_000, Fate::Unacked, vec![d]),
+                }
+            }
+            match tx.commit().await {
+                Ok(()) => {
+                    t.commit_ok += 1;
+                    t.ledger.record(grp, Fate::Acked, acked);
+                    let raw = if done {
+                        Fate::Acked
+                    } else {
+                        Fate::Indeterminate
+                    };
+                    t.ledger.record(grp + 1, raw, vec![b, c]);
+                }
+                Err(e) if done => {
+                    t.errors
+                        .push(format!("budget={budget}: commit after a raw insert: {e}"));
+                    break;
+                }
+                Err(e) => {
+                    t.commit_err += 1;
+                    let fate = if e.kind() == ErrorKind::OutcomeUnknown {
+                        Fate::Indeterminate
+                    } else {
+                        Fate::Unacked
+                    };
+                    t.ledger.record(grp, fate, acked);
+                    t.ledger.record(grp + 1, Fate::Indeterminate, vec![b, c]);
+                }
+            }
+            if t.next_is_idle(conn, &pool, db.kind, (budget, at), done)
+                .await
+            {
+                break;
+            }
+        }
+    }
+    t.finish(label, db).await;
 }
 
 backend_tests! {
@@ -860,6 +1002,11 @@ backend_tests! {
         let b = db.builder();
         let label = db.kind.name();
         t_dropped_statement_then_commit(&db, b, label).await
+    }
+    async fn raw_dropped_in_tx_then_commit(db) {
+        let b = db.builder();
+        let label = db.kind.name();
+        t_raw_dropped_in_tx_then_commit(&db, b, label).await
     }
 }
 
