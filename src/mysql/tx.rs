@@ -55,14 +55,10 @@ impl MyConnection {
         // What an earlier call left is settled while the transaction still counts as open, so
         // that a connection given up since its last statement fails the commit (see `ready`)
         // instead of being replaced by one whose `COMMIT` would commit nothing and say Ok.
-        if self.in_flight || self.obj.is_none() || self.raw || self.followup {
-            let r = self.ready(at, true).await;
-            if r.is_err() {
-                self.in_tx = false;
-                return r;
-            }
-        }
+        // Nothing left, it does nothing; a commit waits for the server anyway.
+        let settled = self.ready(at, true).await;
         self.in_tx = false;
+        settled?;
         // A connection already given up never sends the COMMIT: nothing can have committed.
         let sent = self.obj.is_some();
         let r = limited!(self, at, self.simple("COMMIT").await, true);
