@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::connection::Call;
 use crate::contract::{Wing, WingStmt};
 use crate::decode::FromRow;
 use crate::engine::DatabaseType;
@@ -36,20 +37,17 @@ macro_rules! per_call {
     ($sql_name:ident, $op:ident $(<$t:ident>)?, $out:ty, [$($feature:literal, $name:ident;)+]) => {
         pub(crate) async fn $sql_name$(<$t: FromRow + Send + 'static>)?(
             &mut self,
-            sql: &str,
-            mode: TranslationMode,
-            p: &[RowValues],
-            at: Option<Instant>,
+            call: &Call<'_>,
         ) -> Result<($out, bool)> {
             match self {
                 $(#[cfg(feature = $feature)]
                 ConnInner::$name(c) => {
-                    let s = match c.cached(sql, mode) {
+                    let s = match c.cached(call.sql, call.mode) {
                         Some(s) => s,
-                        None => c.prepare(sql, mode, at).await?,
+                        None => c.prepare(call.sql, call.mode, call.deadline).await?,
                     };
                     // `T`, where there is one, is inferred from the return type.
-                    let r = c.$op(&s, p, at).await?;
+                    let r = c.$op(&s, call.params, call.deadline).await?;
                     Ok((r, s.writes()))
                 })+
             }

@@ -1,6 +1,6 @@
 //! The query builder and [`QueryAndParams`].
 
-use crate::connection::MiddlewarePoolConnection;
+use crate::connection::{Call, MiddlewarePoolConnection};
 use crate::decode::FromRow;
 use crate::error::{Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
@@ -21,14 +21,13 @@ macro_rules! prepared_call {
             translation,
             timeout,
         } = $this;
-        let deadline = conn.deadline(timeout);
-        traced!(
-            conn,
+        let call = Call {
             sql,
-            None,
-            conn.$op$(::<$t>)?(sql, translation, params, deadline),
-            $rows
-        )
+            mode: translation,
+            params,
+            deadline: conn.deadline(timeout),
+        };
+        traced!(conn, sql, None, conn.$op$(::<$t>)?(&call), $rows)
     }};
 }
 

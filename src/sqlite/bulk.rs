@@ -162,7 +162,7 @@ impl SqliteConn {
                 return Ok(loaded);
             }
             let started = Instant::now();
-            let before = self.exec;
+            let before = self.exec_mark();
             let (b, s) = (&batch, &**stmts);
             // Under the adaptive model `offload` decides (the batch size keeps each inline run
             // near half the budget); under the others the model does.

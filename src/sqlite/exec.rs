@@ -165,7 +165,7 @@ impl SqliteConn {
         }
         // A write in autocommit mode commits, and may wait for the disk.
         let syncs = self.syncing_commits && !s.readonly && self.conn_mut()?.is_autocommit();
-        let before = self.exec;
+        let before = self.exec_mark();
         let run = s.next_run();
         // Only work that leaves for the blocking pool owns the statement and the parameters.
         let owned = || {
@@ -234,7 +234,7 @@ impl SqliteConn {
         if self.returning.is_some() {
             self.settle_stream().await;
         }
-        let before = self.exec;
+        let before = self.exec_mark();
         let r = self
             .dispatch(
                 None,
@@ -269,7 +269,7 @@ impl SqliteConn {
         let committed = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&committed);
         let sql = sql.to_owned();
-        let before = self.exec;
+        let before = self.exec_mark();
         let r = self
             .dispatch_blocking(at, move |c| run_batch(c, &sql, wrap, &flag))
             .await
@@ -291,7 +291,7 @@ impl SqliteConn {
     /// What every script ends with: its execution counts (`before` is the connection's as it
     /// started), and what the authorizer saw of each statement as SQLite prepared it, the ones
     /// that ran before a failure included.
-    fn script_ran(&mut self, before: crate::stats::ExecStats) {
+    fn script_ran(&mut self, before: super::offload::ExecMark) {
         super::offload::record_exec(before, self.exec);
         let seen = self.cell.take();
         if seen.has(Effects::SCHEMA) {

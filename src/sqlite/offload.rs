@@ -510,11 +510,37 @@ pub(crate) fn broken() -> SqlMiddlewareDbError {
     )
 }
 
+/// What [`record_exec`] compares a connection's execution counts with: the counts as the
+/// statement started, with spans; nothing without them, so that a statement's future carries
+/// no copy of the counts it would never read.
+#[cfg(feature = "tracing")]
+pub(crate) type ExecMark = crate::stats::ExecStats;
+/// See the `tracing` build's `ExecMark`.
+#[cfg(not(feature = "tracing"))]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ExecMark;
+
+impl SqliteConn {
+    /// The execution counts as a statement starts, for [`record_exec`].
+    #[cfg(feature = "tracing")]
+    #[inline(always)]
+    pub(super) fn exec_mark(&self) -> ExecMark {
+        self.exec
+    }
+
+    /// Without spans there is nothing to compare with.
+    #[cfg(not(feature = "tracing"))]
+    #[inline(always)]
+    pub(super) fn exec_mark(&self) -> ExecMark {
+        ExecMark
+    }
+}
+
 /// Records on the current statement's span how SQLite ran it (`sqlmw.sqlite.exec`), from the
-/// connection's execution counts before and after.
+/// connection's execution counts before ([`SqliteConn::exec_mark`]) and after.
 #[cfg(feature = "tracing")]
 #[inline]
-pub(crate) fn record_exec(before: crate::stats::ExecStats, after: crate::stats::ExecStats) {
+pub(crate) fn record_exec(before: ExecMark, after: crate::stats::ExecStats) {
     if tracing::level_enabled!(tracing::Level::INFO) {
         let how = if after.rerun_after_interrupt > before.rerun_after_interrupt {
             "rerun"
@@ -532,7 +558,7 @@ pub(crate) fn record_exec(before: crate::stats::ExecStats, after: crate::stats::
 /// Without spans there is nothing to record.
 #[cfg(not(feature = "tracing"))]
 #[inline(always)]
-pub(crate) fn record_exec(_: crate::stats::ExecStats, _: crate::stats::ExecStats) {}
+pub(crate) fn record_exec(_: ExecMark, _: crate::stats::ExecStats) {}
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rusqlite::types::ValueRef as SqliteRef;
 
-use crate::decode::SqlRow;
+use crate::decode::{ColumnRef, FromValue, SqlRow};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
 use crate::sqlite_family::columns::{ColumnHint, Described};
@@ -38,16 +38,31 @@ pub(crate) fn value_ref<'a>(
     desc: &Described,
     idx: usize,
 ) -> Result<ValueRef<'a>> {
-    Ok(match raw {
+    with_value(raw, hint, desc, idx, |v| v)
+}
+
+/// [`value_ref`] handed to `f`: an `f` that matches the value (a `FromValue`) is compiled in
+/// where the value is made, with no `ValueRef` copied out through a `Result` before it is
+/// matched (about 5 instructions per column). Only text that is not UTF-8 fails here.
+#[inline(always)]
+fn with_value<'a, R>(
+    raw: SqliteRef<'a>,
+    hint: ColumnHint,
+    desc: &Described,
+    idx: usize,
+    f: impl FnOnce(ValueRef<'a>) -> R,
+) -> Result<R> {
+    let value = match raw {
         SqliteRef::Null => ValueRef::Null,
         SqliteRef::Integer(i) => hint.widen_int(i),
-        SqliteRef::Real(f) => hint.widen_real(f),
-        SqliteRef::Text(bytes) => {
-            let s = std::str::from_utf8(bytes).map_err(|_| invalid_utf8(desc, idx))?;
-            hint.widen_text(s)
-        }
+        SqliteRef::Real(x) => hint.widen_real(x),
+        SqliteRef::Text(bytes) => match std::str::from_utf8(bytes) {
+            Ok(s) => hint.widen_text(s),
+            Err(_) => return Err(invalid_utf8(desc, idx)),
+        },
         SqliteRef::Blob(b) => ValueRef::Blob(b),
-    })
+    };
+    Ok(f(value))
 }
 
 /// A rusqlite row seen through [`SqlRow`], with the statement's shared columns.
@@ -77,6 +92,19 @@ impl SqlRow for SqliteRow<'_, '_> {
             .get_ref(idx)
             .map_err(|_| crate::decode::column_out_of_range(idx, self.desc.len()))?;
         value_ref(raw, self.desc.hint(idx), self.desc, idx)
+    }
+
+    /// [`SqlRow::get`], with `T`'s conversion compiled into each kind of value (see
+    /// [`with_value`]).
+    #[inline(always)]
+    fn get<T: FromValue>(&self, column: impl ColumnRef) -> Result<T> {
+        let idx = column.index_in(self)?;
+        let raw = self
+            .row
+            .get_ref(idx)
+            .map_err(|_| crate::decode::column_out_of_range(idx, self.desc.len()))?;
+        with_value(raw, self.desc.hint(idx), self.desc, idx, T::from_value)?
+            .map_err(|e| e.at_column(self.column_name(idx).unwrap_or("?")))
     }
 }
 

@@ -168,7 +168,7 @@ impl SqliteConn {
             self.broken = true;
             return Err(broken());
         }
-        let before = self.exec;
+        let before = self.exec_mark();
         self.exec.offloaded_by_policy += 1;
         // On the stream's span: it ran on the blocking pool.
         super::offload::record_exec(before, self.exec);
