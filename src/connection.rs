@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use crate::decode::FromRow;
-use crate::dispatch::{ConnInner, StmtHandle};
+use crate::dispatch::{Call, ConnInner, StmtHandle};
 use crate::engine::DatabaseType;
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
@@ -72,20 +72,6 @@ macro_rules! runner {
         let _ = $writes;
         $self.wrote();
     };
-}
-
-/// One per-call statement as the runners of SQL take it (see [`runner!`]): by reference, so
-/// that each layer of the call keeps one pointer in its future instead of copying the parts in
-/// twice (about 10 instructions per layer and call).
-pub(crate) struct Call<'q> {
-    /// The SQL, as written.
-    pub(crate) sql: &'q str,
-    /// Whether `$n` placeholders are translated.
-    pub(crate) mode: TranslationMode,
-    /// One value per placeholder.
-    pub(crate) params: &'q [RowValues],
-    /// When the call must have finished, if ever.
-    pub(crate) deadline: Option<Instant>,
 }
 
 /// Transaction state of a checked-out connection, as seen through the public API.

@@ -1,7 +1,8 @@
 //! The query builder and [`QueryAndParams`].
 
-use crate::connection::{Call, MiddlewarePoolConnection};
+use crate::connection::MiddlewarePoolConnection;
 use crate::decode::FromRow;
+use crate::dispatch::Call;
 use crate::error::{Result, SqlMiddlewareDbError};
 use crate::results::ResultSet;
 use crate::stream::{RowStream, Source};

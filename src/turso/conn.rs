@@ -134,6 +134,21 @@ impl Wing for TursoConn {
     type Stmt = TursoStmt;
     type Raw = turso::Connection;
 
+    /// The statement from this connection's cache, unless something is left to settle (a call
+    /// abandoned mid-way, a transaction dropped without commit, raw access) or the schema
+    /// changed through another connection of the pool: `prepare` does those first. A hit is
+    /// counted and marks the session here, as `prepare` would; `prepare` counts the rest.
+    #[inline]
+    fn cached(&mut self, sql: &str, mode: TranslationMode) -> Option<Arc<TursoStmt>> {
+        if self.unsettled() || self.epoch() != self.epoch_seen {
+            return None;
+        }
+        let s = Arc::clone(self.stmts.find(sql, mode)?);
+        self.stmts.count(true);
+        self.mark(s.effects.session);
+        Some(s)
+    }
+
     async fn prepare(
         &mut self,
         sql: &str,
