@@ -28,9 +28,9 @@ fn other_backend() -> SqlMiddlewareDbError {
     )
 }
 
-/// One per-call statement as the runners of SQL take it (the connection's runners, then [`ConnInner`]'s): by reference, so
-/// that each layer of the call keeps one pointer in its future instead of copying the parts in
-/// twice (about 10 instructions per layer and call).
+/// One per-call statement as the runners of SQL take it (the connection's runners, then
+/// [`ConnInner`]'s): by reference, so that each layer of the call keeps one pointer in its
+/// future instead of copying the parts in twice (about 10 instructions per layer and call).
 pub(crate) struct Call<'q> {
     /// The SQL, as written.
     pub(crate) sql: &'q str,
