@@ -71,6 +71,16 @@ pub(crate) struct SqliteRow<'r, 's> {
     pub(crate) desc: &'r Described,
 }
 
+impl SqliteRow<'_, '_> {
+    /// Column `idx` as rusqlite holds it; an index past the last column is a typed error.
+    #[inline(always)]
+    fn raw(&self, idx: usize) -> Result<SqliteRef<'_>> {
+        self.row
+            .get_ref(idx)
+            .map_err(|_| crate::decode::column_out_of_range(idx, self.desc.len()))
+    }
+}
+
 impl SqlRow for SqliteRow<'_, '_> {
     #[inline]
     fn column_count(&self) -> usize {
@@ -87,11 +97,7 @@ impl SqlRow for SqliteRow<'_, '_> {
 
     #[inline(always)]
     fn value_ref(&self, idx: usize) -> Result<ValueRef<'_>> {
-        let raw = self
-            .row
-            .get_ref(idx)
-            .map_err(|_| crate::decode::column_out_of_range(idx, self.desc.len()))?;
-        value_ref(raw, self.desc.hint(idx), self.desc, idx)
+        value_ref(self.raw(idx)?, self.desc.hint(idx), self.desc, idx)
     }
 
     /// [`SqlRow::get`], with `T`'s conversion compiled into each kind of value (see
@@ -99,12 +105,14 @@ impl SqlRow for SqliteRow<'_, '_> {
     #[inline(always)]
     fn get<T: FromValue>(&self, column: impl ColumnRef) -> Result<T> {
         let idx = column.index_in(self)?;
-        let raw = self
-            .row
-            .get_ref(idx)
-            .map_err(|_| crate::decode::column_out_of_range(idx, self.desc.len()))?;
-        with_value(raw, self.desc.hint(idx), self.desc, idx, T::from_value)?
-            .map_err(|e| e.at_column(self.column_name(idx).unwrap_or("?")))
+        with_value(
+            self.raw(idx)?,
+            self.desc.hint(idx),
+            self.desc,
+            idx,
+            T::from_value,
+        )?
+        .map_err(|e| e.at_column(self.column_name(idx).unwrap_or("?")))
     }
 }
 

@@ -165,11 +165,10 @@ impl Wing for TursoConn {
             self.forget_statements();
             self.epoch_seen = epoch;
         }
-        if let Some(s) = self.stmts.get(sql, mode) {
-            let s = Arc::clone(s);
-            self.mark(s.effects.session);
+        if let Some(s) = self.cached(sql, mode) {
             return Ok(s);
         }
+        self.stmts.count(false);
         self.prepare_new(sql, mode, epoch).await
     }
 
