@@ -484,10 +484,17 @@ fn aborted() -> SqlMiddlewareDbError {
 /// Inside a `Tx`: SQL that would begin or end the transaction, and statements that cannot do
 /// their work inside one (SQLite ignores `PRAGMA foreign_keys` there; `VACUUM` and others are
 /// refused by the engines), are refused with `TransactionState` before they reach the engine.
+#[inline]
 fn refuse_in_tx(sql: &str, d: crate::sql::Dialect) -> Result<()> {
     if crate::sql::plain_dml_at_a_glance(sql) {
         return Ok(());
     }
+    refuse_in_tx_scanned(sql, d)
+}
+
+/// [`refuse_in_tx`] for text not seen as plain DML at a glance: the scans decide.
+#[inline(never)]
+fn refuse_in_tx_scanned(sql: &str, d: crate::sql::Dialect) -> Result<()> {
     if crate::sql::ends_or_starts_transaction(sql, d) {
         return Err(SqlMiddlewareDbError::new(
             ErrorKind::TransactionState,

@@ -131,11 +131,32 @@ pub(crate) fn plain_dml_at_a_glance(sql: &str) -> bool {
     let (Some(word), Some(after)) = (b.get(start..start + 6), b.get(start + 6)) else {
         return false;
     };
+    // The first letter picks the one keyword to compare with. Every keyword byte is a lowercase
+    // letter, and only that letter and its capital give it when the case bit (0x20) is set.
+    let keyword: &[u8; 6] = match word[0] | 0x20 {
+        b's' => b"select",
+        b'i' => b"insert",
+        b'u' => b"update",
+        b'd' => b"delete",
+        _ => return false,
+    };
     after.is_ascii_whitespace()
-        && [b"SELECT", b"INSERT", b"UPDATE", b"DELETE"]
-            .iter()
-            .any(|k| word.eq_ignore_ascii_case(*k))
-        && !b[start + 6..].contains(&b';')
+        && word.iter().zip(keyword).all(|(c, k)| c | 0x20 == *k)
+        && !has_semicolon(&b[start + 6..])
+}
+
+/// True when `b` holds a `;` byte. Sixteen bytes at a time, with no early exit inside a block,
+/// which the optimiser compiles to one vector compare per block; the bytes after the last whole
+/// block are read as part of the last sixteen. `<[u8]>::contains` goes through a general
+/// `memchr` that costs several times as much on text of a statement's length (about 150
+/// instructions on 80 bytes).
+#[inline]
+fn has_semicolon(b: &[u8]) -> bool {
+    let block = |s: &[u8]| s.iter().fold(false, |seen, &c| seen | (c == b';'));
+    let Some(last) = b.rchunks_exact(16).next() else {
+        return b.contains(&b';');
+    };
+    b.chunks_exact(16).any(block) || block(last)
 }
 
 /// True when `sql` holds no statement at all: only white space, comments and `;`.
@@ -292,6 +313,41 @@ mod tests {
             "VACUUM",
             "select",
             "",
+        ] {
+            assert!(!plain_dml_at_a_glance(sql), "{sql:?}");
+        }
+    }
+
+    #[test]
+    fn semicolon_found_at_every_place_of_a_block() {
+        for len in 0..=50 {
+            let plain = vec![b'x'; len];
+            assert!(!has_semicolon(&plain), "{len}");
+            for at in 0..len {
+                let mut b = plain.clone();
+                b[at] = b';';
+                assert!(has_semicolon(&b), "{len} {at}");
+            }
+        }
+    }
+
+    #[test]
+    fn keywords_are_matched_in_any_case_and_nothing_else() {
+        for sql in [
+            "sElEcT 1",
+            "INSERT\tINTO t VALUES (1)",
+            "uPDATE t SET a = 1",
+        ] {
+            assert!(plain_dml_at_a_glance(sql), "{sql:?}");
+        }
+        // Bytes that differ from a keyword's letter in bit 0x40 rather than the case bit, and
+        // non-ASCII text.
+        for sql in [
+            "SELEC\u{14} 1",
+            "\u{13}ELECT 1",
+            "SELECTé",
+            "ÉPDATE t",
+            "DELET\u{5} x",
         ] {
             assert!(!plain_dml_at_a_glance(sql), "{sql:?}");
         }
