@@ -69,12 +69,9 @@ impl<S> StmtCache<S> {
 
     /// The cached statement for `sql` under `mode`, marked as just used; the lookup is counted,
     /// as a hit or a miss.
-    #[cfg_attr(
-        not(any(feature = "postgres", feature = "mysql")),
-        expect(
-            dead_code,
-            reason = "SQLite and Turso count their lookups themselves (find, count)"
-        )
+    #[allow(
+        dead_code,
+        reason = "the embedded engines' wings count their lookups themselves (find, count): a build with only those does not call it"
     )]
     #[inline]
     pub(crate) fn get(&mut self, sql: &str, mode: TranslationMode) -> Option<&Arc<S>> {
