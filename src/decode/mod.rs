@@ -7,7 +7,10 @@ use crate::error::{DecodeError, ErrorKind, Result, SqlMiddlewareDbError};
 use crate::value::ValueRef;
 
 mod numbers;
+pub(crate) mod taking;
 mod values;
+
+pub(crate) use taking::decode_taking;
 
 /// Read access to one result row, by index or by name.
 ///
@@ -32,6 +35,19 @@ pub trait SqlRow {
         let idx = column.index_in(self)?;
         let value = self.value_ref(idx)?;
         T::from_value(value).map_err(|e| e.at_column(self.column_name(idx).unwrap_or("?")))
+    }
+
+    /// Decodes one column as [`get`](Self::get) does, but may move the value out of the row
+    /// instead of copying it, where the row owns it (a MySQL text value becomes the `String`
+    /// without a copy). A column taken so may not be read again: a second read is a
+    /// [`ErrorKind::ColumnNotFound`] error. Rows that hold nothing to move (every other
+    /// backend's, and [`crate::CustomDbRow`]) read it as `get` does.
+    #[inline]
+    fn take<T: FromValue>(&mut self, column: impl ColumnRef) -> Result<T>
+    where
+        Self: Sized,
+    {
+        self.get(column)
     }
 }
 
@@ -132,6 +148,17 @@ pub trait FromValue: Sized {
 pub trait FromRow: Sized {
     /// Builds `Self` from `row`.
     fn from_row<R: SqlRow>(row: &R) -> Result<Self>;
+
+    /// Builds `Self` from a row that is dropped afterwards, which the crate calls whenever it
+    /// decodes a row it fetched. It may read each column once with [`SqlRow::take`], which moves
+    /// a value out of the row where the row owns it instead of copying it. The default calls
+    /// [`from_row`](Self::from_row); the tuples and `#[derive(FromRow)]` read each column with
+    /// `take` (a derived struct with a `flatten` field, or with two fields of one column name,
+    /// keeps the default). An implementation that reads a column twice must keep the default.
+    #[inline]
+    fn from_row_taking<R: SqlRow>(row: &mut R) -> Result<Self> {
+        Self::from_row(row)
+    }
 }
 
 /// `x`, read from `v`, which holds nothing to free (a number or a boolean): `v` is forgotten
@@ -159,6 +186,11 @@ macro_rules! tuple_from_row {
         impl<$($name: FromValue),+> FromRow for ($($name,)+) {
             fn from_row<R: SqlRow>(row: &R) -> Result<Self> {
                 Ok(($(row.get::<$name>($idx)?,)+))
+            }
+
+            #[inline]
+            fn from_row_taking<R: SqlRow>(row: &mut R) -> Result<Self> {
+                Ok(($(row.take::<$name>($idx)?,)+))
             }
         }
     };

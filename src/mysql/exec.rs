@@ -188,13 +188,13 @@ impl MyConnection {
                     while qr.next().await.map_err(map_err)?.is_some() {}
                 }
                 super::sets::no_more(&mut qr).await?;
-                let Some(row) = first else {
+                let Some(mut row) = first else {
                     return Ok(None);
                 };
                 let mut fresh = None;
                 let cols = current_columns(&row, &s.columns, &mut fresh);
-                T::from_row(&MyRow {
-                    row: &row,
+                crate::decode::decode_taking::<T, _>(&mut MyRow {
+                    row: &mut row,
                     columns: cols,
                 })
                 .map(Some)
@@ -222,10 +222,10 @@ impl MyConnection {
                 let mut qr = QueryResult::<BinaryProtocol>::new(&mut c.conn);
                 let mut out = Vec::new();
                 let mut fresh = None;
-                while let Some(row) = qr.next().await.map_err(map_err)? {
+                while let Some(mut row) = qr.next().await.map_err(map_err)? {
                     let cols = current_columns(&row, &s.columns, &mut fresh);
-                    out.push(T::from_row(&MyRow {
-                        row: &row,
+                    out.push(crate::decode::decode_taking::<T, _>(&mut MyRow {
+                        row: &mut row,
                         columns: cols,
                     })?);
                 }

@@ -29,7 +29,7 @@ use mysql_async::consts::{ColumnFlags, ColumnType};
 use mysql_async::{Column, Row, Value};
 use rust_decimal::Decimal;
 
-use crate::decode::SqlRow;
+use crate::decode::{ColumnRef, FromValue, SqlRow};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::results::Columns;
 use crate::value::{RowValues, ValueRef};
@@ -229,6 +229,12 @@ pub(crate) fn row_values(row: Row, columns: &Columns) -> Result<Vec<RowValues>> 
     Ok(out)
 }
 
+/// Whether a column's bytes are text, read as they are.
+#[inline]
+fn plain_text(col: &Column) -> bool {
+    !needs_reading(col) && !is_binary(col)
+}
+
 /// Whether a column's bytes are read as something other than text or a blob.
 #[inline]
 fn needs_reading(col: &Column) -> bool {
@@ -248,9 +254,10 @@ fn needs_reading(col: &Column) -> bool {
     )
 }
 
-/// A mysql_async row seen through [`SqlRow`], decoded in place.
+/// A mysql_async row seen through [`SqlRow`], decoded in place. The row is the caller's to
+/// give up: [`SqlRow::take`] moves a text value out of it instead of copying it.
 pub(crate) struct MyRow<'a> {
-    pub(crate) row: &'a Row,
+    pub(crate) row: &'a mut Row,
     pub(crate) columns: &'a Columns,
 }
 
@@ -271,9 +278,32 @@ impl SqlRow for MyRow<'_> {
     #[inline]
     fn value_ref(&self, idx: usize) -> Result<ValueRef<'_>> {
         let Some(v) = self.row.as_ref(idx) else {
-            return Err(crate::decode::column_out_of_range(idx, self.row.len()));
+            return Err(if idx < self.row.len() {
+                crate::decode::taking::column_taken(self.columns.name(idx))
+            } else {
+                crate::decode::column_out_of_range(idx, self.row.len())
+            });
         };
         value_ref(v, &self.row.columns_ref()[idx], idx, self.columns)
+    }
+
+    /// Text is moved out of the row: mysql_async hands each value over in a buffer of its own,
+    /// which becomes the `String` as it is. Everything else is read in place, as `get` does.
+    #[inline]
+    fn take<T: FromValue>(&mut self, column: impl ColumnRef) -> Result<T> {
+        let idx = column.index_in(self)?;
+        let text = matches!(self.row.as_ref(idx), Some(Value::Bytes(_)))
+            && plain_text(&self.row.columns_ref()[idx]);
+        if !text {
+            return self.get(idx);
+        }
+        let Some(Value::Bytes(b)) = self.row.take::<Value, usize>(idx) else {
+            return Err(crate::decode::taking::column_taken(self.columns.name(idx)));
+        };
+        let s = String::from_utf8(b)
+            .map_err(|_| bad(self.columns, idx, "the text is not valid UTF-8"))?;
+        T::from_value(ValueRef::Text(Cow::Owned(s)))
+            .map_err(|e| e.at_column(self.columns.name(idx).unwrap_or("?")))
     }
 }
 

@@ -120,13 +120,13 @@ impl MyConnection {
             for _ in 0..BATCH_ROWS {
                 let mut qr: QueryResult<'_, 'static, BinaryProtocol> =
                     QueryResult::new(&mut c.conn);
-                let Some(row) = qr.next().await.map_err(map_err)? else {
+                let Some(mut row) = qr.next().await.map_err(map_err)? else {
                     super::sets::no_more(&mut qr).await?;
                     return Ok(false);
                 };
                 let cols = current_columns(&row, &k.stmt.columns, &mut k.fresh);
-                out.push_back(T::from_row(&MyRow {
-                    row: &row,
+                out.push_back(crate::decode::decode_taking::<T, _>(&mut MyRow {
+                    row: &mut row,
                     columns: cols,
                 })?);
             }

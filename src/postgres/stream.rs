@@ -190,7 +190,10 @@ impl PgConnection {
         // The batch's bytes, estimated from its first row.
         let bytes = rows.first().map_or(0, row_bytes).saturating_mul(rows.len());
         for row in &rows {
-            out.push_back(T::from_row(&PgRow { row, columns })?);
+            out.push_back(crate::decode::decode_taking::<T, _>(&mut PgRow {
+                row,
+                columns,
+            })?);
         }
         if rows.len() == asked {
             if bytes.saturating_mul(4) <= CURSOR_BATCH_BYTES {
@@ -298,7 +301,7 @@ impl PgConnection {
         loop {
             match next {
                 Ok(Some(row)) => {
-                    out.push_back(T::from_row(&PgRow {
+                    out.push_back(crate::decode::decode_taking::<T, _>(&mut PgRow {
                         row: &row,
                         columns: &c.stmt.columns,
                     })?);

@@ -93,7 +93,10 @@ fn produce<T: FromRow>(
                 _ => 8,
             };
         }
-        batch.push(T::from_row(&SqliteRow { row, desc })?);
+        batch.push(crate::decode::decode_taking::<T, _>(&mut SqliteRow {
+            row,
+            desc,
+        })?);
         if batch.len() >= BATCH_ROWS || bytes >= BATCH_BYTES {
             let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_ROWS));
             bytes = 0;
