@@ -10,6 +10,9 @@
 //!   - `try_from = "T"`: read a `T`, then convert with `TryFrom<T>` (a failed conversion is a
 //!     `TypeMismatch` error naming the column);
 //!   - `flatten`: the field is itself `FromRow`, read from the same row.
+//! - When each column is read once (no `flatten` field, no two fields of one column name), the
+//!   derive also writes `FromRow::from_row_taking`, which reads each field with `SqlRow::take`:
+//!   a MySQL text value is moved into its `String` rather than copied.
 #![forbid(unsafe_code)]
 
 mod embed;
@@ -101,14 +104,37 @@ fn field_opts(attrs: &[syn::Attribute]) -> syn::Result<FieldOpts> {
     Ok(o)
 }
 
+/// How a field is read: by `SqlRow::get` from `&R` (`from_row`), or by `SqlRow::take` from
+/// `&mut R` (`from_row_taking`).
+#[derive(Clone, Copy)]
+enum Read {
+    Get,
+    Take,
+}
+
 /// The expression that reads one field from `row`, with the column given by `col` (a name
 /// literal or an index).
-fn read_field(ty: &Type, opts: &FieldOpts, col: Tokens, label: &str, span: Span) -> Tokens {
+fn read_field(
+    ty: &Type,
+    opts: &FieldOpts,
+    col: Tokens,
+    label: &str,
+    span: Span,
+    how: Read,
+) -> Tokens {
     let m = quote!(::sql_middleware);
+    // `row` shared, whichever method this is.
+    let shared = match how {
+        Read::Get => quote!(row),
+        Read::Take => quote!(&*row),
+    };
     if opts.flatten {
-        return quote_spanned!(span=> <#ty as #m::FromRow>::from_row(row)?);
+        return quote_spanned!(span=> <#ty as #m::FromRow>::from_row(#shared)?);
     }
-    let read = |t: &Type, at: &Tokens| quote_spanned!(span=> #m::SqlRow::get::<#t>(row, #at)?);
+    let read = |t: &Type, at: &Tokens| match how {
+        Read::Get => quote_spanned!(span=> #m::SqlRow::get::<#t>(row, #at)?),
+        Read::Take => quote_spanned!(span=> #m::SqlRow::take::<#t>(&mut *row, #at)?),
+    };
     let convert = |v: Tokens, from: &Type| {
         quote_spanned!(span=> <#ty as ::core::convert::TryFrom<#from>>::try_from(#v)
             .map_err(|e| #m::SqlMiddlewareDbError::new(
@@ -125,14 +151,65 @@ fn read_field(ty: &Type, opts: &FieldOpts, col: Tokens, label: &str, span: Span)
     }
     let at = quote!(i);
     let present = value(&at);
-    quote_spanned!(span=> match #m::ColumnRef::index_in(&#col, row) {
+    quote_spanned!(span=> match #m::ColumnRef::index_in(&#col, #shared) {
         ::core::result::Result::Ok(i)
-            if !::core::matches!(#m::SqlRow::value_ref(row, i)?, #m::ValueRef::Null) =>
+            if !::core::matches!(#m::SqlRow::value_ref(#shared, i)?, #m::ValueRef::Null) =>
         {
             #present
         }
         _ => ::core::default::Default::default(),
     })
+}
+
+/// The body of `from_row` (`Read::Get`) or `from_row_taking` (`Read::Take`), and whether the
+/// struct reads each column at most once, which `from_row_taking` needs: no `flatten` field
+/// (it reads the whole row) and no two fields of one column name (names match ASCII
+/// case-insensitively, so they are compared so).
+fn body(fields: &Fields, how: Read) -> syn::Result<(Tokens, bool)> {
+    match fields {
+        Fields::Named(fields) => {
+            let mut inits = Vec::new();
+            let mut names = std::collections::HashSet::new();
+            let mut once = true;
+            for f in &fields.named {
+                let opts = field_opts(&f.attrs)?;
+                let ident = f.ident.as_ref().expect("named field");
+                let column = opts.rename.as_ref().map_or_else(
+                    || ident.to_string().trim_start_matches("r#").to_owned(),
+                    LitStr::value,
+                );
+                once &= !opts.flatten && names.insert(column.to_ascii_lowercase());
+                let lit = LitStr::new(&column, f.span());
+                let read = read_field(&f.ty, &opts, quote!(#lit), &column, f.ty.span(), how);
+                inits.push(quote!(#ident: #read));
+            }
+            Ok((
+                quote!(::core::result::Result::Ok(Self { #(#inits),* })),
+                once,
+            ))
+        }
+        Fields::Unnamed(fields) => {
+            let mut inits = Vec::new();
+            let mut once = true;
+            for (i, f) in fields.unnamed.iter().enumerate() {
+                let opts = field_opts(&f.attrs)?;
+                if opts.rename.is_some() {
+                    return Err(syn::Error::new(
+                        f.span(),
+                        "`rename` names a column; tuple struct fields are read by position",
+                    ));
+                }
+                once &= !opts.flatten;
+                let read = read_field(&f.ty, &opts, quote!(#i), &i.to_string(), f.ty.span(), how);
+                inits.push(read);
+            }
+            Ok((quote!(::core::result::Result::Ok(Self(#(#inits),*))), once))
+        }
+        Fields::Unit => Err(syn::Error::new(
+            fields.span(),
+            "FromRow cannot be derived for a unit struct: it reads no column",
+        )),
+    }
 }
 
 fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
@@ -142,45 +219,28 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             "FromRow can be derived for structs only (named fields by column name, tuple structs by position)",
         ));
     };
+    if matches!(data.fields, Fields::Unit) {
+        return Err(syn::Error::new(
+            input.ident.span(),
+            "FromRow cannot be derived for a unit struct: it reads no column",
+        ));
+    }
     let name = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
-    let body = match &data.fields {
-        Fields::Named(fields) => {
-            let mut inits = Vec::new();
-            for f in &fields.named {
-                let opts = field_opts(&f.attrs)?;
-                let ident = f.ident.as_ref().expect("named field");
-                let column = opts.rename.as_ref().map_or_else(
-                    || ident.to_string().trim_start_matches("r#").to_owned(),
-                    LitStr::value,
-                );
-                let lit = LitStr::new(&column, f.span());
-                let read = read_field(&f.ty, &opts, quote!(#lit), &column, f.ty.span());
-                inits.push(quote!(#ident: #read));
+    let (get, once) = body(&data.fields, Read::Get)?;
+    // Without reading each column once, `from_row_taking` keeps its default (`from_row`).
+    let taking = if once {
+        let (take, _) = body(&data.fields, Read::Take)?;
+        quote! {
+            #[inline]
+            fn from_row_taking<R: ::sql_middleware::SqlRow>(
+                row: &mut R,
+            ) -> ::sql_middleware::Result<Self> {
+                #take
             }
-            quote!(::core::result::Result::Ok(Self { #(#inits),* }))
         }
-        Fields::Unnamed(fields) => {
-            let mut inits = Vec::new();
-            for (i, f) in fields.unnamed.iter().enumerate() {
-                let opts = field_opts(&f.attrs)?;
-                if opts.rename.is_some() {
-                    return Err(syn::Error::new(
-                        f.span(),
-                        "`rename` names a column; tuple struct fields are read by position",
-                    ));
-                }
-                let read = read_field(&f.ty, &opts, quote!(#i), &i.to_string(), f.ty.span());
-                inits.push(read);
-            }
-            quote!(::core::result::Result::Ok(Self(#(#inits),*)))
-        }
-        Fields::Unit => {
-            return Err(syn::Error::new(
-                input.ident.span(),
-                "FromRow cannot be derived for a unit struct: it reads no column",
-            ));
-        }
+    } else {
+        Tokens::new()
     };
     Ok(quote! {
         impl #impl_generics ::sql_middleware::FromRow for #name #ty_generics #where_clause {
@@ -188,8 +248,10 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             fn from_row<R: ::sql_middleware::SqlRow>(
                 row: &R,
             ) -> ::sql_middleware::Result<Self> {
-                #body
+                #get
             }
+
+            #taking
         }
     })
 }
