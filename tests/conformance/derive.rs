@@ -111,6 +111,69 @@ async fn t_derived_rows(db: &TestDb) {
     assert!(e.message().contains("first"), "[{k}] {e}");
 }
 
+/// Fields named in another case than the columns: each column read once, so taken.
+#[derive(Debug, PartialEq, FromRow)]
+struct Once {
+    #[sql(rename = "T")]
+    text: String,
+    n: Option<String>,
+    #[sql(default)]
+    u: Option<String>,
+    #[sql(try_from = "i64")]
+    k: u32,
+}
+
+/// Two fields of one column (names match case-insensitively): read twice, so not taken.
+#[derive(Debug, PartialEq, FromRow)]
+struct Twice {
+    t: String,
+    #[sql(rename = "T")]
+    again: String,
+}
+
+/// A flattened struct reads the whole row: the outer struct keeps `from_row`.
+#[derive(Debug, PartialEq, FromRow)]
+struct Outer {
+    t: String,
+    #[sql(flatten)]
+    inner: Twice,
+}
+
+/// What `from_row_taking` a derived struct gets: each column taken when each is read once
+/// (fields named in another case than the columns, `default`, `try_from`), and `from_row`'s
+/// reads when two fields name one column or a field is flattened (see `taking.rs`).
+async fn t_derived_structs_take_only_what_they_read_once(db: &TestDb) {
+    let k = db.kind.name();
+    let mut conn = db.conn().await;
+    let want = crate::taking::setup(db, &mut conn).await;
+    let once: Vec<Once> = conn.query(crate::taking::ALL).all().await.unwrap();
+    let expected: Vec<Once> = want
+        .iter()
+        .map(|w| Once {
+            text: w.1.clone(),
+            n: None,
+            u: w.4.clone(),
+            k: u32::try_from(w.5).unwrap(),
+        })
+        .collect();
+    assert_eq!(once, expected, "[{k}] derived, taken");
+    let twice: Twice = conn
+        .query("SELECT t FROM tk WHERE id = 3")
+        .one()
+        .await
+        .unwrap();
+    assert_eq!((&twice.t, &twice.again), (&want[2].1, &want[2].1), "[{k}]");
+    let outer: Outer = conn
+        .query("SELECT t FROM tk WHERE id = 3")
+        .one()
+        .await
+        .unwrap();
+    assert_eq!((&outer.t, &outer.inner), (&want[2].1, &twice), "[{k}]");
+}
+
 backend_tests! {
     async fn derived_rows(db) { t_derived_rows(&db).await }
+    async fn derived_structs_take_only_what_they_read_once(db) {
+        t_derived_structs_take_only_what_they_read_once(&db).await
+    }
 }

@@ -53,6 +53,7 @@ mod stats;
 #[cfg(feature = "metrics")]
 mod stats_metrics;
 mod streams;
+mod taking;
 mod timeouts;
 mod transactions;
 mod urls;
