@@ -165,7 +165,7 @@ fn read_field(
 /// struct reads each column at most once, which `from_row_taking` needs: no `flatten` field
 /// (it reads the whole row) and no two fields of one column name (names match ASCII
 /// case-insensitively, so they are compared so).
-fn body(fields: &Fields, how: Read) -> syn::Result<(Tokens, bool)> {
+fn body(name: &syn::Ident, fields: &Fields, how: Read) -> syn::Result<(Tokens, bool)> {
     match fields {
         Fields::Named(fields) => {
             let mut inits = Vec::new();
@@ -206,7 +206,7 @@ fn body(fields: &Fields, how: Read) -> syn::Result<(Tokens, bool)> {
             Ok((quote!(::core::result::Result::Ok(Self(#(#inits),*))), once))
         }
         Fields::Unit => Err(syn::Error::new(
-            fields.span(),
+            name.span(),
             "FromRow cannot be derived for a unit struct: it reads no column",
         )),
     }
@@ -219,18 +219,12 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             "FromRow can be derived for structs only (named fields by column name, tuple structs by position)",
         ));
     };
-    if matches!(data.fields, Fields::Unit) {
-        return Err(syn::Error::new(
-            input.ident.span(),
-            "FromRow cannot be derived for a unit struct: it reads no column",
-        ));
-    }
     let name = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
-    let (get, once) = body(&data.fields, Read::Get)?;
+    let (get, once) = body(name, &data.fields, Read::Get)?;
     // Without reading each column once, `from_row_taking` keeps its default (`from_row`).
     let taking = if once {
-        let (take, _) = body(&data.fields, Read::Take)?;
+        let (take, _) = body(name, &data.fields, Read::Take)?;
         quote! {
             #[inline]
             fn from_row_taking<R: ::sql_middleware::SqlRow>(

@@ -39,9 +39,10 @@ pub trait SqlRow {
 
     /// Decodes one column as [`get`](Self::get) does, but may move the value out of the row
     /// instead of copying it, where the row owns it (a MySQL text value becomes the `String`
-    /// without a copy). A column taken so may not be read again: a second read is a
-    /// [`ErrorKind::ColumnNotFound`] error. Rows that hold nothing to move (every other
-    /// backend's, and [`crate::CustomDbRow`]) read it as `get` does.
+    /// without a copy). A column taken so may not be read again: in the rows the crate hands
+    /// to [`FromRow::from_row_taking`], a second read is a [`ErrorKind::ColumnNotFound`] error
+    /// on every backend. Rows that hold nothing to move (every other backend's, and
+    /// [`crate::CustomDbRow`]) read the value as `get` does.
     #[inline]
     fn take<T: FromValue>(&mut self, column: impl ColumnRef) -> Result<T>
     where

@@ -163,8 +163,7 @@ pub(crate) fn value_ref<'a>(
 /// A value the server sent as bytes, read by its column's type.
 fn bytes<'a>(b: &'a [u8], col: &Column, idx: usize, columns: &Columns) -> Result<ValueRef<'a>> {
     use ColumnType as T;
-    let text =
-        || std::str::from_utf8(b).map_err(|_| bad(columns, idx, "the text is not valid UTF-8"));
+    let text = || std::str::from_utf8(b).map_err(|_| bad(columns, idx, NOT_UTF8));
     Ok(match col.column_type() {
         T::MYSQL_TYPE_NEWDECIMAL | T::MYSQL_TYPE_DECIMAL => decimal(text()?),
         T::MYSQL_TYPE_JSON => {
@@ -213,20 +212,21 @@ pub(crate) fn row_values(row: Row, columns: &Columns) -> Result<Vec<RowValues>> 
     for (idx, (v, col)) in values.into_iter().zip(cols.iter()).enumerate() {
         let v = v.unwrap_or(Value::NULL);
         out.push(match v {
-            Value::Bytes(b) if !needs_reading(col) => {
-                if is_binary(col) {
-                    RowValues::Blob(b)
-                } else {
-                    RowValues::Text(
-                        String::from_utf8(b)
-                            .map_err(|_| bad(columns, idx, "the text is not valid UTF-8"))?,
-                    )
-                }
-            }
+            Value::Bytes(b) if plain_text(col) => RowValues::Text(owned_text(b, columns, idx)?),
+            Value::Bytes(b) if !needs_reading(col) => RowValues::Blob(b),
             v => value_ref(&v, col, idx, columns)?.to_owned_value(),
         });
     }
     Ok(out)
+}
+
+/// What a text value that is not UTF-8 says.
+const NOT_UTF8: &str = "the text is not valid UTF-8";
+
+/// A text value's own buffer as a `String`: checked, not copied.
+#[inline]
+fn owned_text(b: Vec<u8>, columns: &Columns, idx: usize) -> Result<String> {
+    String::from_utf8(b).map_err(|_| bad(columns, idx, NOT_UTF8))
 }
 
 /// Whether a column's bytes are text, read as they are.
@@ -300,8 +300,7 @@ impl SqlRow for MyRow<'_> {
         let Some(Value::Bytes(b)) = self.row.take::<Value, usize>(idx) else {
             return Err(crate::decode::taking::column_taken(self.columns.name(idx)));
         };
-        let s = String::from_utf8(b)
-            .map_err(|_| bad(self.columns, idx, "the text is not valid UTF-8"))?;
+        let s = owned_text(b, self.columns, idx)?;
         T::from_value(ValueRef::Text(Cow::Owned(s)))
             .map_err(|e| e.at_column(self.columns.name(idx).unwrap_or("?")))
     }
