@@ -50,6 +50,19 @@ pub trait SqlRow {
     {
         self.get(column)
     }
+
+    /// `T::from_row(self)`: what [`FromRow::from_row_taking`] does by default. Not meant to be
+    /// called or overridden; the crate's own wrapper around a fetched row overrides it to hand
+    /// `from_row` the backend's row itself, so that a `FromRow` that never takes pays nothing
+    /// for the wrapper.
+    #[doc(hidden)]
+    #[inline]
+    fn decode_in_place<T: FromRow>(&self) -> Result<T>
+    where
+        Self: Sized,
+    {
+        T::from_row(self)
+    }
 }
 
 /// Something that names a column: a `usize` index or a `&str` name.
@@ -158,7 +171,7 @@ pub trait FromRow: Sized {
     /// keeps the default). An implementation that reads a column twice must keep the default.
     #[inline]
     fn from_row_taking<R: SqlRow>(row: &mut R) -> Result<Self> {
-        Self::from_row(row)
+        row.decode_in_place()
     }
 }
 

@@ -6,9 +6,10 @@ use super::{ColumnRef, FromRow, FromValue, SqlRow};
 use crate::error::{ErrorKind, Result, SqlMiddlewareDbError};
 use crate::value::ValueRef;
 
-/// Decodes `row`, which the caller drops afterwards, with [`FromRow::from_row_taking`].
+/// Decodes `row`, a backend's view of a row it gives up, with [`FromRow::from_row_taking`].
+/// The view (a few references) is moved into the wrapper, so reading it costs no extra load.
 #[inline]
-pub(crate) fn decode_taking<T: FromRow, R: SqlRow>(row: &mut R) -> Result<T> {
+pub(crate) fn decode_taking<T: FromRow, R: SqlRow>(row: R) -> Result<T> {
     T::from_row_taking(&mut Taking::new(row))
 }
 
@@ -26,8 +27,8 @@ pub(crate) fn column_taken(name: Option<&str>) -> SqlMiddlewareDbError {
 /// A backend's row and the columns taken from it: columns 0 to 62 as bits 0 to 62, later ones
 /// listed in `more`, with bit 63 set once the list has one. So `taken == 0` says, in one
 /// compare, that nothing was taken, and a `from_row` (which never takes) pays only that.
-struct Taking<'r, R> {
-    row: &'r mut R,
+struct Taking<R> {
+    row: R,
     taken: u64,
     more: Vec<usize>,
 }
@@ -35,9 +36,9 @@ struct Taking<'r, R> {
 /// The bit that says `Taking::more` lists a column.
 const MORE: u64 = 1 << 63;
 
-impl<'r, R: SqlRow> Taking<'r, R> {
+impl<R: SqlRow> Taking<R> {
     #[inline]
-    fn new(row: &'r mut R) -> Self {
+    fn new(row: R) -> Self {
         Taking {
             row,
             taken: 0,
@@ -76,7 +77,7 @@ impl<'r, R: SqlRow> Taking<'r, R> {
     }
 }
 
-impl<R: SqlRow> SqlRow for Taking<'_, R> {
+impl<R: SqlRow> SqlRow for Taking<R> {
     #[inline]
     fn column_count(&self) -> usize {
         self.row.column_count()
@@ -100,15 +101,16 @@ impl<R: SqlRow> SqlRow for Taking<'_, R> {
         self.row.value_ref(idx)
     }
 
-    // The backend's own `get` and `take`, which may be faster than the defaults.
+    // The backend's own `get` and `take`, which may be faster than the defaults. The backend's
+    // `get` is called once, with the column as given: it is inlined, and a second copy of it
+    // (or a second bounds check) in every `from_row` costs more than the check. The column is
+    // resolved here only when something was taken.
     #[inline]
     fn get<T: FromValue>(&self, column: impl ColumnRef) -> Result<T> {
-        if self.taken == 0 {
-            return self.row.get(column);
+        if self.taken != 0 {
+            self.check(column.index_in(self)?)?;
         }
-        let idx = column.index_in(self)?;
-        self.check(idx)?;
-        self.row.get(idx)
+        self.row.get(column)
     }
 
     #[inline]
@@ -116,6 +118,17 @@ impl<R: SqlRow> SqlRow for Taking<'_, R> {
         let idx = column.index_in(self)?;
         self.mark(idx)?;
         self.row.take(idx)
+    }
+
+    /// A `from_row` reads the backend's row itself while nothing was taken: it can take
+    /// nothing, so no read of it needs the check.
+    #[inline]
+    fn decode_in_place<T: FromRow>(&self) -> Result<T> {
+        if self.taken == 0 {
+            T::from_row(&self.row)
+        } else {
+            T::from_row(self)
+        }
     }
 }
 
@@ -155,24 +168,24 @@ mod tests {
     /// `take`, `get` or `value_ref`; a `from_row` reads a column twice as before.
     #[test]
     fn a_column_taken_twice_is_a_typed_error_wherever_it_is() {
-        let mut r = row(70);
-        let e = decode_taking::<Twice<70, 3>, _>(&mut r).expect_err("taken twice");
+        let r = row(70);
+        let e = decode_taking::<Twice<70, 3>, _>(r.clone()).expect_err("taken twice");
         assert_eq!(e.kind(), ErrorKind::ColumnNotFound);
         assert!(e.to_string().contains("`c3` was already taken"), "{e}");
-        let e = decode_taking::<Twice<70, 66>, _>(&mut r).expect_err("taken twice");
+        let e = decode_taking::<Twice<70, 66>, _>(r.clone()).expect_err("taken twice");
         assert!(e.to_string().contains("`c66` was already taken"), "{e}");
-        let e = decode_taking::<Twice<70, 63>, _>(&mut r).expect_err("taken twice");
+        let e = decode_taking::<Twice<70, 63>, _>(r.clone()).expect_err("taken twice");
         assert!(e.to_string().contains("`c63` was already taken"), "{e}");
-        let e = decode_taking::<Twice<70, 62>, _>(&mut r).expect_err("taken twice");
+        let e = decode_taking::<Twice<70, 62>, _>(r.clone()).expect_err("taken twice");
         assert!(e.to_string().contains("`c62` was already taken"), "{e}");
-        let e = decode_taking::<Twice<70, 64>, _>(&mut r).expect_err("taken twice");
+        let e = decode_taking::<Twice<70, 64>, _>(r.clone()).expect_err("taken twice");
         assert!(e.to_string().contains("`c64` was already taken"), "{e}");
         assert_eq!(
             Twice::<70, 64>::from_row(&r).expect("read twice").0[70],
             "v64"
         );
         // Only a column past the bits taken: the others still read, that one does not.
-        let mut t = Taking::new(&mut r);
+        let mut t = Taking::new(r.clone());
         assert_eq!(t.take::<String>(65).unwrap(), "v65");
         assert_eq!(t.get::<String>(66).unwrap(), "v66");
         assert_eq!(t.get::<String>(1).unwrap(), "v1");
@@ -180,7 +193,7 @@ mod tests {
         assert!(t.get::<String>(65).is_err());
         assert!(t.value_ref(63).is_err());
         // Reads after a take, by `get` and `value_ref`.
-        let mut t = Taking::new(&mut r);
+        let mut t = Taking::new(r.clone());
         assert_eq!(t.take::<String>(1).unwrap(), "v1");
         assert_eq!(t.take::<String>(65).unwrap(), "v65");
         for idx in [1, 65] {
@@ -196,11 +209,11 @@ mod tests {
 
     #[test]
     fn tuples_take_each_column_once() {
-        let mut r = row(3);
-        let (a, b, c): (String, String, String) = decode_taking(&mut r).unwrap();
+        let r = row(3);
+        let (a, b, c): (String, String, String) = decode_taking(r.clone()).unwrap();
         assert_eq!((a.as_str(), b.as_str(), c.as_str()), ("v0", "v1", "v2"));
         // Out of range is still the range error, not a taken one.
-        let e = decode_taking::<(String, String, String, String), _>(&mut r)
+        let e = decode_taking::<(String, String, String, String), _>(r.clone())
             .expect_err("4 columns of 3");
         assert!(e.to_string().contains("out of range"), "{e}");
     }

@@ -193,7 +193,7 @@ impl MyConnection {
                 };
                 let mut fresh = None;
                 let cols = current_columns(&row, &s.columns, &mut fresh);
-                crate::decode::decode_taking::<T, _>(&mut MyRow {
+                crate::decode::decode_taking::<T, _>(MyRow {
                     row: &mut row,
                     columns: cols,
                 })
@@ -224,7 +224,7 @@ impl MyConnection {
                 let mut fresh = None;
                 while let Some(mut row) = qr.next().await.map_err(map_err)? {
                     let cols = current_columns(&row, &s.columns, &mut fresh);
-                    out.push(crate::decode::decode_taking::<T, _>(&mut MyRow {
+                    out.push(crate::decode::decode_taking::<T, _>(MyRow {
                         row: &mut row,
                         columns: cols,
                     })?);

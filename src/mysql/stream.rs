@@ -125,7 +125,7 @@ impl MyConnection {
                     return Ok(false);
                 };
                 let cols = current_columns(&row, &k.stmt.columns, &mut k.fresh);
-                out.push_back(crate::decode::decode_taking::<T, _>(&mut MyRow {
+                out.push_back(crate::decode::decode_taking::<T, _>(MyRow {
                     row: &mut row,
                     columns: cols,
                 })?);

@@ -121,7 +121,7 @@ impl PgConnection {
                 while stream.try_next().await.map_err(map_err)?.is_some() {}
             }
             match first {
-                Some(row) => crate::decode::decode_taking::<T, _>(&mut PgRow {
+                Some(row) => crate::decode::decode_taking::<T, _>(PgRow {
                     row: &row,
                     columns: &s.columns,
                 })
@@ -146,7 +146,7 @@ impl PgConnection {
             pin_mut!(stream);
             let mut out = Vec::new();
             while let Some(row) = stream.try_next().await.map_err(map_err)? {
-                out.push(crate::decode::decode_taking::<T, _>(&mut PgRow {
+                out.push(crate::decode::decode_taking::<T, _>(PgRow {
                     row: &row,
                     columns: &s.columns,
                 })?);

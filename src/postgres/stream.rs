@@ -190,7 +190,7 @@ impl PgConnection {
         // The batch's bytes, estimated from its first row.
         let bytes = rows.first().map_or(0, row_bytes).saturating_mul(rows.len());
         for row in &rows {
-            out.push_back(crate::decode::decode_taking::<T, _>(&mut PgRow {
+            out.push_back(crate::decode::decode_taking::<T, _>(PgRow {
                 row,
                 columns,
             })?);
@@ -301,7 +301,7 @@ impl PgConnection {
         loop {
             match next {
                 Ok(Some(row)) => {
-                    out.push_back(crate::decode::decode_taking::<T, _>(&mut PgRow {
+                    out.push_back(crate::decode::decode_taking::<T, _>(PgRow {
                         row: &row,
                         columns: &c.stmt.columns,
                     })?);

@@ -66,7 +66,7 @@ pub(super) fn run_optional<T: FromRow>(
     match rows.next().map_err(map_err)? {
         Some(row) => {
             let fresh = s.columns_now(row.as_ref());
-            crate::decode::decode_taking::<T, _>(&mut SqliteRow {
+            crate::decode::decode_taking::<T, _>(SqliteRow {
                 row,
                 desc: fresh.as_deref().unwrap_or(&s.desc),
             })
@@ -88,7 +88,7 @@ pub(super) fn run_all<T: FromRow>(
     let mut fresh: Option<Option<Arc<Described>>> = None;
     while let Some(row) = rows.next().map_err(map_err)? {
         let d = fresh.get_or_insert_with(|| s.columns_now(row.as_ref()));
-        out.push(crate::decode::decode_taking::<T, _>(&mut SqliteRow {
+        out.push(crate::decode::decode_taking::<T, _>(SqliteRow {
             row,
             desc: d.as_deref().unwrap_or(&s.desc),
         })?);

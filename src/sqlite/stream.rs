@@ -93,7 +93,7 @@ fn produce<T: FromRow>(
                 _ => 8,
             };
         }
-        batch.push(crate::decode::decode_taking::<T, _>(&mut SqliteRow {
+        batch.push(crate::decode::decode_taking::<T, _>(SqliteRow {
             row,
             desc,
         })?);

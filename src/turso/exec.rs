@@ -214,7 +214,7 @@ impl TursoConn {
         let fresh = self.desc_now(s, st);
         let desc = fresh.as_ref().unwrap_or(&s.desc);
         fill_row_values(&row, desc, &mut self.row_buf)?;
-        crate::decode::decode_taking::<T, _>(&mut TursoRow {
+        crate::decode::decode_taking::<T, _>(TursoRow {
             values: &self.row_buf,
             columns: &desc.columns,
         })
@@ -256,7 +256,7 @@ impl TursoConn {
                 .as_ref()
                 .unwrap_or(&s.desc);
             fill_row_values(&row, desc, &mut self.row_buf)?;
-            out.push(crate::decode::decode_taking::<T, _>(&mut TursoRow {
+            out.push(crate::decode::decode_taking::<T, _>(TursoRow {
                 values: &self.row_buf,
                 columns: &desc.columns,
             })?);

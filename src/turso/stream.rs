@@ -120,7 +120,7 @@ impl TursoConn {
                 .as_ref()
                 .unwrap_or(&c.stmt.desc);
             fill_row_values(&row, desc, &mut self.row_buf)?;
-            let decoded = crate::decode::decode_taking::<T, _>(&mut TursoRow {
+            let decoded = crate::decode::decode_taking::<T, _>(TursoRow {
                 values: &self.row_buf,
                 columns: &desc.columns,
             });
